@@ -1,0 +1,39 @@
+//! Regenerates `docs/tool-inventory.md` from the compiled catalog.
+//!
+//! The document is rendered into OUT_DIR (what packaging allows) and, in a workspace
+//! checkout, copied to `docs/` when its content changed. `kyro docs --check` is the guard
+//! when the copy cannot be written.
+
+#[path = "src/inventory.rs"]
+mod inventory;
+
+use std::path::PathBuf;
+
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=src/inventory.rs");
+    println!("cargo:rerun-if-changed=docs/tool-inventory.md");
+    let registry = kyro_core::Registry::with_catalog(kyro_tools::BUILTINS)
+        .unwrap_or_else(|e| panic!("the built-in catalog does not register: {e}"));
+    let text = inventory::render(&registry.snapshot());
+    let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    write_if_changed(&out_dir.join("tool-inventory.md"), &text);
+    let manifest = PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"),
+    );
+    // Only a checkout has .git; a packaged crate being verified must not write outside OUT_DIR.
+    if manifest.join(".git").exists() {
+        write_if_changed(&manifest.join("docs").join("tool-inventory.md"), &text);
+    }
+}
+
+fn write_if_changed(path: &std::path::Path, text: &str) {
+    if std::fs::read_to_string(path).is_ok_and(|old| old == text) {
+        return;
+    }
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .unwrap_or_else(|e| panic!("cannot create {}: {e}", parent.display()));
+    }
+    std::fs::write(path, text).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+}

@@ -1,0 +1,124 @@
+//! The checked catalog: a crate lists its tools once, and duplicate names fail the build.
+
+use crate::tool::ToolEntry;
+
+/// Declares a crate's catalog of tools as a constant slice of [`ToolEntry`].
+///
+/// Every listed type must carry `#[tool]` and implement [`Execute`](crate::Execute). Two
+/// tools sharing a name or an alias (in any combination) fail the build with a message
+/// naming the duplicate.
+///
+/// ```ignore
+/// kyro_core::catalog! {
+///     /// The built-in tools.
+///     pub const BUILTINS = [files::ReadFile, files::WriteFile];
+/// }
+/// ```
+#[macro_export]
+macro_rules! catalog {
+    ($(#[$meta:meta])* $vis:vis const $name:ident = [$($tool:path),* $(,)?];) => {
+        $(#[$meta])*
+        $vis const $name: &[$crate::ToolEntry] = &[$($crate::ToolEntry::of::<$tool>()),*];
+        const _: () = {
+            const DUPLICATE: $crate::__private::DuplicateName = $crate::__private::find_duplicate($name);
+            if let Some(message) = DUPLICATE.message() {
+                panic!("{}", message);
+            }
+        };
+    };
+}
+
+const PREFIX: &[u8] = b"duplicate tool name or alias in the catalog: ";
+const CAPACITY: usize = 160;
+
+/// The message naming the first duplicate, built at compile time (const panics can only
+/// print a `&str`, so the message is assembled in a fixed buffer).
+#[derive(Debug, Clone, Copy)]
+pub struct DuplicateName {
+    buffer: [u8; CAPACITY],
+    len: usize,
+}
+
+impl DuplicateName {
+    /// The message, when a duplicate was found.
+    pub const fn message(&self) -> Option<&str> {
+        if self.len == 0 {
+            return None;
+        }
+        let (head, _) = self.buffer.split_at(self.len);
+        match std::str::from_utf8(head) {
+            Ok(message) => Some(message),
+            Err(_) => Some("duplicate tool name or alias in the catalog"),
+        }
+    }
+}
+
+/// Finds the first name or alias that two entries (or one entry twice) share.
+pub const fn find_duplicate(entries: &[ToolEntry]) -> DuplicateName {
+    let mut i = 0;
+    while i < entries.len() {
+        let mut a = 0;
+        while a <= entries[i].spec.aliases.len() {
+            let name = name_at(&entries[i], a);
+            let mut j = i;
+            while j < entries.len() {
+                let mut b = if j == i { a + 1 } else { 0 };
+                while b <= entries[j].spec.aliases.len() {
+                    if str_eq(name, name_at(&entries[j], b)) {
+                        return duplicate(name);
+                    }
+                    b += 1;
+                }
+                j += 1;
+            }
+            a += 1;
+        }
+        i += 1;
+    }
+    DuplicateName {
+        buffer: [0; CAPACITY],
+        len: 0,
+    }
+}
+
+const fn duplicate(name: &str) -> DuplicateName {
+    let mut buffer = [0u8; CAPACITY];
+    let mut len = 0;
+    while len < PREFIX.len() {
+        buffer[len] = PREFIX[len];
+        len += 1;
+    }
+    let name = name.as_bytes();
+    let mut k = 0;
+    // Names are at most 64 ASCII bytes (checked by the attribute), so they fit.
+    while k < name.len() && len < CAPACITY {
+        buffer[len] = name[k];
+        len += 1;
+        k += 1;
+    }
+    DuplicateName { buffer, len }
+}
+
+const fn name_at(entry: &ToolEntry, index: usize) -> &'static str {
+    if index == 0 {
+        entry.spec.name
+    } else {
+        entry.spec.aliases[index - 1]
+    }
+}
+
+/// Byte equality of two strings, usable in constants.
+pub(crate) const fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}

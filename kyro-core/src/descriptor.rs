@@ -1,0 +1,84 @@
+//! The descriptor: everything a client, a provider or the inventory doc learns about a tool.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::effect::{Approval, Capability, Effect};
+
+/// The public description of a registered tool, served unchanged by every surface.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolDescriptor {
+    /// Canonical name.
+    pub name: String,
+    /// Human-readable title.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Other names the tool answers to.
+    pub aliases: Vec<String>,
+    /// Catalog category.
+    pub category: String,
+    /// Side-effect class.
+    pub effect: Effect,
+    /// What the tool does, for a model choosing a tool.
+    pub description: String,
+    /// The canonical input schema.
+    pub input_schema: Value,
+    /// The canonical output schema.
+    pub output_schema: Value,
+    /// MCP annotations, derived from the effect.
+    pub annotations: Annotations,
+    /// Capabilities a caller's scope must grant.
+    pub capabilities: Vec<Capability>,
+    /// An explicit approval rule, when the tool overrides the policy for its effect.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Approval>,
+    /// Other keys accepted for arguments.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub argument_aliases: Vec<ArgumentAlias>,
+    /// True for legacy text executors registered through the compatibility adapter.
+    pub compatibility_only: bool,
+}
+
+/// An argument alias as served in descriptors.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct ArgumentAlias {
+    /// The alias key.
+    pub alias: String,
+    /// The canonical key it stands for.
+    pub field: String,
+}
+
+/// MCP tool annotations. Hints for clients; kyro's own policy never reads them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Annotations {
+    /// The tool does not change its environment.
+    pub read_only_hint: bool,
+    /// A change may destroy or overwrite data.
+    pub destructive_hint: bool,
+    /// Repeating a call with the same arguments has no further effect.
+    pub idempotent_hint: bool,
+    /// The tool reaches beyond the local machine.
+    pub open_world_hint: bool,
+}
+
+impl Annotations {
+    /// The annotations implied by an effect.
+    pub const fn for_effect(effect: Effect) -> Annotations {
+        let (read_only, destructive, idempotent, open_world) = match effect {
+            Effect::Read | Effect::None => (true, false, true, false),
+            Effect::Write => (false, true, false, false),
+            Effect::Exec => (false, true, false, true),
+            Effect::Network => (false, false, false, true),
+            Effect::State => (false, false, false, false),
+        };
+        Annotations {
+            read_only_hint: read_only,
+            destructive_hint: destructive,
+            idempotent_hint: idempotent,
+            open_world_hint: open_world,
+        }
+    }
+}

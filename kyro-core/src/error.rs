@@ -1,0 +1,128 @@
+//! The typed failures an executor reports.
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// Why a tool could not do its job. Each variant names what was being done and on what.
+#[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ToolError {
+    /// The path does not exist.
+    #[error("`{path}` does not exist")]
+    NotFound {
+        /// The workspace path as given.
+        path: String,
+    },
+    /// A file was expected.
+    #[error("`{path}` is not a regular file")]
+    NotAFile {
+        /// The workspace path as given.
+        path: String,
+    },
+    /// A directory was expected.
+    #[error("`{path}` is not a directory")]
+    NotADirectory {
+        /// The workspace path as given.
+        path: String,
+    },
+    /// The file is not UTF-8 text.
+    #[error("`{path}` is a binary or non-UTF-8 file; only UTF-8 text can be read")]
+    BinaryFile {
+        /// The workspace path as given.
+        path: String,
+    },
+    /// The target exists and the call did not allow replacing it.
+    #[error("`{path}` already exists")]
+    AlreadyExists {
+        /// The workspace path as given.
+        path: String,
+    },
+    /// The file changed since the caller read it.
+    #[error("`{path}` changed since it was read: expected sha256 {expected}, found {actual}")]
+    StaleFile {
+        /// The workspace path as given.
+        path: String,
+        /// The hash the caller expected.
+        expected: String,
+        /// The hash of the file now (empty when it no longer exists).
+        actual: String,
+    },
+    /// The path leaves the workspace (absolute, `..` or a symlink pointing out).
+    #[error("`{path}` is outside the workspace")]
+    OutsideWorkspace {
+        /// The workspace path as given.
+        path: String,
+    },
+    /// A line window that starts past the end of the file.
+    #[error("offset {offset} is past the end of `{path}`, which has {total_lines} lines")]
+    OffsetOutOfRange {
+        /// The workspace path as given.
+        path: String,
+        /// The 1-based line asked for.
+        offset: u64,
+        /// Lines in the file.
+        total_lines: u64,
+    },
+    /// An operating-system error.
+    #[error("{operation} `{path}` failed: {message}")]
+    Io {
+        /// What was being done (read, write, list...).
+        operation: String,
+        /// The workspace path as given.
+        path: String,
+        /// The system's message.
+        message: String,
+    },
+    /// An expression could not be evaluated.
+    #[error("cannot evaluate the expression: {message}")]
+    Evaluation {
+        /// The evaluator's message.
+        message: String,
+    },
+    /// A computation produced NaN or an infinity.
+    #[error("the result is not a finite number ({value})")]
+    NonFinite {
+        /// `NaN`, `inf` or `-inf`.
+        value: String,
+    },
+    /// A tool named in the arguments is not in the catalog.
+    #[error("no tool is named `{name}`")]
+    UnknownTool {
+        /// The name asked for.
+        name: String,
+    },
+    /// The validated arguments did not deserialize: the schema and serde disagree (a bug).
+    #[error("arguments passed validation but did not deserialize: {message}")]
+    ArgumentsDisagree {
+        /// serde's message.
+        message: String,
+    },
+    /// The result could not be serialized or broke its output schema (a bug in the tool).
+    #[error("the tool produced an invalid result: {message}")]
+    Output {
+        /// What was wrong.
+        message: String,
+    },
+}
+
+impl ToolError {
+    /// An I/O failure, with the operation and path for context.
+    pub fn io(operation: &str, path: &str, err: &std::io::Error) -> ToolError {
+        ToolError::Io {
+            operation: operation.to_owned(),
+            path: path.to_owned(),
+            message: err.to_string(),
+        }
+    }
+
+    /// The JSON form: `{"kind": ..., "message": ..., <fields>}`.
+    pub fn to_json(&self) -> Value {
+        let mut value =
+            serde_json::to_value(self).unwrap_or_else(|_| Value::Object(Default::default()));
+        if let Value::Object(map) = &mut value {
+            map.insert("message".into(), Value::String(self.to_string()));
+        }
+        value
+    }
+}

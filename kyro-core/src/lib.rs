@@ -1,0 +1,42 @@
+//! The tool runtime: descriptors, canonical schemas, validation, the registry and the one
+//! call boundary ([`Runtime::execute_call`]).
+//!
+//! It knows no tool and no transport: the built-in tools live in `kyro-tools`, the CLI and
+//! the MCP server in the `kyro` binary. Tools are written as argument structs carrying
+//! [`tool`](macro@tool) and implementing [`Execute`]; a crate lists its tools once with
+//! [`catalog!`], which refuses duplicate names at compile time.
+#![deny(missing_docs)]
+
+// Lets the `#[tool]` expansion's `::kyro_core::` paths resolve inside this crate's tests.
+extern crate self as kyro_core;
+
+mod arguments;
+mod catalog;
+pub mod compat;
+mod context;
+mod descriptor;
+mod effect;
+mod error;
+mod registry;
+mod runtime;
+pub mod schema;
+mod tool;
+
+pub use arguments::{ArgumentsError, parse_arguments};
+pub use context::{ToolContext, Workspace, WorkspacePath};
+pub use descriptor::{Annotations, ArgumentAlias, ToolDescriptor};
+pub use effect::{Approval, Capability, Effect};
+pub use error::ToolError;
+pub use kyro_macros::tool;
+pub use registry::{CustomTool, RegisteredTool, Registry, RegistryError, Snapshot, ToolDefinition};
+pub use runtime::{Call, Outcome, OutcomeKind, Runtime};
+pub use schema::Violation;
+pub use tool::{ArgAlias, BoxFuture, Execute, Tool, ToolEntry, ToolSpec};
+
+/// Items the generated code names by absolute path; not part of the public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::catalog::{DuplicateName, find_duplicate};
+    pub use schemars;
+    pub use serde;
+}

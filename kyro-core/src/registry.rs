@@ -1,0 +1,462 @@
+//! The registry: immutable snapshots of registered tools, replaced as a whole on change.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use serde_json::Value;
+
+use crate::compat::TextAdapter;
+use crate::context::ToolContext;
+use crate::descriptor::{Annotations, ArgumentAlias, ToolDescriptor};
+use crate::effect::{Capability, Effect};
+use crate::error::ToolError;
+use crate::schema::{CompiledSchema, Role, SchemaError, canonicalize};
+use crate::tool::{BoxFuture, NativeFn, ToolEntry};
+
+/// Why a tool could not be registered or changed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegistryError {
+    /// The name or an alias is already taken by another tool.
+    #[error("`{name}` is already the name or an alias of `{owner}`")]
+    NameTaken {
+        /// The contested name.
+        name: String,
+        /// The tool that has it.
+        owner: String,
+    },
+    /// The name is not `^[a-z][a-z0-9_.]{0,63}$`-shaped.
+    #[error(
+        "`{name}` is not a valid tool name: lowercase letters, digits, `_` (and `.` for namespaces), starting with a letter, at most 64 characters"
+    )]
+    BadName {
+        /// The refused name.
+        name: String,
+    },
+    /// No tool by that name (for replace and remove).
+    #[error("no tool is named `{name}`")]
+    NotRegistered {
+        /// The name asked for.
+        name: String,
+    },
+    /// No snapshot with that version is kept.
+    #[error("no snapshot with version {version} is kept")]
+    UnknownVersion {
+        /// The version asked for.
+        version: u64,
+    },
+    /// A native custom tool came without an output schema.
+    #[error("tool `{tool}` has no output schema; native tools must declare one")]
+    MissingOutputSchema {
+        /// The tool.
+        tool: String,
+    },
+    /// A schema that cannot be canonical.
+    #[error("tool `{tool}`: {error}")]
+    Schema {
+        /// The tool.
+        tool: String,
+        /// What is wrong with its schema.
+        error: SchemaError,
+    },
+}
+
+/// An executor as the registry keeps it.
+#[derive(Clone)]
+pub(crate) enum Executor {
+    /// A catalog tool, through its generated glue.
+    Builtin(NativeFn),
+    /// A custom native tool registered at run time.
+    Custom(Arc<CustomFn>),
+    /// A legacy text function behind its adapter.
+    Compat(TextAdapter),
+}
+
+type CustomFn =
+    dyn for<'a> Fn(Value, &'a ToolContext) -> BoxFuture<'a, Result<Value, ToolError>> + Send + Sync;
+
+impl Executor {
+    pub(crate) fn run<'a>(
+        &'a self,
+        arguments: Value,
+        cx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        match self {
+            Executor::Builtin(f) => f(arguments, cx),
+            Executor::Custom(f) => f(arguments, cx),
+            Executor::Compat(adapter) => {
+                let result = adapter.call(&arguments);
+                Box::pin(async move { Ok(result) })
+            }
+        }
+    }
+}
+
+/// A tool ready to register: its descriptor with canonical schemas, and its executor.
+#[derive(Clone)]
+pub struct ToolDefinition {
+    descriptor: ToolDescriptor,
+    executor: Executor,
+}
+
+impl std::fmt::Debug for ToolDefinition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolDefinition")
+            .field("descriptor", &self.descriptor)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A native tool defined at run time from JSON schemas (for embedders and upstream servers).
+#[derive(Debug, Clone)]
+pub struct CustomTool {
+    /// Canonical name.
+    pub name: String,
+    /// What the tool does.
+    pub description: String,
+    /// Catalog category.
+    pub category: String,
+    /// Side-effect class.
+    pub effect: Effect,
+    /// Input schema; must be an object schema in the canonical vocabulary.
+    pub input_schema: Value,
+    /// Output schema; required.
+    pub output_schema: Option<Value>,
+}
+
+impl ToolDefinition {
+    /// The definition of a catalog entry.
+    pub fn builtin(entry: &ToolEntry) -> Result<ToolDefinition, RegistryError> {
+        let spec = &entry.spec;
+        let schema_err = |error| RegistryError::Schema {
+            tool: spec.name.to_owned(),
+            error,
+        };
+        let input_schema = canonicalize((entry.input_schema)(), Role::Input).map_err(schema_err)?;
+        let output_schema =
+            canonicalize((entry.output_schema)(), Role::Output).map_err(schema_err)?;
+        let descriptor = ToolDescriptor {
+            name: spec.name.to_owned(),
+            title: spec.title.map(str::to_owned),
+            aliases: spec.aliases.iter().map(|a| (*a).to_owned()).collect(),
+            category: spec.category.to_owned(),
+            effect: spec.effect,
+            description: spec.description.to_owned(),
+            input_schema,
+            output_schema,
+            annotations: Annotations::for_effect(spec.effect),
+            capabilities: spec
+                .capabilities
+                .unwrap_or_else(|| spec.effect.default_capabilities())
+                .to_vec(),
+            approval: spec.approval,
+            argument_aliases: spec
+                .arg_aliases
+                .iter()
+                .map(|a| ArgumentAlias {
+                    alias: a.alias.to_owned(),
+                    field: a.field.to_owned(),
+                })
+                .collect(),
+            compatibility_only: false,
+        };
+        ToolDefinition::from_parts(descriptor, Executor::Builtin(entry.execute))
+    }
+
+    /// A native tool defined by JSON schemas and an async handler.
+    ///
+    /// The input schema must be an object schema and an output schema is required; both
+    /// are canonicalized and refused with a typed error when outside the vocabulary.
+    pub fn custom<F>(tool: CustomTool, handler: F) -> Result<ToolDefinition, RegistryError>
+    where
+        F: for<'a> Fn(Value, &'a ToolContext) -> BoxFuture<'a, Result<Value, ToolError>>
+            + Send
+            + Sync
+            + 'static,
+    {
+        let schema_err = |error| RegistryError::Schema {
+            tool: tool.name.clone(),
+            error,
+        };
+        let output_schema =
+            tool.output_schema
+                .clone()
+                .ok_or_else(|| RegistryError::MissingOutputSchema {
+                    tool: tool.name.clone(),
+                })?;
+        let descriptor = ToolDescriptor {
+            name: tool.name.clone(),
+            title: None,
+            aliases: Vec::new(),
+            category: tool.category.clone(),
+            effect: tool.effect,
+            description: tool.description.clone(),
+            input_schema: canonicalize(tool.input_schema.clone(), Role::Input)
+                .map_err(schema_err)?,
+            output_schema: canonicalize(output_schema, Role::Output).map_err(schema_err)?,
+            annotations: Annotations::for_effect(tool.effect),
+            capabilities: tool.effect.default_capabilities().to_vec(),
+            approval: None,
+            argument_aliases: Vec::new(),
+            compatibility_only: false,
+        };
+        ToolDefinition::from_parts(descriptor, Executor::Custom(Arc::new(handler)))
+    }
+
+    pub(crate) fn from_parts(
+        descriptor: ToolDescriptor,
+        executor: Executor,
+    ) -> Result<ToolDefinition, RegistryError> {
+        for name in std::iter::once(&descriptor.name).chain(&descriptor.aliases) {
+            if !valid_name(name) {
+                return Err(RegistryError::BadName { name: name.clone() });
+            }
+        }
+        Ok(ToolDefinition {
+            descriptor,
+            executor,
+        })
+    }
+
+    /// The descriptor that will be served.
+    pub fn descriptor(&self) -> &ToolDescriptor {
+        &self.descriptor
+    }
+}
+
+fn valid_name(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= 64
+        && bytes[0].is_ascii_lowercase()
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_' || *b == b'.')
+}
+
+/// A registered tool: descriptor, compiled validators and executor.
+pub struct RegisteredTool {
+    descriptor: ToolDescriptor,
+    input: CompiledSchema,
+    output: CompiledSchema,
+    executor: Executor,
+}
+
+impl std::fmt::Debug for RegisteredTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegisteredTool")
+            .field("descriptor", &self.descriptor)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RegisteredTool {
+    fn compile(definition: ToolDefinition) -> Result<RegisteredTool, RegistryError> {
+        let schema_err = |error| RegistryError::Schema {
+            tool: definition.descriptor.name.clone(),
+            error,
+        };
+        Ok(RegisteredTool {
+            input: CompiledSchema::compile(&definition.descriptor.input_schema)
+                .map_err(schema_err)?,
+            output: CompiledSchema::compile(&definition.descriptor.output_schema)
+                .map_err(schema_err)?,
+            descriptor: definition.descriptor,
+            executor: definition.executor,
+        })
+    }
+
+    /// The served descriptor.
+    pub fn descriptor(&self) -> &ToolDescriptor {
+        &self.descriptor
+    }
+
+    /// The compiled input schema.
+    pub fn input(&self) -> &CompiledSchema {
+        &self.input
+    }
+
+    /// The compiled output schema.
+    pub fn output(&self) -> &CompiledSchema {
+        &self.output
+    }
+
+    /// The capabilities a scope must grant to call it.
+    pub fn capabilities(&self) -> &[Capability] {
+        &self.descriptor.capabilities
+    }
+
+    pub(crate) fn executor(&self) -> &Executor {
+        &self.executor
+    }
+}
+
+/// One immutable state of the registry. A call runs against one snapshot from start to end.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    version: u64,
+    tools: Vec<Arc<RegisteredTool>>,
+    index: HashMap<String, usize>,
+}
+
+impl Snapshot {
+    fn build(version: u64, mut tools: Vec<Arc<RegisteredTool>>) -> Result<Snapshot, RegistryError> {
+        tools.sort_by(|a, b| a.descriptor.name.cmp(&b.descriptor.name));
+        let mut index = HashMap::new();
+        for (i, tool) in tools.iter().enumerate() {
+            let d = &tool.descriptor;
+            for name in std::iter::once(&d.name).chain(&d.aliases) {
+                if let Some(prev) = index.insert(name.clone(), i) {
+                    return Err(RegistryError::NameTaken {
+                        name: name.clone(),
+                        owner: tools[prev].descriptor.name.clone(),
+                    });
+                }
+            }
+        }
+        Ok(Snapshot {
+            version,
+            tools,
+            index,
+        })
+    }
+
+    /// The version, increasing with every change.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// Looks a tool up by canonical name or alias.
+    pub fn get(&self, name: &str) -> Option<&Arc<RegisteredTool>> {
+        self.index.get(name).map(|&i| &self.tools[i])
+    }
+
+    /// Every tool, sorted by name.
+    pub fn tools(&self) -> impl ExactSizeIterator<Item = &Arc<RegisteredTool>> {
+        self.tools.iter()
+    }
+
+    /// Every descriptor, sorted by name.
+    pub fn descriptors(&self) -> impl ExactSizeIterator<Item = &ToolDescriptor> {
+        self.tools.iter().map(|t| &t.descriptor)
+    }
+}
+
+/// The registry: the current snapshot and the ones before it.
+#[derive(Debug, Default)]
+pub struct Registry {
+    state: RwLock<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    current: Arc<Snapshot>,
+    history: Vec<Arc<Snapshot>>,
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Registry {
+        Registry::default()
+    }
+
+    /// A registry holding a catalog's tools.
+    pub fn with_catalog(catalog: &[ToolEntry]) -> Result<Registry, RegistryError> {
+        let registry = Registry::new();
+        let tools = catalog
+            .iter()
+            .map(|entry| {
+                ToolDefinition::builtin(entry)
+                    .and_then(RegisteredTool::compile)
+                    .map(Arc::new)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        registry.commit(|_| Ok(tools))?;
+        Ok(registry)
+    }
+
+    /// The current snapshot.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.read().current.clone()
+    }
+
+    /// Adds a tool; its name and aliases must be free.
+    pub fn register(&self, definition: ToolDefinition) -> Result<Arc<Snapshot>, RegistryError> {
+        let tool = Arc::new(RegisteredTool::compile(definition)?);
+        self.commit(|tools| {
+            let mut next = tools.to_vec();
+            next.push(tool);
+            Ok(next)
+        })
+    }
+
+    /// Replaces the tool with the same canonical name.
+    pub fn replace(&self, definition: ToolDefinition) -> Result<Arc<Snapshot>, RegistryError> {
+        let tool = Arc::new(RegisteredTool::compile(definition)?);
+        self.commit(|tools| {
+            let name = &tool.descriptor.name;
+            if !tools.iter().any(|t| &t.descriptor.name == name) {
+                return Err(RegistryError::NotRegistered { name: name.clone() });
+            }
+            Ok(tools
+                .iter()
+                .map(|t| {
+                    if &t.descriptor.name == name {
+                        tool.clone()
+                    } else {
+                        t.clone()
+                    }
+                })
+                .collect())
+        })
+    }
+
+    /// Removes a tool by canonical name.
+    pub fn remove(&self, name: &str) -> Result<Arc<Snapshot>, RegistryError> {
+        self.commit(|tools| {
+            if !tools.iter().any(|t| t.descriptor.name == name) {
+                return Err(RegistryError::NotRegistered {
+                    name: name.to_owned(),
+                });
+            }
+            Ok(tools
+                .iter()
+                .filter(|t| t.descriptor.name != name)
+                .cloned()
+                .collect())
+        })
+    }
+
+    /// Makes the tools of an earlier snapshot current again, as a new version.
+    pub fn restore(&self, version: u64) -> Result<Arc<Snapshot>, RegistryError> {
+        let old = {
+            let state = self.read();
+            std::iter::once(&state.current)
+                .chain(&state.history)
+                .find(|s| s.version == version)
+                .cloned()
+                .ok_or(RegistryError::UnknownVersion { version })?
+        };
+        self.commit(|_| Ok(old.tools.clone()))
+    }
+
+    fn commit(
+        &self,
+        change: impl FnOnce(&[Arc<RegisteredTool>]) -> Result<Vec<Arc<RegisteredTool>>, RegistryError>,
+    ) -> Result<Arc<Snapshot>, RegistryError> {
+        let mut state = self
+            .state
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let tools = change(&state.current.tools)?;
+        let next = Arc::new(Snapshot::build(state.current.version + 1, tools)?);
+        let previous = std::mem::replace(&mut state.current, next.clone());
+        state.history.push(previous);
+        Ok(next)
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
+        self.state
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}

@@ -1,0 +1,135 @@
+//! The traits a tool implements and the constant entry the catalog holds for it.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::context::ToolContext;
+use crate::effect::{Approval, Capability, Effect};
+use crate::error::ToolError;
+use crate::schema;
+
+/// A boxed, sendable future, the return type of type-erased executors.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The executor of a tool: receives the validated, deserialized arguments.
+///
+/// ```ignore
+/// impl Execute for ReadFile {
+///     type Output = FileWindow;
+///     async fn run(self, cx: &ToolContext) -> Result<FileWindow, ToolError> { /* ... */ }
+/// }
+/// ```
+pub trait Execute: Sized + Send {
+    /// The result; its schema becomes the tool's `outputSchema`.
+    type Output: Serialize + JsonSchema + Send;
+
+    /// Runs the call. Nothing reaches here before the runtime validated and authorized it.
+    fn run(self, cx: &ToolContext) -> impl Future<Output = Result<Self::Output, ToolError>> + Send;
+}
+
+/// Implemented by `#[tool]`: the static facts about a tool. Requires [`Execute`], so a
+/// `#[tool]` struct without an executor does not compile.
+pub trait Tool: Execute + DeserializeOwned + JsonSchema + 'static {
+    /// Name, aliases, effect, description and the rest, as written in the attribute.
+    const SPEC: ToolSpec;
+}
+
+/// The attribute's facts about a tool, as constants.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolSpec {
+    /// Canonical name, `^[a-z][a-z0-9_]{0,63}$`.
+    pub name: &'static str,
+    /// Human-readable title, if given.
+    pub title: Option<&'static str>,
+    /// Other names the tool answers to.
+    pub aliases: &'static [&'static str],
+    /// Catalog category (files, shell, ...).
+    pub category: &'static str,
+    /// The side effect class.
+    pub effect: Effect,
+    /// An explicit approval rule; `None` leaves it to the policy for the effect.
+    pub approval: Option<Approval>,
+    /// Capabilities required; `None` means the effect's default.
+    pub capabilities: Option<&'static [Capability]>,
+    /// The struct's doc comment.
+    pub description: &'static str,
+    /// Argument aliases: another key accepted for a field.
+    pub arg_aliases: &'static [ArgAlias],
+}
+
+/// Another key accepted for an argument, rewritten to the field's key before validation.
+#[derive(Debug, Clone, Copy)]
+pub struct ArgAlias {
+    /// The alias key.
+    pub alias: &'static str,
+    /// The canonical field key.
+    pub field: &'static str,
+}
+
+/// A type-erased executor: JSON arguments in, JSON result out.
+pub type NativeFn = for<'a> fn(Value, &'a ToolContext) -> BoxFuture<'a, Result<Value, ToolError>>;
+
+/// One row of a catalog: the spec plus the functions derived from the Rust types.
+#[derive(Clone, Copy)]
+pub struct ToolEntry {
+    /// The attribute's facts.
+    pub spec: ToolSpec,
+    /// Generates the raw input schema from the argument struct.
+    pub input_schema: fn() -> Value,
+    /// Generates the raw output schema from `Execute::Output`.
+    pub output_schema: fn() -> Value,
+    /// Deserializes and runs.
+    pub execute: NativeFn,
+    /// Deserializes only, reporting serde's error: lets tests prove that whatever the
+    /// validator accepts, serde accepts too.
+    pub deserializes: fn(&Value) -> Result<(), String>,
+}
+
+impl std::fmt::Debug for ToolEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolEntry")
+            .field("spec", &self.spec)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolEntry {
+    /// The entry of a `#[tool]` type.
+    pub const fn of<T: Tool>() -> ToolEntry {
+        ToolEntry {
+            spec: T::SPEC,
+            input_schema: schema::generate::<T>,
+            output_schema: schema::generate::<T::Output>,
+            execute: execute_native::<T>,
+            deserializes: deserializes::<T>,
+        }
+    }
+}
+
+fn execute_native<T: Tool>(
+    arguments: Value,
+    cx: &ToolContext,
+) -> BoxFuture<'_, Result<Value, ToolError>> {
+    Box::pin(async move {
+        // The runtime validated `arguments` against the canonical schema; a failure here
+        // means the schema and serde disagree, which the catalog tests rule out.
+        let typed = T::deserialize(&arguments).map_err(|e| ToolError::ArgumentsDisagree {
+            message: e.to_string(),
+        })?;
+        let output = typed.run(cx).await?;
+        serde_json::to_value(&output).map_err(|e| ToolError::Output {
+            message: e.to_string(),
+        })
+    })
+}
+
+fn deserializes<T: Tool>(arguments: &Value) -> Result<(), String> {
+    T::deserialize(arguments)
+        .map(drop)
+        .map_err(|e| e.to_string())
+}

@@ -1,0 +1,87 @@
+//! Tokens out: the struct with its derives, and the `Tool` impl holding the spec.
+
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned};
+use syn::LitStr;
+
+use crate::ast::Tool;
+use crate::attr::strip_tool_attrs;
+
+pub fn emit(tool: &Tool) -> TokenStream {
+    let mut item = strip_tool_attrs(tool.item);
+    let ident = tool.ident;
+    let has_deny = tool.serde.iter().any(|k| k.key == "deny_unknown_fields");
+    let deny = (!has_deny).then(|| quote!(deny_unknown_fields,));
+    let derive: syn::Attribute = syn::parse_quote! {
+        #[derive(::kyro_core::__private::serde::Deserialize, ::kyro_core::__private::schemars::JsonSchema)]
+    };
+    let serde: syn::Attribute = syn::parse_quote! {
+        #[serde(#deny crate = "::kyro_core::__private::serde")]
+    };
+    let schemars: syn::Attribute = syn::parse_quote! {
+        #[schemars(crate = "::kyro_core::__private::schemars")]
+    };
+    item.attrs.splice(0..0, [derive, serde, schemars]);
+
+    let name = tool.name.as_ref().expect("checked");
+    let category = tool.category.as_ref().expect("checked");
+    let effect = variant(tool.effect.as_ref().expect("checked"));
+    let title = option(tool.title.as_ref().map(|t| quote!(#t)));
+    let aliases = &tool.aliases;
+    let approval = option(tool.approval.as_ref().map(|a| {
+        let v = variant(a);
+        quote!(::kyro_core::Approval::#v)
+    }));
+    let capabilities = option(
+        tool.capabilities
+            .as_ref()
+            .map(|caps| quote!(&[#(::kyro_core::Capability::from_name(#caps)),*])),
+    );
+    let description = tool.description.as_deref().expect("checked");
+    let arg_aliases = tool.fields.iter().flatten().flat_map(|f| {
+        let field = f.ident.to_string();
+        f.aliases
+            .iter()
+            .map(move |alias| quote!(::kyro_core::ArgAlias { alias: #alias, field: #field }))
+    });
+    // Spanned at the struct's name, so a missing `Execute` impl is reported there.
+    let tool_impl = quote_spanned! {ident.span()=>
+        impl ::kyro_core::Tool for #ident {
+            const SPEC: ::kyro_core::ToolSpec = ::kyro_core::ToolSpec {
+                name: #name,
+                title: #title,
+                aliases: &[#(#aliases),*],
+                category: #category,
+                effect: ::kyro_core::Effect::#effect,
+                approval: #approval,
+                capabilities: #capabilities,
+                description: #description,
+                arg_aliases: &[#(#arg_aliases),*],
+            };
+        }
+    };
+    quote! {
+        #item
+        #tool_impl
+    }
+}
+
+fn option(value: Option<TokenStream>) -> TokenStream {
+    match value {
+        Some(v) => quote!(::core::option::Option::Some(#v)),
+        None => quote!(::core::option::Option::None),
+    }
+}
+
+/// `"read"` -> `Read`.
+fn variant(lit: &LitStr) -> syn::Ident {
+    let value = lit.value();
+    let mut chars = value.chars();
+    let capitalized: String = chars
+        .next()
+        .map(|c| c.to_ascii_uppercase())
+        .into_iter()
+        .chain(chars)
+        .collect();
+    syn::Ident::new(&capitalized, lit.span())
+}

@@ -1,0 +1,9 @@
+//! `kyro`: the typed tool catalog on the command line (and, with `kyro mcp`, over MCP).
+
+mod cli;
+mod inventory;
+mod text_arguments;
+
+fn main() -> std::process::ExitCode {
+    cli::run()
+}

@@ -1,0 +1,85 @@
+//! `calculate`: evaluate an arithmetic or logical expression.
+
+use evalexpr::{DefaultNumericTypes, HashMapContext, Value as Evaluated};
+use kyro_core::{Execute, ToolContext, ToolError, tool};
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::Serialize;
+use serde_json::Value;
+
+/// Evaluate an arithmetic or logical expression exactly.
+///
+/// Integers are exact 64-bit (overflow is an error, not a wrap); a literal with a point is a
+/// float. Supports `+ - * / % ^`, comparisons, `&& || !`, parentheses and functions such as
+/// `math::sqrt`, `math::sin`, `math::ln`, `min`, `max`, `floor`, `round`. No variables or
+/// assignments. A result that is not finite is an error.
+#[tool(name = "calculate", title = "Calculate", category = "calculation", effect = "none", aliases = ["calc"])]
+pub struct Calculate {
+    /// The expression, for example `(2 + 3) * 7` or `math::sqrt(2.0)`.
+    #[schemars(length(min = 1, max = 4096))]
+    pub expression: String,
+}
+
+/// The value of an expression.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Calculation {
+    /// The expression as given.
+    pub expression: String,
+    /// The type of the value.
+    pub kind: ResultKind,
+    /// The value: a number for integer and float, a boolean for boolean.
+    #[schemars(schema_with = "number_or_boolean")]
+    pub value: Value,
+    /// The value as text, exact for integers.
+    pub text: String,
+}
+
+/// The type of a calculated value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultKind {
+    /// An exact 64-bit integer.
+    Integer,
+    /// A finite 64-bit float.
+    Float,
+    /// A truth value.
+    Boolean,
+}
+
+fn number_or_boolean(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({ "type": ["number", "boolean"] })
+}
+
+impl Execute for Calculate {
+    type Output = Calculation;
+
+    async fn run(self, _cx: &ToolContext) -> Result<Calculation, ToolError> {
+        // An immutable, empty context: assignments and variables are refused by the evaluator.
+        let context = HashMapContext::<DefaultNumericTypes>::new();
+        let evaluated = evalexpr::eval_with_context(&self.expression, &context).map_err(|e| {
+            ToolError::Evaluation {
+                message: e.to_string(),
+            }
+        })?;
+        let (kind, value, text) = match evaluated {
+            Evaluated::Int(i) => (ResultKind::Integer, Value::from(i), i.to_string()),
+            Evaluated::Float(f) if !f.is_finite() => {
+                return Err(ToolError::NonFinite {
+                    value: f.to_string(),
+                });
+            }
+            Evaluated::Float(f) => (ResultKind::Float, Value::from(f), f.to_string()),
+            Evaluated::Boolean(b) => (ResultKind::Boolean, Value::Bool(b), b.to_string()),
+            other => {
+                return Err(ToolError::Evaluation {
+                    message: format!("the result `{other}` is not a number or a boolean"),
+                });
+            }
+        };
+        Ok(Calculation {
+            expression: self.expression,
+            kind,
+            value,
+            text,
+        })
+    }
+}

@@ -1,0 +1,5 @@
+//! Calculation: pure arithmetic and logic.
+
+mod calculate;
+
+pub use calculate::{Calculate, Calculation, ResultKind};

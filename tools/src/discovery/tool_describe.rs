@@ -1,0 +1,43 @@
+//! `tool_describe`: full descriptors, as `tools/list` serves them.
+
+use kyro_core::{Execute, ToolContext, ToolDescriptor, ToolError, tool};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+/// Describe tools fully: description, input and output schemas, annotations, effect, aliases.
+///
+/// Accepts canonical names or aliases; returns the same descriptors `tools/list` serves.
+#[tool(
+    name = "tool_describe",
+    title = "Describe tools",
+    category = "discovery",
+    effect = "none"
+)]
+pub struct ToolDescribe {
+    /// Names or aliases of the tools to describe, 1 to 20.
+    #[schemars(length(min = 1, max = 20))]
+    pub names: Vec<String>,
+}
+
+/// The descriptors asked for, in the order asked.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Descriptions {
+    /// One descriptor per name.
+    pub tools: Vec<ToolDescriptor>,
+}
+
+impl Execute for ToolDescribe {
+    type Output = Descriptions;
+
+    async fn run(self, cx: &ToolContext) -> Result<Descriptions, ToolError> {
+        let tools = self
+            .names
+            .into_iter()
+            .map(|name| match cx.catalog().get(&name) {
+                Some(tool) => Ok(tool.descriptor().clone()),
+                None => Err(ToolError::UnknownTool { name }),
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Descriptions { tools })
+    }
+}

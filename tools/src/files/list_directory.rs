@@ -1,0 +1,111 @@
+//! `list_directory`: the entries of one directory.
+
+use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::read_file::not_found_or_io;
+
+const DEFAULT_LIMIT: u32 = 500;
+
+/// List the entries of a workspace directory, sorted by name.
+///
+/// Returns each entry's name, kind (file, directory, symlink, other) and size in bytes for
+/// files. Symlinks are reported as symlinks, never followed.
+#[tool(
+    name = "list_directory",
+    title = "List directory",
+    category = "files",
+    effect = "read",
+    aliases = ["ls"]
+)]
+pub struct ListDirectory {
+    /// Directory to list, relative to the workspace root; default the root itself.
+    pub path: Option<WorkspacePath>,
+    /// Include entries whose name starts with `.`; default false.
+    #[serde(default)]
+    pub include_hidden: bool,
+    /// Most entries to return; default 500, at most 5000.
+    #[schemars(range(min = 1, max = 5000))]
+    pub limit: Option<u32>,
+}
+
+/// A directory's entries.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Listing {
+    /// The directory, relative to the workspace root.
+    pub path: String,
+    /// Entries sorted by name.
+    pub entries: Vec<DirectoryEntry>,
+    /// True when more entries exist than were returned.
+    pub truncated: bool,
+}
+
+/// One entry of a directory.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DirectoryEntry {
+    /// The entry's file name.
+    pub name: String,
+    /// What it is.
+    pub kind: EntryKind,
+    /// Size in bytes, for files.
+    pub size: Option<u64>,
+}
+
+/// The kind of a directory entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryKind {
+    /// A regular file.
+    File,
+    /// A directory.
+    Directory,
+    /// A symbolic link (not followed).
+    Symlink,
+    /// Anything else (socket, device, fifo).
+    Other,
+}
+
+impl Execute for ListDirectory {
+    type Output = Listing;
+
+    async fn run(self, cx: &ToolContext) -> Result<Listing, ToolError> {
+        let path = self.path.unwrap_or_else(|| WorkspacePath::new("."));
+        let given = path.as_str().to_owned();
+        let host = cx.workspace().resolve(&path)?;
+        let meta = std::fs::metadata(&host).map_err(|e| not_found_or_io("list", &given, &e))?;
+        if !meta.is_dir() {
+            return Err(ToolError::NotADirectory { path: given });
+        }
+        let mut entries = Vec::new();
+        for entry in std::fs::read_dir(&host).map_err(|e| ToolError::io("list", &given, &e))? {
+            let entry = entry.map_err(|e| ToolError::io("list", &given, &e))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !self.include_hidden && name.starts_with('.') {
+                continue;
+            }
+            let file_type = entry
+                .file_type()
+                .map_err(|e| ToolError::io("inspect", &given, &e))?;
+            let (kind, size) = if file_type.is_symlink() {
+                (EntryKind::Symlink, None)
+            } else if file_type.is_dir() {
+                (EntryKind::Directory, None)
+            } else if file_type.is_file() {
+                (EntryKind::File, entry.metadata().ok().map(|m| m.len()))
+            } else {
+                (EntryKind::Other, None)
+            };
+            entries.push(DirectoryEntry { name, kind, size });
+        }
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        let limit = self.limit.unwrap_or(DEFAULT_LIMIT) as usize;
+        let truncated = entries.len() > limit;
+        entries.truncate(limit);
+        Ok(Listing {
+            path: cx.workspace().display(&host),
+            entries,
+            truncated,
+        })
+    }
+}

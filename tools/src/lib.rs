@@ -1,0 +1,23 @@
+//! The built-in kyro tools, one folder per category and one file per tool.
+//!
+//! Every tool is an argument struct carrying `#[tool]` with its `Execute` impl beside it.
+//! [`BUILTINS`] is the catalog every surface serves; it is not for transports or policy,
+//! which live in `kyro` and `kyro-core`.
+#![deny(missing_docs)]
+
+pub mod calculation;
+pub mod discovery;
+pub mod files;
+
+kyro_core::catalog! {
+    /// Every built-in tool. Duplicate names or aliases fail the build; a `#[tool]` struct
+    /// missing here fails the `catalog_lists_every_tool` test.
+    pub const BUILTINS = [
+        files::ReadFile,
+        files::WriteFile,
+        files::ListDirectory,
+        calculation::Calculate,
+        discovery::ToolSearch,
+        discovery::ToolDescribe,
+    ];
+}
