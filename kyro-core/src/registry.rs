@@ -383,6 +383,16 @@ impl Registry {
     pub fn register(&self, definition: ToolDefinition) -> Result<Arc<Snapshot>, RegistryError> {
         let tool = Arc::new(RegisteredTool::compile(definition)?);
         self.commit(|tools| {
+            let names = || std::iter::once(&tool.descriptor.name).chain(&tool.descriptor.aliases);
+            for existing in tools {
+                let d = &existing.descriptor;
+                if let Some(name) = names().find(|n| **n == d.name || d.aliases.contains(n)) {
+                    return Err(RegistryError::NameTaken {
+                        name: name.clone(),
+                        owner: d.name.clone(),
+                    });
+                }
+            }
             let mut next = tools.to_vec();
             next.push(tool);
             Ok(next)

@@ -134,10 +134,17 @@ pub fn doc_comment(attrs: &[Attribute]) -> Option<String> {
 
 /// The struct with every `#[tool(...)]` field attribute removed.
 pub fn strip_tool_attrs(item: &syn::DeriveInput) -> syn::DeriveInput {
+    strip_attrs(item, &[TOOL])
+}
+
+/// The item without the attributes named in `names`, on the item and on its fields.
+pub fn strip_attrs(item: &syn::DeriveInput, names: &[&str]) -> syn::DeriveInput {
+    let keep = |a: &Attribute| !names.iter().any(|n| a.path().is_ident(n));
     let mut item = item.clone();
+    item.attrs.retain(keep);
     if let syn::Data::Struct(data) = &mut item.data {
         for field in data.fields.iter_mut() {
-            field.attrs.retain(|a| !a.path().is_ident(TOOL));
+            field.attrs.retain(keep);
         }
     }
     item

@@ -90,6 +90,8 @@ fn integer_literals(schema: &Value, instance: &Value, pointer: String, out: &mut
     match instance {
         Value::Number(n) => {
             if allows(schema, "integer") && !allows(schema, "number") && !(n.is_i64() || n.is_u64())
+                // A fractional value is already a type violation; report it once.
+                && n.as_f64().is_some_and(|f| f.fract() == 0.0)
             {
                 out.push(Violation::new(
                     pointer.clone(),

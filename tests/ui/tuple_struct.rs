@@ -1,0 +1,7 @@
+use kyro_core::tool;
+
+/// Does a thing.
+#[tool(name = "thing", category = "files", effect = "read")]
+pub struct Args(String);
+
+fn main() {}
