@@ -60,7 +60,7 @@ pub fn from_words(
             .map_or(key, |a| a.field.as_str());
         let wants_string = properties
             .and_then(|p| p.get(field))
-            .is_some_and(|schema| is_string_schema(schema));
+            .is_some_and(is_string_schema);
         let value = if wants_string {
             Value::String(raw.to_owned())
         } else {

@@ -103,8 +103,8 @@ impl ToolEntry {
     pub const fn of<T: Tool>() -> ToolEntry {
         ToolEntry {
             spec: T::SPEC,
-            input_schema: schema::generate::<T>,
-            output_schema: schema::generate::<T::Output>,
+            input_schema: schema::generate_input::<T>,
+            output_schema: schema::generate_output::<T::Output>,
             execute: execute_native::<T>,
             deserializes: deserializes::<T>,
         }

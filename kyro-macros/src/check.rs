@@ -79,21 +79,21 @@ fn container(errors: &Errors, tool: &Tool) {
             "missing `effect`: write #[tool(effect = \"read\", ...)] (read, write, exec, network, state or none)",
         ),
     }
-    if let Some(approval) = &tool.approval {
-        if !APPROVALS.contains(&approval.value().as_str()) {
-            errors.at(
-                approval,
-                format_args!(
-                    "unknown approval `{}`; expected auto or required",
-                    approval.value()
-                ),
-            );
-        }
+    if let Some(approval) = tool
+        .approval
+        .as_ref()
+        .filter(|a| !APPROVALS.contains(&a.value().as_str()))
+    {
+        errors.at(
+            approval,
+            format_args!(
+                "unknown approval `{}`; expected auto or required",
+                approval.value()
+            ),
+        );
     }
-    if let Some(title) = &tool.title {
-        if title.value().trim().is_empty() {
-            errors.at(title, "`title` cannot be empty");
-        }
+    if let Some(title) = tool.title.as_ref().filter(|t| t.value().trim().is_empty()) {
+        errors.at(title, "`title` cannot be empty");
     }
     let mut seen: Vec<String> = tool.name.iter().map(LitStr::value).collect();
     for alias in &tool.aliases {
@@ -219,13 +219,14 @@ fn field_type(errors: &Errors, ty: &Type, any_value: bool, inside_option: bool) 
             ty,
             "128-bit integers do not survive JSON numbers; use a 64-bit integer or a string",
         ),
-        "Value" if segments.len() == 1 || segments.iter().any(|s| s == "serde_json") => {
-            if !any_value {
-                errors.at(
-                    ty,
-                    "an untyped `serde_json::Value` argument has no schema; use a typed struct, or opt in with #[tool(any_value)]",
-                );
-            }
+        "Value"
+            if !any_value
+                && (segments.len() == 1 || segments.iter().any(|s| s == "serde_json")) =>
+        {
+            errors.at(
+                ty,
+                "an untyped `serde_json::Value` argument has no schema; use a typed struct, or opt in with #[tool(any_value)]",
+            );
         }
         "Option" => {
             if inside_option {
@@ -240,13 +241,11 @@ fn field_type(errors: &Errors, ty: &Type, any_value: bool, inside_option: bool) 
             return;
         }
         "HashMap" | "BTreeMap" | "IndexMap" => {
-            if let Some(key) = args.first() {
-                if !is_string(key) {
-                    errors.at(
-                        key,
-                        "map keys must be `String`: JSON object keys are strings and other key types disagree with the schema",
-                    );
-                }
+            if let Some(key) = args.first().filter(|k| !is_string(k)) {
+                errors.at(
+                    key,
+                    "map keys must be `String`: JSON object keys are strings and other key types disagree with the schema",
+                );
             }
             if let Some(value) = args.get(1) {
                 field_type(errors, value, any_value, false);
@@ -279,7 +278,7 @@ fn field_aliases(errors: &Errors, fields: &[Field]) {
                 );
             }
             match owners.get(&value) {
-                Some(owner) if *owner == field.ident.to_string() && value == *owner => {
+                Some(owner) if *field.ident == owner.as_str() && value == *owner => {
                     errors.at(
                         alias,
                         format_args!("alias `{value}` is the field's own name; remove it"),

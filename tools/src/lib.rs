@@ -9,6 +9,9 @@ pub mod calculation;
 pub mod discovery;
 pub mod files;
 
+#[cfg(test)]
+mod testing;
+
 kyro_core::catalog! {
     /// Every built-in tool. Duplicate names or aliases fail the build; a `#[tool]` struct
     /// missing here fails the `catalog_lists_every_tool` test.

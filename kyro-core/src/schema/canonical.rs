@@ -141,12 +141,12 @@ pub fn canonicalize(mut schema: Value, role: Role) -> Result<Value, SchemaError>
     let root = schema
         .as_object_mut()
         .ok_or(SchemaError::NotAnObject { role: role_name })?;
-    if let Some(dialect) = root.remove("$schema") {
-        if dialect.as_str() != Some(DRAFT_2020_12) {
-            return Err(SchemaError::Dialect {
-                found: dialect.to_string(),
-            });
-        }
+    if let Some(dialect) = root.remove("$schema")
+        && dialect.as_str() != Some(DRAFT_2020_12)
+    {
+        return Err(SchemaError::Dialect {
+            found: dialect.to_string(),
+        });
     }
     root.remove("title");
     if role == Role::Input {

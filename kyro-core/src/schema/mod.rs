@@ -11,15 +11,28 @@ use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde_json::Value;
 
-/// The raw schemars schema of `T`, draft 2020-12 with every subschema inlined.
+/// The raw input schema of `T` (what deserializes), draft 2020-12, every subschema inlined.
 ///
 /// [`canonicalize`] turns it into the canonical form served to clients.
-pub fn generate<T: JsonSchema>() -> Value {
-    let generator = SchemaSettings::draft2020_12()
-        .with(|s| {
-            s.inline_subschemas = true;
-            s.meta_schema = None;
-        })
-        .into_generator();
-    generator.into_root_schema_for::<T>().to_value()
+pub fn generate_input<T: JsonSchema>() -> Value {
+    settings()
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value()
+}
+
+/// The raw output schema of `T` (what serializes): fields skipped when empty are optional.
+pub fn generate_output<T: JsonSchema>() -> Value {
+    settings()
+        .for_serialize()
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value()
+}
+
+fn settings() -> SchemaSettings {
+    SchemaSettings::draft2020_12().with(|s| {
+        s.inline_subschemas = true;
+        s.meta_schema = None;
+    })
 }

@@ -88,18 +88,18 @@ fn allows(schema: &Value, ty: &str) -> bool {
 
 fn integer_literals(schema: &Value, instance: &Value, pointer: String, out: &mut Vec<Violation>) {
     match instance {
-        Value::Number(n) => {
-            if allows(schema, "integer") && !allows(schema, "number") && !(n.is_i64() || n.is_u64())
-                // A fractional value is already a type violation; report it once.
-                && n.as_f64().is_some_and(|f| f.fract() == 0.0)
-            {
-                out.push(Violation::new(
-                    pointer.clone(),
-                    format!(
-                        "{n} is not an integer literal; write it without a fraction or exponent"
-                    ),
-                ));
-            }
+        // A fractional value is already a type violation; only integral non-integer
+        // literals (`1.0`, `1e3`) need reporting here.
+        Value::Number(n)
+            if allows(schema, "integer")
+                && !allows(schema, "number")
+                && !(n.is_i64() || n.is_u64())
+                && n.as_f64().is_some_and(|f| f.fract() == 0.0) =>
+        {
+            out.push(Violation::new(
+                pointer.clone(),
+                format!("{n} is not an integer literal; write it without a fraction or exponent"),
+            ));
         }
         Value::Object(fields) => {
             let properties = schema.get("properties").and_then(Value::as_object);

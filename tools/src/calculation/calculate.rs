@@ -83,3 +83,68 @@ impl Execute for Calculate {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use kyro_core::ToolError;
+    use serde_json::json;
+
+    use crate::testing::{call, failed, ok, workspace};
+
+    fn calc(expression: &str) -> kyro_core::Outcome {
+        call(
+            workspace().path(),
+            "calculate",
+            json!({ "expression": expression }),
+        )
+    }
+
+    #[test]
+    fn integers_are_exact_and_floats_are_floats() {
+        let r = ok(calc(
+            "(2 + 3) * 7 - 9223372036854775807 + 9223372036854775807",
+        ));
+        assert_eq!(
+            (r["kind"].clone(), r["value"].clone(), r["text"].clone()),
+            (json!("integer"), json!(35), json!("35"))
+        );
+        let r = ok(calc("9007199254740993 + 0"));
+        assert_eq!(r["text"], "9007199254740993");
+        let r = ok(calc("math::sqrt(2.0)"));
+        assert_eq!(r["kind"], "float");
+        assert_eq!(r["value"], std::f64::consts::SQRT_2);
+        let r = ok(calc("3 > 2 && !(1 == 2)"));
+        assert_eq!(
+            (r["kind"].clone(), r["value"].clone()),
+            (json!("boolean"), json!(true))
+        );
+    }
+
+    #[test]
+    fn overflow_division_by_zero_and_syntax_errors_are_evaluation_failures() {
+        for expression in ["9223372036854775807 + 1", "1 / 0", "2 +", "x + 1", "a = 3"] {
+            assert!(
+                matches!(failed(calc(expression)), ToolError::Evaluation { .. }),
+                "{expression}"
+            );
+        }
+    }
+
+    #[test]
+    fn non_finite_results_are_refused() {
+        for expression in ["1.0 / 0.0", "math::ln(0.0)", "0.0 / 0.0"] {
+            assert!(
+                matches!(failed(calc(expression)), ToolError::NonFinite { .. }),
+                "{expression}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_string_result_is_not_a_number() {
+        assert!(matches!(
+            failed(calc("\"a\" + \"b\"")),
+            ToolError::Evaluation { .. }
+        ));
+    }
+}

@@ -41,3 +41,39 @@ impl Execute for ToolDescribe {
         Ok(Descriptions { tools })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use kyro_core::{Registry, ToolError};
+    use serde_json::json;
+
+    use crate::testing::{call, failed, ok, workspace};
+
+    #[test]
+    fn describes_by_name_or_alias_exactly_as_the_registry_serves() {
+        let r = ok(call(
+            workspace().path(),
+            "tool_describe",
+            json!({"names": ["cat", "calculate"]}),
+        ));
+        let registry = Registry::with_catalog(crate::BUILTINS).unwrap();
+        let snapshot = registry.snapshot();
+        let served = serde_json::to_value(snapshot.get("read_file").unwrap().descriptor()).unwrap();
+        assert_eq!(r["tools"][0], served);
+        assert_eq!(r["tools"][1]["name"], "calculate");
+    }
+
+    #[test]
+    fn an_unknown_name_is_a_typed_failure() {
+        assert_eq!(
+            failed(call(
+                workspace().path(),
+                "tool_describe",
+                json!({"names": ["read_file", "nope"]})
+            )),
+            ToolError::UnknownTool {
+                name: "nope".into()
+            }
+        );
+    }
+}

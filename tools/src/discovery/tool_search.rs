@@ -117,3 +117,64 @@ fn score(d: &ToolDescriptor, words: &[String]) -> u32 {
         })
         .sum()
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::testing::{call, ok, workspace};
+
+    #[test]
+    fn finds_tools_by_name_and_description_words_best_first() {
+        let r = ok(call(
+            workspace().path(),
+            "tool_search",
+            json!({"query": "read file"}),
+        ));
+        assert_eq!(r["tools"][0]["name"], "read_file");
+        assert_eq!(r["tools"][0]["effect"], "read");
+        let r = ok(call(
+            workspace().path(),
+            "tool_search",
+            json!({"query": "expression"}),
+        ));
+        assert_eq!(r["tools"][0]["name"], "calculate");
+    }
+
+    #[test]
+    fn filters_by_category_and_truncates_to_the_limit() {
+        let r = ok(call(
+            workspace().path(),
+            "tool_search",
+            json!({"query": "file directory", "category": "files", "limit": 1}),
+        ));
+        assert_eq!(r["tools"].as_array().unwrap().len(), 1);
+        assert_eq!(r["truncated"], true);
+        assert!(r["total_matches"].as_u64().unwrap() >= 2);
+        let none = ok(call(
+            workspace().path(),
+            "tool_search",
+            json!({"query": "read", "category": "discovery"}),
+        ));
+        assert!(
+            none["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|t| t["category"] == "discovery")
+        );
+    }
+
+    #[test]
+    fn no_match_is_an_empty_result() {
+        let r = ok(call(
+            workspace().path(),
+            "tool_search",
+            json!({"query": "zzzqqq"}),
+        ));
+        assert_eq!(
+            r,
+            json!({"tools": [], "total_matches": 0, "truncated": false})
+        );
+    }
+}

@@ -109,3 +109,73 @@ impl Execute for ListDirectory {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::symlink;
+
+    use kyro_core::ToolError;
+    use serde_json::json;
+
+    use crate::testing::{call, failed, ok, workspace};
+
+    #[test]
+    fn lists_sorted_with_kinds_and_sizes() {
+        let ws = workspace();
+        std::fs::write(ws.path().join("b|pipe.txt"), "12345").unwrap();
+        std::fs::create_dir(ws.path().join("a dir")).unwrap();
+        std::fs::write(ws.path().join(".hidden"), "").unwrap();
+        symlink("/etc", ws.path().join("link")).unwrap();
+        let listing = ok(call(ws.path(), "ls", json!({})));
+        assert_eq!(listing["path"], ".");
+        assert_eq!(
+            listing["entries"],
+            json!([
+                {"name": "a dir", "kind": "directory", "size": null},
+                {"name": "b|pipe.txt", "kind": "file", "size": 5},
+                {"name": "link", "kind": "symlink", "size": null},
+            ])
+        );
+        let all = ok(call(
+            ws.path(),
+            "list_directory",
+            json!({"include_hidden": true}),
+        ));
+        assert_eq!(all["entries"][0]["name"], ".hidden");
+    }
+
+    #[test]
+    fn a_limit_truncates_and_says_so() {
+        let ws = workspace();
+        for i in 0..5 {
+            std::fs::write(ws.path().join(format!("f{i}")), "").unwrap();
+        }
+        let listing = ok(call(
+            ws.path(),
+            "list_directory",
+            json!({"path": ".", "limit": 2}),
+        ));
+        assert_eq!(listing["entries"].as_array().unwrap().len(), 2);
+        assert_eq!(listing["truncated"], true);
+    }
+
+    #[test]
+    fn files_missing_paths_and_escapes_are_typed_failures() {
+        let ws = workspace();
+        std::fs::write(ws.path().join("f"), "").unwrap();
+        assert_eq!(
+            failed(call(ws.path(), "list_directory", json!({"path": "f"}))),
+            ToolError::NotADirectory { path: "f".into() }
+        );
+        assert_eq!(
+            failed(call(ws.path(), "list_directory", json!({"path": "nope"}))),
+            ToolError::NotFound {
+                path: "nope".into()
+            }
+        );
+        assert_eq!(
+            failed(call(ws.path(), "list_directory", json!({"path": ".."}))),
+            ToolError::OutsideWorkspace { path: "..".into() }
+        );
+    }
+}

@@ -117,3 +117,152 @@ pub(crate) fn not_found_or_io(operation: &str, given: &str, err: &std::io::Error
         ToolError::io(operation, given, err)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::symlink;
+
+    use kyro_core::{Outcome, ToolError};
+    use serde_json::json;
+
+    use crate::testing::{call, failed, ok, workspace};
+
+    #[test]
+    fn reads_a_window_with_line_endings_pipes_and_unicode_kept() {
+        let ws = workspace();
+        std::fs::write(ws.path().join("f.txt"), "a|b\r\nhé 😀\nthird\nfourth").unwrap();
+        let window = ok(call(
+            ws.path(),
+            "read_file",
+            json!({"path": "f.txt", "offset": 2, "limit": 2}),
+        ));
+        assert_eq!(window["content"], "hé 😀\nthird\n");
+        assert_eq!(window["start_line"], 2);
+        assert_eq!(window["end_line"], 3);
+        assert_eq!(window["total_lines"], 4);
+        assert_eq!(window["truncated"], true);
+        assert_eq!(window["next_offset"], 4);
+        let all = ok(call(ws.path(), "cat", json!({"file_path": "f.txt"})));
+        assert_eq!(all["content"], "a|b\r\nhé 😀\nthird\nfourth");
+        assert_eq!(all["truncated"], false);
+        assert_eq!(
+            all["sha256"],
+            crate::files::sha256_hex("a|b\r\nhé 😀\nthird\nfourth".as_bytes())
+        );
+    }
+
+    #[test]
+    fn an_empty_file_has_no_lines() {
+        let ws = workspace();
+        std::fs::write(ws.path().join("empty"), "").unwrap();
+        let window = ok(call(ws.path(), "read_file", json!({"path": "empty"})));
+        assert_eq!(window["content"], "");
+        assert_eq!(window["total_lines"], 0);
+        assert_eq!(window["start_line"], 0);
+    }
+
+    #[test]
+    fn a_very_long_line_survives() {
+        let ws = workspace();
+        let line = "x|".repeat(500_000);
+        std::fs::write(ws.path().join("long"), &line).unwrap();
+        let window = ok(call(ws.path(), "read_file", json!({"path": "long"})));
+        assert_eq!(window["content"].as_str().unwrap().len(), line.len());
+    }
+
+    #[test]
+    fn an_offset_past_the_end_is_refused() {
+        let ws = workspace();
+        std::fs::write(ws.path().join("f"), "one\n").unwrap();
+        assert_eq!(
+            failed(call(
+                ws.path(),
+                "read_file",
+                json!({"path": "f", "offset": 3})
+            )),
+            ToolError::OffsetOutOfRange {
+                path: "f".into(),
+                offset: 3,
+                total_lines: 1
+            }
+        );
+    }
+
+    #[test]
+    fn binary_and_non_utf8_files_are_refused_clearly() {
+        let ws = workspace();
+        std::fs::write(ws.path().join("nul"), b"ab\0cd").unwrap();
+        std::fs::write(ws.path().join("latin1"), b"caf\xe9").unwrap();
+        for name in ["nul", "latin1"] {
+            assert_eq!(
+                failed(call(ws.path(), "read_file", json!({"path": name}))),
+                ToolError::BinaryFile { path: name.into() }
+            );
+        }
+    }
+
+    #[test]
+    fn missing_files_and_directories_are_typed_failures() {
+        let ws = workspace();
+        std::fs::create_dir(ws.path().join("dir")).unwrap();
+        assert_eq!(
+            failed(call(ws.path(), "read_file", json!({"path": "nope.txt"}))),
+            ToolError::NotFound {
+                path: "nope.txt".into()
+            }
+        );
+        assert_eq!(
+            failed(call(ws.path(), "read_file", json!({"path": "dir"}))),
+            ToolError::NotAFile { path: "dir".into() }
+        );
+    }
+
+    #[test]
+    fn paths_outside_the_workspace_are_refused() {
+        let parent = workspace();
+        let root = parent.path().join("root");
+        let evil = parent.path().join("root-evil");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&evil).unwrap();
+        std::fs::write(evil.join("secret"), "s").unwrap();
+        symlink(evil.join("secret"), root.join("link")).unwrap();
+        let evil_abs = evil.join("secret").to_string_lossy().into_owned();
+        for path in [
+            "../root-evil/secret",
+            "/etc/passwd",
+            evil_abs.as_str(),
+            "link",
+            "a/../../root-evil/secret",
+        ] {
+            assert_eq!(
+                failed(call(&root, "read_file", json!({"path": path}))),
+                ToolError::OutsideWorkspace { path: path.into() },
+                "{path}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_absolute_path_inside_the_workspace_is_accepted() {
+        let ws = workspace();
+        std::fs::write(ws.path().join("in"), "ok\n").unwrap();
+        let path = ws.path().canonicalize().unwrap().join("in");
+        let window = ok(call(ws.path(), "read_file", json!({"path": path})));
+        assert_eq!(window["content"], "ok\n");
+    }
+
+    #[test]
+    fn limits_are_enforced_by_the_schema() {
+        let ws = workspace();
+        for args in [
+            json!({"path": "f", "offset": 0}),
+            json!({"path": "f", "limit": 20001}),
+            json!({"path": ""}),
+        ] {
+            assert!(matches!(
+                call(ws.path(), "read_file", args),
+                Outcome::InvalidArguments { .. }
+            ));
+        }
+    }
+}

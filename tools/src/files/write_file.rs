@@ -126,3 +126,148 @@ fn write_atomically(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
     }
     result
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::symlink;
+
+    use kyro_core::ToolError;
+    use serde_json::json;
+
+    use crate::files::sha256_hex;
+    use crate::testing::{call, failed, ok, workspace};
+
+    #[test]
+    fn creates_then_overwrites_with_content_unchanged() {
+        let ws = workspace();
+        for content in ["a|b\r\nc", "", "é😀\n", "no newline"] {
+            let written = ok(call(
+                ws.path(),
+                "write_file",
+                json!({"path": "f.txt", "content": content}),
+            ));
+            assert_eq!(
+                std::fs::read_to_string(ws.path().join("f.txt")).unwrap(),
+                content
+            );
+            assert_eq!(written["sha256"], sha256_hex(content.as_bytes()));
+            assert_eq!(written["bytes"], content.len());
+        }
+        let first = ok(call(
+            ws.path(),
+            "write_file",
+            json!({"path": "g.txt", "content": "x"}),
+        ));
+        assert_eq!(first["created"], true);
+        let second = ok(call(
+            ws.path(),
+            "write_file",
+            json!({"path": "g.txt", "content": "y"}),
+        ));
+        assert_eq!(second["created"], false);
+    }
+
+    #[test]
+    fn the_sha_from_a_read_guards_the_write() {
+        let ws = workspace();
+        std::fs::write(ws.path().join("f"), "v1").unwrap();
+        let read = ok(call(ws.path(), "read_file", json!({"path": "f"})));
+        let sha = read["sha256"].as_str().unwrap().to_owned();
+        ok(call(
+            ws.path(),
+            "write_file",
+            json!({"path": "f", "content": "v2", "expected_sha256": sha}),
+        ));
+        let stale = failed(call(
+            ws.path(),
+            "write_file",
+            json!({"path": "f", "content": "v3", "expected_sha256": sha}),
+        ));
+        assert_eq!(
+            stale,
+            ToolError::StaleFile {
+                path: "f".into(),
+                expected: sha.clone(),
+                actual: sha256_hex(b"v2")
+            }
+        );
+        assert_eq!(
+            std::fs::read_to_string(ws.path().join("f")).unwrap(),
+            "v2",
+            "a refused write changes nothing"
+        );
+    }
+
+    #[test]
+    fn a_missing_parent_needs_create_dirs() {
+        let ws = workspace();
+        assert_eq!(
+            failed(call(
+                ws.path(),
+                "write_file",
+                json!({"path": "a/b/f", "content": "x"})
+            )),
+            ToolError::NotFound { path: "a/b".into() }
+        );
+        ok(call(
+            ws.path(),
+            "write_file",
+            json!({"path": "a/b/f", "content": "x", "create_dirs": true}),
+        ));
+        assert_eq!(
+            std::fs::read_to_string(ws.path().join("a/b/f")).unwrap(),
+            "x"
+        );
+    }
+
+    #[test]
+    fn a_directory_is_not_overwritten() {
+        let ws = workspace();
+        std::fs::create_dir(ws.path().join("d")).unwrap();
+        assert_eq!(
+            failed(call(
+                ws.path(),
+                "write_file",
+                json!({"path": "d", "content": "x"})
+            )),
+            ToolError::NotAFile { path: "d".into() }
+        );
+    }
+
+    #[test]
+    fn writes_through_escaping_symlinks_are_refused() {
+        let parent = workspace();
+        let root = parent.path().join("root");
+        std::fs::create_dir(&root).unwrap();
+        symlink(parent.path(), root.join("up")).unwrap();
+        symlink(parent.path().join("dangling"), root.join("dangle")).unwrap();
+        for path in ["up/escaped", "dangle", "../escaped"] {
+            assert_eq!(
+                failed(call(
+                    &root,
+                    "write_file",
+                    json!({"path": path, "content": "x"})
+                )),
+                ToolError::OutsideWorkspace { path: path.into() },
+                "{path}"
+            );
+        }
+        assert!(!parent.path().join("escaped").exists());
+        assert!(!parent.path().join("dangling").exists());
+    }
+
+    #[test]
+    fn a_malformed_expected_sha_is_invalid_arguments() {
+        let ws = workspace();
+        let outcome = call(
+            ws.path(),
+            "write_file",
+            json!({"path": "f", "content": "x", "expected_sha256": "ABC"}),
+        );
+        assert!(
+            matches!(outcome, kyro_core::Outcome::InvalidArguments { .. }),
+            "{outcome:?}"
+        );
+        assert!(!ws.path().join("f").exists());
+    }
+}

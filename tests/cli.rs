@@ -1,0 +1,196 @@
+//! The CLI contract other surfaces and scripts rely on: output shapes and exit codes.
+
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+
+fn kyro(args: &[&str], workspace: &std::path::Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kyro"))
+        .args(args)
+        .current_dir(workspace)
+        .output()
+        .expect("kyro runs")
+}
+
+fn stdout_json(output: &Output) -> Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
+
+#[test]
+fn tools_json_lists_every_descriptor_with_the_contract_fields() {
+    let ws = tempfile::tempdir().unwrap();
+    let out = kyro(&["tools", "--json"], ws.path());
+    assert!(out.status.success());
+    let tools = stdout_json(&out);
+    let tools = tools.as_array().unwrap();
+    assert_eq!(tools.len(), kyro_tools::BUILTINS.len());
+    for tool in tools {
+        for field in [
+            "name",
+            "aliases",
+            "category",
+            "effect",
+            "description",
+            "inputSchema",
+            "outputSchema",
+            "annotations",
+        ] {
+            assert!(
+                tool.get(field).is_some(),
+                "{field} missing in {}",
+                tool["name"]
+            );
+        }
+    }
+    let text = kyro(&["tools"], ws.path());
+    assert!(String::from_utf8_lossy(&text.stdout).contains("read_file"));
+}
+
+#[test]
+fn describe_answers_by_alias_and_refuses_unknown_names() {
+    let ws = tempfile::tempdir().unwrap();
+    let out = kyro(&["describe", "cat", "--json"], ws.path());
+    assert!(out.status.success());
+    assert_eq!(stdout_json(&out)["name"], "read_file");
+    let text = kyro(&["describe", "read_file"], ws.path());
+    assert!(String::from_utf8_lossy(&text.stdout).contains("path (required)"));
+    let unknown = kyro(&["describe", "nope"], ws.path());
+    assert_eq!(unknown.status.code(), Some(1));
+}
+
+#[test]
+fn call_with_a_json_object_prints_one_outcome_and_exits_zero() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "x|y\r\n").unwrap();
+    let out = kyro(&["call", "read_file", r#"{"path": "a.txt"}"#], ws.path());
+    assert_eq!(out.status.code(), Some(0));
+    let outcome = stdout_json(&out);
+    assert_eq!(outcome["outcome"], "ok");
+    assert_eq!(outcome["result"]["content"], "x|y\r\n");
+}
+
+#[test]
+fn call_with_key_value_words_takes_the_same_path() {
+    let ws = tempfile::tempdir().unwrap();
+    let out = kyro(
+        &[
+            "call",
+            "write_file",
+            "path=b.txt",
+            "content=42",
+            "create_dirs=false",
+        ],
+        ws.path(),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("b.txt")).unwrap(),
+        "42"
+    );
+    let sub = tempfile::tempdir().unwrap();
+    let out = kyro(
+        &[
+            "call",
+            "cat",
+            "file_path=b.txt",
+            "--workspace",
+            ws.path().to_str().unwrap(),
+        ],
+        sub.path(),
+    );
+    assert_eq!(stdout_json(&out)["result"]["content"], "42");
+}
+
+#[test]
+fn every_refusal_is_a_typed_outcome_with_exit_one() {
+    let ws = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            vec!["call", "read_file", r#"{"path": "a", "limit": "5"}"#],
+            "invalid_arguments",
+        ),
+        (
+            vec!["call", "read_file", r#"{"path": "a", "bogus": 1}"#],
+            "invalid_arguments",
+        ),
+        (vec!["call", "no_such_tool", "{}"], "unknown_tool"),
+        (
+            vec!["call", "read_file", r#"{"path": "missing.txt"}"#],
+            "execution_failed",
+        ),
+    ];
+    for (args, kind) in cases {
+        let out = kyro(&args, ws.path());
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let outcome = stdout_json(&out);
+        assert_eq!(outcome["outcome"], kind, "{args:?}");
+        assert!(outcome["error"]["message"].is_string(), "{outcome}");
+    }
+    let invalid = stdout_json(&kyro(
+        &["call", "read_file", r#"{"path": "a", "limit": "5"}"#],
+        ws.path(),
+    ));
+    assert_eq!(invalid["error"]["violations"][0]["pointer"], "/limit");
+}
+
+#[test]
+fn usage_errors_exit_two_and_run_nothing() {
+    let ws = tempfile::tempdir().unwrap();
+    for args in [
+        vec!["call", "write_file", r#"[{"path": "x", "content": "y"}]"#],
+        vec!["call", "write_file", r#""path""#],
+        vec![
+            "call",
+            "write_file",
+            r#"{"path": "x", "path": "y", "content": "z"}"#,
+        ],
+        vec!["call", "write_file", "path=x", "path=y"],
+        vec!["call", "write_file", "{not json"],
+        vec!["nonsense"],
+    ] {
+        let out = kyro(&args, ws.path());
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+    assert!(
+        std::fs::read_dir(ws.path()).unwrap().next().is_none(),
+        "a refused call wrote a file"
+    );
+}
+
+#[test]
+fn docs_check_passes_on_the_committed_inventory_and_fails_on_a_stale_one() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = kyro(&["docs", "--check"], root);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ws = tempfile::tempdir().unwrap();
+    let stale = ws.path().join("inventory.md");
+    std::fs::write(&stale, "old").unwrap();
+    let out = kyro(
+        &["docs", "--check", "--path", stale.to_str().unwrap()],
+        ws.path(),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let printed = kyro(&["docs"], ws.path());
+    let committed = std::fs::read_to_string(root.join("docs/tool-inventory.md")).unwrap();
+    assert_eq!(String::from_utf8_lossy(&printed.stdout), committed);
+    assert_eq!(json!(committed.lines().next()), json!(kyro_header()));
+}
+
+fn kyro_header() -> &'static str {
+    "<!-- generated by kyro's build.rs from the tool descriptors; do not edit -->"
+}

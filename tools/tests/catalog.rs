@@ -1,0 +1,211 @@
+//! Properties of the whole built-in catalog: schema and serde agree for every tool, every
+//! `#[tool]` struct is in the catalog, and every schema is canonical.
+
+use kyro_core::{Registry, ToolEntry};
+use kyro_tools::BUILTINS;
+use serde_json::{Map, Value, json};
+
+/// Values worth trying against a property schema: valid ones and near misses.
+fn candidates(schema: &Value) -> Vec<Value> {
+    let mut out = vec![
+        Value::Null,
+        json!(true),
+        json!(false),
+        json!(0),
+        json!(1),
+        json!(-1),
+        json!(1.0),
+        json!(1e3),
+        json!(1.5),
+        json!(-0.0),
+        json!(u64::MAX),
+        json!(i64::MIN),
+        json!(18446744073709551616.0),
+        json!("1"),
+        json!(""),
+        json!("a"),
+        json!("a|b\r\né😀"),
+        json!("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"),
+        json!("../x"),
+        json!([]),
+        json!(["a"]),
+        json!([1]),
+        json!({}),
+    ];
+    for key in ["minimum", "maximum"] {
+        if let Some(n) = schema.get(key).and_then(Value::as_f64) {
+            for v in [n - 1.0, n, n + 1.0] {
+                if v.fract() == 0.0 && v.abs() < 9.0e15 {
+                    out.push(json!(v as i64));
+                }
+            }
+        }
+    }
+    for key in ["minLength", "maxLength"] {
+        if let Some(n) = schema.get(key).and_then(Value::as_u64) {
+            for len in [n.saturating_sub(1), n, n + 1] {
+                out.push(json!("é".repeat(len as usize)));
+            }
+        }
+    }
+    for key in ["minItems", "maxItems"] {
+        if let Some(n) = schema.get(key).and_then(Value::as_u64) {
+            for len in [n.saturating_sub(1), n, n + 1] {
+                out.push(json!(vec!["read_file"; len as usize]));
+            }
+        }
+    }
+    if let Some(values) = schema.get("enum").and_then(Value::as_array) {
+        out.extend(values.iter().cloned());
+        out.push(json!("not_a_variant"));
+    }
+    out
+}
+
+fn check_tool(entry: &ToolEntry, registry: &Registry) -> usize {
+    let snapshot = registry.snapshot();
+    let tool = snapshot.get(entry.spec.name).expect("registered");
+    let schema = &tool.descriptor().input_schema;
+    let properties = schema["properties"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let required: Vec<String> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| {
+            r.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut base = Map::new();
+    for name in &required {
+        let valid = candidates(&properties[name])
+            .into_iter()
+            .find(|c| {
+                let mut probe = base.clone();
+                probe.insert(name.clone(), c.clone());
+                for other in &required {
+                    probe.entry(other.clone()).or_insert(json!("a"));
+                }
+                tool.input().is_valid(&Value::Object(probe))
+            })
+            .unwrap_or_else(|| panic!("{}: no valid value found for `{name}`", entry.spec.name));
+        base.insert(name.clone(), valid);
+    }
+    let mut objects = vec![
+        Value::Object(base.clone()),
+        json!({}),
+        json!({"unknown": 1}),
+    ];
+    let mut all_optional = base.clone();
+    for (name, sub) in &properties {
+        for candidate in candidates(sub) {
+            let mut object = base.clone();
+            object.insert(name.clone(), candidate.clone());
+            if tool.input().is_valid(&Value::Object(object.clone())) && !required.contains(name) {
+                all_optional.insert(name.clone(), candidate.clone());
+            }
+            objects.push(Value::Object(object));
+        }
+        let mut without = base.clone();
+        without.remove(name);
+        objects.push(Value::Object(without));
+    }
+    objects.push(Value::Object(all_optional));
+    let mut accepted = 0;
+    for object in &objects {
+        let valid = tool.input().is_valid(object);
+        let deserialized = (entry.deserializes)(object);
+        if valid {
+            accepted += 1;
+            assert!(
+                deserialized.is_ok(),
+                "{}: the validator accepts {object} but serde refuses it: {:?}",
+                entry.spec.name,
+                deserialized
+            );
+        }
+    }
+    assert!(
+        accepted > 0,
+        "{}: no candidate object was valid",
+        entry.spec.name
+    );
+    accepted
+}
+
+#[test]
+fn whatever_the_validator_accepts_deserializes_for_every_builtin() {
+    let registry = Registry::with_catalog(BUILTINS).expect("built-ins register");
+    let mut total = 0;
+    for entry in BUILTINS {
+        total += check_tool(entry, &registry);
+    }
+    assert!(
+        total >= BUILTINS.len() * 5,
+        "too few accepted objects: {total}"
+    );
+}
+
+#[test]
+fn catalog_lists_every_tool() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut declared = Vec::new();
+    let mut stack = vec![root];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                let mut rest = text.as_str();
+                while let Some(at) = rest.find("#[tool(") {
+                    rest = &rest[at..];
+                    let attr_end = rest.find(")]").unwrap_or(rest.len());
+                    if let Some(name_at) = rest[..attr_end].find("name = \"") {
+                        let after = &rest[name_at + 8..];
+                        let end = after.find('"').unwrap();
+                        declared.push(after[..end].to_owned());
+                    }
+                    rest = &rest[7..];
+                }
+            }
+        }
+    }
+    declared.sort();
+    let mut listed: Vec<String> = BUILTINS.iter().map(|e| e.spec.name.to_owned()).collect();
+    listed.sort();
+    assert_eq!(
+        declared, listed,
+        "a #[tool] struct is missing from BUILTINS (tools/src/lib.rs)"
+    );
+}
+
+#[test]
+fn every_descriptor_is_complete_and_consistent() {
+    let registry = Registry::with_catalog(BUILTINS).unwrap();
+    let snapshot = registry.snapshot();
+    assert_eq!(snapshot.descriptors().len(), BUILTINS.len());
+    for d in snapshot.descriptors() {
+        assert!(!d.description.is_empty(), "{}", d.name);
+        assert_eq!(d.input_schema["type"], "object", "{}", d.name);
+        assert_eq!(d.input_schema["additionalProperties"], false, "{}", d.name);
+        assert_eq!(d.output_schema["type"], "object", "{}", d.name);
+        assert_eq!(
+            d.annotations,
+            kyro_core::Annotations::for_effect(d.effect),
+            "{}",
+            d.name
+        );
+        assert!(!d.compatibility_only);
+        let text = d.input_schema.to_string() + &d.output_schema.to_string();
+        assert!(
+            !text.contains("$ref") && !text.contains("$defs"),
+            "{}",
+            d.name
+        );
+    }
+}
