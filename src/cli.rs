@@ -48,6 +48,12 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         workspace: Option<PathBuf>,
     },
+    /// Serve the catalog over MCP on stdin/stdout.
+    Mcp {
+        /// The workspace root; default the current directory.
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+    },
     /// Print the tool inventory document, or check the committed copy.
     Docs {
         /// Exit 1 when docs/tool-inventory.md differs from the catalog.
@@ -75,6 +81,7 @@ pub fn run() -> ExitCode {
             workspace,
         } => call(registry, &name, &arguments, workspace),
         Command::Docs { check, path } => docs(&registry, check, &path),
+        Command::Mcp { workspace } => mcp(registry, workspace),
     }
 }
 
@@ -165,16 +172,39 @@ fn print_text(d: &ToolDescriptor) {
     }
 }
 
+fn open_workspace(dir: Option<PathBuf>) -> Result<Workspace, ExitCode> {
+    let root = dir.unwrap_or_else(|| PathBuf::from("."));
+    Workspace::new(&root).map_err(|e| usage(&format!("workspace `{}`: {e}", root.display())))
+}
+
+fn async_runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| fail(&format!("cannot start the async runtime: {e}")))
+}
+
+fn mcp(registry: Arc<Registry>, workspace: Option<PathBuf>) -> ExitCode {
+    let (workspace, executor) = match (open_workspace(workspace), async_runtime()) {
+        (Ok(w), Ok(e)) => (w, e),
+        (Err(code), _) | (_, Err(code)) => return code,
+    };
+    let server = crate::mcp::KyroServer::new(Runtime::new(registry, workspace));
+    match executor.block_on(server.serve_stdio()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&format!("mcp: {e}")),
+    }
+}
+
 fn call(
     registry: Arc<Registry>,
     name: &str,
     words: &[String],
     workspace: Option<PathBuf>,
 ) -> ExitCode {
-    let root = workspace.unwrap_or_else(|| PathBuf::from("."));
-    let workspace = match Workspace::new(&root) {
+    let workspace = match open_workspace(workspace) {
         Ok(w) => w,
-        Err(e) => return usage(&format!("workspace `{}`: {e}", root.display())),
+        Err(code) => return code,
     };
     let arguments = match words {
         [one] if looks_like_json(one) => match kyro_core::parse_arguments(one) {
@@ -201,9 +231,9 @@ fn call(
         }
     };
     let runtime = Runtime::new(registry, workspace);
-    let executor = match tokio::runtime::Builder::new_current_thread().build() {
+    let executor = match async_runtime() {
         Ok(rt) => rt,
-        Err(e) => return fail(&format!("cannot start the async runtime: {e}")),
+        Err(code) => return code,
     };
     let outcome = executor.block_on(runtime.execute_call(Call::new(name, arguments)));
     println!("{}", outcome.to_json());

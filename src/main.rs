@@ -2,6 +2,7 @@
 
 mod cli;
 mod inventory;
+mod mcp;
 mod text_arguments;
 
 fn main() -> std::process::ExitCode {

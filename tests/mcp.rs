@@ -1,0 +1,176 @@
+//! `kyro mcp` over stdio, end to end: a real child process spoken to in JSON-RPC lines.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+use serde_json::{Value, json};
+
+struct Server {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    pending: HashMap<u64, Value>,
+}
+
+impl Server {
+    fn start(workspace: &std::path::Path) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kyro"))
+            .args(["mcp", "--workspace"])
+            .arg(workspace)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("kyro mcp starts");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut server = Server {
+            child,
+            stdin,
+            stdout,
+            pending: HashMap::new(),
+        };
+        let init = server.request(
+            1,
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}),
+        );
+        assert_eq!(init["result"]["serverInfo"]["name"], "kyro");
+        assert_eq!(init["result"]["capabilities"]["tools"]["listChanged"], true);
+        server.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string());
+        server
+    }
+
+    fn send(&mut self, line: &str) {
+        writeln!(self.stdin, "{line}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string(),
+        );
+        self.answer(id)
+    }
+
+    fn answer(&mut self, id: u64) -> Value {
+        loop {
+            if let Some(found) = self.pending.remove(&id) {
+                return found;
+            }
+            let mut line = String::new();
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "server closed stdout"
+            );
+            let message: Value =
+                serde_json::from_str(&line).expect("one JSON-RPC message per line");
+            if let Some(got) = message["id"].as_u64() {
+                self.pending.insert(got, message);
+            }
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn tools_list_serves_every_descriptor_with_schemas_and_annotations() {
+    let ws = tempfile::tempdir().unwrap();
+    let mut server = Server::start(ws.path());
+    let list = server.request(2, "tools/list", json!({}));
+    let tools = list["result"]["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), kyro_tools::BUILTINS.len());
+    let read = tools.iter().find(|t| t["name"] == "read_file").unwrap();
+    assert_eq!(read["inputSchema"]["type"], "object");
+    assert_eq!(read["inputSchema"]["additionalProperties"], false);
+    assert_eq!(read["outputSchema"]["type"], "object");
+    assert_eq!(read["annotations"]["readOnlyHint"], true);
+    assert_eq!(read["title"], "Read file");
+    let write = tools.iter().find(|t| t["name"] == "write_file").unwrap();
+    assert_eq!(write["annotations"]["readOnlyHint"], false);
+    assert_eq!(write["annotations"]["destructiveHint"], true);
+}
+
+#[test]
+fn a_call_returns_structured_content_and_text() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "x|y\r\né\n").unwrap();
+    let mut server = Server::start(ws.path());
+    let call = server.request(
+        3,
+        "tools/call",
+        json!({"name": "cat", "arguments": {"file_path": "a.txt"}}),
+    );
+    let result = &call["result"];
+    assert_ne!(result["isError"], true);
+    assert_eq!(result["structuredContent"]["content"], "x|y\r\né\n");
+    let text: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(text, result["structuredContent"]);
+}
+
+#[test]
+fn invalid_arguments_and_failures_are_tool_errors_a_model_can_read() {
+    let ws = tempfile::tempdir().unwrap();
+    let mut server = Server::start(ws.path());
+    let invalid = server.request(
+        4,
+        "tools/call",
+        json!({"name": "read_file", "arguments": {"path": "a", "limit": 0}}),
+    );
+    assert_eq!(invalid["result"]["isError"], true);
+    let text = invalid["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("/limit"), "{text}");
+    assert!(invalid["result"].get("structuredContent").is_none());
+    let failed = server.request(
+        5,
+        "tools/call",
+        json!({"name": "read_file", "arguments": {"path": "missing"}}),
+    );
+    assert_eq!(failed["result"]["isError"], true);
+    assert!(
+        failed["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("does not exist")
+    );
+    let no_args = server.request(6, "tools/call", json!({"name": "read_file"}));
+    assert_eq!(no_args["result"]["isError"], true);
+}
+
+#[test]
+fn an_unknown_tool_is_invalid_params() {
+    let ws = tempfile::tempdir().unwrap();
+    let mut server = Server::start(ws.path());
+    let unknown = server.request(7, "tools/call", json!({"name": "nope", "arguments": {}}));
+    assert_eq!(unknown["error"]["code"], -32602);
+}
+
+#[test]
+fn the_server_survives_a_thousand_malformed_lines() {
+    let ws = tempfile::tempdir().unwrap();
+    let mut server = Server::start(ws.path());
+    for i in 0..1000 {
+        let line = match i % 4 {
+            0 => "not json at all".to_owned(),
+            1 => format!("{{\"jsonrpc\": \"2.0\", \"id\": {i}, \"method\": "),
+            2 => "[1, 2, 3]".to_owned(),
+            _ => "{\"jsonrpc\": \"2.0\", \"method\": 42}".to_owned(),
+        };
+        server.send(&line);
+    }
+    let pong = server.request(100_000, "ping", json!({}));
+    assert_eq!(pong["result"], json!({}));
+    let call = server.request(
+        100_001,
+        "tools/call",
+        json!({"name": "calculate", "arguments": {"expression": "6 * 7"}}),
+    );
+    assert_eq!(call["result"]["structuredContent"]["value"], 42);
+}
