@@ -5,7 +5,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
-use kyro_core::{Call, OutcomeKind, Registry, Runtime, ToolDescriptor, Workspace};
+use std::io::IsTerminal;
+
+use kyro_core::receipt::JsonlReceiptLog;
+use kyro_core::{
+    ApprovalToken, Call, Outcome, OutcomeKind, Policy, Registry, Runtime, ToolDescriptor, Workspace,
+};
 use serde_json::Value;
 
 use crate::inventory;
@@ -44,15 +49,19 @@ enum Command {
         name: String,
         /// One JSON object (`'{"path": "a.txt"}'`), or key=value words (`path=a.txt limit=5`).
         arguments: Vec<String>,
-        /// The workspace root; default the current directory.
-        #[arg(long, value_name = "DIR")]
-        workspace: Option<PathBuf>,
+        #[command(flatten)]
+        session: Session,
+        /// Ask on the terminal (y/N) when the call needs approval.
+        #[arg(long, conflicts_with = "approve_fingerprint")]
+        approve: bool,
+        /// Approve the call with this fingerprint (from an `approval_required` outcome).
+        #[arg(long, value_name = "HEX")]
+        approve_fingerprint: Option<String>,
     },
     /// Serve the catalog over MCP on stdin/stdout.
     Mcp {
-        /// The workspace root; default the current directory.
-        #[arg(long, value_name = "DIR")]
-        workspace: Option<PathBuf>,
+        #[command(flatten)]
+        session: Session,
     },
     /// Print the tool inventory document, or check the committed copy.
     Docs {
@@ -63,6 +72,17 @@ enum Command {
         #[arg(long, value_name = "FILE", default_value = "docs/tool-inventory.md")]
         path: PathBuf,
     },
+}
+
+/// Where calls run and under which policy.
+#[derive(Debug, clap::Args)]
+struct Session {
+    /// The workspace root; default the current directory.
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// A policy file (TOML); default: reads allowed, writes, exec and network need approval.
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
 }
 
 /// Parses the command line and runs it.
@@ -78,10 +98,19 @@ pub fn run() -> ExitCode {
         Command::Call {
             name,
             arguments,
-            workspace,
-        } => call(registry, &name, &arguments, workspace),
+            session,
+            approve,
+            approve_fingerprint,
+        } => call(
+            registry,
+            &name,
+            &arguments,
+            &session,
+            approve,
+            approve_fingerprint,
+        ),
         Command::Docs { check, path } => docs(&registry, check, &path),
-        Command::Mcp { workspace } => mcp(registry, workspace),
+        Command::Mcp { session } => mcp(registry, &session),
     }
 }
 
@@ -172,9 +201,27 @@ fn print_text(d: &ToolDescriptor) {
     }
 }
 
-fn open_workspace(dir: Option<PathBuf>) -> Result<Workspace, ExitCode> {
-    let root = dir.unwrap_or_else(|| PathBuf::from("."));
-    Workspace::new(&root).map_err(|e| usage(&format!("workspace `{}`: {e}", root.display())))
+/// The runtime of a session: workspace, policy and the receipt log under `.kyro/`.
+fn open_runtime(registry: Arc<Registry>, session: &Session) -> Result<Runtime, ExitCode> {
+    let root = session
+        .workspace
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("."));
+    let workspace = Workspace::new(&root)
+        .map_err(|e| usage(&format!("workspace `{}`: {e}", root.display())))?;
+    let policy = match &session.policy {
+        None => Policy::default(),
+        Some(file) => {
+            let text = std::fs::read_to_string(file)
+                .map_err(|e| usage(&format!("policy `{}`: {e}", file.display())))?;
+            toml::from_str(&text)
+                .map_err(|e| usage(&format!("policy `{}`: {e}", file.display())))?
+        }
+    };
+    let log = Arc::new(JsonlReceiptLog::in_workspace(workspace.root()));
+    Runtime::new(registry, workspace, &policy)
+        .map(|runtime| runtime.with_observer(log))
+        .map_err(|e| usage(&format!("policy: {e}")))
 }
 
 fn async_runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
@@ -184,13 +231,12 @@ fn async_runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
         .map_err(|e| fail(&format!("cannot start the async runtime: {e}")))
 }
 
-fn mcp(registry: Arc<Registry>, workspace: Option<PathBuf>) -> ExitCode {
-    let (workspace, executor) = match (open_workspace(workspace), async_runtime()) {
-        (Ok(w), Ok(e)) => (w, e),
+fn mcp(registry: Arc<Registry>, session: &Session) -> ExitCode {
+    let (runtime, executor) = match (open_runtime(registry, session), async_runtime()) {
+        (Ok(r), Ok(e)) => (r, e),
         (Err(code), _) | (_, Err(code)) => return code,
     };
-    let server = crate::mcp::KyroServer::new(Runtime::new(registry, workspace));
-    match executor.block_on(server.serve_stdio()) {
+    match executor.block_on(crate::mcp::KyroServer::new(runtime).serve_stdio()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&format!("mcp: {e}")),
     }
@@ -200,12 +246,13 @@ fn call(
     registry: Arc<Registry>,
     name: &str,
     words: &[String],
-    workspace: Option<PathBuf>,
+    session: &Session,
+    approve: bool,
+    approve_fingerprint: Option<String>,
 ) -> ExitCode {
-    let workspace = match open_workspace(workspace) {
-        Ok(w) => w,
-        Err(code) => return code,
-    };
+    if approve && !std::io::stdin().is_terminal() {
+        return usage("--approve asks on a terminal; pass --approve-fingerprint HEX instead");
+    }
     let arguments = match words {
         [one] if looks_like_json(one) => match kyro_core::parse_arguments(one) {
             Ok(map) => Value::Object(map),
@@ -230,18 +277,41 @@ fn call(
             }
         }
     };
-    let runtime = Runtime::new(registry, workspace);
-    let executor = match async_runtime() {
-        Ok(rt) => rt,
-        Err(code) => return code,
+    let (runtime, executor) = match (open_runtime(registry, session), async_runtime()) {
+        (Ok(r), Ok(e)) => (r, e),
+        (Err(code), _) | (_, Err(code)) => return code,
     };
-    let outcome = executor.block_on(runtime.execute_call(Call::new(name, arguments)));
-    println!("{}", outcome.to_json());
-    if outcome.kind() == OutcomeKind::Ok {
+    let mut call = Call::new(name, arguments);
+    if let Some(hex) = &approve_fingerprint {
+        call = call.approved(ApprovalToken::for_fingerprint(hex));
+    }
+    let mut execution = executor.block_on(runtime.execute(call.clone()));
+    if let Outcome::ApprovalRequired {
+        fingerprint,
+        summary,
+        ..
+    } = &execution.outcome
+        && approve
+        && ask(summary, fingerprint)
+    {
+        let approved = call.approved(ApprovalToken::for_fingerprint(fingerprint));
+        execution = executor.block_on(runtime.execute(approved));
+    }
+    let mut printed = execution.outcome.to_json();
+    printed["receipt"] = serde_json::to_value(&execution.receipt).unwrap_or(Value::Null);
+    println!("{printed}");
+    if execution.outcome.kind() == OutcomeKind::Ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// Shows the call and asks y/N on the terminal.
+fn ask(summary: &str, fingerprint: &str) -> bool {
+    eprint!("kyro: {summary}\nkyro: fingerprint {fingerprint}\nkyro: approve this call? [y/N] ");
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer).is_ok() && matches!(answer.trim(), "y" | "Y" | "yes")
 }
 
 /// A single word that opens like JSON other than a bare `key=value` is parsed as JSON.

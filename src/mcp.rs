@@ -73,7 +73,7 @@ fn tool_error(outcome: &Outcome) -> CallToolResult {
     let mut text = format!(
         "{} ({}): {message}",
         json["outcome"].as_str().unwrap_or_default(),
-        outcome_tool(outcome)
+        outcome.tool()
     );
     if let Some(violations) = json["error"]["violations"].as_array() {
         text.push_str("\nFix the arguments and call again; violations (JSON pointer: problem):");
@@ -89,15 +89,6 @@ fn tool_error(outcome: &Outcome) -> CallToolResult {
         }
     }
     CallToolResult::error(vec![ContentBlock::text(text)])
-}
-
-fn outcome_tool(outcome: &Outcome) -> &str {
-    match outcome {
-        Outcome::Ok { tool, .. }
-        | Outcome::InvalidArguments { tool, .. }
-        | Outcome::ExecutionFailed { tool, .. } => tool,
-        Outcome::UnknownTool { name, .. } => name,
-    }
 }
 
 impl ServerHandler for KyroServer {

@@ -76,28 +76,58 @@ fn call_with_a_json_object_prints_one_outcome_and_exits_zero() {
 }
 
 #[test]
-fn call_with_key_value_words_takes_the_same_path() {
+fn call_with_key_value_words_takes_the_same_path_and_writes_need_approval() {
     let ws = tempfile::tempdir().unwrap();
-    let out = kyro(
-        &[
-            "call",
-            "write_file",
-            "path=b.txt",
-            "content=42",
-            "create_dirs=false",
-        ],
-        ws.path(),
+    let words = [
+        "call",
+        "write_file",
+        "path=b.txt",
+        "content=42",
+        "create_dirs=false",
+    ];
+    let first = kyro(&words, ws.path());
+    assert_eq!(first.status.code(), Some(1));
+    let pending = stdout_json(&first);
+    assert_eq!(pending["outcome"], "approval_required");
+    assert!(
+        !ws.path().join("b.txt").exists(),
+        "nothing is written before approval"
     );
+    let fingerprint = pending["error"]["fingerprint"].as_str().unwrap().to_owned();
+    assert_eq!(pending["receipt"]["fingerprint"], fingerprint.as_str());
+
+    let mut approved = words.to_vec();
+    approved.extend(["--approve-fingerprint", &fingerprint]);
+    let out = kyro(&approved, ws.path());
     assert_eq!(
         out.status.code(),
         Some(0),
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
+    let done = stdout_json(&out);
+    assert_eq!(done["receipt"]["decision"]["kind"], "approved");
+    assert_eq!(done["receipt"]["effects"][0]["path"], "b.txt");
     assert_eq!(
         std::fs::read_to_string(ws.path().join("b.txt")).unwrap(),
         "42"
     );
+
+    let mut changed = vec![
+        "call",
+        "write_file",
+        "path=b.txt",
+        "content=43",
+        "--approve-fingerprint",
+    ];
+    changed.push(&fingerprint);
+    let out = kyro(&changed, ws.path());
+    assert_eq!(stdout_json(&out)["outcome"], "denied");
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("b.txt")).unwrap(),
+        "42"
+    );
+
     let sub = tempfile::tempdir().unwrap();
     let out = kyro(
         &[
@@ -110,6 +140,72 @@ fn call_with_key_value_words_takes_the_same_path() {
         sub.path(),
     );
     assert_eq!(stdout_json(&out)["result"]["content"], "42");
+    let log = std::fs::read_to_string(ws.path().join(".kyro/receipts.jsonl")).unwrap();
+    let outcomes: Vec<String> = log
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["outcome"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(outcomes, ["approval_required", "ok", "denied", "ok"]);
+}
+
+#[test]
+fn a_policy_file_changes_the_rules() {
+    let ws = tempfile::tempdir().unwrap();
+    let policy = ws.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "capabilities = [\"fs.read\"]\n[approvals]\nwrite = \"auto\"\n",
+    )
+    .unwrap();
+    let policy = policy.to_str().unwrap();
+    let out = kyro(
+        &[
+            "call",
+            "write_file",
+            "path=c.txt",
+            "content=x",
+            "--policy",
+            policy,
+        ],
+        ws.path(),
+    );
+    let outcome = stdout_json(&out);
+    assert_eq!(outcome["outcome"], "denied");
+    assert_eq!(outcome["error"]["reason"]["kind"], "missing_capability");
+    std::fs::write(
+        ws.path().join("open.toml"),
+        "[approvals]\nwrite = \"auto\"\n",
+    )
+    .unwrap();
+    let out = kyro(
+        &[
+            "call",
+            "write_file",
+            "path=c.txt",
+            "content=x",
+            "--policy",
+            "open.toml",
+        ],
+        ws.path(),
+    );
+    assert_eq!(stdout_json(&out)["outcome"], "ok");
+    std::fs::write(ws.path().join("bad.toml"), "approvals = 3\n").unwrap();
+    let out = kyro(
+        &["call", "read_file", "path=c.txt", "--policy", "bad.toml"],
+        ws.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let out = kyro(&["call", "read_file", "path=c.txt", "--approve"], ws.path());
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "--approve without a terminal is a usage error"
+    );
 }
 
 #[test]

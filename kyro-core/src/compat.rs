@@ -77,6 +77,7 @@ impl LegacyTextTool {
             capabilities: self.effect.default_capabilities().to_vec(),
             approval: None,
             argument_aliases: Vec::new(),
+            path_arguments: Vec::new(),
             compatibility_only: true,
         };
         ToolDefinition::from_parts(descriptor, Executor::Compat(TextAdapter { run: self.run }))

@@ -1,13 +1,16 @@
 //! What an executor gets besides its arguments: the workspace and the catalog it runs in.
 
 use std::borrow::Cow;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 
+use crate::confined::ConfinedPath;
 use crate::error::ToolError;
+use crate::policy::{Access, Scope};
+use crate::receipt::EffectLog;
 use crate::registry::Snapshot;
 
 /// A path argument, relative to the workspace root. Resolved only through [`Workspace`].
@@ -47,7 +50,7 @@ impl JsonSchema for WorkspacePath {
     }
 }
 
-/// The directory tree a call may touch.
+/// The workspace: the directory relative paths and policy roots are resolved against.
 #[derive(Debug, Clone)]
 pub struct Workspace {
     root: PathBuf,
@@ -65,99 +68,66 @@ impl Workspace {
     pub fn root(&self) -> &Path {
         &self.root
     }
-
-    /// Resolves a workspace path to a host path inside the root.
-    ///
-    /// Refuses absolute paths outside the root, `..` that climbs above it, and symlinks
-    /// (anywhere along the existing prefix) that point out of it. Containment is checked
-    /// component by component, so `/w/root-evil` is not inside `/w/root`.
-    pub fn resolve(&self, path: &WorkspacePath) -> Result<PathBuf, ToolError> {
-        let outside = || ToolError::OutsideWorkspace {
-            path: path.as_str().to_owned(),
-        };
-        let given = Path::new(path.as_str());
-        let relative = if given.is_absolute() {
-            given.strip_prefix(&self.root).map_err(|_| outside())?
-        } else {
-            given
-        };
-        let mut lexical = self.root.clone();
-        for component in relative.components() {
-            match component {
-                Component::Normal(part) => lexical.push(part),
-                Component::CurDir => {}
-                Component::ParentDir => {
-                    if lexical == self.root {
-                        return Err(outside());
-                    }
-                    lexical.pop();
-                }
-                Component::RootDir | Component::Prefix(_) => return Err(outside()),
-            }
-        }
-        // Follow symlinks on the part that exists and check it stays inside.
-        let mut existing = lexical.as_path();
-        let mut rest = Vec::new();
-        loop {
-            match existing.canonicalize() {
-                Ok(real) => {
-                    if !real.starts_with(&self.root) {
-                        return Err(outside());
-                    }
-                    let mut resolved = real;
-                    for part in rest.iter().rev() {
-                        resolved.push(part);
-                    }
-                    return Ok(resolved);
-                }
-                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-                    // A dangling symlink is not "missing": refuse to write through it.
-                    if existing.symlink_metadata().is_ok() {
-                        return Err(outside());
-                    }
-                    match (existing.parent(), existing.file_name()) {
-                        (Some(parent), Some(name)) => {
-                            rest.push(name.to_owned());
-                            existing = parent;
-                        }
-                        _ => return Err(outside()),
-                    }
-                }
-                Err(err) => return Err(ToolError::io("resolve", path.as_str(), &err)),
-            }
-        }
-    }
-
-    /// The path of `host` relative to the root, with `/` separators, for results.
-    pub fn display(&self, host: &Path) -> String {
-        match host.strip_prefix(&self.root) {
-            Ok(rel) if rel.as_os_str().is_empty() => ".".to_owned(),
-            Ok(rel) => rel.to_string_lossy().replace('\\', "/"),
-            Err(_) => host.to_string_lossy().into_owned(),
-        }
-    }
 }
 
-/// The context of one call.
+/// The context of one call: its scope, the catalog snapshot and where effects are recorded.
 #[derive(Debug, Clone)]
 pub struct ToolContext {
-    workspace: Workspace,
+    scope: Scope,
     catalog: Arc<Snapshot>,
+    access: Access,
+    effects: Arc<EffectLog>,
+    call_id: String,
 }
 
 impl ToolContext {
-    /// A context for a call against `catalog` inside `workspace`.
-    pub fn new(workspace: Workspace, catalog: Arc<Snapshot>) -> ToolContext {
-        ToolContext { workspace, catalog }
+    pub(crate) fn new(
+        scope: Scope,
+        catalog: Arc<Snapshot>,
+        access: Access,
+        effects: Arc<EffectLog>,
+        call_id: String,
+    ) -> ToolContext {
+        ToolContext {
+            scope,
+            catalog,
+            access,
+            effects,
+            call_id,
+        }
     }
 
-    /// The workspace of the call.
-    pub fn workspace(&self) -> &Workspace {
-        &self.workspace
+    /// Confines a path argument for this call: the only way a tool reaches the filesystem.
+    ///
+    /// Write tools get read-write access, every other tool read access; writes through the
+    /// returned handle are recorded in the call's receipt.
+    pub fn path(&self, path: &WorkspacePath) -> Result<ConfinedPath, ToolError> {
+        self.scope
+            .confine(path.as_str(), self.access)
+            .map(|confined| confined.recording(self.effects.clone()))
+            .map_err(|_| ToolError::OutsideWorkspace {
+                path: path.as_str().to_owned(),
+            })
     }
 
     /// The registry snapshot the call runs against (for discovery tools).
     pub fn catalog(&self) -> &Snapshot {
         &self.catalog
+    }
+
+    /// The scope the call runs in.
+    pub fn scope(&self) -> &Scope {
+        &self.scope
+    }
+
+    /// Where a tool records effects it causes outside the confined filesystem (processes,
+    /// requests).
+    pub fn effects(&self) -> &EffectLog {
+        &self.effects
+    }
+
+    /// The id of this call, for linking child calls.
+    pub fn call_id(&self) -> &str {
+        &self.call_id
     }
 }

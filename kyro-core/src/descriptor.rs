@@ -37,6 +37,9 @@ pub struct ToolDescriptor {
     /// Other keys accepted for arguments.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub argument_aliases: Vec<ArgumentAlias>,
+    /// Arguments holding workspace paths, confined before the tool runs.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub path_arguments: Vec<String>,
     /// True for legacy text executors registered through the compatibility adapter.
     pub compatibility_only: bool,
 }

@@ -92,6 +92,16 @@ pub enum ToolError {
         /// The name asked for.
         name: String,
     },
+    /// The serialized result is larger than the runtime's limit.
+    #[error(
+        "the result is {bytes} bytes, over the {limit}-byte limit; ask for less (a smaller limit or window)"
+    )]
+    OutputTooLarge {
+        /// Size of the serialized result.
+        bytes: u64,
+        /// The limit.
+        limit: u64,
+    },
     /// The validated arguments did not deserialize: the schema and serde disagree (a bug).
     #[error("arguments passed validation but did not deserialize: {message}")]
     ArgumentsDisagree {

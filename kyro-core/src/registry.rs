@@ -157,6 +157,7 @@ impl ToolDefinition {
                     field: a.field.to_owned(),
                 })
                 .collect(),
+            path_arguments: spec.path_args.iter().map(|a| (*a).to_owned()).collect(),
             compatibility_only: false,
         };
         ToolDefinition::from_parts(descriptor, Executor::Builtin(entry.execute))
@@ -197,6 +198,7 @@ impl ToolDefinition {
             capabilities: tool.effect.default_capabilities().to_vec(),
             approval: None,
             argument_aliases: Vec::new(),
+            path_arguments: Vec::new(),
             compatibility_only: false,
         };
         ToolDefinition::from_parts(descriptor, Executor::Custom(Arc::new(handler)))

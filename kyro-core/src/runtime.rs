@@ -1,15 +1,28 @@
-//! The call boundary: every surface calls [`Runtime::execute_call`], and nothing else runs
-//! a tool.
+//! The call boundary: every surface calls [`Runtime::execute_call`] (or [`Runtime::execute`]
+//! for the receipt too), and nothing else runs a tool.
+//!
+//! The steps, in order: resolve the name; take the arguments object as sent; rewrite
+//! argument aliases; validate; take the canonical snapshot and its fingerprint; authorize
+//! (capabilities, paths, approvals); deserialize and execute under the limits; record a
+//! receipt; hand it to the observers. No side effect happens before authorization passed.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::arguments::{json_type, rewrite_aliases};
 use crate::context::{ToolContext, Workspace};
+use crate::descriptor::ToolDescriptor;
+use crate::effect::{Approval, Effect};
 use crate::error::ToolError;
-use crate::registry::Registry;
+use crate::policy::{
+    Access, ApprovalRule, ApprovalToken, Fingerprint, Limits, Policy, Scope, ScopeError, summarize,
+};
+use crate::receipt::{CanonicalCall, Decision, Denial, EffectLog, Observer, Receipt};
+use crate::registry::{RegisteredTool, Registry};
 use crate::schema::Violation;
 
 /// A call as every surface hands it over: a tool name and a JSON arguments value.
@@ -19,6 +32,8 @@ pub struct Call {
     pub tool: String,
     /// The arguments exactly as the caller sent them; must be an object.
     pub arguments: Value,
+    /// An approval bound to this call's fingerprint, when the caller has one.
+    pub approval: Option<ApprovalToken>,
 }
 
 impl Call {
@@ -27,7 +42,14 @@ impl Call {
         Call {
             tool: tool.into(),
             arguments,
+            approval: None,
         }
+    }
+
+    /// The same call carrying an approval.
+    pub fn approved(mut self, token: ApprovalToken) -> Call {
+        self.approval = Some(token);
+        self
     }
 }
 
@@ -41,8 +63,14 @@ pub enum OutcomeKind {
     InvalidArguments,
     /// No tool has that name or alias.
     UnknownTool,
+    /// Authorization refused the call.
+    Denied,
+    /// The call needs an approval bound to its fingerprint.
+    ApprovalRequired,
     /// The tool ran and failed.
     ExecutionFailed,
+    /// The tool ran past its time limit and was stopped.
+    TimedOut,
 }
 
 /// The typed result of a call.
@@ -69,12 +97,35 @@ pub enum Outcome {
         /// Names that look close, best first.
         suggestions: Vec<String>,
     },
+    /// Authorization refused the call; nothing ran.
+    Denied {
+        /// Canonical tool name.
+        tool: String,
+        /// Why.
+        reason: Denial,
+    },
+    /// Nothing ran; an approval of this fingerprint would let it.
+    ApprovalRequired {
+        /// Canonical tool name.
+        tool: String,
+        /// The fingerprint to approve.
+        fingerprint: String,
+        /// What the call would do, for the human.
+        summary: String,
+    },
     /// The executor failed.
     ExecutionFailed {
         /// Canonical tool name.
         tool: String,
         /// What went wrong.
         error: ToolError,
+    },
+    /// The executor ran past the time limit.
+    TimedOut {
+        /// Canonical tool name.
+        tool: String,
+        /// The limit, in milliseconds.
+        limit_ms: u64,
     },
 }
 
@@ -85,29 +136,69 @@ impl Outcome {
             Outcome::Ok { .. } => OutcomeKind::Ok,
             Outcome::InvalidArguments { .. } => OutcomeKind::InvalidArguments,
             Outcome::UnknownTool { .. } => OutcomeKind::UnknownTool,
+            Outcome::Denied { .. } => OutcomeKind::Denied,
+            Outcome::ApprovalRequired { .. } => OutcomeKind::ApprovalRequired,
             Outcome::ExecutionFailed { .. } => OutcomeKind::ExecutionFailed,
+            Outcome::TimedOut { .. } => OutcomeKind::TimedOut,
+        }
+    }
+
+    /// The canonical tool name, or the name asked for when no tool has it.
+    pub fn tool(&self) -> &str {
+        match self {
+            Outcome::Ok { tool, .. }
+            | Outcome::InvalidArguments { tool, .. }
+            | Outcome::Denied { tool, .. }
+            | Outcome::ApprovalRequired { tool, .. }
+            | Outcome::ExecutionFailed { tool, .. }
+            | Outcome::TimedOut { tool, .. } => tool,
+            Outcome::UnknownTool { name, .. } => name,
         }
     }
 
     /// The wire form: `{"outcome": kind, "tool"?, "result"?, "error"?}`.
     pub fn to_json(&self) -> Value {
+        let kind = self.kind();
         match self {
             Outcome::Ok { tool, result } => {
-                json!({"outcome": self.kind(), "tool": tool, "result": result})
+                json!({"outcome": kind, "tool": tool, "result": result})
             }
             Outcome::InvalidArguments { tool, violations } => json!({
-                "outcome": self.kind(),
+                "outcome": kind,
                 "tool": tool,
                 "error": {"message": invalid_message(violations), "violations": violations},
             }),
             Outcome::UnknownTool { name, suggestions } => json!({
-                "outcome": self.kind(),
+                "outcome": kind,
                 "error": {"message": format!("no tool is named `{name}`"), "name": name, "suggestions": suggestions},
             }),
+            Outcome::Denied { tool, reason } => json!({
+                "outcome": kind,
+                "tool": tool,
+                "error": {"message": format!("denied: {reason}"), "reason": reason},
+            }),
+            Outcome::ApprovalRequired {
+                tool,
+                fingerprint,
+                summary,
+            } => json!({
+                "outcome": kind,
+                "tool": tool,
+                "error": {
+                    "message": format!("{summary} needs approval; approve fingerprint {fingerprint}"),
+                    "fingerprint": fingerprint,
+                    "summary": summary,
+                },
+            }),
             Outcome::ExecutionFailed { tool, error } => json!({
-                "outcome": self.kind(),
+                "outcome": kind,
                 "tool": tool,
                 "error": error.to_json(),
+            }),
+            Outcome::TimedOut { tool, limit_ms } => json!({
+                "outcome": kind,
+                "tool": tool,
+                "error": {"message": format!("`{tool}` ran past its {limit_ms} ms limit and was stopped"), "limit_ms": limit_ms},
             }),
         }
     }
@@ -128,20 +219,56 @@ fn invalid_message(violations: &[Violation]) -> String {
     format!("invalid arguments: {}", parts.join("; "))
 }
 
-/// The runtime: a registry and the workspace calls run in.
-#[derive(Debug, Clone)]
+/// An outcome and the receipt recorded for it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Execution {
+    /// What the caller gets.
+    pub outcome: Outcome,
+    /// What was recorded.
+    pub receipt: Receipt,
+}
+
+/// The runtime: a registry, the workspace, the top-level scope, limits and observers.
+#[derive(Clone)]
 pub struct Runtime {
     registry: Arc<Registry>,
     workspace: Workspace,
+    scope: Scope,
+    limits: Limits,
+    observers: Vec<Arc<dyn Observer>>,
+    used_approvals: Arc<Mutex<HashSet<ApprovalToken>>>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("workspace", &self.workspace)
+            .field("scope", &self.scope)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Runtime {
-    /// A runtime over `registry` in `workspace`.
-    pub fn new(registry: Arc<Registry>, workspace: Workspace) -> Runtime {
-        Runtime {
+    /// A runtime over `registry` in `workspace` under `policy`.
+    pub fn new(
+        registry: Arc<Registry>,
+        workspace: Workspace,
+        policy: &Policy,
+    ) -> Result<Runtime, ScopeError> {
+        Ok(Runtime {
+            scope: Scope::from_policy(policy, workspace.root())?,
             registry,
             workspace,
-        }
+            limits: policy.limits,
+            observers: Vec::new(),
+            used_approvals: Arc::default(),
+        })
+    }
+
+    /// Adds an observer of every receipt.
+    pub fn with_observer(mut self, observer: Arc<dyn Observer>) -> Runtime {
+        self.observers.push(observer);
+        self
     }
 
     /// The registry.
@@ -154,22 +281,80 @@ impl Runtime {
         &self.workspace
     }
 
-    /// Runs one call: resolve, rewrite aliases, validate, deserialize, execute, check the
-    /// result. Nothing executes unless every step before it passed.
+    /// The top-level scope.
+    pub fn scope(&self) -> &Scope {
+        &self.scope
+    }
+
+    /// Runs one call in the top-level scope and returns its outcome.
     pub async fn execute_call(&self, call: Call) -> Outcome {
+        self.execute(call).await.outcome
+    }
+
+    /// Runs one call in the top-level scope; outcome and receipt.
+    pub async fn execute(&self, call: Call) -> Execution {
+        self.execute_in(call, &self.scope, None).await
+    }
+
+    /// Runs one call in `scope` (a child scope for batches and sub-agents), its receipt
+    /// linked to `parent_call_id`.
+    pub async fn execute_in(
+        &self,
+        call: Call,
+        scope: &Scope,
+        parent_call_id: Option<&str>,
+    ) -> Execution {
+        let start = Instant::now();
+        let started_at_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let call_id = new_call_id();
+        let effects = Arc::new(EffectLog::default());
+        let tool_name = call.tool.clone();
+        let staged = self.stage(call, scope, &call_id, &effects).await;
+        let receipt = Receipt {
+            call_id,
+            parent_call_id: parent_call_id.map(str::to_owned),
+            tool: staged.tool.unwrap_or(tool_name),
+            fingerprint: staged.canonical.as_ref().map(|c| c.fingerprint.clone()),
+            decision: staged.decision,
+            outcome: staged.outcome.kind(),
+            started_at_ms,
+            duration_us: start.elapsed().as_micros() as u64,
+            effects: effects.take(),
+        };
+        for observer in &self.observers {
+            observer.observe(&receipt, staged.canonical.as_ref());
+        }
+        Execution {
+            outcome: staged.outcome,
+            receipt,
+        }
+    }
+
+    async fn stage(
+        &self,
+        call: Call,
+        scope: &Scope,
+        call_id: &str,
+        effects: &Arc<EffectLog>,
+    ) -> Staged {
+        // 1. Resolve the name against one snapshot, used to the end.
         let snapshot = self.registry.snapshot();
         let Some(tool) = snapshot.get(&call.tool).cloned() else {
-            return Outcome::UnknownTool {
+            return Staged::refused(Outcome::UnknownTool {
                 suggestions: suggest(&call.tool, snapshot.descriptors().map(|d| d.name.as_str())),
                 name: call.tool,
-            };
+            });
         };
-        let name = tool.descriptor().name.clone();
+        let descriptor = tool.descriptor();
+        let name = descriptor.name.clone();
+        // 2. The arguments object, as sent.
         let mut arguments: Map<String, Value> = match call.arguments {
             Value::Object(map) => map,
             other => {
-                return Outcome::InvalidArguments {
-                    tool: name,
+                return Staged::refused(Outcome::InvalidArguments {
+                    tool: name.clone(),
                     violations: vec![Violation::new(
                         "",
                         format!(
@@ -177,36 +362,233 @@ impl Runtime {
                             json_type(&other)
                         ),
                     )],
-                };
+                })
+                .of(name);
             }
         };
-        let mut violations = rewrite_aliases(&mut arguments, &tool.descriptor().argument_aliases);
+        // 3. Argument aliases, then 4. validation.
+        let mut violations = rewrite_aliases(&mut arguments, &descriptor.argument_aliases);
         let arguments = Value::Object(arguments);
         if violations.is_empty() {
             violations = tool.input().violations(&arguments);
         }
         if !violations.is_empty() {
-            return Outcome::InvalidArguments {
-                tool: name,
+            return Staged::refused(Outcome::InvalidArguments {
+                tool: name.clone(),
                 violations,
-            };
+            })
+            .of(name);
         }
-        let cx = ToolContext::new(self.workspace.clone(), snapshot.clone());
-        match tool.executor().run(arguments, &cx).await {
-            Ok(result) => {
-                if let Some(first) = tool.output().violations(&result).into_iter().next() {
-                    return Outcome::ExecutionFailed {
-                        tool: name,
-                        error: ToolError::Output {
-                            message: format!("{}: {}", first.pointer, first.message),
-                        },
-                    };
-                }
-                Outcome::Ok { tool: name, result }
+        // 5. Canonical snapshot and fingerprint.
+        let (canonical, fingerprint) = Fingerprint::of(&name, &arguments);
+        let canonical = CanonicalCall {
+            tool: name.clone(),
+            canonical,
+            fingerprint: fingerprint.to_string(),
+        };
+        // 6. Authorization.
+        let decision = match self.authorize(
+            &tool,
+            &arguments,
+            scope,
+            &fingerprint,
+            call.approval.as_ref(),
+        ) {
+            Ok(decision) => decision,
+            Err(refusal) => {
+                let outcome = match &refusal {
+                    Decision::Denied { reason } => Outcome::Denied {
+                        tool: name.clone(),
+                        reason: reason.clone(),
+                    },
+                    _ => Outcome::ApprovalRequired {
+                        tool: name.clone(),
+                        fingerprint: fingerprint.to_string(),
+                        summary: summarize(&name, &arguments),
+                    },
+                };
+                return Staged {
+                    tool: Some(name),
+                    canonical: Some(canonical),
+                    decision: refusal,
+                    outcome,
+                };
             }
-            Err(error) => Outcome::ExecutionFailed { tool: name, error },
+        };
+        // 7. Deserialize and execute, under the limits.
+        let cx = ToolContext::new(
+            scope.clone(),
+            snapshot.clone(),
+            access_for(descriptor.effect),
+            effects.clone(),
+            call_id.to_owned(),
+        );
+        let limit = Duration::from_millis(self.limits.timeout_ms);
+        let outcome = match tokio::time::timeout(limit, tool.executor().run(arguments, &cx)).await {
+            Err(_) => Outcome::TimedOut {
+                tool: name.clone(),
+                limit_ms: self.limits.timeout_ms,
+            },
+            Ok(Err(error)) => Outcome::ExecutionFailed {
+                tool: name.clone(),
+                error,
+            },
+            Ok(Ok(result)) => self.check_result(&tool, name.clone(), result),
+        };
+        Staged {
+            tool: Some(name),
+            canonical: Some(canonical),
+            decision,
+            outcome,
         }
     }
+
+    fn authorize(
+        &self,
+        tool: &RegisteredTool,
+        arguments: &Value,
+        scope: &Scope,
+        fingerprint: &Fingerprint,
+        approval: Option<&ApprovalToken>,
+    ) -> Result<Decision, Decision> {
+        let denied = |reason| Err(Decision::Denied { reason });
+        let descriptor = tool.descriptor();
+        if let Some(missing) = tool
+            .capabilities()
+            .iter()
+            .find(|c| !scope.capabilities().contains(c))
+        {
+            return denied(Denial::MissingCapability {
+                capability: *missing,
+            });
+        }
+        let access = access_for(descriptor.effect);
+        for (pointer, path) in path_arguments(descriptor, arguments) {
+            if let Err(reason) = scope.confine(path, access) {
+                return denied(Denial::Path {
+                    pointer,
+                    path: path.to_owned(),
+                    reason,
+                });
+            }
+        }
+        let mut rule = scope.approvals().for_effect(descriptor.effect);
+        if descriptor.approval == Some(Approval::Required) && rule == ApprovalRule::Auto {
+            rule = ApprovalRule::Ask;
+        }
+        match (rule, approval) {
+            (ApprovalRule::Auto, _) => Ok(Decision::Allowed),
+            (ApprovalRule::Deny, _) => denied(Denial::PolicyForbids {
+                effect: descriptor.effect,
+            }),
+            (ApprovalRule::Ask, None) => Err(Decision::ApprovalRequired),
+            (ApprovalRule::Ask, Some(token)) if token.fingerprint() != fingerprint.as_str() => {
+                denied(Denial::ApprovalMismatch {
+                    approved: token.fingerprint().to_owned(),
+                    fingerprint: fingerprint.to_string(),
+                })
+            }
+            (ApprovalRule::Ask, Some(token)) => {
+                let fresh = self
+                    .used_approvals
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(token.clone());
+                if fresh {
+                    Ok(Decision::Approved)
+                } else {
+                    denied(Denial::ApprovalReused {
+                        fingerprint: fingerprint.to_string(),
+                    })
+                }
+            }
+        }
+    }
+
+    fn check_result(&self, tool: &RegisteredTool, name: String, result: Value) -> Outcome {
+        let bytes = serde_json::to_string(&result).map_or(0, |s| s.len()) as u64;
+        if bytes > self.limits.max_output_bytes {
+            return Outcome::ExecutionFailed {
+                tool: name,
+                error: ToolError::OutputTooLarge {
+                    bytes,
+                    limit: self.limits.max_output_bytes,
+                },
+            };
+        }
+        if let Some(first) = tool.output().violations(&result).into_iter().next() {
+            return Outcome::ExecutionFailed {
+                tool: name,
+                error: ToolError::Output {
+                    message: format!("{}: {}", first.pointer, first.message),
+                },
+            };
+        }
+        Outcome::Ok { tool: name, result }
+    }
+}
+
+/// The access a tool's path arguments need: write tools write, the rest read.
+fn access_for(effect: Effect) -> Access {
+    if effect == Effect::Write {
+        Access::ReadWrite
+    } else {
+        Access::Read
+    }
+}
+
+/// The path arguments of a validated call, with their JSON pointers.
+fn path_arguments<'a>(descriptor: &ToolDescriptor, arguments: &'a Value) -> Vec<(String, &'a str)> {
+    let mut out = Vec::new();
+    for key in &descriptor.path_arguments {
+        match arguments.get(key) {
+            Some(Value::String(path)) => out.push((format!("/{key}"), path.as_str())),
+            Some(Value::Array(items)) => {
+                for (i, item) in items.iter().enumerate() {
+                    if let Some(path) = item.as_str() {
+                        out.push((format!("/{key}/{i}"), path));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+struct Staged {
+    tool: Option<String>,
+    canonical: Option<CanonicalCall>,
+    decision: Decision,
+    outcome: Outcome,
+}
+
+impl Staged {
+    fn refused(outcome: Outcome) -> Staged {
+        Staged {
+            tool: None,
+            canonical: None,
+            decision: Decision::NotReached,
+            outcome,
+        }
+    }
+
+    fn of(mut self, tool: String) -> Staged {
+        self.tool = Some(tool);
+        self
+    }
+}
+
+fn new_call_id() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    format!(
+        "{nanos:016x}-{:x}-{:04x}",
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    )
 }
 
 /// Names within a small edit distance of `wanted`, closest first.

@@ -60,6 +60,8 @@ pub struct ToolSpec {
     pub description: &'static str,
     /// Argument aliases: another key accepted for a field.
     pub arg_aliases: &'static [ArgAlias],
+    /// Fields typed `WorkspacePath` (or a list of them): confined at authorization.
+    pub path_args: &'static [&'static str],
 }
 
 /// Another key accepted for an argument, rewritten to the field's key before validation.

@@ -3,12 +3,14 @@
 
 mod common;
 
+use common::block_on;
+
 use std::sync::Arc;
 
 use kyro_core::compat::{LegacyTextTool, adapter_calls};
 use kyro_core::schema::SchemaError;
 use kyro_core::{
-    Call, CustomTool, Effect, Outcome, Registry, RegistryError, Runtime, ToolContext,
+    Call, CustomTool, Effect, Outcome, Policy, Registry, RegistryError, Runtime, ToolContext,
     ToolDefinition, ToolError, Workspace,
 };
 use serde_json::{Value, json};
@@ -39,13 +41,6 @@ fn echo_input() -> Value {
 
 fn echo_output() -> Value {
     json!({"type": "object", "properties": {"echo": {"type": "object"}}, "required": ["echo"]})
-}
-
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap()
-        .block_on(f)
 }
 
 #[test]
@@ -159,7 +154,12 @@ fn custom_tools_take_the_native_path_with_validation() {
     registry
         .register(custom("echo", echo_input(), Some(echo_output())).unwrap())
         .unwrap();
-    let runtime = Runtime::new(registry, Workspace::new(std::env::temp_dir()).unwrap());
+    let runtime = Runtime::new(
+        registry,
+        Workspace::new(std::env::temp_dir()).unwrap(),
+        &Policy::default(),
+    )
+    .unwrap();
     let ok = block_on(runtime.execute_call(Call::new("echo", json!({"text": "a|b"}))));
     assert_eq!(
         ok,
@@ -180,7 +180,12 @@ fn a_result_that_breaks_the_output_schema_is_an_execution_failure() {
     registry
         .register(custom("echo", echo_input(), Some(strict_output)).unwrap())
         .unwrap();
-    let runtime = Runtime::new(registry, Workspace::new(std::env::temp_dir()).unwrap());
+    let runtime = Runtime::new(
+        registry,
+        Workspace::new(std::env::temp_dir()).unwrap(),
+        &Policy::default(),
+    )
+    .unwrap();
     let outcome = block_on(runtime.execute_call(Call::new("echo", json!({"text": "a"}))));
     assert!(
         matches!(
@@ -216,7 +221,12 @@ fn legacy_text_tools_register_only_through_the_adapter_and_say_so() {
             .compatibility_only
     );
 
-    let runtime = Runtime::new(registry, Workspace::new(std::env::temp_dir()).unwrap());
+    let runtime = Runtime::new(
+        registry,
+        Workspace::new(std::env::temp_dir()).unwrap(),
+        &Policy::default(),
+    )
+    .unwrap();
     let before = adapter_calls();
     let native = block_on(runtime.execute_call(Call::new("record", json!({"count": 1}))));
     assert!(matches!(native, Outcome::Ok { .. }));

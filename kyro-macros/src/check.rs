@@ -325,3 +325,24 @@ fn is_snake(value: &str) -> bool {
             .iter()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_')
 }
+
+/// Whether a field holds workspace paths: `WorkspacePath`, or an `Option` or `Vec` of them.
+pub fn holds_workspace_path(ty: &Type) -> bool {
+    let Type::Path(p) = ty else { return false };
+    let Some(last) = p.path.segments.last() else {
+        return false;
+    };
+    if last.ident == "WorkspacePath" {
+        return true;
+    }
+    if last.ident != "Option" && last.ident != "Vec" {
+        return false;
+    }
+    match &last.arguments {
+        PathArguments::AngleBracketed(a) => a.args.iter().any(|g| match g {
+            GenericArgument::Type(t) => holds_workspace_path(t),
+            _ => false,
+        }),
+        _ => false,
+    }
+}

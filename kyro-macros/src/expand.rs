@@ -44,6 +44,12 @@ pub fn emit(tool: &Tool) -> TokenStream {
             .iter()
             .map(move |alias| quote!(::kyro_core::ArgAlias { alias: #alias, field: #field }))
     });
+    let path_args = tool
+        .fields
+        .iter()
+        .flatten()
+        .filter(|f| crate::check::holds_workspace_path(&f.field.ty))
+        .map(|f| f.ident.to_string());
     // Spanned at the struct's name, so a missing `Execute` impl is reported there.
     let tool_impl = quote_spanned! {ident.span()=>
         impl ::kyro_core::Tool for #ident {
@@ -57,6 +63,7 @@ pub fn emit(tool: &Tool) -> TokenStream {
                 capabilities: #capabilities,
                 description: #description,
                 arg_aliases: &[#(#arg_aliases),*],
+                path_args: &[#(#path_args),*],
             };
         }
     };

@@ -3,14 +3,30 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use kyro_core::{Call, Outcome, Registry, Runtime, ToolError, Workspace};
+use kyro_core::policy::{ApprovalRule, ApprovalRules};
+use kyro_core::{Call, Outcome, Policy, Registry, Runtime, ToolError, Workspace};
 use serde_json::Value;
 
-/// Runs `tool` with `arguments` in `root` through `execute_call`.
+/// Runs `tool` with `arguments` in `root` through `execute_call`, under a policy that
+/// approves every effect (the approval flow has its own tests in kyro-core).
 pub fn call(root: &Path, tool: &str, arguments: Value) -> Outcome {
     let registry = Arc::new(Registry::with_catalog(crate::BUILTINS).expect("built-ins register"));
-    let runtime = Runtime::new(registry, Workspace::new(root).expect("workspace exists"));
+    let auto = ApprovalRule::Auto;
+    let policy = Policy {
+        approvals: ApprovalRules {
+            read: auto,
+            write: auto,
+            exec: auto,
+            network: auto,
+            state: auto,
+            none: auto,
+        },
+        ..Policy::default()
+    };
+    let workspace = Workspace::new(root).expect("workspace exists");
+    let runtime = Runtime::new(registry, workspace, &policy).expect("policy applies");
     tokio::runtime::Builder::new_current_thread()
+        .enable_all()
         .build()
         .expect("tokio runtime")
         .block_on(runtime.execute_call(Call::new(tool, arguments)))
@@ -35,4 +51,15 @@ pub fn failed(outcome: Outcome) -> ToolError {
 /// A fresh temporary workspace.
 pub fn workspace() -> tempfile::TempDir {
     tempfile::tempdir().expect("temp dir")
+}
+
+/// The path denial of a `denied` outcome.
+pub fn denied_path(outcome: Outcome) -> kyro_core::policy::PathDenial {
+    match outcome {
+        Outcome::Denied {
+            reason: kyro_core::receipt::Denial::Path { reason, .. },
+            ..
+        } => reason,
+        other => panic!("expected a denied path, got {other:?}"),
+    }
 }

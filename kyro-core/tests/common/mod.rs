@@ -1,11 +1,13 @@
 //! Shared test fixtures: a small catalog of test tools and a runtime over it.
 #![allow(dead_code)]
 
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use kyro_core::{
-    Call, Execute, Outcome, Registry, Runtime, ToolContext, ToolError, Workspace, tool,
+    Call, Execute, Execution, Outcome, Policy, Registry, Runtime, ToolContext, ToolError,
+    Workspace, WorkspacePath, tool,
 };
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -65,22 +67,151 @@ impl Execute for Record {
 }
 
 kyro_core::catalog! {
-    pub const TEST_CATALOG = [Record];
+    pub const TEST_CATALOG = [Record, Touch, Peek, Nap, Big, Guarded];
 }
 
 pub fn runtime() -> Runtime {
+    runtime_in(&std::env::temp_dir(), &Policy::default())
+}
+
+pub fn runtime_in(root: &Path, policy: &Policy) -> Runtime {
     let registry = Arc::new(Registry::with_catalog(TEST_CATALOG).expect("test catalog registers"));
-    Runtime::new(
-        registry,
-        Workspace::new(std::env::temp_dir()).expect("temp dir"),
-    )
+    Runtime::new(registry, Workspace::new(root).expect("workspace"), policy)
+        .expect("policy applies")
+}
+
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(future)
 }
 
 pub fn run(runtime: &Runtime, tool: &str, arguments: Value) -> Outcome {
-    tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("runtime")
-        .block_on(runtime.execute_call(Call::new(tool, arguments)))
+    block_on(runtime.execute_call(Call::new(tool, arguments)))
+}
+
+pub fn execute(runtime: &Runtime, call: Call) -> Execution {
+    block_on(runtime.execute(call))
+}
+
+/// Write `content` to `path`, counting runs.
+#[tool(name = "touch", category = "testing", effect = "write")]
+pub struct Touch {
+    /// Where to write.
+    pub path: WorkspacePath,
+    /// What to write.
+    pub content: String,
+}
+
+/// What `touch` returns.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Touched {
+    /// The path written, relative to its root.
+    pub path: String,
+}
+
+impl Execute for Touch {
+    type Output = Touched;
+
+    async fn run(self, cx: &ToolContext) -> Result<Touched, ToolError> {
+        RECORDED.fetch_add(1, Ordering::SeqCst);
+        let path = cx.path(&self.path)?;
+        let before = path.read().ok();
+        path.write_atomic(self.content.as_bytes(), before.as_deref())?;
+        Ok(Touched {
+            path: path.display(),
+        })
+    }
+}
+
+/// Read the files at `paths`, counting runs.
+#[tool(name = "peek", category = "testing", effect = "read")]
+pub struct Peek {
+    /// The files.
+    pub paths: Vec<WorkspacePath>,
+}
+
+/// What `peek` returns.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Peeked {
+    /// The contents, in order.
+    pub contents: Vec<String>,
+}
+
+impl Execute for Peek {
+    type Output = Peeked;
+
+    async fn run(self, cx: &ToolContext) -> Result<Peeked, ToolError> {
+        RECORDED.fetch_add(1, Ordering::SeqCst);
+        let mut contents = Vec::new();
+        for path in &self.paths {
+            contents.push(String::from_utf8_lossy(&cx.path(path)?.read()?).into_owned());
+        }
+        Ok(Peeked { contents })
+    }
+}
+
+/// Sleep, then answer.
+#[tool(name = "nap", category = "testing", effect = "none")]
+pub struct Nap {
+    /// How long, in milliseconds.
+    pub ms: u64,
+}
+
+impl Execute for Nap {
+    type Output = Echo;
+
+    async fn run(self, _cx: &ToolContext) -> Result<Echo, ToolError> {
+        tokio::time::sleep(std::time::Duration::from_millis(self.ms)).await;
+        Ok(Echo { count: 0 })
+    }
+}
+
+/// Answer with `size` bytes.
+#[tool(name = "big", category = "testing", effect = "none")]
+pub struct Big {
+    /// How many bytes.
+    pub size: u32,
+}
+
+/// What `big` returns.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Blob {
+    /// The bytes.
+    pub data: String,
+}
+
+impl Execute for Big {
+    type Output = Blob;
+
+    async fn run(self, _cx: &ToolContext) -> Result<Blob, ToolError> {
+        Ok(Blob {
+            data: "x".repeat(self.size as usize),
+        })
+    }
+}
+
+/// Compute nothing, but always ask first.
+#[tool(
+    name = "guarded",
+    category = "testing",
+    effect = "none",
+    approval = "required"
+)]
+pub struct Guarded {
+    /// A value.
+    pub value: u32,
+}
+
+impl Execute for Guarded {
+    type Output = Echo;
+
+    async fn run(self, _cx: &ToolContext) -> Result<Echo, ToolError> {
+        RECORDED.fetch_add(1, Ordering::SeqCst);
+        Ok(Echo { count: self.value })
+    }
 }
 
 pub fn pointers(outcome: &Outcome) -> Vec<String> {

@@ -1,10 +1,8 @@
 //! `list_directory`: the entries of one directory.
 
-use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
+use kyro_core::{EntryType, Execute, ToolContext, ToolError, WorkspacePath, tool};
 use schemars::JsonSchema;
 use serde::Serialize;
-
-use super::read_file::not_found_or_io;
 
 const DEFAULT_LIMIT: u32 = 500;
 
@@ -70,40 +68,27 @@ impl Execute for ListDirectory {
     type Output = Listing;
 
     async fn run(self, cx: &ToolContext) -> Result<Listing, ToolError> {
-        let path = self.path.unwrap_or_else(|| WorkspacePath::new("."));
-        let given = path.as_str().to_owned();
-        let host = cx.workspace().resolve(&path)?;
-        let meta = std::fs::metadata(&host).map_err(|e| not_found_or_io("list", &given, &e))?;
-        if !meta.is_dir() {
-            return Err(ToolError::NotADirectory { path: given });
-        }
-        let mut entries = Vec::new();
-        for entry in std::fs::read_dir(&host).map_err(|e| ToolError::io("list", &given, &e))? {
-            let entry = entry.map_err(|e| ToolError::io("list", &given, &e))?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if !self.include_hidden && name.starts_with('.') {
-                continue;
-            }
-            let file_type = entry
-                .file_type()
-                .map_err(|e| ToolError::io("inspect", &given, &e))?;
-            let (kind, size) = if file_type.is_symlink() {
-                (EntryKind::Symlink, None)
-            } else if file_type.is_dir() {
-                (EntryKind::Directory, None)
-            } else if file_type.is_file() {
-                (EntryKind::File, entry.metadata().ok().map(|m| m.len()))
-            } else {
-                (EntryKind::Other, None)
-            };
-            entries.push(DirectoryEntry { name, kind, size });
-        }
-        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        let path = cx.path(&self.path.unwrap_or_else(|| WorkspacePath::new(".")))?;
+        let mut entries: Vec<DirectoryEntry> = path
+            .read_dir()?
+            .into_iter()
+            .filter(|e| self.include_hidden || !e.name.starts_with('.'))
+            .map(|e| DirectoryEntry {
+                name: e.name,
+                kind: match e.kind {
+                    EntryType::File => EntryKind::File,
+                    EntryType::Directory => EntryKind::Directory,
+                    EntryType::Symlink => EntryKind::Symlink,
+                    EntryType::Other => EntryKind::Other,
+                },
+                size: e.size,
+            })
+            .collect();
         let limit = self.limit.unwrap_or(DEFAULT_LIMIT) as usize;
         let truncated = entries.len() > limit;
         entries.truncate(limit);
         Ok(Listing {
-            path: cx.workspace().display(&host),
+            path: path.display(),
             entries,
             truncated,
         })
@@ -117,7 +102,9 @@ mod tests {
     use kyro_core::ToolError;
     use serde_json::json;
 
-    use crate::testing::{call, failed, ok, workspace};
+    use kyro_core::policy::PathDenial;
+
+    use crate::testing::{call, denied_path, failed, ok, workspace};
 
     #[test]
     fn lists_sorted_with_kinds_and_sizes() {
@@ -174,8 +161,8 @@ mod tests {
             }
         );
         assert_eq!(
-            failed(call(ws.path(), "list_directory", json!({"path": ".."}))),
-            ToolError::OutsideWorkspace { path: "..".into() }
+            denied_path(call(ws.path(), "list_directory", json!({"path": ".."}))),
+            PathDenial::OutsideRoots
         );
     }
 }

@@ -1,10 +1,8 @@
 //! `read_file`: a window of lines from a UTF-8 text file.
 
-use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
+use kyro_core::{ConfinedPath, Execute, ToolContext, ToolError, WorkspacePath, sha256_hex, tool};
 use schemars::JsonSchema;
 use serde::Serialize;
-
-use super::sha256_hex;
 
 const DEFAULT_LIMIT: u64 = 2000;
 
@@ -57,8 +55,7 @@ impl Execute for ReadFile {
 
     async fn run(self, cx: &ToolContext) -> Result<FileWindow, ToolError> {
         let given = self.path.as_str().to_owned();
-        let host = cx.workspace().resolve(&self.path)?;
-        let bytes = read_text_bytes(&host, &given)?;
+        let bytes = read_text_bytes(&cx.path(&self.path)?)?;
         let sha256 = sha256_hex(&bytes);
         let text = String::from_utf8(bytes).map_err(|_| ToolError::BinaryFile {
             path: given.clone(),
@@ -90,32 +87,15 @@ impl Execute for ReadFile {
     }
 }
 
-/// Reads a regular file, refusing directories and files with NUL bytes.
-pub(crate) fn read_text_bytes(host: &std::path::Path, given: &str) -> Result<Vec<u8>, ToolError> {
-    let meta = std::fs::metadata(host).map_err(|e| not_found_or_io("read", given, &e))?;
-    if !meta.is_file() {
-        return Err(ToolError::NotAFile {
-            path: given.to_owned(),
-        });
-    }
-    let bytes = std::fs::read(host).map_err(|e| not_found_or_io("read", given, &e))?;
+/// Reads a regular file, refusing files with NUL bytes as binary.
+pub(crate) fn read_text_bytes(path: &ConfinedPath) -> Result<Vec<u8>, ToolError> {
+    let bytes = path.read()?;
     if bytes.contains(&0) {
         return Err(ToolError::BinaryFile {
-            path: given.to_owned(),
+            path: path.given().to_owned(),
         });
     }
     Ok(bytes)
-}
-
-/// `NotFound` for a missing path, `Io` for anything else.
-pub(crate) fn not_found_or_io(operation: &str, given: &str, err: &std::io::Error) -> ToolError {
-    if err.kind() == std::io::ErrorKind::NotFound {
-        ToolError::NotFound {
-            path: given.to_owned(),
-        }
-    } else {
-        ToolError::io(operation, given, err)
-    }
 }
 
 #[cfg(test)]
@@ -125,7 +105,9 @@ mod tests {
     use kyro_core::{Outcome, ToolError};
     use serde_json::json;
 
-    use crate::testing::{call, failed, ok, workspace};
+    use kyro_core::policy::PathDenial;
+
+    use crate::testing::{call, denied_path, failed, ok, workspace};
 
     #[test]
     fn reads_a_window_with_line_endings_pipes_and_unicode_kept() {
@@ -147,7 +129,7 @@ mod tests {
         assert_eq!(all["truncated"], false);
         assert_eq!(
             all["sha256"],
-            crate::files::sha256_hex("a|b\r\nhé 😀\nthird\nfourth".as_bytes())
+            kyro_core::sha256_hex("a|b\r\nhé 😀\nthird\nfourth".as_bytes())
         );
     }
 
@@ -235,8 +217,8 @@ mod tests {
             "a/../../root-evil/secret",
         ] {
             assert_eq!(
-                failed(call(&root, "read_file", json!({"path": path}))),
-                ToolError::OutsideWorkspace { path: path.into() },
+                denied_path(call(&root, "read_file", json!({"path": path}))),
+                PathDenial::OutsideRoots,
                 "{path}"
             );
         }

@@ -1,15 +1,8 @@
 //! `write_file`: create or replace a text file, atomically.
 
-use std::io::Write;
-use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-
-use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
+use kyro_core::{EntryType, Execute, ToolContext, ToolError, WorkspacePath, sha256_hex, tool};
 use schemars::JsonSchema;
 use serde::Serialize;
-
-use super::read_file::not_found_or_io;
-use super::sha256_hex;
 
 /// Create or overwrite a UTF-8 text file in the workspace.
 ///
@@ -53,15 +46,12 @@ impl Execute for WriteFile {
     type Output = Written;
 
     async fn run(self, cx: &ToolContext) -> Result<Written, ToolError> {
-        let given = self.path.as_str().to_owned();
-        let host = cx.workspace().resolve(&self.path)?;
-        let existing = match std::fs::symlink_metadata(&host) {
-            Ok(meta) if meta.is_file() => {
-                Some(std::fs::read(&host).map_err(|e| ToolError::io("read", &given, &e))?)
-            }
-            Ok(_) => return Err(ToolError::NotAFile { path: given }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(ToolError::io("inspect", &given, &e)),
+        let path = cx.path(&self.path)?;
+        let given = path.given().to_owned();
+        let existing = match path.entry_type()? {
+            Some(EntryType::File) => Some(path.read()?),
+            Some(_) => return Err(ToolError::NotAFile { path: given }),
+            None => None,
         };
         if let Some(expected) = &self.expected_sha256 {
             let actual = existing.as_deref().map(sha256_hex).unwrap_or_default();
@@ -73,21 +63,16 @@ impl Execute for WriteFile {
                 });
             }
         }
-        let parent = host.parent().ok_or_else(|| ToolError::NotAFile {
-            path: given.clone(),
-        })?;
-        if !parent.is_dir() {
+        if !path.parent_exists() {
             if self.create_dirs {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| ToolError::io("create directories for", &given, &e))?;
+                path.create_parents()?;
             } else {
                 return Err(ToolError::NotFound {
-                    path: cx.workspace().display(parent),
+                    path: path.parent_display(),
                 });
             }
         }
-        write_atomically(&host, self.content.as_bytes())
-            .map_err(|e| not_found_or_io("write", &given, &e))?;
+        path.write_atomic(self.content.as_bytes(), existing.as_deref())?;
         Ok(Written {
             path: given,
             bytes: self.content.len() as u64,
@@ -97,36 +82,6 @@ impl Execute for WriteFile {
     }
 }
 
-/// Writes to a sibling temporary file, then renames it over `target`.
-fn write_atomically(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temp = target.with_file_name(format!(
-        ".{name}.kyro-{}-{}.tmp",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let result = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)?;
-        if let Ok(meta) = std::fs::metadata(target) {
-            file.set_permissions(meta.permissions())?;
-        }
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&temp, target)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    result
-}
-
 #[cfg(test)]
 mod tests {
     use std::os::unix::fs::symlink;
@@ -134,8 +89,10 @@ mod tests {
     use kyro_core::ToolError;
     use serde_json::json;
 
-    use crate::files::sha256_hex;
-    use crate::testing::{call, failed, ok, workspace};
+    use kyro_core::policy::PathDenial;
+    use kyro_core::sha256_hex;
+
+    use crate::testing::{call, denied_path, failed, ok, workspace};
 
     #[test]
     fn creates_then_overwrites_with_content_unchanged() {
@@ -243,12 +200,12 @@ mod tests {
         symlink(parent.path().join("dangling"), root.join("dangle")).unwrap();
         for path in ["up/escaped", "dangle", "../escaped"] {
             assert_eq!(
-                failed(call(
+                denied_path(call(
                     &root,
                     "write_file",
                     json!({"path": path, "content": "x"})
                 )),
-                ToolError::OutsideWorkspace { path: path.into() },
+                PathDenial::OutsideRoots,
                 "{path}"
             );
         }

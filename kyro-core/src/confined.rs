@@ -1,0 +1,262 @@
+//! A path confined beneath a root handle. Every filesystem operation a tool performs goes
+//! through here, so a symlink swapped in after authorization still cannot lead outside
+//! (cap-std resolves beneath the handle, with `openat2(RESOLVE_BENEATH)` on Linux), and
+//! every change is recorded as an observed effect with before/after hashes.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use cap_std::fs::{Dir, OpenOptions};
+use sha2::{Digest, Sha256};
+
+use crate::error::ToolError;
+use crate::receipt::{EffectLog, ObservedEffect};
+
+/// A path argument after confinement: a root handle and a path relative to it.
+#[derive(Debug, Clone)]
+pub struct ConfinedPath {
+    dir: Arc<Dir>,
+    root: PathBuf,
+    relative: PathBuf,
+    given: String,
+    effects: Option<Arc<EffectLog>>,
+}
+
+/// The kind of a filesystem entry, symlinks not followed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryType {
+    /// A regular file.
+    File,
+    /// A directory.
+    Directory,
+    /// A symbolic link.
+    Symlink,
+    /// Anything else.
+    Other,
+}
+
+/// One entry of a directory listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// File name (lossy UTF-8).
+    pub name: String,
+    /// What it is, symlinks not followed.
+    pub kind: EntryType,
+    /// Size in bytes, for regular files.
+    pub size: Option<u64>,
+}
+
+/// Lowercase hex SHA-256.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+impl ConfinedPath {
+    pub(crate) fn new(
+        dir: Arc<Dir>,
+        root: PathBuf,
+        relative: PathBuf,
+        given: String,
+    ) -> ConfinedPath {
+        ConfinedPath {
+            dir,
+            root,
+            relative,
+            given,
+            effects: None,
+        }
+    }
+
+    pub(crate) fn recording(mut self, effects: Arc<EffectLog>) -> ConfinedPath {
+        self.effects = Some(effects);
+        self
+    }
+
+    /// The path as the caller wrote it.
+    pub fn given(&self) -> &str {
+        &self.given
+    }
+
+    /// The resolved path relative to its root (empty for the root itself).
+    pub fn relative(&self) -> &Path {
+        &self.relative
+    }
+
+    /// The path relative to its root with `/` separators, `.` for the root.
+    pub fn display(&self) -> String {
+        if self.relative.as_os_str().is_empty() {
+            ".".to_owned()
+        } else {
+            self.relative.to_string_lossy().into_owned()
+        }
+    }
+
+    /// The host path, for messages and receipts only (never for opening).
+    pub fn host_path(&self) -> PathBuf {
+        self.root.join(&self.relative)
+    }
+
+    fn target(&self) -> &Path {
+        if self.relative.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            &self.relative
+        }
+    }
+
+    fn err(&self, operation: &str, e: &std::io::Error) -> ToolError {
+        match e.kind() {
+            std::io::ErrorKind::NotFound => ToolError::NotFound {
+                path: self.given.clone(),
+            },
+            std::io::ErrorKind::PermissionDenied if e.to_string().contains("outside") => {
+                ToolError::OutsideWorkspace {
+                    path: self.given.clone(),
+                }
+            }
+            _ => ToolError::io(operation, &self.given, e),
+        }
+    }
+
+    /// The kind of what is there, symlinks not followed; `None` when nothing is.
+    pub fn entry_type(&self) -> Result<Option<EntryType>, ToolError> {
+        match self.dir.symlink_metadata(self.target()) {
+            Ok(meta) => Ok(Some(kind_of(&meta.file_type()))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(self.err("inspect", &e)),
+        }
+    }
+
+    /// Reads a regular file.
+    pub fn read(&self) -> Result<Vec<u8>, ToolError> {
+        let meta = self
+            .dir
+            .metadata(self.target())
+            .map_err(|e| self.err("read", &e))?;
+        if !meta.is_file() {
+            return Err(ToolError::NotAFile {
+                path: self.given.clone(),
+            });
+        }
+        self.dir
+            .read(self.target())
+            .map_err(|e| self.err("read", &e))
+    }
+
+    /// Lists a directory, sorted by name.
+    pub fn read_dir(&self) -> Result<Vec<Entry>, ToolError> {
+        let meta = self
+            .dir
+            .metadata(self.target())
+            .map_err(|e| self.err("list", &e))?;
+        if !meta.is_dir() {
+            return Err(ToolError::NotADirectory {
+                path: self.given.clone(),
+            });
+        }
+        let mut entries = Vec::new();
+        for entry in self
+            .dir
+            .read_dir(self.target())
+            .map_err(|e| self.err("list", &e))?
+        {
+            let entry = entry.map_err(|e| self.err("list", &e))?;
+            let kind = kind_of(&entry.file_type().map_err(|e| self.err("inspect", &e))?);
+            let size = match kind {
+                EntryType::File => entry.metadata().ok().map(|m| m.len()),
+                _ => None,
+            };
+            entries.push(Entry {
+                name: entry.file_name().to_string_lossy().into_owned(),
+                kind,
+                size,
+            });
+        }
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(entries)
+    }
+
+    /// Creates missing parent directories.
+    pub fn create_parents(&self) -> Result<(), ToolError> {
+        if let Some(parent) = self.relative.parent().filter(|p| !p.as_os_str().is_empty()) {
+            self.dir
+                .create_dir_all(parent)
+                .map_err(|e| self.err("create directories for", &e))?;
+        }
+        Ok(())
+    }
+
+    /// Whether the parent directory exists.
+    pub fn parent_exists(&self) -> bool {
+        match self.relative.parent().filter(|p| !p.as_os_str().is_empty()) {
+            None => true,
+            Some(parent) => self.dir.metadata(parent).is_ok_and(|m| m.is_dir()),
+        }
+    }
+
+    /// The parent, relative to the root, for messages.
+    pub fn parent_display(&self) -> String {
+        match self.relative.parent().filter(|p| !p.as_os_str().is_empty()) {
+            None => ".".to_owned(),
+            Some(parent) => parent.to_string_lossy().into_owned(),
+        }
+    }
+
+    /// Replaces the file's content atomically (temporary sibling, then rename) and records
+    /// the change with the hashes before and after.
+    pub fn write_atomic(&self, bytes: &[u8], before: Option<&[u8]>) -> Result<(), ToolError> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let name = self
+            .relative
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .ok_or_else(|| ToolError::NotAFile {
+                path: self.given.clone(),
+            })?;
+        let temp = self.relative.with_file_name(format!(
+            ".{name}.kyro-{}-{}.tmp",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        let result = (|| {
+            let mut file = self
+                .dir
+                .open_with(&temp, OpenOptions::new().write(true).create_new(true))?;
+            if let Ok(meta) = self.dir.metadata(&self.relative) {
+                file.set_permissions(meta.permissions())?;
+            }
+            file.write_all(bytes)?;
+            file.sync_all()?;
+            self.dir.rename(&temp, &self.dir, &self.relative)
+        })();
+        if result.is_err() {
+            let _ = self.dir.remove_file(&temp);
+        }
+        result.map_err(|e| self.err("write", &e))?;
+        if let Some(effects) = &self.effects {
+            effects.push(ObservedEffect::File {
+                path: self.display(),
+                before_sha256: before.map(sha256_hex),
+                after_sha256: Some(sha256_hex(bytes)),
+            });
+        }
+        Ok(())
+    }
+}
+
+fn kind_of(t: &cap_std::fs::FileType) -> EntryType {
+    if t.is_symlink() {
+        EntryType::Symlink
+    } else if t.is_dir() {
+        EntryType::Directory
+    } else if t.is_file() {
+        EntryType::File
+    } else {
+        EntryType::Other
+    }
+}

@@ -1,0 +1,352 @@
+//! Scopes: the capabilities, roots and depth a caller holds, and path confinement to them.
+
+use std::collections::BTreeSet;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use cap_std::ambient_authority;
+use cap_std::fs::Dir;
+use serde::{Deserialize, Serialize};
+
+use super::{ApprovalRules, Policy};
+use crate::confined::ConfinedPath;
+use crate::effect::Capability;
+
+/// How a root may be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Access {
+    /// Read only.
+    Read,
+    /// Read and write.
+    ReadWrite,
+}
+
+/// Directories inside a writable root that tools may still not write: Git's own data and
+/// kyro's state and receipts.
+const PROTECTED: &[&str] = &[".git", ".kyro"];
+
+/// A granted root: its canonical path, its access and an open handle every operation
+/// resolves beneath.
+#[derive(Debug)]
+pub struct RootGrant {
+    path: PathBuf,
+    access: Access,
+    dir: Arc<Dir>,
+}
+
+impl RootGrant {
+    /// Opens `path` (which must exist) as a root.
+    pub fn open(path: &Path, access: Access) -> std::io::Result<RootGrant> {
+        let path = path.canonicalize()?;
+        let dir = Dir::open_ambient_dir(&path, ambient_authority())?;
+        Ok(RootGrant {
+            path,
+            access,
+            dir: Arc::new(dir),
+        })
+    }
+
+    /// The canonical host path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The access granted.
+    pub fn access(&self) -> Access {
+        self.access
+    }
+}
+
+/// Why a scope could not be built or narrowed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ScopeError {
+    /// A root that cannot be opened.
+    #[error("root `{path}` cannot be opened: {message}")]
+    Root {
+        /// The root as given.
+        path: String,
+        /// The system's message.
+        message: String,
+    },
+    /// A child asked for a capability its parent does not hold.
+    #[error("capability `{capability}` is not held by the parent scope")]
+    CapabilityWidening {
+        /// The capability.
+        capability: Capability,
+    },
+    /// A child asked for a root outside its parent's roots, or more access than the parent.
+    #[error("root `{path}` is not inside a parent root with {access:?} access")]
+    RootWidening {
+        /// The root asked for.
+        path: String,
+        /// The access asked for.
+        access: Access,
+    },
+    /// Nesting deeper than the policy allows.
+    #[error("sub-agent depth {depth} exceeds the maximum {max}")]
+    TooDeep {
+        /// The depth the child would have.
+        depth: u32,
+        /// The policy's maximum.
+        max: u32,
+    },
+}
+
+/// Why a path argument is refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PathDenial {
+    /// It resolves outside every root (by `..`, an absolute path or a symlink).
+    OutsideRoots,
+    /// Writing into a read-only root.
+    ReadOnlyRoot,
+    /// Writing into `.git` or `.kyro`.
+    Protected,
+    /// Empty, or containing a NUL byte.
+    Malformed,
+}
+
+/// What a child scope asks for; `None` keeps the parent's.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScopeRequest {
+    /// Capabilities, a subset of the parent's.
+    #[serde(default)]
+    pub capabilities: Option<Vec<Capability>>,
+    /// Roots, each inside a parent root with at least the access asked.
+    #[serde(default)]
+    pub roots: Option<Vec<super::RootSpec>>,
+}
+
+/// What a caller may do: capabilities, roots, approval rules and depth.
+#[derive(Debug, Clone)]
+pub struct Scope {
+    capabilities: BTreeSet<Capability>,
+    roots: Vec<Arc<RootGrant>>,
+    approvals: ApprovalRules,
+    depth: u32,
+    max_depth: u32,
+}
+
+impl Scope {
+    /// The top-level scope of a policy, roots resolved against `workspace`.
+    pub fn from_policy(policy: &Policy, workspace: &Path) -> Result<Scope, ScopeError> {
+        let roots = policy
+            .roots
+            .iter()
+            .map(|spec| {
+                let path = workspace.join(&spec.path);
+                RootGrant::open(&path, spec.access)
+                    .map(Arc::new)
+                    .map_err(|e| ScopeError::Root {
+                        path: path.display().to_string(),
+                        message: e.to_string(),
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Scope {
+            capabilities: policy.capabilities.iter().copied().collect(),
+            roots,
+            approvals: policy.approvals,
+            depth: 0,
+            max_depth: policy.max_depth,
+        })
+    }
+
+    /// The capabilities held.
+    pub fn capabilities(&self) -> &BTreeSet<Capability> {
+        &self.capabilities
+    }
+
+    /// The roots held; the first is where relative paths resolve.
+    pub fn roots(&self) -> &[Arc<RootGrant>] {
+        &self.roots
+    }
+
+    /// The approval rules.
+    pub fn approvals(&self) -> &ApprovalRules {
+        &self.approvals
+    }
+
+    /// Nesting depth: 0 for the top-level caller.
+    pub fn depth(&self) -> u32 {
+        self.depth
+    }
+
+    /// A child scope: never wider than this one, one level deeper.
+    pub fn child(&self, request: &ScopeRequest) -> Result<Scope, ScopeError> {
+        let depth = self.depth + 1;
+        if depth > self.max_depth {
+            return Err(ScopeError::TooDeep {
+                depth,
+                max: self.max_depth,
+            });
+        }
+        let capabilities = match &request.capabilities {
+            None => self.capabilities.clone(),
+            Some(asked) => {
+                if let Some(capability) = asked.iter().find(|c| !self.capabilities.contains(c)) {
+                    return Err(ScopeError::CapabilityWidening {
+                        capability: *capability,
+                    });
+                }
+                asked.iter().copied().collect()
+            }
+        };
+        let roots = match &request.roots {
+            None => self.roots.clone(),
+            Some(asked) => asked
+                .iter()
+                .map(|spec| self.narrow_root(&spec.path, spec.access))
+                .collect::<Result<Vec<_>, _>>()?,
+        };
+        Ok(Scope {
+            capabilities,
+            roots,
+            approvals: self.approvals,
+            depth,
+            max_depth: self.max_depth,
+        })
+    }
+
+    fn narrow_root(&self, path: &Path, access: Access) -> Result<Arc<RootGrant>, ScopeError> {
+        let widening = || ScopeError::RootWidening {
+            path: path.display().to_string(),
+            access,
+        };
+        let given = path.to_string_lossy();
+        for root in &self.roots {
+            if root.access < access {
+                continue;
+            }
+            // Confine like any path argument: no `..`, no symlink out of the parent root.
+            let Ok(confined) = self.confine_in(root, &given) else {
+                continue;
+            };
+            let relative = confined.relative().to_owned();
+            let dir = if relative.as_os_str().is_empty() {
+                root.dir.try_clone().map_err(|_| widening())?
+            } else {
+                root.dir.open_dir(&relative).map_err(|_| widening())?
+            };
+            return Ok(Arc::new(RootGrant {
+                path: root.path.join(&relative),
+                access,
+                dir: Arc::new(dir),
+            }));
+        }
+        Err(widening())
+    }
+
+    /// Resolves a path argument beneath the roots, for reading or writing.
+    ///
+    /// Relative paths resolve against the first root; absolute ones must lie inside a root
+    /// (component by component: `/w/root-evil` is not inside `/w/root`). `..` may not climb
+    /// out, symlinks are resolved beneath the root handle and must stay inside, and writes
+    /// into read-only roots, `.git` or `.kyro` are refused.
+    pub fn confine(&self, given: &str, need: Access) -> Result<ConfinedPath, PathDenial> {
+        if given.is_empty() || given.contains('\0') {
+            return Err(PathDenial::Malformed);
+        }
+        let path = Path::new(given);
+        let root = if path.is_absolute() {
+            self.roots
+                .iter()
+                .filter(|r| path.starts_with(&r.path))
+                .max_by_key(|r| r.path.components().count())
+                .ok_or(PathDenial::OutsideRoots)?
+        } else {
+            self.roots.first().ok_or(PathDenial::OutsideRoots)?
+        };
+        let confined = self.confine_in(root, given)?;
+        if need == Access::ReadWrite {
+            if root.access != Access::ReadWrite {
+                return Err(PathDenial::ReadOnlyRoot);
+            }
+            if confined
+                .relative()
+                .components()
+                .any(|c| PROTECTED.iter().any(|p| c.as_os_str() == *p))
+            {
+                return Err(PathDenial::Protected);
+            }
+        }
+        Ok(confined)
+    }
+
+    fn confine_in(&self, root: &Arc<RootGrant>, given: &str) -> Result<ConfinedPath, PathDenial> {
+        let path = Path::new(given);
+        let relative = if path.is_absolute() {
+            path.strip_prefix(&root.path)
+                .map_err(|_| PathDenial::OutsideRoots)?
+        } else {
+            path
+        };
+        let mut lexical = PathBuf::new();
+        for component in relative.components() {
+            match component {
+                Component::Normal(part) => lexical.push(part),
+                Component::CurDir => {}
+                Component::ParentDir => {
+                    if !lexical.pop() {
+                        return Err(PathDenial::OutsideRoots);
+                    }
+                }
+                Component::RootDir | Component::Prefix(_) => return Err(PathDenial::OutsideRoots),
+            }
+        }
+        let resolved = resolve_beneath(&root.dir, &lexical)?;
+        Ok(ConfinedPath::new(
+            root.dir.clone(),
+            root.path.clone(),
+            resolved,
+            given.to_owned(),
+        ))
+    }
+}
+
+/// Follows symlinks of the existing prefix beneath `dir` (cap-std refuses any escape) and
+/// keeps the missing tail as written.
+fn resolve_beneath(dir: &Dir, lexical: &Path) -> Result<PathBuf, PathDenial> {
+    if lexical.as_os_str().is_empty() {
+        return Ok(PathBuf::new());
+    }
+    let mut existing = lexical.to_path_buf();
+    let mut tail: Vec<std::ffi::OsString> = Vec::new();
+    loop {
+        if existing.as_os_str().is_empty() {
+            let mut out = PathBuf::new();
+            out.extend(tail.iter().rev());
+            return Ok(out);
+        }
+        match dir.canonicalize(&existing) {
+            Ok(real) => {
+                let mut out = real;
+                out.extend(tail.iter().rev());
+                return Ok(out);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                // A dangling symlink is not a missing file: its target is unknown.
+                if dir.symlink_metadata(&existing).is_ok() {
+                    return Err(PathDenial::OutsideRoots);
+                }
+                let name = existing.file_name().map(ToOwned::to_owned);
+                match name {
+                    Some(name) => {
+                        tail.push(name);
+                        existing.pop();
+                    }
+                    None => return Err(PathDenial::OutsideRoots),
+                }
+            }
+            // A file used as a directory: not an escape; the operation reports it.
+            Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+                return Ok(lexical.to_path_buf());
+            }
+            // An escape (cap-std refuses it), a symlink loop, or anything unexplained.
+            Err(_) => return Err(PathDenial::OutsideRoots),
+        }
+    }
+}

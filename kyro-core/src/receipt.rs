@@ -1,0 +1,240 @@
+//! Receipts: what happened on every call, refused ones included, kept apart from results;
+//! and the observers that receive them.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::policy::PathDenial;
+use crate::runtime::OutcomeKind;
+
+/// A side effect the runtime observed while a tool ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ObservedEffect {
+    /// A file created or changed.
+    File {
+        /// Path relative to its root.
+        path: String,
+        /// SHA-256 before the change; absent for a new file.
+        before_sha256: Option<String>,
+        /// SHA-256 after the change; absent for a deletion.
+        after_sha256: Option<String>,
+    },
+    /// A process run.
+    Process {
+        /// The argument vector.
+        argv: Vec<String>,
+        /// Exit code, when it exited.
+        exit_code: Option<i32>,
+    },
+    /// A request to another host.
+    Request {
+        /// The URL.
+        url: String,
+        /// The HTTP status, when one came back.
+        status: Option<u16>,
+    },
+}
+
+/// Collects the effects of one call.
+#[derive(Debug, Default)]
+pub struct EffectLog {
+    effects: Mutex<Vec<ObservedEffect>>,
+}
+
+impl EffectLog {
+    /// Records an effect.
+    pub fn push(&self, effect: ObservedEffect) {
+        self.effects
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(effect);
+    }
+
+    pub(crate) fn take(&self) -> Vec<ObservedEffect> {
+        std::mem::take(&mut *self.effects.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+/// Why a call was refused at authorization.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Denial {
+    /// The scope lacks a capability the tool needs.
+    MissingCapability {
+        /// The capability.
+        capability: crate::Capability,
+    },
+    /// A path argument is refused.
+    Path {
+        /// The argument's JSON pointer.
+        pointer: String,
+        /// The path as given.
+        path: String,
+        /// Why.
+        reason: PathDenial,
+    },
+    /// The policy denies this effect outright.
+    PolicyForbids {
+        /// The effect.
+        effect: crate::Effect,
+    },
+    /// The approval presented is for another call.
+    ApprovalMismatch {
+        /// The fingerprint the approval names.
+        approved: String,
+        /// This call's fingerprint.
+        fingerprint: String,
+    },
+    /// The approval was already used once.
+    ApprovalReused {
+        /// This call's fingerprint.
+        fingerprint: String,
+    },
+}
+
+impl std::fmt::Display for Denial {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Denial::MissingCapability { capability } => {
+                write!(f, "the caller's scope does not grant `{capability}`")
+            }
+            Denial::Path { path, reason, .. } => match reason {
+                PathDenial::OutsideRoots => write!(f, "`{path}` is outside the workspace roots"),
+                PathDenial::ReadOnlyRoot => write!(f, "`{path}` is in a read-only root"),
+                PathDenial::Protected => write!(
+                    f,
+                    "`{path}` is inside `.git` or `.kyro`, which tools may not write"
+                ),
+                PathDenial::Malformed => write!(f, "`{path}` is not a usable path"),
+            },
+            Denial::PolicyForbids { effect } => write!(f, "the policy denies `{effect}` tools"),
+            Denial::ApprovalMismatch {
+                approved,
+                fingerprint,
+            } => write!(
+                f,
+                "the approval is for call {approved}, not this call {fingerprint}; arguments changed since approval"
+            ),
+            Denial::ApprovalReused { fingerprint } => {
+                write!(
+                    f,
+                    "the approval for {fingerprint} was already used; approvals are single-use"
+                )
+            }
+        }
+    }
+}
+
+/// How authorization decided.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Decision {
+    /// Refused before authorization (unknown tool, invalid arguments).
+    NotReached,
+    /// Allowed without asking.
+    Allowed,
+    /// Allowed by an approval bound to the fingerprint.
+    Approved,
+    /// Needs an approval.
+    ApprovalRequired,
+    /// Refused.
+    Denied {
+        /// Why.
+        reason: Denial,
+    },
+}
+
+/// The record of one call.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Receipt {
+    /// Unique id of the call.
+    pub call_id: String,
+    /// The call that started this one (batch, sub-agent), if any.
+    pub parent_call_id: Option<String>,
+    /// The canonical tool name, or the name asked for when unknown.
+    pub tool: String,
+    /// The fingerprint, once the arguments were valid.
+    pub fingerprint: Option<String>,
+    /// Authorization's decision.
+    pub decision: Decision,
+    /// The outcome kind.
+    pub outcome: OutcomeKind,
+    /// Start, in milliseconds since the Unix epoch.
+    pub started_at_ms: u64,
+    /// Duration, in microseconds.
+    pub duration_us: u64,
+    /// Effects observed while the tool ran.
+    pub effects: Vec<ObservedEffect>,
+}
+
+/// The canonical snapshot of a call: what the policy saw and the fingerprint hashes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CanonicalCall {
+    /// Canonical tool name.
+    pub tool: String,
+    /// RFC 8785 canonical JSON of `{"tool", "arguments"}`.
+    pub canonical: String,
+    /// SHA-256 of `canonical`.
+    pub fingerprint: String,
+}
+
+/// Receives every receipt, with the canonical snapshot when the arguments were valid.
+pub trait Observer: Send + Sync {
+    /// Called once per call, after it finished or was refused.
+    fn observe(&self, receipt: &Receipt, call: Option<&CanonicalCall>);
+}
+
+/// The built-in observer: one JSON line per receipt, appended to a file.
+#[derive(Debug)]
+pub struct JsonlReceiptLog {
+    path: PathBuf,
+    lock: Mutex<()>,
+}
+
+impl JsonlReceiptLog {
+    /// Appends to `path`, creating its directory on first write.
+    pub fn new(path: impl Into<PathBuf>) -> JsonlReceiptLog {
+        JsonlReceiptLog {
+            path: path.into(),
+            lock: Mutex::new(()),
+        }
+    }
+
+    /// The conventional log of a workspace: `.kyro/receipts.jsonl`.
+    pub fn in_workspace(root: &Path) -> JsonlReceiptLog {
+        JsonlReceiptLog::new(root.join(".kyro").join("receipts.jsonl"))
+    }
+
+    /// The file appended to.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn append(&self, line: &str) -> std::io::Result<()> {
+        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(parent) = self.path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)?;
+        file.write_all(line.as_bytes())
+    }
+}
+
+impl Observer for JsonlReceiptLog {
+    fn observe(&self, receipt: &Receipt, _call: Option<&CanonicalCall>) {
+        let mut line = serde_json::to_string(receipt).unwrap_or_else(|_| Value::Null.to_string());
+        line.push('\n');
+        // An observer must not change the outcome; a failing log is reported, not fatal.
+        if let Err(e) = self.append(&line) {
+            eprintln!("kyro: cannot append to {}: {e}", self.path.display());
+        }
+    }
+}
