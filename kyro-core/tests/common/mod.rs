@@ -1,9 +1,9 @@
 //! Shared test fixtures: a small catalog of test tools and a runtime over it.
 #![allow(dead_code)]
 
+use std::cell::Cell;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use kyro_core::{
     Call, Execute, Execution, Outcome, Policy, Registry, Runtime, ToolContext, ToolError,
@@ -13,11 +13,18 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
-/// How many times `Record` ran.
-pub static RECORDED: AtomicU64 = AtomicU64::new(0);
+thread_local! {
+    /// How many times a counting tool ran on this thread. Each test runs on its own thread
+    /// and the current-thread runtime runs executors there, so counts never mix.
+    static RUNS: Cell<u64> = const { Cell::new(0) };
+}
 
 pub fn recorded() -> u64 {
-    RECORDED.load(Ordering::SeqCst)
+    RUNS.with(Cell::get)
+}
+
+fn count_run() {
+    RUNS.with(|r| r.set(r.get() + 1));
 }
 
 /// Record that it ran, and echo the arguments.
@@ -61,7 +68,7 @@ impl Execute for Record {
     type Output = Echo;
 
     async fn run(self, _cx: &ToolContext) -> Result<Echo, ToolError> {
-        RECORDED.fetch_add(1, Ordering::SeqCst);
+        count_run();
         Ok(Echo { count: self.count })
     }
 }
@@ -116,7 +123,7 @@ impl Execute for Touch {
     type Output = Touched;
 
     async fn run(self, cx: &ToolContext) -> Result<Touched, ToolError> {
-        RECORDED.fetch_add(1, Ordering::SeqCst);
+        count_run();
         let path = cx.path(&self.path)?;
         let before = path.read().ok();
         path.write_atomic(self.content.as_bytes(), before.as_deref())?;
@@ -144,7 +151,7 @@ impl Execute for Peek {
     type Output = Peeked;
 
     async fn run(self, cx: &ToolContext) -> Result<Peeked, ToolError> {
-        RECORDED.fetch_add(1, Ordering::SeqCst);
+        count_run();
         let mut contents = Vec::new();
         for path in &self.paths {
             contents.push(String::from_utf8_lossy(&cx.path(path)?.read()?).into_owned());
@@ -209,7 +216,7 @@ impl Execute for Guarded {
     type Output = Echo;
 
     async fn run(self, _cx: &ToolContext) -> Result<Echo, ToolError> {
-        RECORDED.fetch_add(1, Ordering::SeqCst);
+        count_run();
         Ok(Echo { count: self.value })
     }
 }
