@@ -18,9 +18,7 @@ fn main() {
     let text = inventory::render(&registry.snapshot());
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     write_if_changed(&out_dir.join("tool-inventory.md"), &text);
-    let manifest = PathBuf::from(
-        std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"),
-    );
+    let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     // Only a checkout has .git; a packaged crate being verified must not write outside OUT_DIR.
     if manifest.join(".git").exists() {
         write_if_changed(&manifest.join("docs").join("tool-inventory.md"), &text);
@@ -32,8 +30,7 @@ fn write_if_changed(path: &std::path::Path, text: &str) {
         return;
     }
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)
-            .unwrap_or_else(|e| panic!("cannot create {}: {e}", parent.display()));
+        std::fs::create_dir_all(parent).unwrap_or_else(|e| panic!("cannot create {}: {e}", parent.display()));
     }
     std::fs::write(path, text).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
 }

@@ -8,13 +8,20 @@ use clap::{Parser, Subcommand};
 use std::io::IsTerminal;
 
 use kyro_core::receipt::JsonlReceiptLog;
-use kyro_core::{
-    ApprovalToken, Call, Outcome, OutcomeKind, Policy, Registry, Runtime, ToolDescriptor, Workspace,
-};
+use kyro_core::{ApprovalToken, Call, Outcome, OutcomeKind, Policy, Registry, Runtime, ToolDescriptor, Workspace};
 use serde_json::Value;
 
 use crate::inventory;
+use crate::providers::{self, Dialect};
 use crate::text_arguments;
+
+/// Writes a line to stdout; a closed pipe (`kyro tools | head`) is not an error.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
 
 /// Usage errors exit with 2, like clap's own.
 const USAGE: u8 = 2;
@@ -34,6 +41,9 @@ enum Command {
         /// Print an array of descriptors as JSON.
         #[arg(long)]
         json: bool,
+        /// With --json: print the definitions a provider expects instead of descriptors.
+        #[arg(long, value_enum, requires = "json")]
+        dialect: Option<Dialect>,
     },
     /// Show one tool's descriptor.
     Describe {
@@ -42,6 +52,9 @@ enum Command {
         /// Print the descriptor as JSON.
         #[arg(long)]
         json: bool,
+        /// Print the tool's definition in a provider's dialect (JSON).
+        #[arg(long, value_enum)]
+        dialect: Option<Dialect>,
     },
     /// Call a tool with a JSON object, or with key=value words.
     Call {
@@ -57,6 +70,10 @@ enum Command {
         /// Approve the call with this fingerprint (from an `approval_required` outcome).
         #[arg(long, value_name = "HEX")]
         approve_fingerprint: Option<String>,
+        /// Take the one argument as a provider sent it: an OpenAI `arguments` string, an
+        /// Anthropic `tool_use` block, a Gemini `functionCall`, or MCP `arguments`.
+        #[arg(long, value_enum, value_name = "DIALECT")]
+        from: Option<Dialect>,
     },
     /// Serve the catalog over MCP on stdin/stdout.
     Mcp {
@@ -93,21 +110,25 @@ pub fn run() -> ExitCode {
         Err(e) => return fail(&format!("the built-in catalog does not register: {e}")),
     };
     match cli.command {
-        Command::Tools { json } => tools(&registry, json),
-        Command::Describe { name, json } => describe(&registry, &name, json),
+        Command::Tools { json, dialect } => tools(&registry, json, dialect),
+        Command::Describe { name, json, dialect } => describe(&registry, &name, json, dialect),
         Command::Call {
             name,
             arguments,
             session,
             approve,
             approve_fingerprint,
+            from,
         } => call(
             registry,
             &name,
             &arguments,
             &session,
-            approve,
-            approve_fingerprint,
+            Approving {
+                ask: approve,
+                fingerprint: approve_fingerprint,
+            },
+            from,
         ),
         Command::Docs { check, path } => docs(&registry, check, &path),
         Command::Mcp { session } => mcp(registry, &session),
@@ -125,25 +146,32 @@ fn usage(message: &str) -> ExitCode {
 }
 
 fn print_json(value: &impl serde::Serialize) {
-    println!(
+    out!(
         "{}",
         serde_json::to_string_pretty(value).expect("descriptors serialize")
     );
 }
 
-fn tools(registry: &Registry, json: bool) -> ExitCode {
+fn tools(registry: &Registry, json: bool, dialect: Option<Dialect>) -> ExitCode {
     let snapshot = registry.snapshot();
+    if let Some(dialect) = dialect {
+        let mut definitions = Vec::new();
+        for d in snapshot.descriptors() {
+            match providers::export(d, dialect) {
+                Ok(exported) => definitions.push(exported.definition),
+                Err(e) => eprintln!("kyro: left out: {e}"),
+            }
+        }
+        print_json(&definitions);
+        return ExitCode::SUCCESS;
+    }
     if json {
         print_json(&snapshot.descriptors().collect::<Vec<_>>());
         return ExitCode::SUCCESS;
     }
-    let width = snapshot
-        .descriptors()
-        .map(|d| d.name.len())
-        .max()
-        .unwrap_or(0);
+    let width = snapshot.descriptors().map(|d| d.name.len()).max().unwrap_or(0);
     for d in snapshot.descriptors() {
-        println!(
+        out!(
             "{:width$}  {:13}  {:7}  {}",
             d.name,
             d.category,
@@ -154,14 +182,21 @@ fn tools(registry: &Registry, json: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn describe(registry: &Registry, name: &str, json: bool) -> ExitCode {
+fn describe(registry: &Registry, name: &str, json: bool, dialect: Option<Dialect>) -> ExitCode {
     let snapshot = registry.snapshot();
     let Some(tool) = snapshot.get(name) else {
-        return fail(&format!(
-            "no tool is named `{name}`; `kyro tools` lists them"
-        ));
+        return fail(&format!("no tool is named `{name}`; `kyro tools` lists them"));
     };
     let d = tool.descriptor();
+    if let Some(dialect) = dialect {
+        return match providers::export(d, dialect) {
+            Ok(exported) => {
+                print_json(&exported);
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(&e.to_string()),
+        };
+    }
     if json {
         print_json(d);
     } else {
@@ -171,11 +206,11 @@ fn describe(registry: &Registry, name: &str, json: bool) -> ExitCode {
 }
 
 fn print_text(d: &ToolDescriptor) {
-    println!("{} ({}, effect {})", d.name, d.category, d.effect.as_str());
+    out!("{} ({}, effect {})", d.name, d.category, d.effect.as_str());
     if !d.aliases.is_empty() {
-        println!("aliases: {}", d.aliases.join(", "));
+        out!("aliases: {}", d.aliases.join(", "));
     }
-    println!("\n{}\n", d.description);
+    out!("\n{}\n", d.description);
     let required: Vec<&str> = d
         .input_schema
         .get("required")
@@ -183,19 +218,16 @@ fn print_text(d: &ToolDescriptor) {
         .map(|r| r.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
     if let Some(properties) = d.input_schema.get("properties").and_then(Value::as_object) {
-        println!("arguments:");
+        out!("arguments:");
         for (name, schema) in properties {
-            println!(
+            out!(
                 "  {name}{}  {}",
                 if required.contains(&name.as_str()) {
                     " (required)"
                 } else {
                     ""
                 },
-                schema
-                    .get("description")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
+                schema.get("description").and_then(Value::as_str).unwrap_or_default()
             );
         }
     }
@@ -203,19 +235,14 @@ fn print_text(d: &ToolDescriptor) {
 
 /// The runtime of a session: workspace, policy and the receipt log under `.kyro/`.
 fn open_runtime(registry: Arc<Registry>, session: &Session) -> Result<Runtime, ExitCode> {
-    let root = session
-        .workspace
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("."));
-    let workspace = Workspace::new(&root)
-        .map_err(|e| usage(&format!("workspace `{}`: {e}", root.display())))?;
+    let root = session.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
+    let workspace = Workspace::new(&root).map_err(|e| usage(&format!("workspace `{}`: {e}", root.display())))?;
     let policy = match &session.policy {
         None => Policy::default(),
         Some(file) => {
-            let text = std::fs::read_to_string(file)
-                .map_err(|e| usage(&format!("policy `{}`: {e}", file.display())))?;
-            toml::from_str(&text)
-                .map_err(|e| usage(&format!("policy `{}`: {e}", file.display())))?
+            let text =
+                std::fs::read_to_string(file).map_err(|e| usage(&format!("policy `{}`: {e}", file.display())))?;
+            toml::from_str(&text).map_err(|e| usage(&format!("policy `{}`: {e}", file.display())))?
         }
     };
     let log = Arc::new(JsonlReceiptLog::in_workspace(workspace.root()));
@@ -247,29 +274,34 @@ fn call(
     name: &str,
     words: &[String],
     session: &Session,
-    approve: bool,
-    approve_fingerprint: Option<String>,
+    approving: Approving,
+    from: Option<Dialect>,
 ) -> ExitCode {
+    let Approving {
+        ask: approve,
+        fingerprint: approve_fingerprint,
+    } = approving;
     if approve && !std::io::stdin().is_terminal() {
         return usage("--approve asks on a terminal; pass --approve-fingerprint HEX instead");
     }
-    let arguments = match words {
-        [one] if looks_like_json(one) => match kyro_core::parse_arguments(one) {
+    let snapshot = registry.snapshot();
+    let descriptor = snapshot.get(name).map(|t| t.descriptor().clone());
+    let arguments = match (from, words) {
+        (Some(dialect), [one]) => match provider_arguments(dialect, descriptor.as_ref(), one) {
+            Ok(map) => Value::Object(map),
+            Err(message) => return usage(&message),
+        },
+        (Some(_), _) => return usage("--from takes exactly one argument: the provider's payload"),
+        (None, [one]) if looks_like_json(one) => match kyro_core::parse_arguments(one) {
             Ok(map) => Value::Object(map),
             Err(e) => return usage(&e.to_string()),
         },
-        _ => {
+        (None, _) => {
             // The text edge: typed by the tool's schema when the tool exists; an unknown
             // tool is reported by the runtime like any other call.
-            let snapshot = registry.snapshot();
-            let (schema, aliases) = snapshot
-                .get(name)
-                .map(|t| {
-                    (
-                        t.descriptor().input_schema.clone(),
-                        t.descriptor().argument_aliases.clone(),
-                    )
-                })
+            let (schema, aliases) = descriptor
+                .as_ref()
+                .map(|d| (d.input_schema.clone(), d.argument_aliases.clone()))
                 .unwrap_or_default();
             match text_arguments::from_words(words, &schema, &aliases) {
                 Ok(map) => Value::Object(map),
@@ -287,9 +319,7 @@ fn call(
     }
     let mut execution = executor.block_on(runtime.execute(call.clone()));
     if let Outcome::ApprovalRequired {
-        fingerprint,
-        summary,
-        ..
+        fingerprint, summary, ..
     } = &execution.outcome
         && approve
         && ask(summary, fingerprint)
@@ -299,11 +329,44 @@ fn call(
     }
     let mut printed = execution.outcome.to_json();
     printed["receipt"] = serde_json::to_value(&execution.receipt).unwrap_or(Value::Null);
-    println!("{printed}");
+    out!("{printed}");
     if execution.outcome.kind() == OutcomeKind::Ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+/// How the caller approves: on the terminal, or by a fingerprint given up front.
+struct Approving {
+    ask: bool,
+    fingerprint: Option<String>,
+}
+
+/// A provider's payload, brought to an arguments object once, at this edge.
+fn provider_arguments(
+    dialect: Dialect,
+    descriptor: Option<&ToolDescriptor>,
+    payload: &str,
+) -> Result<serde_json::Map<String, Value>, String> {
+    let object = |v: Option<&Value>, what: &str| match v {
+        Some(Value::Object(map)) => Ok(map.clone()),
+        _ => Err(format!("the payload has no `{what}` object")),
+    };
+    match dialect {
+        Dialect::Openai => match descriptor {
+            Some(d) => providers::openai::arguments(d, payload).map_err(|e| e.to_string()),
+            None => kyro_core::parse_arguments(payload).map_err(|e| e.to_string()),
+        },
+        Dialect::Mcp => kyro_core::parse_arguments(payload).map_err(|e| e.to_string()),
+        Dialect::Anthropic => {
+            let block = Value::Object(kyro_core::parse_arguments(payload).map_err(|e| e.to_string())?);
+            object(providers::anthropic::arguments(&block), "input")
+        }
+        Dialect::Gemini => {
+            let call = Value::Object(kyro_core::parse_arguments(payload).map_err(|e| e.to_string())?);
+            object(providers::gemini::arguments(&call), "args")
+        }
     }
 }
 
@@ -323,7 +386,10 @@ fn looks_like_json(word: &str) -> bool {
 fn docs(registry: &Registry, check: bool, path: &std::path::Path) -> ExitCode {
     let text = inventory::render(&registry.snapshot());
     if !check {
-        print!("{text}");
+        {
+            use std::io::Write;
+            let _ = write!(std::io::stdout().lock(), "{text}");
+        }
         return ExitCode::SUCCESS;
     }
     match std::fs::read_to_string(path) {

@@ -3,6 +3,7 @@
 mod cli;
 mod inventory;
 mod mcp;
+mod providers;
 mod text_arguments;
 
 fn main() -> std::process::ExitCode {

@@ -8,9 +8,8 @@ use std::sync::Arc;
 
 use kyro_core::{Call, Outcome, Runtime, ToolDescriptor};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -45,13 +44,9 @@ pub fn mcp_tool(d: &ToolDescriptor) -> Tool {
         .idempotent(a.idempotent_hint)
         .open_world(a.open_world_hint);
     annotations.title = d.title.clone();
-    let mut tool = Tool::new(
-        d.name.clone(),
-        d.description.clone(),
-        Arc::new(object(&d.input_schema)),
-    )
-    .with_raw_output_schema(Arc::new(object(&d.output_schema)))
-    .with_annotations(annotations);
+    let mut tool = Tool::new(d.name.clone(), d.description.clone(), Arc::new(object(&d.input_schema)))
+        .with_raw_output_schema(Arc::new(object(&d.output_schema)))
+        .with_annotations(annotations);
     if let Some(title) = &d.title {
         tool = tool.with_title(title.clone());
     }
@@ -82,10 +77,7 @@ fn tool_error(outcome: &Outcome) -> CallToolResult {
                 .as_str()
                 .filter(|p| !p.is_empty())
                 .unwrap_or("(the whole object)");
-            text.push_str(&format!(
-                "\n- {pointer}: {}",
-                v["message"].as_str().unwrap_or_default()
-            ));
+            text.push_str(&format!("\n- {pointer}: {}", v["message"].as_str().unwrap_or_default()));
         }
     }
     CallToolResult::error(vec![ContentBlock::text(text)])

@@ -22,10 +22,7 @@ impl std::fmt::Display for TextArgumentsError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             TextArgumentsError::NotKeyValue(word) => {
-                write!(
-                    f,
-                    "`{word}` is not key=value; pass a JSON object or key=value words"
-                )
+                write!(f, "`{word}` is not key=value; pass a JSON object or key=value words")
             }
             TextArgumentsError::DuplicateKey(key) => write!(f, "`{key}` is given twice"),
             TextArgumentsError::NotJson { key, message } => {
@@ -58,9 +55,7 @@ pub fn from_words(
             .iter()
             .find(|a| a.alias == key)
             .map_or(key, |a| a.field.as_str());
-        let wants_string = properties
-            .and_then(|p| p.get(field))
-            .is_some_and(is_string_schema);
+        let wants_string = properties.and_then(|p| p.get(field)).is_some_and(is_string_schema);
         let value = if wants_string {
             Value::String(raw.to_owned())
         } else {
@@ -95,10 +90,7 @@ mod tests {
         }})
     }
 
-    fn from_words(
-        words: &[String],
-        schema: &Value,
-    ) -> Result<Map<String, Value>, TextArgumentsError> {
+    fn from_words(words: &[String], schema: &Value) -> Result<Map<String, Value>, TextArgumentsError> {
         let aliases = [ArgumentAlias {
             alias: "file_path".into(),
             field: "path".into(),
@@ -112,11 +104,7 @@ mod tests {
 
     #[test]
     fn string_arguments_stay_strings_and_others_are_json() {
-        let args = from_words(
-            &words(&["path=a|b=c.txt", "limit=5", "note=123"]),
-            &schema(),
-        )
-        .unwrap();
+        let args = from_words(&words(&["path=a|b=c.txt", "limit=5", "note=123"]), &schema()).unwrap();
         assert_eq!(
             Value::Object(args),
             json!({"path": "a|b=c.txt", "limit": 5, "note": "123"})

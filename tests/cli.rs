@@ -41,11 +41,7 @@ fn tools_json_lists_every_descriptor_with_the_contract_fields() {
             "outputSchema",
             "annotations",
         ] {
-            assert!(
-                tool.get(field).is_some(),
-                "{field} missing in {}",
-                tool["name"]
-            );
+            assert!(tool.get(field).is_some(), "{field} missing in {}", tool["name"]);
         }
     }
     let text = kyro(&["tools"], ws.path());
@@ -78,40 +74,23 @@ fn call_with_a_json_object_prints_one_outcome_and_exits_zero() {
 #[test]
 fn call_with_key_value_words_takes_the_same_path_and_writes_need_approval() {
     let ws = tempfile::tempdir().unwrap();
-    let words = [
-        "call",
-        "write_file",
-        "path=b.txt",
-        "content=42",
-        "create_dirs=false",
-    ];
+    let words = ["call", "write_file", "path=b.txt", "content=42", "create_dirs=false"];
     let first = kyro(&words, ws.path());
     assert_eq!(first.status.code(), Some(1));
     let pending = stdout_json(&first);
     assert_eq!(pending["outcome"], "approval_required");
-    assert!(
-        !ws.path().join("b.txt").exists(),
-        "nothing is written before approval"
-    );
+    assert!(!ws.path().join("b.txt").exists(), "nothing is written before approval");
     let fingerprint = pending["error"]["fingerprint"].as_str().unwrap().to_owned();
     assert_eq!(pending["receipt"]["fingerprint"], fingerprint.as_str());
 
     let mut approved = words.to_vec();
     approved.extend(["--approve-fingerprint", &fingerprint]);
     let out = kyro(&approved, ws.path());
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
     let done = stdout_json(&out);
     assert_eq!(done["receipt"]["decision"]["kind"], "approved");
     assert_eq!(done["receipt"]["effects"][0]["path"], "b.txt");
-    assert_eq!(
-        std::fs::read_to_string(ws.path().join("b.txt")).unwrap(),
-        "42"
-    );
+    assert_eq!(std::fs::read_to_string(ws.path().join("b.txt")).unwrap(), "42");
 
     let mut changed = vec![
         "call",
@@ -123,10 +102,7 @@ fn call_with_key_value_words_takes_the_same_path_and_writes_need_approval() {
     changed.push(&fingerprint);
     let out = kyro(&changed, ws.path());
     assert_eq!(stdout_json(&out)["outcome"], "denied");
-    assert_eq!(
-        std::fs::read_to_string(ws.path().join("b.txt")).unwrap(),
-        "42"
-    );
+    assert_eq!(std::fs::read_to_string(ws.path().join("b.txt")).unwrap(), "42");
 
     let sub = tempfile::tempdir().unwrap();
     let out = kyro(
@@ -157,48 +133,23 @@ fn call_with_key_value_words_takes_the_same_path_and_writes_need_approval() {
 fn a_policy_file_changes_the_rules() {
     let ws = tempfile::tempdir().unwrap();
     let policy = ws.path().join("policy.toml");
-    std::fs::write(
-        &policy,
-        "capabilities = [\"fs.read\"]\n[approvals]\nwrite = \"auto\"\n",
-    )
-    .unwrap();
+    std::fs::write(&policy, "capabilities = [\"fs.read\"]\n[approvals]\nwrite = \"auto\"\n").unwrap();
     let policy = policy.to_str().unwrap();
     let out = kyro(
-        &[
-            "call",
-            "write_file",
-            "path=c.txt",
-            "content=x",
-            "--policy",
-            policy,
-        ],
+        &["call", "write_file", "path=c.txt", "content=x", "--policy", policy],
         ws.path(),
     );
     let outcome = stdout_json(&out);
     assert_eq!(outcome["outcome"], "denied");
     assert_eq!(outcome["error"]["reason"]["kind"], "missing_capability");
-    std::fs::write(
-        ws.path().join("open.toml"),
-        "[approvals]\nwrite = \"auto\"\n",
-    )
-    .unwrap();
+    std::fs::write(ws.path().join("open.toml"), "[approvals]\nwrite = \"auto\"\n").unwrap();
     let out = kyro(
-        &[
-            "call",
-            "write_file",
-            "path=c.txt",
-            "content=x",
-            "--policy",
-            "open.toml",
-        ],
+        &["call", "write_file", "path=c.txt", "content=x", "--policy", "open.toml"],
         ws.path(),
     );
     assert_eq!(stdout_json(&out)["outcome"], "ok");
     std::fs::write(ws.path().join("bad.toml"), "approvals = 3\n").unwrap();
-    let out = kyro(
-        &["call", "read_file", "path=c.txt", "--policy", "bad.toml"],
-        ws.path(),
-    );
+    let out = kyro(&["call", "read_file", "path=c.txt", "--policy", "bad.toml"], ws.path());
     assert_eq!(out.status.code(), Some(2));
     let out = kyro(&["call", "read_file", "path=c.txt", "--approve"], ws.path());
     assert_eq!(
@@ -246,11 +197,7 @@ fn usage_errors_exit_two_and_run_nothing() {
     for args in [
         vec!["call", "write_file", r#"[{"path": "x", "content": "y"}]"#],
         vec!["call", "write_file", r#""path""#],
-        vec![
-            "call",
-            "write_file",
-            r#"{"path": "x", "path": "y", "content": "z"}"#,
-        ],
+        vec!["call", "write_file", r#"{"path": "x", "path": "y", "content": "z"}"#],
         vec!["call", "write_file", "path=x", "path=y"],
         vec!["call", "write_file", "{not json"],
         vec!["nonsense"],
@@ -268,18 +215,11 @@ fn usage_errors_exit_two_and_run_nothing() {
 fn docs_check_passes_on_the_committed_inventory_and_fails_on_a_stale_one() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = kyro(&["docs", "--check"], root);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let ws = tempfile::tempdir().unwrap();
     let stale = ws.path().join("inventory.md");
     std::fs::write(&stale, "old").unwrap();
-    let out = kyro(
-        &["docs", "--check", "--path", stale.to_str().unwrap()],
-        ws.path(),
-    );
+    let out = kyro(&["docs", "--check", "--path", stale.to_str().unwrap()], ws.path());
     assert_eq!(out.status.code(), Some(1));
     let printed = kyro(&["docs"], ws.path());
     let committed = std::fs::read_to_string(root.join("docs/tool-inventory.md")).unwrap();
@@ -289,4 +229,63 @@ fn docs_check_passes_on_the_committed_inventory_and_fails_on_a_stale_one() {
 
 fn kyro_header() -> &'static str {
     "<!-- generated by kyro's build.rs from the tool descriptors; do not edit -->"
+}
+
+#[test]
+fn dialects_export_definitions_and_provider_payloads_take_the_native_path() {
+    let ws = tempfile::tempdir().unwrap();
+    for dialect in ["mcp", "openai", "anthropic", "gemini"] {
+        let out = kyro(&["tools", "--json", "--dialect", dialect], ws.path());
+        assert!(out.status.success(), "{dialect}");
+        let definitions = stdout_json(&out);
+        assert_eq!(
+            definitions.as_array().unwrap().len(),
+            kyro_tools::BUILTINS.len(),
+            "{dialect}"
+        );
+    }
+    let openai = stdout_json(&kyro(&["describe", "read_file", "--dialect", "openai"], ws.path()));
+    assert_eq!(openai["definition"]["function"]["strict"], true);
+    let anthropic = stdout_json(&kyro(&["describe", "cat", "--dialect", "anthropic"], ws.path()));
+    assert_eq!(anthropic["definition"]["name"], "read_file");
+
+    let cases = [
+        (
+            "openai",
+            r#"{"expression": "6*7", "unused_optional": null}"#,
+            "invalid_arguments",
+        ),
+        ("openai", r#"{"expression": "6*7"}"#, "ok"),
+        (
+            "anthropic",
+            r#"{"type": "tool_use", "id": "t", "name": "calculate", "input": {"expression": "6*7"}}"#,
+            "ok",
+        ),
+        (
+            "gemini",
+            r#"{"name": "calculate", "args": {"expression": "6*7"}}"#,
+            "ok",
+        ),
+        ("mcp", r#"{"expression": "6*7"}"#, "ok"),
+    ];
+    for (dialect, payload, expected) in cases {
+        let out = kyro(&["call", "calculate", "--from", dialect, payload], ws.path());
+        assert_eq!(stdout_json(&out)["outcome"], expected, "{dialect} {payload}");
+    }
+    let nulls = kyro(
+        &[
+            "call",
+            "list_directory",
+            "--from",
+            "openai",
+            r#"{"path": null, "include_hidden": null, "limit": null}"#,
+        ],
+        ws.path(),
+    );
+    assert_eq!(stdout_json(&nulls)["outcome"], "ok", "export-only nulls mean absent");
+    let bad = kyro(
+        &["call", "calculate", "--from", "anthropic", r#"{"input": "6*7"}"#],
+        ws.path(),
+    );
+    assert_eq!(bad.status.code(), Some(2));
 }

@@ -48,9 +48,7 @@ impl Server {
     }
 
     fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
-        self.send(
-            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string(),
-        );
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string());
         self.answer(id)
     }
 
@@ -60,12 +58,8 @@ impl Server {
                 return found;
             }
             let mut line = String::new();
-            assert!(
-                self.stdout.read_line(&mut line).unwrap() > 0,
-                "server closed stdout"
-            );
-            let message: Value =
-                serde_json::from_str(&line).expect("one JSON-RPC message per line");
+            assert!(self.stdout.read_line(&mut line).unwrap() > 0, "server closed stdout");
+            let message: Value = serde_json::from_str(&line).expect("one JSON-RPC message per line");
             if let Some(got) = message["id"].as_u64() {
                 self.pending.insert(got, message);
             }

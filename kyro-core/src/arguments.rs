@@ -33,9 +33,7 @@ pub fn parse_arguments(text: &str) -> Result<Map<String, Value>, ArgumentsError>
     let mut de = serde_json::Deserializer::from_str(text);
     let value = StrictValue::deserialize_into(&mut de)
         .and_then(|v| de.end().map(|()| v))
-        .map_err(|e| ArgumentsError::Syntax {
-            message: e.to_string(),
-        })?;
+        .map_err(|e| ArgumentsError::Syntax { message: e.to_string() })?;
     match value {
         Value::Object(map) => Ok(map),
         other => Err(ArgumentsError::NotAnObject {
@@ -124,10 +122,7 @@ impl<'de> Visitor<'de> for StrictValue {
 ///
 /// An alias given alongside its canonical key is accepted only when both carry the same
 /// value; otherwise it is a violation naming both keys.
-pub(crate) fn rewrite_aliases(
-    arguments: &mut Map<String, Value>,
-    aliases: &[ArgumentAlias],
-) -> Vec<Violation> {
+pub(crate) fn rewrite_aliases(arguments: &mut Map<String, Value>, aliases: &[ArgumentAlias]) -> Vec<Violation> {
     let mut violations = Vec::new();
     for alias in aliases {
         let Some(value) = arguments.remove(&alias.alias) else {

@@ -93,10 +93,7 @@ pub(crate) struct TextAdapter {
 impl TextAdapter {
     pub(crate) fn call(&self, arguments: &Value) -> Value {
         ADAPTER_CALLS.fetch_add(1, Ordering::SeqCst);
-        let input = arguments
-            .get("input")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let input = arguments.get("input").and_then(Value::as_str).unwrap_or_default();
         json!({ "output": (self.run)(input.to_owned()) })
     }
 }

@@ -50,19 +50,11 @@ pub struct Entry {
 
 /// Lowercase hex SHA-256.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl ConfinedPath {
-    pub(crate) fn new(
-        dir: Arc<Dir>,
-        root: PathBuf,
-        relative: PathBuf,
-        given: String,
-    ) -> ConfinedPath {
+    pub(crate) fn new(dir: Arc<Dir>, root: PathBuf, relative: PathBuf, given: String) -> ConfinedPath {
         ConfinedPath {
             dir,
             root,
@@ -114,11 +106,9 @@ impl ConfinedPath {
             std::io::ErrorKind::NotFound => ToolError::NotFound {
                 path: self.given.clone(),
             },
-            std::io::ErrorKind::PermissionDenied if e.to_string().contains("outside") => {
-                ToolError::OutsideWorkspace {
-                    path: self.given.clone(),
-                }
-            }
+            std::io::ErrorKind::PermissionDenied if e.to_string().contains("outside") => ToolError::OutsideWorkspace {
+                path: self.given.clone(),
+            },
             _ => ToolError::io(operation, &self.given, e),
         }
     }
@@ -134,37 +124,25 @@ impl ConfinedPath {
 
     /// Reads a regular file.
     pub fn read(&self) -> Result<Vec<u8>, ToolError> {
-        let meta = self
-            .dir
-            .metadata(self.target())
-            .map_err(|e| self.err("read", &e))?;
+        let meta = self.dir.metadata(self.target()).map_err(|e| self.err("read", &e))?;
         if !meta.is_file() {
             return Err(ToolError::NotAFile {
                 path: self.given.clone(),
             });
         }
-        self.dir
-            .read(self.target())
-            .map_err(|e| self.err("read", &e))
+        self.dir.read(self.target()).map_err(|e| self.err("read", &e))
     }
 
     /// Lists a directory, sorted by name.
     pub fn read_dir(&self) -> Result<Vec<Entry>, ToolError> {
-        let meta = self
-            .dir
-            .metadata(self.target())
-            .map_err(|e| self.err("list", &e))?;
+        let meta = self.dir.metadata(self.target()).map_err(|e| self.err("list", &e))?;
         if !meta.is_dir() {
             return Err(ToolError::NotADirectory {
                 path: self.given.clone(),
             });
         }
         let mut entries = Vec::new();
-        for entry in self
-            .dir
-            .read_dir(self.target())
-            .map_err(|e| self.err("list", &e))?
-        {
+        for entry in self.dir.read_dir(self.target()).map_err(|e| self.err("list", &e))? {
             let entry = entry.map_err(|e| self.err("list", &e))?;
             let kind = kind_of(&entry.file_type().map_err(|e| self.err("inspect", &e))?);
             let size = match kind {

@@ -68,9 +68,7 @@ pub enum Approval {
 }
 
 /// A permission a caller's scope grants and a tool requires.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 pub enum Capability {
     /// Read files inside the workspace roots.
     #[serde(rename = "fs.read")]
@@ -132,9 +130,7 @@ impl Capability {
             }
             i += 1;
         }
-        panic!(
-            "unknown capability; expected one of fs.read, fs.write, exec, network, git.write, state, orchestrate"
-        )
+        panic!("unknown capability; expected one of fs.read, fs.write, exec, network, git.write, state, orchestrate")
     }
 }
 

@@ -93,9 +93,7 @@ pub enum ToolError {
         name: String,
     },
     /// The serialized result is larger than the runtime's limit.
-    #[error(
-        "the result is {bytes} bytes, over the {limit}-byte limit; ask for less (a smaller limit or window)"
-    )]
+    #[error("the result is {bytes} bytes, over the {limit}-byte limit; ask for less (a smaller limit or window)")]
     OutputTooLarge {
         /// Size of the serialized result.
         bytes: u64,
@@ -128,8 +126,7 @@ impl ToolError {
 
     /// The JSON form: `{"kind": ..., "message": ..., <fields>}`.
     pub fn to_json(&self) -> Value {
-        let mut value =
-            serde_json::to_value(self).unwrap_or_else(|_| Value::Object(Default::default()));
+        let mut value = serde_json::to_value(self).unwrap_or_else(|_| Value::Object(Default::default()));
         if let Value::Object(map) = &mut value {
             map.insert("message".into(), Value::String(self.to_string()));
         }

@@ -49,10 +49,7 @@ pub struct EffectLog {
 impl EffectLog {
     /// Records an effect.
     pub fn push(&self, effect: ObservedEffect) {
-        self.effects
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(effect);
+        self.effects.lock().unwrap_or_else(|p| p.into_inner()).push(effect);
     }
 
     pub(crate) fn take(&self) -> Vec<ObservedEffect> {
@@ -106,17 +103,11 @@ impl std::fmt::Display for Denial {
             Denial::Path { path, reason, .. } => match reason {
                 PathDenial::OutsideRoots => write!(f, "`{path}` is outside the workspace roots"),
                 PathDenial::ReadOnlyRoot => write!(f, "`{path}` is in a read-only root"),
-                PathDenial::Protected => write!(
-                    f,
-                    "`{path}` is inside `.git` or `.kyro`, which tools may not write"
-                ),
+                PathDenial::Protected => write!(f, "`{path}` is inside `.git` or `.kyro`, which tools may not write"),
                 PathDenial::Malformed => write!(f, "`{path}` is not a usable path"),
             },
             Denial::PolicyForbids { effect } => write!(f, "the policy denies `{effect}` tools"),
-            Denial::ApprovalMismatch {
-                approved,
-                fingerprint,
-            } => write!(
+            Denial::ApprovalMismatch { approved, fingerprint } => write!(
                 f,
                 "the approval is for call {approved}, not this call {fingerprint}; arguments changed since approval"
             ),
@@ -220,10 +211,7 @@ impl JsonlReceiptLog {
         if let Some(parent) = self.path.parent() {
             std::fs::create_dir_all(parent)?;
         }
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)?;
+        let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&self.path)?;
         file.write_all(line.as_bytes())
     }
 }

@@ -71,15 +71,10 @@ pub(crate) enum Executor {
     Compat(TextAdapter),
 }
 
-type CustomFn =
-    dyn for<'a> Fn(Value, &'a ToolContext) -> BoxFuture<'a, Result<Value, ToolError>> + Send + Sync;
+type CustomFn = dyn for<'a> Fn(Value, &'a ToolContext) -> BoxFuture<'a, Result<Value, ToolError>> + Send + Sync;
 
 impl Executor {
-    pub(crate) fn run<'a>(
-        &'a self,
-        arguments: Value,
-        cx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+    pub(crate) fn run<'a>(&'a self, arguments: Value, cx: &'a ToolContext) -> BoxFuture<'a, Result<Value, ToolError>> {
         match self {
             Executor::Builtin(f) => f(arguments, cx),
             Executor::Custom(f) => f(arguments, cx),
@@ -132,8 +127,7 @@ impl ToolDefinition {
             error,
         };
         let input_schema = canonicalize((entry.input_schema)(), Role::Input).map_err(schema_err)?;
-        let output_schema =
-            canonicalize((entry.output_schema)(), Role::Output).map_err(schema_err)?;
+        let output_schema = canonicalize((entry.output_schema)(), Role::Output).map_err(schema_err)?;
         let descriptor = ToolDescriptor {
             name: spec.name.to_owned(),
             title: spec.title.map(str::to_owned),
@@ -169,21 +163,18 @@ impl ToolDefinition {
     /// are canonicalized and refused with a typed error when outside the vocabulary.
     pub fn custom<F>(tool: CustomTool, handler: F) -> Result<ToolDefinition, RegistryError>
     where
-        F: for<'a> Fn(Value, &'a ToolContext) -> BoxFuture<'a, Result<Value, ToolError>>
-            + Send
-            + Sync
-            + 'static,
+        F: for<'a> Fn(Value, &'a ToolContext) -> BoxFuture<'a, Result<Value, ToolError>> + Send + Sync + 'static,
     {
         let schema_err = |error| RegistryError::Schema {
             tool: tool.name.clone(),
             error,
         };
-        let output_schema =
-            tool.output_schema
-                .clone()
-                .ok_or_else(|| RegistryError::MissingOutputSchema {
-                    tool: tool.name.clone(),
-                })?;
+        let output_schema = tool
+            .output_schema
+            .clone()
+            .ok_or_else(|| RegistryError::MissingOutputSchema {
+                tool: tool.name.clone(),
+            })?;
         let descriptor = ToolDescriptor {
             name: tool.name.clone(),
             title: None,
@@ -191,8 +182,7 @@ impl ToolDefinition {
             category: tool.category.clone(),
             effect: tool.effect,
             description: tool.description.clone(),
-            input_schema: canonicalize(tool.input_schema.clone(), Role::Input)
-                .map_err(schema_err)?,
+            input_schema: canonicalize(tool.input_schema.clone(), Role::Input).map_err(schema_err)?,
             output_schema: canonicalize(output_schema, Role::Output).map_err(schema_err)?,
             annotations: Annotations::for_effect(tool.effect),
             capabilities: tool.effect.default_capabilities().to_vec(),
@@ -204,19 +194,13 @@ impl ToolDefinition {
         ToolDefinition::from_parts(descriptor, Executor::Custom(Arc::new(handler)))
     }
 
-    pub(crate) fn from_parts(
-        descriptor: ToolDescriptor,
-        executor: Executor,
-    ) -> Result<ToolDefinition, RegistryError> {
+    pub(crate) fn from_parts(descriptor: ToolDescriptor, executor: Executor) -> Result<ToolDefinition, RegistryError> {
         for name in std::iter::once(&descriptor.name).chain(&descriptor.aliases) {
             if !valid_name(name) {
                 return Err(RegistryError::BadName { name: name.clone() });
             }
         }
-        Ok(ToolDefinition {
-            descriptor,
-            executor,
-        })
+        Ok(ToolDefinition { descriptor, executor })
     }
 
     /// The descriptor that will be served.
@@ -258,10 +242,8 @@ impl RegisteredTool {
             error,
         };
         Ok(RegisteredTool {
-            input: CompiledSchema::compile(&definition.descriptor.input_schema)
-                .map_err(schema_err)?,
-            output: CompiledSchema::compile(&definition.descriptor.output_schema)
-                .map_err(schema_err)?,
+            input: CompiledSchema::compile(&definition.descriptor.input_schema).map_err(schema_err)?,
+            output: CompiledSchema::compile(&definition.descriptor.output_schema).map_err(schema_err)?,
             descriptor: definition.descriptor,
             executor: definition.executor,
         })
@@ -315,11 +297,7 @@ impl Snapshot {
                 }
             }
         }
-        Ok(Snapshot {
-            version,
-            tools,
-            index,
-        })
+        Ok(Snapshot { version, tools, index })
     }
 
     /// The version, increasing with every change.
@@ -426,15 +404,9 @@ impl Registry {
     pub fn remove(&self, name: &str) -> Result<Arc<Snapshot>, RegistryError> {
         self.commit(|tools| {
             if !tools.iter().any(|t| t.descriptor.name == name) {
-                return Err(RegistryError::NotRegistered {
-                    name: name.to_owned(),
-                });
+                return Err(RegistryError::NotRegistered { name: name.to_owned() });
             }
-            Ok(tools
-                .iter()
-                .filter(|t| t.descriptor.name != name)
-                .cloned()
-                .collect())
+            Ok(tools.iter().filter(|t| t.descriptor.name != name).cloned().collect())
         })
     }
 
@@ -455,10 +427,7 @@ impl Registry {
         &self,
         change: impl FnOnce(&[Arc<RegisteredTool>]) -> Result<Vec<Arc<RegisteredTool>>, RegistryError>,
     ) -> Result<Arc<Snapshot>, RegistryError> {
-        let mut state = self
-            .state
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut state = self.state.write().unwrap_or_else(|poisoned| poisoned.into_inner());
         let tools = change(&state.current.tools)?;
         let next = Arc::new(Snapshot::build(state.current.version + 1, tools)?);
         let previous = std::mem::replace(&mut state.current, next.clone());
@@ -467,8 +436,6 @@ impl Registry {
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
-        self.state
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state.read().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }

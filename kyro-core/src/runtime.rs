@@ -18,9 +18,7 @@ use crate::context::{ToolContext, Workspace};
 use crate::descriptor::ToolDescriptor;
 use crate::effect::{Approval, Effect};
 use crate::error::ToolError;
-use crate::policy::{
-    Access, ApprovalRule, ApprovalToken, Fingerprint, Limits, Policy, Scope, ScopeError, summarize,
-};
+use crate::policy::{Access, ApprovalRule, ApprovalToken, Fingerprint, Limits, Policy, Scope, ScopeError, summarize};
 use crate::receipt::{CanonicalCall, Decision, Denial, EffectLog, Observer, Receipt};
 use crate::registry::{RegisteredTool, Registry};
 use crate::schema::Violation;
@@ -208,11 +206,7 @@ fn invalid_message(violations: &[Violation]) -> String {
     let parts: Vec<String> = violations
         .iter()
         .map(|v| {
-            let at = if v.pointer.is_empty() {
-                "arguments"
-            } else {
-                &v.pointer
-            };
+            let at = if v.pointer.is_empty() { "arguments" } else { &v.pointer };
             format!("{at}: {}", v.message)
         })
         .collect();
@@ -250,11 +244,7 @@ impl std::fmt::Debug for Runtime {
 
 impl Runtime {
     /// A runtime over `registry` in `workspace` under `policy`.
-    pub fn new(
-        registry: Arc<Registry>,
-        workspace: Workspace,
-        policy: &Policy,
-    ) -> Result<Runtime, ScopeError> {
+    pub fn new(registry: Arc<Registry>, workspace: Workspace, policy: &Policy) -> Result<Runtime, ScopeError> {
         Ok(Runtime {
             scope: Scope::from_policy(policy, workspace.root())?,
             registry,
@@ -298,12 +288,7 @@ impl Runtime {
 
     /// Runs one call in `scope` (a child scope for batches and sub-agents), its receipt
     /// linked to `parent_call_id`.
-    pub async fn execute_in(
-        &self,
-        call: Call,
-        scope: &Scope,
-        parent_call_id: Option<&str>,
-    ) -> Execution {
+    pub async fn execute_in(&self, call: Call, scope: &Scope, parent_call_id: Option<&str>) -> Execution {
         let start = Instant::now();
         let started_at_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -332,13 +317,7 @@ impl Runtime {
         }
     }
 
-    async fn stage(
-        &self,
-        call: Call,
-        scope: &Scope,
-        call_id: &str,
-        effects: &Arc<EffectLog>,
-    ) -> Staged {
+    async fn stage(&self, call: Call, scope: &Scope, call_id: &str, effects: &Arc<EffectLog>) -> Staged {
         // 1. Resolve the name against one snapshot, used to the end.
         let snapshot = self.registry.snapshot();
         let Some(tool) = snapshot.get(&call.tool).cloned() else {
@@ -357,10 +336,7 @@ impl Runtime {
                     tool: name.clone(),
                     violations: vec![Violation::new(
                         "",
-                        format!(
-                            "arguments must be a JSON object, found {}",
-                            json_type(&other)
-                        ),
+                        format!("arguments must be a JSON object, found {}", json_type(&other)),
                     )],
                 })
                 .of(name);
@@ -387,13 +363,7 @@ impl Runtime {
             fingerprint: fingerprint.to_string(),
         };
         // 6. Authorization.
-        let decision = match self.authorize(
-            &tool,
-            &arguments,
-            scope,
-            &fingerprint,
-            call.approval.as_ref(),
-        ) {
+        let decision = match self.authorize(&tool, &arguments, scope, &fingerprint, call.approval.as_ref()) {
             Ok(decision) => decision,
             Err(refusal) => {
                 let outcome = match &refusal {
@@ -453,14 +423,8 @@ impl Runtime {
     ) -> Result<Decision, Decision> {
         let denied = |reason| Err(Decision::Denied { reason });
         let descriptor = tool.descriptor();
-        if let Some(missing) = tool
-            .capabilities()
-            .iter()
-            .find(|c| !scope.capabilities().contains(c))
-        {
-            return denied(Denial::MissingCapability {
-                capability: *missing,
-            });
+        if let Some(missing) = tool.capabilities().iter().find(|c| !scope.capabilities().contains(c)) {
+            return denied(Denial::MissingCapability { capability: *missing });
         }
         let access = access_for(descriptor.effect);
         for (pointer, path) in path_arguments(descriptor, arguments) {
@@ -598,11 +562,7 @@ fn suggest<'a>(wanted: &str, names: impl Iterator<Item = &'a str>) -> Vec<String
         .filter(|(d, n)| *d <= 2.max(n.len() / 3) || n.contains(wanted))
         .collect();
     scored.sort();
-    scored
-        .into_iter()
-        .take(3)
-        .map(|(_, n)| n.to_owned())
-        .collect()
+    scored.into_iter().take(3).map(|(_, n)| n.to_owned()).collect()
 }
 
 fn edit_distance(a: &str, b: &str) -> usize {
@@ -613,11 +573,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
         row[0] = i + 1;
         for (j, cb) in b.iter().enumerate() {
             let cur = row[j + 1];
-            row[j + 1] = if ca == *cb {
-                prev
-            } else {
-                1 + prev.min(cur).min(row[j])
-            };
+            row[j + 1] = if ca == *cb { prev } else { 1 + prev.min(cur).min(row[j]) };
             prev = cur;
         }
     }

@@ -113,25 +113,16 @@ impl ToolEntry {
     }
 }
 
-fn execute_native<T: Tool>(
-    arguments: Value,
-    cx: &ToolContext,
-) -> BoxFuture<'_, Result<Value, ToolError>> {
+fn execute_native<T: Tool>(arguments: Value, cx: &ToolContext) -> BoxFuture<'_, Result<Value, ToolError>> {
     Box::pin(async move {
         // The runtime validated `arguments` against the canonical schema; a failure here
         // means the schema and serde disagree, which the catalog tests rule out.
-        let typed = T::deserialize(&arguments).map_err(|e| ToolError::ArgumentsDisagree {
-            message: e.to_string(),
-        })?;
+        let typed = T::deserialize(&arguments).map_err(|e| ToolError::ArgumentsDisagree { message: e.to_string() })?;
         let output = typed.run(cx).await?;
-        serde_json::to_value(&output).map_err(|e| ToolError::Output {
-            message: e.to_string(),
-        })
+        serde_json::to_value(&output).map_err(|e| ToolError::Output { message: e.to_string() })
     })
 }
 
 fn deserializes<T: Tool>(arguments: &Value) -> Result<(), String> {
-    T::deserialize(arguments)
-        .map(drop)
-        .map_err(|e| e.to_string())
+    T::deserialize(arguments).map(drop).map_err(|e| e.to_string())
 }

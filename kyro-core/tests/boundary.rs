@@ -9,15 +9,10 @@ use std::sync::{Arc, Mutex};
 
 use common::{block_on, execute, recorded, run, runtime_in};
 use kyro_core::policy::{
-    Access, ApprovalRule, ApprovalRules, Limits, PathDenial, RootSpec, Scope, ScopeError,
-    ScopeRequest,
+    Access, ApprovalRule, ApprovalRules, Limits, PathDenial, RootSpec, Scope, ScopeError, ScopeRequest,
 };
-use kyro_core::receipt::{
-    CanonicalCall, Decision, Denial, JsonlReceiptLog, ObservedEffect, Observer, Receipt,
-};
-use kyro_core::{
-    ApprovalToken, Call, Capability, Outcome, OutcomeKind, Policy, ToolError, sha256_hex,
-};
+use kyro_core::receipt::{CanonicalCall, Decision, Denial, JsonlReceiptLog, ObservedEffect, Observer, Receipt};
+use kyro_core::{ApprovalToken, Call, Capability, Outcome, OutcomeKind, Policy, ToolError, sha256_hex};
 use serde_json::{Value, json};
 
 /// A workspace `root` inside a parent holding `root-evil/secret` and `outside/secret`.
@@ -80,11 +75,7 @@ fn touch(t: &Tree, path: &str) -> Outcome {
 }
 
 fn peek(t: &Tree, path: &str) -> Outcome {
-    run(
-        &runtime_in(&t.root, &open_policy()),
-        "peek",
-        json!({"paths": [path]}),
-    )
+    run(&runtime_in(&t.root, &open_policy()), "peek", json!({"paths": [path]}))
 }
 
 fn assert_nothing_ran(before: u64) {
@@ -103,11 +94,7 @@ fn dot_dot_cannot_climb_out() {
         "./../root-evil/secret",
         "sub/../..",
     ] {
-        assert_eq!(
-            path_denial(&peek(&t, path)),
-            PathDenial::OutsideRoots,
-            "{path}"
-        );
+        assert_eq!(path_denial(&peek(&t, path)), PathDenial::OutsideRoots, "{path}");
     }
     assert_nothing_ran(before);
 }
@@ -115,16 +102,8 @@ fn dot_dot_cannot_climb_out() {
 #[test]
 fn an_absolute_path_outside_every_root_is_refused() {
     let t = tree();
-    for path in [
-        "/etc/passwd",
-        "/",
-        t.parent.join("outside/secret").to_str().unwrap(),
-    ] {
-        assert_eq!(
-            path_denial(&peek(&t, path)),
-            PathDenial::OutsideRoots,
-            "{path}"
-        );
+    for path in ["/etc/passwd", "/", t.parent.join("outside/secret").to_str().unwrap()] {
+        assert_eq!(path_denial(&peek(&t, path)), PathDenial::OutsideRoots, "{path}");
     }
 }
 
@@ -132,10 +111,7 @@ fn an_absolute_path_outside_every_root_is_refused() {
 fn a_sibling_sharing_the_root_prefix_is_not_inside() {
     let t = tree();
     let evil = t.parent.join("root-evil/secret");
-    assert_eq!(
-        path_denial(&peek(&t, evil.to_str().unwrap())),
-        PathDenial::OutsideRoots
-    );
+    assert_eq!(path_denial(&peek(&t, evil.to_str().unwrap())), PathDenial::OutsideRoots);
     assert_eq!(
         path_denial(&touch(&t, evil.to_str().unwrap())),
         PathDenial::OutsideRoots
@@ -167,14 +143,8 @@ fn a_symlink_to_an_outside_file_is_refused_for_reading_and_writing() {
 fn a_symlinked_directory_pointing_out_is_refused_below_it() {
     let t = tree();
     symlink(t.parent.join("outside"), t.root.join("out")).unwrap();
-    assert_eq!(
-        path_denial(&peek(&t, "out/secret")),
-        PathDenial::OutsideRoots
-    );
-    assert_eq!(
-        path_denial(&touch(&t, "out/new.txt")),
-        PathDenial::OutsideRoots
-    );
+    assert_eq!(path_denial(&peek(&t, "out/secret")), PathDenial::OutsideRoots);
+    assert_eq!(path_denial(&touch(&t, "out/new.txt")), PathDenial::OutsideRoots);
     assert!(!t.parent.join("outside/new.txt").exists());
 }
 
@@ -188,15 +158,8 @@ fn a_relative_symlink_climbing_out_is_refused() {
 #[test]
 fn a_dangling_symlink_is_not_written_through() {
     let t = tree();
-    symlink(
-        t.parent.join("outside/created-by-attack"),
-        t.root.join("dangling"),
-    )
-    .unwrap();
-    assert_eq!(
-        path_denial(&touch(&t, "dangling")),
-        PathDenial::OutsideRoots
-    );
+    symlink(t.parent.join("outside/created-by-attack"), t.root.join("dangling")).unwrap();
+    assert_eq!(path_denial(&touch(&t, "dangling")), PathDenial::OutsideRoots);
     assert!(!t.parent.join("outside/created-by-attack").exists());
 }
 
@@ -220,26 +183,11 @@ fn a_symlink_that_stays_inside_is_followed() {
 #[test]
 fn git_and_kyro_directories_are_read_only_inside_a_writable_root() {
     let t = tree();
-    assert_eq!(
-        path_denial(&touch(&t, ".git/config")),
-        PathDenial::Protected
-    );
-    assert_eq!(
-        path_denial(&touch(&t, ".git/hooks/pre-commit")),
-        PathDenial::Protected
-    );
-    assert_eq!(
-        path_denial(&touch(&t, ".kyro/receipts.jsonl")),
-        PathDenial::Protected
-    );
-    assert_eq!(
-        path_denial(&touch(&t, "sub/../.git/config")),
-        PathDenial::Protected
-    );
-    assert_eq!(
-        std::fs::read_to_string(t.root.join(".git/config")).unwrap(),
-        "[core]"
-    );
+    assert_eq!(path_denial(&touch(&t, ".git/config")), PathDenial::Protected);
+    assert_eq!(path_denial(&touch(&t, ".git/hooks/pre-commit")), PathDenial::Protected);
+    assert_eq!(path_denial(&touch(&t, ".kyro/receipts.jsonl")), PathDenial::Protected);
+    assert_eq!(path_denial(&touch(&t, "sub/../.git/config")), PathDenial::Protected);
+    assert_eq!(std::fs::read_to_string(t.root.join(".git/config")).unwrap(), "[core]");
     assert!(
         matches!(peek(&t, ".git/config"), Outcome::Ok { .. }),
         "reading .git is allowed"
@@ -250,33 +198,21 @@ fn git_and_kyro_directories_are_read_only_inside_a_writable_root() {
 fn a_symlink_into_git_does_not_make_it_writable() {
     let t = tree();
     symlink(".git", t.root.join("notgit")).unwrap();
-    assert_eq!(
-        path_denial(&touch(&t, "notgit/config")),
-        PathDenial::Protected
-    );
-    assert_eq!(
-        std::fs::read_to_string(t.root.join(".git/config")).unwrap(),
-        "[core]"
-    );
+    assert_eq!(path_denial(&touch(&t, "notgit/config")), PathDenial::Protected);
+    assert_eq!(std::fs::read_to_string(t.root.join(".git/config")).unwrap(), "[core]");
 }
 
 #[test]
 fn a_nul_byte_in_a_path_is_malformed() {
     let t = tree();
-    assert_eq!(
-        path_denial(&peek(&t, "inside.txt\0/etc/passwd")),
-        PathDenial::Malformed
-    );
+    assert_eq!(path_denial(&peek(&t, "inside.txt\0/etc/passwd")), PathDenial::Malformed);
 }
 
 #[test]
 fn an_empty_path_is_invalid_before_authorization() {
     let t = tree();
     let outcome = touch(&t, "");
-    assert!(
-        matches!(outcome, Outcome::InvalidArguments { .. }),
-        "{outcome:?}"
-    );
+    assert!(matches!(outcome, Outcome::InvalidArguments { .. }), "{outcome:?}");
 }
 
 #[test]
@@ -369,10 +305,7 @@ fn a_symlink_swapped_in_after_authorization_still_cannot_lead_out() {
 fn a_file_used_as_a_directory_is_an_execution_failure_not_an_escape() {
     let t = tree();
     let outcome = peek(&t, "inside.txt/x");
-    assert!(
-        matches!(outcome, Outcome::ExecutionFailed { .. }),
-        "{outcome:?}"
-    );
+    assert!(matches!(outcome, Outcome::ExecutionFailed { .. }), "{outcome:?}");
 }
 
 #[test]
@@ -394,9 +327,7 @@ fn unicode_spaces_and_dots_inside_the_root_are_fine() {
 fn pending(outcome: &Outcome) -> String {
     match outcome {
         Outcome::ApprovalRequired {
-            fingerprint,
-            summary,
-            ..
+            fingerprint, summary, ..
         } => {
             assert!(summary.starts_with("touch("), "{summary}");
             fingerprint.clone()
@@ -422,14 +353,9 @@ fn an_approval_bound_to_the_fingerprint_lets_exactly_that_call_run() {
     let rt = runtime_in(&t.root, &Policy::default());
     let args = json!({"path": "a.txt", "content": "x"});
     let fingerprint = pending(&run(&rt, "touch", args.clone()));
-    let call = Call::new("touch", args)
-        .approved(ApprovalToken::for_fingerprint(&fingerprint.to_uppercase()));
+    let call = Call::new("touch", args).approved(ApprovalToken::for_fingerprint(&fingerprint.to_uppercase()));
     let done = execute(&rt, call);
-    assert!(
-        matches!(done.outcome, Outcome::Ok { .. }),
-        "{:?}",
-        done.outcome
-    );
+    assert!(matches!(done.outcome, Outcome::Ok { .. }), "{:?}", done.outcome);
     assert_eq!(done.receipt.decision, Decision::Approved);
     assert_eq!(std::fs::read_to_string(t.root.join("a.txt")).unwrap(), "x");
 }
@@ -445,8 +371,7 @@ fn an_approval_replayed_with_a_changed_argument_is_denied() {
         json!({"path": "b.txt", "content": "x"}),
         json!({"path": "./a.txt", "content": "x"}),
     ] {
-        let call =
-            Call::new("touch", changed).approved(ApprovalToken::for_fingerprint(&fingerprint));
+        let call = Call::new("touch", changed).approved(ApprovalToken::for_fingerprint(&fingerprint));
         let outcome = block_on(rt.execute_call(call));
         assert!(
             matches!(
@@ -483,9 +408,8 @@ fn an_approval_is_single_use() {
         ),
         "{replay:?}"
     );
-    let fresh = block_on(rt.execute_call(
-        Call::new("touch", args).approved(ApprovalToken::for_fingerprint(&fingerprint)),
-    ));
+    let fresh =
+        block_on(rt.execute_call(Call::new("touch", args).approved(ApprovalToken::for_fingerprint(&fingerprint))));
     assert!(
         matches!(fresh, Outcome::Ok { .. }),
         "a new approval of the same call is honoured"
@@ -497,8 +421,7 @@ fn the_fingerprint_ignores_key_order_whitespace_and_aliases() {
     let t = tree();
     let rt = runtime_in(&t.root, &Policy::default());
     let a = pending(&run(&rt, "touch", json!({"path": "a.txt", "content": "x"})));
-    let parsed =
-        kyro_core::parse_arguments("{ \"content\" : \"x\",\n \"path\":\"a.txt\" }").unwrap();
+    let parsed = kyro_core::parse_arguments("{ \"content\" : \"x\",\n \"path\":\"a.txt\" }").unwrap();
     let b = pending(&run(&rt, "touch", Value::Object(parsed)));
     assert_eq!(a, b);
     let by_alias = execute(&rt, Call::new("rec", json!({"n": 2})));
@@ -513,10 +436,7 @@ fn a_tool_that_requires_approval_asks_even_when_the_policy_would_not() {
     let rt = runtime_in(&t.root, &open_policy());
     let before = recorded();
     let outcome = run(&rt, "guarded", json!({"value": 1}));
-    assert!(
-        matches!(outcome, Outcome::ApprovalRequired { .. }),
-        "{outcome:?}"
-    );
+    assert!(matches!(outcome, Outcome::ApprovalRequired { .. }), "{outcome:?}");
     assert_nothing_ran(before);
 }
 
@@ -530,8 +450,7 @@ fn a_deny_rule_refuses_the_effect_even_with_an_approval() {
     let rt = runtime_in(&t.root, &policy);
     let args = json!({"path": "a.txt", "content": "x"});
     let (_, fingerprint) = kyro_core::policy::Fingerprint::of("touch", &args);
-    let call =
-        Call::new("touch", args).approved(ApprovalToken::for_fingerprint(fingerprint.as_str()));
+    let call = Call::new("touch", args).approved(ApprovalToken::for_fingerprint(fingerprint.as_str()));
     let outcome = block_on(rt.execute_call(call));
     assert!(
         matches!(
@@ -610,10 +529,7 @@ fn a_child_cannot_take_a_root_outside_its_parent() {
             }]),
         };
         assert!(
-            matches!(
-                parent_scope(&t).child(&request),
-                Err(ScopeError::RootWidening { .. })
-            ),
+            matches!(parent_scope(&t).child(&request), Err(ScopeError::RootWidening { .. })),
             "{}",
             path.display()
         );
@@ -655,10 +571,7 @@ fn a_child_cannot_gain_write_access_to_a_read_only_root() {
             access: Access::ReadWrite,
         }]),
     };
-    assert!(matches!(
-        parent.child(&request),
-        Err(ScopeError::RootWidening { .. })
-    ));
+    assert!(matches!(parent.child(&request), Err(ScopeError::RootWidening { .. })));
 }
 
 #[test]
@@ -695,20 +608,12 @@ fn a_narrowed_child_is_held_to_its_narrower_scope() {
         &child,
         Some(&parent.receipt.call_id),
     ));
-    assert!(
-        matches!(read.outcome, Outcome::Ok { .. }),
-        "{:?}",
-        read.outcome
-    );
+    assert!(matches!(read.outcome, Outcome::Ok { .. }), "{:?}", read.outcome);
     assert_eq!(
         read.receipt.parent_call_id.as_deref(),
         Some(parent.receipt.call_id.as_str())
     );
-    let escape = block_on(rt.execute_in(
-        Call::new("peek", json!({"paths": ["../inside.txt"]})),
-        &child,
-        None,
-    ));
+    let escape = block_on(rt.execute_in(Call::new("peek", json!({"paths": ["../inside.txt"]})), &child, None));
     assert_eq!(path_denial(&escape.outcome), PathDenial::OutsideRoots);
     let write = block_on(rt.execute_in(
         Call::new("touch", json!({"path": "w.txt", "content": "x"})),
@@ -734,10 +639,7 @@ struct Recorder {
 
 impl Observer for Recorder {
     fn observe(&self, receipt: &Receipt, call: Option<&CanonicalCall>) {
-        self.seen
-            .lock()
-            .unwrap()
-            .push((receipt.clone(), call.cloned()));
+        self.seen.lock().unwrap().push((receipt.clone(), call.cloned()));
     }
 }
 
@@ -747,11 +649,7 @@ fn every_call_gets_a_receipt_refused_ones_included() {
     let recorder = Arc::new(Recorder::default());
     let rt = runtime_in(&t.root, &Policy::default()).with_observer(recorder.clone());
     let calls = [
-        (
-            Call::new("nope", json!({})),
-            OutcomeKind::UnknownTool,
-            "not_reached",
-        ),
+        (Call::new("nope", json!({})), OutcomeKind::UnknownTool, "not_reached"),
         (
             Call::new("record", json!({"count": "x"})),
             OutcomeKind::InvalidArguments,
@@ -767,24 +665,16 @@ fn every_call_gets_a_receipt_refused_ones_included() {
             OutcomeKind::ApprovalRequired,
             "approval_required",
         ),
-        (
-            Call::new("record", json!({"count": 1})),
-            OutcomeKind::Ok,
-            "allowed",
-        ),
+        (Call::new("record", json!({"count": 1})), OutcomeKind::Ok, "allowed"),
     ];
     for (call, kind, decision) in calls {
         let done = execute(&rt, call);
         assert_eq!(done.receipt.outcome, kind);
-        assert_eq!(
-            serde_json::to_value(&done.receipt.decision).unwrap()["kind"],
-            decision
-        );
+        assert_eq!(serde_json::to_value(&done.receipt.decision).unwrap()["kind"], decision);
     }
     let seen = recorder.seen.lock().unwrap();
     assert_eq!(seen.len(), 5);
-    let ids: std::collections::HashSet<&str> =
-        seen.iter().map(|(r, _)| r.call_id.as_str()).collect();
+    let ids: std::collections::HashSet<&str> = seen.iter().map(|(r, _)| r.call_id.as_str()).collect();
     assert_eq!(ids.len(), 5, "call ids are unique");
 }
 
@@ -798,10 +688,7 @@ fn observers_get_the_same_canonical_snapshot_the_fingerprint_hashes() {
     let (receipt, call) = &seen[0];
     let call = call.as_ref().unwrap();
     assert_eq!(receipt, &done.receipt);
-    assert_eq!(
-        receipt.fingerprint.as_deref(),
-        Some(call.fingerprint.as_str())
-    );
+    assert_eq!(receipt.fingerprint.as_deref(), Some(call.fingerprint.as_str()));
     assert_eq!(sha256_hex(call.canonical.as_bytes()), call.fingerprint);
     assert_eq!(
         call.canonical,
@@ -840,10 +727,7 @@ fn the_jsonl_log_appends_one_line_per_receipt() {
     run(&rt, "record", json!({"count": 1}));
     run(&rt, "nope", json!({}));
     let text = std::fs::read_to_string(log.path()).unwrap();
-    let lines: Vec<Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(lines.len(), 2);
     assert_eq!(lines[0]["outcome"], "ok");
     assert_eq!(lines[1]["outcome"], "unknown_tool");
@@ -870,10 +754,7 @@ fn the_runtime_stops_a_tool_past_its_time_limit() {
             limit_ms: 50
         }
     );
-    assert!(matches!(
-        run(&rt, "nap", json!({"ms": 1})),
-        Outcome::Ok { .. }
-    ));
+    assert!(matches!(run(&rt, "nap", json!({"ms": 1})), Outcome::Ok { .. }));
 }
 
 #[test]
@@ -898,8 +779,5 @@ fn the_runtime_refuses_a_result_over_the_output_limit() {
         ),
         "{outcome:?}"
     );
-    assert!(matches!(
-        run(&rt, "big", json!({"size": 10})),
-        Outcome::Ok { .. }
-    ));
+    assert!(matches!(run(&rt, "big", json!({"size": 10})), Outcome::Ok { .. }));
 }

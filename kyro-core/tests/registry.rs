@@ -10,16 +10,12 @@ use std::sync::Arc;
 use kyro_core::compat::{LegacyTextTool, adapter_calls};
 use kyro_core::schema::SchemaError;
 use kyro_core::{
-    Call, CustomTool, Effect, Outcome, Policy, Registry, RegistryError, Runtime, ToolContext,
-    ToolDefinition, ToolError, Workspace,
+    Call, CustomTool, Effect, Outcome, Policy, Registry, RegistryError, Runtime, ToolContext, ToolDefinition,
+    ToolError, Workspace,
 };
 use serde_json::{Value, json};
 
-fn custom(
-    name: &str,
-    input: Value,
-    output: Option<Value>,
-) -> Result<ToolDefinition, RegistryError> {
+fn custom(name: &str, input: Value, output: Option<Value>) -> Result<ToolDefinition, RegistryError> {
     ToolDefinition::custom(
         CustomTool {
             name: name.into(),
@@ -81,10 +77,7 @@ fn snapshots_are_immutable_and_restorable() {
     assert!(added.get("echo").is_some());
     let removed = registry.remove("echo").unwrap();
     assert!(removed.get("echo").is_none());
-    assert!(
-        added.get("echo").is_some(),
-        "a held snapshot keeps its tools"
-    );
+    assert!(added.get("echo").is_some(), "a held snapshot keeps its tools");
     assert!(removed.version() > added.version());
     let restored = registry.restore(added.version()).unwrap();
     assert!(restored.get("echo").is_some());
@@ -124,9 +117,7 @@ fn replace_swaps_a_tool_and_remove_needs_one() {
 fn custom_tools_need_an_object_input_and_an_output_schema() {
     assert_eq!(
         custom("echo", echo_input(), None).unwrap_err(),
-        RegistryError::MissingOutputSchema {
-            tool: "echo".into()
-        }
+        RegistryError::MissingOutputSchema { tool: "echo".into() }
     );
     assert!(matches!(
         custom("echo", json!({"type": "string"}), Some(echo_output())),
@@ -175,8 +166,7 @@ fn custom_tools_take_the_native_path_with_validation() {
 #[test]
 fn a_result_that_breaks_the_output_schema_is_an_execution_failure() {
     let registry = Arc::new(Registry::new());
-    let strict_output =
-        json!({"type": "object", "properties": {"echo": {"type": "string"}}, "required": ["echo"]});
+    let strict_output = json!({"type": "object", "properties": {"echo": {"type": "string"}}, "required": ["echo"]});
     registry
         .register(custom("echo", echo_input(), Some(strict_output)).unwrap())
         .unwrap();
@@ -202,24 +192,16 @@ fn a_result_that_breaks_the_output_schema_is_an_execution_failure() {
 #[test]
 fn legacy_text_tools_register_only_through_the_adapter_and_say_so() {
     let registry = Arc::new(Registry::with_catalog(common::TEST_CATALOG).unwrap());
-    let legacy = LegacyTextTool::new("shout", "Upper-case the input.", |s: String| {
-        s.to_uppercase()
-    })
-    .effect(Effect::None)
-    .into_definition()
-    .unwrap();
+    let legacy = LegacyTextTool::new("shout", "Upper-case the input.", |s: String| s.to_uppercase())
+        .effect(Effect::None)
+        .into_definition()
+        .unwrap();
     registry.register(legacy).unwrap();
     let snapshot = registry.snapshot();
     let d = snapshot.get("shout").unwrap().descriptor();
     assert!(d.compatibility_only);
     assert!(d.description.starts_with("[compatibility-only]"));
-    assert!(
-        !snapshot
-            .get("record")
-            .unwrap()
-            .descriptor()
-            .compatibility_only
-    );
+    assert!(!snapshot.get("record").unwrap().descriptor().compatibility_only);
 
     let runtime = Runtime::new(
         registry,
@@ -230,11 +212,7 @@ fn legacy_text_tools_register_only_through_the_adapter_and_say_so() {
     let before = adapter_calls();
     let native = block_on(runtime.execute_call(Call::new("record", json!({"count": 1}))));
     assert!(matches!(native, Outcome::Ok { .. }));
-    assert_eq!(
-        adapter_calls(),
-        before,
-        "the native path went through a compat adapter"
-    );
+    assert_eq!(adapter_calls(), before, "the native path went through a compat adapter");
     let outcome = block_on(runtime.execute_call(Call::new("shout", json!({"input": "hé|y"}))));
     assert_eq!(
         outcome,

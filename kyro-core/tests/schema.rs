@@ -9,12 +9,7 @@ use serde_json::{Value, json};
 fn record_schema() -> Value {
     let registry = Registry::with_catalog(common::TEST_CATALOG).unwrap();
     let snapshot = registry.snapshot();
-    snapshot
-        .get("record")
-        .unwrap()
-        .descriptor()
-        .input_schema
-        .clone()
+    snapshot.get("record").unwrap().descriptor().input_schema.clone()
 }
 
 fn walk(v: &Value, f: &mut dyn FnMut(&serde_json::Map<String, Value>)) {
@@ -37,10 +32,7 @@ fn canonical_input_is_closed_inlined_and_bounded() {
     let mut objects = 0;
     walk(&schema, &mut |m| {
         assert!(!m.contains_key("$ref") && !m.contains_key("$defs"), "{m:?}");
-        assert!(
-            !m.contains_key("format"),
-            "numeric formats become bounds: {m:?}"
-        );
+        assert!(!m.contains_key("format"), "numeric formats become bounds: {m:?}");
         if m.contains_key("properties") {
             objects += 1;
             assert_eq!(m["additionalProperties"], false);
@@ -53,10 +45,7 @@ fn canonical_input_is_closed_inlined_and_bounded() {
     assert_eq!(schema["properties"]["offset"]["maximum"], i64::MAX);
     assert_eq!(schema["required"], json!(["count"]));
     for (name, property) in schema["properties"].as_object().unwrap() {
-        assert!(
-            property["description"].is_string(),
-            "{name} has a description"
-        );
+        assert!(property["description"].is_string(), "{name} has a description");
     }
 }
 
@@ -118,12 +107,8 @@ fn another_dialect_is_refused_and_2020_12_is_stripped() {
         canonicalize(old, Role::Output),
         Err(SchemaError::Dialect { .. })
     ));
-    let current =
-        json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object"});
-    assert_eq!(
-        canonicalize(current, Role::Output).unwrap(),
-        json!({"type": "object"})
-    );
+    let current = json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object"});
+    assert_eq!(canonicalize(current, Role::Output).unwrap(), json!({"type": "object"}));
 }
 
 #[test]
@@ -148,7 +133,8 @@ fn an_input_property_without_description_is_refused() {
 
 #[test]
 fn an_unknown_string_format_is_refused() {
-    let schema = json!({"type": "object", "properties": {"a": {"type": "string", "format": "color", "description": "a"}}});
+    let schema =
+        json!({"type": "object", "properties": {"a": {"type": "string", "format": "color", "description": "a"}}});
     assert!(matches!(
         canonicalize(schema, Role::Input),
         Err(SchemaError::Format { .. })

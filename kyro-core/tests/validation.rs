@@ -31,10 +31,7 @@ fn coercion_attempts_are_violations() {
         (json!({"count": true}), "/count"),
         (json!({"count": 1, "ratio": "0.5"}), "/ratio"),
         (json!({"count": 1, "mode": "slow"}), "/mode"),
-        (
-            json!({"count": 1, "offset": 9223372036854775808u64}),
-            "/offset",
-        ),
+        (json!({"count": 1, "offset": 9223372036854775808u64}), "/offset"),
     ] {
         let outcome = run(&rt, "record", args.clone());
         assert_eq!(pointers(&outcome), [pointer], "{args} {outcome:?}");
@@ -48,20 +45,12 @@ fn a_missing_required_field_is_reported_at_the_object() {
         panic!("{outcome:?}")
     };
     assert_eq!(violations[0].pointer, "");
-    assert!(
-        violations[0].message.contains("count"),
-        "{}",
-        violations[0].message
-    );
+    assert!(violations[0].message.contains("count"), "{}", violations[0].message);
 }
 
 #[test]
 fn valid_arguments_run_and_the_result_is_returned() {
-    let outcome = run(
-        &runtime(),
-        "rec",
-        json!({"count": 3, "ratio": 1.0, "mode": "fast"}),
-    );
+    let outcome = run(&runtime(), "rec", json!({"count": 3, "ratio": 1.0, "mode": "fast"}));
     assert_eq!(
         outcome,
         Outcome::Ok {
@@ -81,10 +70,7 @@ fn nothing_runs_when_the_arguments_are_invalid() {
         json!({"count": 1, "n": 2}),
         json!(null),
     ] {
-        assert!(matches!(
-            run(&rt, "record", args),
-            Outcome::InvalidArguments { .. }
-        ));
+        assert!(matches!(run(&rt, "record", args), Outcome::InvalidArguments { .. }));
     }
     assert!(matches!(
         run(&rt, "no_such_tool", json!({"count": 1})),
@@ -96,18 +82,12 @@ fn nothing_runs_when_the_arguments_are_invalid() {
 #[test]
 fn an_argument_alias_is_rewritten_and_a_conflict_is_refused() {
     let rt = runtime();
-    assert!(matches!(
-        run(&rt, "record", json!({"n": 2})),
-        Outcome::Ok { .. }
-    ));
+    assert!(matches!(run(&rt, "record", json!({"n": 2})), Outcome::Ok { .. }));
     assert!(matches!(
         run(&rt, "record", json!({"n": 2, "count": 2})),
         Outcome::Ok { .. }
     ));
-    assert_eq!(
-        pointers(&run(&rt, "record", json!({"n": 2, "count": 3}))),
-        ["/n"]
-    );
+    assert_eq!(pointers(&run(&rt, "record", json!({"n": 2, "count": 3}))), ["/n"]);
 }
 
 #[test]
@@ -161,8 +141,7 @@ fn edge_parsing_refuses_duplicates_nonfinite_numbers_and_non_objects() {
         parse_arguments(r#"{"a": 1} trailing"#),
         Err(ArgumentsError::Syntax { .. })
     ));
-    let parsed =
-        parse_arguments(r#"{"a": [1, {"b": "|é\r\n"}], "c": 18446744073709551615}"#).unwrap();
+    let parsed = parse_arguments(r#"{"a": [1, {"b": "|é\r\n"}], "c": 18446744073709551615}"#).unwrap();
     assert_eq!(
         serde_json::Value::Object(parsed),
         json!({"a": [1, {"b": "|é\r\n"}], "c": u64::MAX})

@@ -56,11 +56,7 @@ impl<'a> Tool<'a> {
 
     fn parse_args(&mut self, errors: &Errors, args: TokenStream) {
         let parser = syn::meta::parser(|meta| {
-            let key = meta
-                .path
-                .get_ident()
-                .map(|i| i.to_string())
-                .unwrap_or_default();
+            let key = meta.path.get_ident().map(|i| i.to_string()).unwrap_or_default();
             let known = [
                 attr::NAME,
                 attr::TITLE,
@@ -89,8 +85,7 @@ impl<'a> Tool<'a> {
                 attr::EFFECT => &mut self.effect,
                 attr::APPROVAL => &mut self.approval,
                 attr::ALIASES => {
-                    self.aliases
-                        .extend(attr::lit_str_array(errors, &key, &value));
+                    self.aliases.extend(attr::lit_str_array(errors, &key, &value));
                     return Ok(());
                 }
                 _ => {
@@ -174,9 +169,7 @@ fn field<'a>(errors: &Errors, field: &'a syn::Field) -> Field<'a> {
         let result = a.parse_nested_meta(|meta| {
             if meta.path.is_ident(attr::ALIAS) {
                 let value: Expr = meta.value()?.parse()?;
-                parsed
-                    .aliases
-                    .extend(attr::lit_str(errors, attr::ALIAS, &value));
+                parsed.aliases.extend(attr::lit_str(errors, attr::ALIAS, &value));
             } else if meta.path.is_ident(attr::ANY_VALUE) {
                 parsed.any_value = true;
             } else {

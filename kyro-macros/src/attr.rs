@@ -33,11 +33,7 @@ pub fn serde_keys(errors: &Errors, attrs: &[Attribute]) -> Vec<SerdeKey> {
     let mut keys = Vec::new();
     for attr in attrs.iter().filter(|a| a.path().is_ident("serde")) {
         let result = attr.parse_nested_meta(|meta| {
-            let key = meta
-                .path
-                .get_ident()
-                .map(|i| i.to_string())
-                .unwrap_or_default();
+            let key = meta.path.get_ident().map(|i| i.to_string()).unwrap_or_default();
             keys.push(SerdeKey {
                 key,
                 span: meta.path.span(),
@@ -81,9 +77,7 @@ pub fn skip_value(input: ParseStream) -> syn::Result<()> {
 /// A string literal value: `key = "..."`.
 pub fn lit_str(errors: &Errors, key: &str, expr: &Expr) -> Option<LitStr> {
     match expr {
-        Expr::Lit(ExprLit {
-            lit: Lit::Str(s), ..
-        }) => Some(s.clone()),
+        Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => Some(s.clone()),
         other => {
             errors.at(
                 other,
@@ -97,11 +91,7 @@ pub fn lit_str(errors: &Errors, key: &str, expr: &Expr) -> Option<LitStr> {
 /// An array of string literals: `key = ["a", "b"]`.
 pub fn lit_str_array(errors: &Errors, key: &str, expr: &Expr) -> Vec<LitStr> {
     match expr {
-        Expr::Array(array) => array
-            .elems
-            .iter()
-            .filter_map(|e| lit_str(errors, key, e))
-            .collect(),
+        Expr::Array(array) => array.elems.iter().filter_map(|e| lit_str(errors, key, e)).collect(),
         other => {
             errors.at(
                 other,
@@ -119,9 +109,7 @@ pub fn doc_comment(attrs: &[Attribute]) -> Option<String> {
         .filter(|a| a.path().is_ident("doc"))
         .filter_map(|a| match &a.meta {
             syn::Meta::NameValue(nv) => match &nv.value {
-                Expr::Lit(ExprLit {
-                    lit: Lit::Str(s), ..
-                }) => Some(s.value()),
+                Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => Some(s.value()),
                 _ => None,
             },
             _ => None,

@@ -49,10 +49,7 @@ fn container(errors: &Errors, tool: &Tool) {
     }
     match &tool.name {
         Some(name) => check_name(errors, name, "tool name"),
-        None => errors.at_span(
-            tool.span(),
-            "missing `name`: write #[tool(name = \"my_tool\", ...)]",
-        ),
+        None => errors.at_span(tool.span(), "missing `name`: write #[tool(name = \"my_tool\", ...)]"),
     }
     match &tool.category {
         Some(category) => {
@@ -86,10 +83,7 @@ fn container(errors: &Errors, tool: &Tool) {
     {
         errors.at(
             approval,
-            format_args!(
-                "unknown approval `{}`; expected auto or required",
-                approval.value()
-            ),
+            format_args!("unknown approval `{}`; expected auto or required", approval.value()),
         );
     }
     if let Some(title) = tool.title.as_ref().filter(|t| t.value().trim().is_empty()) {
@@ -100,10 +94,7 @@ fn container(errors: &Errors, tool: &Tool) {
         check_name(errors, alias, "alias");
         let value = alias.value();
         if tool.name.as_ref().is_some_and(|n| n.value() == value) {
-            errors.at(
-                alias,
-                format_args!("alias `{value}` is the tool's own name; remove it"),
-            );
+            errors.at(alias, format_args!("alias `{value}` is the tool's own name; remove it"));
         } else if seen.contains(&value) {
             errors.at(
                 alias,
@@ -211,18 +202,12 @@ fn field_type(errors: &Errors, ty: &Type, any_value: bool, inside_option: bool) 
         _ => Vec::new(),
     };
     match name.as_str() {
-        "f32" => errors.at(
-            ty,
-            "`f32` silently becomes infinity past its range; use `f64`",
-        ),
+        "f32" => errors.at(ty, "`f32` silently becomes infinity past its range; use `f64`"),
         "u128" | "i128" => errors.at(
             ty,
             "128-bit integers do not survive JSON numbers; use a 64-bit integer or a string",
         ),
-        "Value"
-            if !any_value
-                && (segments.len() == 1 || segments.iter().any(|s| s == "serde_json")) =>
-        {
+        "Value" if !any_value && (segments.len() == 1 || segments.iter().any(|s| s == "serde_json")) => {
             errors.at(
                 ty,
                 "an untyped `serde_json::Value` argument has no schema; use a typed struct, or opt in with #[tool(any_value)]",
@@ -272,10 +257,7 @@ fn field_aliases(errors: &Errors, fields: &[Field]) {
         for alias in &field.aliases {
             let value = alias.value();
             if !is_snake(&value) {
-                errors.at(
-                    alias,
-                    "an argument alias must be snake_case, like \"file_path\"",
-                );
+                errors.at(alias, "an argument alias must be snake_case, like \"file_path\"");
             }
             match owners.get(&value) {
                 Some(owner) if *field.ident == owner.as_str() && value == *owner => {
@@ -286,9 +268,7 @@ fn field_aliases(errors: &Errors, fields: &[Field]) {
                 }
                 Some(owner) => errors.at(
                     alias,
-                    format_args!(
-                        "alias `{value}` collides with argument `{owner}`; pick another alias"
-                    ),
+                    format_args!("alias `{value}` collides with argument `{owner}`; pick another alias"),
                 ),
                 None => {
                     owners.insert(value, field.ident.to_string());

@@ -36,10 +36,7 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
     }
 }
 
-fn expand_tool(
-    args: proc_macro2::TokenStream,
-    item: &syn::DeriveInput,
-) -> syn::Result<proc_macro2::TokenStream> {
+fn expand_tool(args: proc_macro2::TokenStream, item: &syn::DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
     let errors = errors::Errors::default();
     let input = ast::Tool::from_syn(&errors, args, item);
     check::all(&errors, &input);

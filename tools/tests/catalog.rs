@@ -66,18 +66,11 @@ fn check_tool(entry: &ToolEntry, registry: &Registry) -> usize {
     let snapshot = registry.snapshot();
     let tool = snapshot.get(entry.spec.name).expect("registered");
     let schema = &tool.descriptor().input_schema;
-    let properties = schema["properties"]
-        .as_object()
-        .cloned()
-        .unwrap_or_default();
+    let properties = schema["properties"].as_object().cloned().unwrap_or_default();
     let required: Vec<String> = schema
         .get("required")
         .and_then(Value::as_array)
-        .map(|r| {
-            r.iter()
-                .filter_map(|v| v.as_str().map(str::to_owned))
-                .collect()
-        })
+        .map(|r| r.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
         .unwrap_or_default();
     let mut base = Map::new();
     for name in &required {
@@ -94,11 +87,7 @@ fn check_tool(entry: &ToolEntry, registry: &Registry) -> usize {
             .unwrap_or_else(|| panic!("{}: no valid value found for `{name}`", entry.spec.name));
         base.insert(name.clone(), valid);
     }
-    let mut objects = vec![
-        Value::Object(base.clone()),
-        json!({}),
-        json!({"unknown": 1}),
-    ];
+    let mut objects = vec![Value::Object(base.clone()), json!({}), json!({"unknown": 1})];
     let mut all_optional = base.clone();
     for (name, sub) in &properties {
         for candidate in candidates(sub) {
@@ -128,11 +117,7 @@ fn check_tool(entry: &ToolEntry, registry: &Registry) -> usize {
             );
         }
     }
-    assert!(
-        accepted > 0,
-        "{}: no candidate object was valid",
-        entry.spec.name
-    );
+    assert!(accepted > 0, "{}: no candidate object was valid", entry.spec.name);
     accepted
 }
 
@@ -143,10 +128,7 @@ fn whatever_the_validator_accepts_deserializes_for_every_builtin() {
     for entry in BUILTINS {
         total += check_tool(entry, &registry);
     }
-    assert!(
-        total >= BUILTINS.len() * 5,
-        "too few accepted objects: {total}"
-    );
+    assert!(total >= BUILTINS.len() * 5, "too few accepted objects: {total}");
 }
 
 #[test]
@@ -202,10 +184,6 @@ fn every_descriptor_is_complete_and_consistent() {
         );
         assert!(!d.compatibility_only);
         let text = d.input_schema.to_string() + &d.output_schema.to_string();
-        assert!(
-            !text.contains("$ref") && !text.contains("$defs"),
-            "{}",
-            d.name
-        );
+        assert!(!text.contains("$ref") && !text.contains("$defs"), "{}", d.name);
     }
 }

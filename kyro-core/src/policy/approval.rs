@@ -15,9 +15,8 @@ pub struct Fingerprint(String);
 impl Fingerprint {
     /// The canonical snapshot of a call and its fingerprint.
     pub fn of(tool: &str, arguments: &Value) -> (String, Fingerprint) {
-        let canonical =
-            serde_json_canonicalizer::to_string(&json!({ "tool": tool, "arguments": arguments }))
-                .expect("a JSON value always canonicalizes");
+        let canonical = serde_json_canonicalizer::to_string(&json!({ "tool": tool, "arguments": arguments }))
+            .expect("a JSON value always canonicalizes");
         let digest = Sha256::digest(canonical.as_bytes());
         let hex = digest.iter().map(|b| format!("{b:02x}")).collect();
         (canonical, Fingerprint(hex))

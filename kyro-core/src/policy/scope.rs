@@ -279,8 +279,7 @@ impl Scope {
     fn confine_in(&self, root: &Arc<RootGrant>, given: &str) -> Result<ConfinedPath, PathDenial> {
         let path = Path::new(given);
         let relative = if path.is_absolute() {
-            path.strip_prefix(&root.path)
-                .map_err(|_| PathDenial::OutsideRoots)?
+            path.strip_prefix(&root.path).map_err(|_| PathDenial::OutsideRoots)?
         } else {
             path
         };

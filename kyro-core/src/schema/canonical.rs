@@ -79,9 +79,7 @@ pub enum SchemaError {
         keyword: String,
     },
     /// A `$ref` left after inlining, which means a recursive type.
-    #[error(
-        "`$ref` at `{pointer}`: recursive or referenced types cannot be inlined; use a non-recursive type"
-    )]
+    #[error("`$ref` at `{pointer}`: recursive or referenced types cannot be inlined; use a non-recursive type")]
     Reference {
         /// JSON pointer into the schema.
         pointer: String,
@@ -93,9 +91,7 @@ pub enum SchemaError {
         found: String,
     },
     /// An `anyOf` that is not "a type or null" (an untagged enum).
-    #[error(
-        "`anyOf` at `{pointer}` is not `[T, null]`; untagged enums are ambiguous, use an internally tagged enum"
-    )]
+    #[error("`anyOf` at `{pointer}` is not `[T, null]`; untagged enums are ambiguous, use an internally tagged enum")]
     Untagged {
         /// JSON pointer into the schema.
         pointer: String,
@@ -206,8 +202,7 @@ impl Walker {
         if let Some(Value::Object(properties)) = map.get_mut("properties") {
             for (name, sub) in properties.iter_mut() {
                 let at = format!("{pointer}/properties/{}", escape(name));
-                if self.role == Role::Input && sub.get("description").is_none() && !sub.is_boolean()
-                {
+                if self.role == Role::Input && sub.get("description").is_none() && !sub.is_boolean() {
                     return Err(SchemaError::MissingDescription { pointer: at });
                 }
                 self.node(sub, &at)?;

@@ -15,10 +15,7 @@ use serde_json::Value;
 ///
 /// [`canonicalize`] turns it into the canonical form served to clients.
 pub fn generate_input<T: JsonSchema>() -> Value {
-    settings()
-        .into_generator()
-        .into_root_schema_for::<T>()
-        .to_value()
+    settings().into_generator().into_root_schema_for::<T>().to_value()
 }
 
 /// The raw output schema of `T` (what serializes): fields skipped when empty are optional.

@@ -37,9 +37,7 @@ impl CompiledSchema {
         let validator = jsonschema::draft202012::options()
             .should_validate_formats(true)
             .build(schema)
-            .map_err(|e| SchemaError::Malformed {
-                message: e.to_string(),
-            })?;
+            .map_err(|e| SchemaError::Malformed { message: e.to_string() })?;
         Ok(CompiledSchema {
             schema: schema.clone(),
             validator,
@@ -115,9 +113,7 @@ fn integer_literals(schema: &Value, instance: &Value, pointer: String, out: &mut
         Value::Array(items) => {
             let prefix = schema.get("prefixItems").and_then(Value::as_array);
             for (i, value) in items.iter().enumerate() {
-                let sub = prefix
-                    .and_then(|p| p.get(i))
-                    .or_else(|| schema.get("items"));
+                let sub = prefix.and_then(|p| p.get(i)).or_else(|| schema.get("items"));
                 if let Some(sub) = sub {
                     integer_literals(sub, value, format!("{pointer}/{i}"), out);
                 }
@@ -161,12 +157,10 @@ fn could_take(branch: &Value, instance: &Value) -> bool {
     }
     let tags = branch.get("properties").and_then(Value::as_object);
     match (instance, tags) {
-        (Value::Object(fields), Some(properties)) => {
-            properties.iter().all(|(key, sub)| match sub.get("const") {
-                Some(tag) => fields.get(key) == Some(tag),
-                None => true,
-            })
-        }
+        (Value::Object(fields), Some(properties)) => properties.iter().all(|(key, sub)| match sub.get("const") {
+            Some(tag) => fields.get(key) == Some(tag),
+            None => true,
+        }),
         _ => true,
     }
 }

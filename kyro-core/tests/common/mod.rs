@@ -6,8 +6,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use kyro_core::{
-    Call, Execute, Execution, Outcome, Policy, Registry, Runtime, ToolContext, ToolError,
-    Workspace, WorkspacePath, tool,
+    Call, Execute, Execution, Outcome, Policy, Registry, Runtime, ToolContext, ToolError, Workspace, WorkspacePath,
+    tool,
 };
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -83,8 +83,7 @@ pub fn runtime() -> Runtime {
 
 pub fn runtime_in(root: &Path, policy: &Policy) -> Runtime {
     let registry = Arc::new(Registry::with_catalog(TEST_CATALOG).expect("test catalog registers"));
-    Runtime::new(registry, Workspace::new(root).expect("workspace"), policy)
-        .expect("policy applies")
+    Runtime::new(registry, Workspace::new(root).expect("workspace"), policy).expect("policy applies")
 }
 
 pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
@@ -127,9 +126,7 @@ impl Execute for Touch {
         let path = cx.path(&self.path)?;
         let before = path.read().ok();
         path.write_atomic(self.content.as_bytes(), before.as_deref())?;
-        Ok(Touched {
-            path: path.display(),
-        })
+        Ok(Touched { path: path.display() })
     }
 }
 
@@ -201,12 +198,7 @@ impl Execute for Big {
 }
 
 /// Compute nothing, but always ask first.
-#[tool(
-    name = "guarded",
-    category = "testing",
-    effect = "none",
-    approval = "required"
-)]
+#[tool(name = "guarded", category = "testing", effect = "none", approval = "required")]
 pub struct Guarded {
     /// A value.
     pub value: u32,
@@ -223,9 +215,7 @@ impl Execute for Guarded {
 
 pub fn pointers(outcome: &Outcome) -> Vec<String> {
     match outcome {
-        Outcome::InvalidArguments { violations, .. } => {
-            violations.iter().map(|v| v.pointer.clone()).collect()
-        }
+        Outcome::InvalidArguments { violations, .. } => violations.iter().map(|v| v.pointer.clone()).collect(),
         other => panic!("expected invalid_arguments, got {other:?}"),
     }
 }

@@ -55,17 +55,12 @@ impl Execute for Calculate {
     async fn run(self, _cx: &ToolContext) -> Result<Calculation, ToolError> {
         // An immutable, empty context: assignments and variables are refused by the evaluator.
         let context = HashMapContext::<DefaultNumericTypes>::new();
-        let evaluated = evalexpr::eval_with_context(&self.expression, &context).map_err(|e| {
-            ToolError::Evaluation {
-                message: e.to_string(),
-            }
-        })?;
+        let evaluated = evalexpr::eval_with_context(&self.expression, &context)
+            .map_err(|e| ToolError::Evaluation { message: e.to_string() })?;
         let (kind, value, text) = match evaluated {
             Evaluated::Int(i) => (ResultKind::Integer, Value::from(i), i.to_string()),
             Evaluated::Float(f) if !f.is_finite() => {
-                return Err(ToolError::NonFinite {
-                    value: f.to_string(),
-                });
+                return Err(ToolError::NonFinite { value: f.to_string() });
             }
             Evaluated::Float(f) => (ResultKind::Float, Value::from(f), f.to_string()),
             Evaluated::Boolean(b) => (ResultKind::Boolean, Value::Bool(b), b.to_string()),
@@ -92,18 +87,12 @@ mod tests {
     use crate::testing::{call, failed, ok, workspace};
 
     fn calc(expression: &str) -> kyro_core::Outcome {
-        call(
-            workspace().path(),
-            "calculate",
-            json!({ "expression": expression }),
-        )
+        call(workspace().path(), "calculate", json!({ "expression": expression }))
     }
 
     #[test]
     fn integers_are_exact_and_floats_are_floats() {
-        let r = ok(calc(
-            "(2 + 3) * 7 - 9223372036854775807 + 9223372036854775807",
-        ));
+        let r = ok(calc("(2 + 3) * 7 - 9223372036854775807 + 9223372036854775807"));
         assert_eq!(
             (r["kind"].clone(), r["value"].clone(), r["text"].clone()),
             (json!("integer"), json!(35), json!("35"))
@@ -114,10 +103,7 @@ mod tests {
         assert_eq!(r["kind"], "float");
         assert_eq!(r["value"], std::f64::consts::SQRT_2);
         let r = ok(calc("3 > 2 && !(1 == 2)"));
-        assert_eq!(
-            (r["kind"].clone(), r["value"].clone()),
-            (json!("boolean"), json!(true))
-        );
+        assert_eq!((r["kind"].clone(), r["value"].clone()), (json!("boolean"), json!(true)));
     }
 
     #[test]
@@ -142,9 +128,6 @@ mod tests {
 
     #[test]
     fn a_string_result_is_not_a_number() {
-        assert!(matches!(
-            failed(calc("\"a\" + \"b\"")),
-            ToolError::Evaluation { .. }
-        ));
+        assert!(matches!(failed(calc("\"a\" + \"b\"")), ToolError::Evaluation { .. }));
     }
 }

@@ -71,9 +71,7 @@ mod tests {
                 "tool_describe",
                 json!({"names": ["read_file", "nope"]})
             )),
-            ToolError::UnknownTool {
-                name: "nope".into()
-            }
+            ToolError::UnknownTool { name: "nope".into() }
         );
     }
 }

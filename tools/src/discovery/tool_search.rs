@@ -57,11 +57,7 @@ impl Execute for ToolSearch {
     type Output = SearchResults;
 
     async fn run(self, cx: &ToolContext) -> Result<SearchResults, ToolError> {
-        let words: Vec<String> = self
-            .query
-            .split_whitespace()
-            .map(str::to_lowercase)
-            .collect();
+        let words: Vec<String> = self.query.split_whitespace().map(str::to_lowercase).collect();
         let mut hits: Vec<SearchHit> = cx
             .catalog()
             .descriptors()
@@ -126,18 +122,10 @@ mod tests {
 
     #[test]
     fn finds_tools_by_name_and_description_words_best_first() {
-        let r = ok(call(
-            workspace().path(),
-            "tool_search",
-            json!({"query": "read file"}),
-        ));
+        let r = ok(call(workspace().path(), "tool_search", json!({"query": "read file"})));
         assert_eq!(r["tools"][0]["name"], "read_file");
         assert_eq!(r["tools"][0]["effect"], "read");
-        let r = ok(call(
-            workspace().path(),
-            "tool_search",
-            json!({"query": "expression"}),
-        ));
+        let r = ok(call(workspace().path(), "tool_search", json!({"query": "expression"})));
         assert_eq!(r["tools"][0]["name"], "calculate");
     }
 
@@ -167,14 +155,7 @@ mod tests {
 
     #[test]
     fn no_match_is_an_empty_result() {
-        let r = ok(call(
-            workspace().path(),
-            "tool_search",
-            json!({"query": "zzzqqq"}),
-        ));
-        assert_eq!(
-            r,
-            json!({"tools": [], "total_matches": 0, "truncated": false})
-        );
+        let r = ok(call(workspace().path(), "tool_search", json!({"query": "zzzqqq"})));
+        assert_eq!(r, json!({"tools": [], "total_matches": 0, "truncated": false}));
     }
 }

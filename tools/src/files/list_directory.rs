@@ -123,11 +123,7 @@ mod tests {
                 {"name": "link", "kind": "symlink", "size": null},
             ])
         );
-        let all = ok(call(
-            ws.path(),
-            "list_directory",
-            json!({"include_hidden": true}),
-        ));
+        let all = ok(call(ws.path(), "list_directory", json!({"include_hidden": true})));
         assert_eq!(all["entries"][0]["name"], ".hidden");
     }
 
@@ -137,11 +133,7 @@ mod tests {
         for i in 0..5 {
             std::fs::write(ws.path().join(format!("f{i}")), "").unwrap();
         }
-        let listing = ok(call(
-            ws.path(),
-            "list_directory",
-            json!({"path": ".", "limit": 2}),
-        ));
+        let listing = ok(call(ws.path(), "list_directory", json!({"path": ".", "limit": 2})));
         assert_eq!(listing["entries"].as_array().unwrap().len(), 2);
         assert_eq!(listing["truncated"], true);
     }
@@ -156,9 +148,7 @@ mod tests {
         );
         assert_eq!(
             failed(call(ws.path(), "list_directory", json!({"path": "nope"}))),
-            ToolError::NotFound {
-                path: "nope".into()
-            }
+            ToolError::NotFound { path: "nope".into() }
         );
         assert_eq!(
             denied_path(call(ws.path(), "list_directory", json!({"path": ".."}))),

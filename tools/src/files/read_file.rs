@@ -57,9 +57,7 @@ impl Execute for ReadFile {
         let given = self.path.as_str().to_owned();
         let bytes = read_text_bytes(&cx.path(&self.path)?)?;
         let sha256 = sha256_hex(&bytes);
-        let text = String::from_utf8(bytes).map_err(|_| ToolError::BinaryFile {
-            path: given.clone(),
-        })?;
+        let text = String::from_utf8(bytes).map_err(|_| ToolError::BinaryFile { path: given.clone() })?;
         let lines: Vec<&str> = text.split_inclusive('\n').collect();
         let total = lines.len() as u64;
         let offset = self.offset.unwrap_or(1);
@@ -157,11 +155,7 @@ mod tests {
         let ws = workspace();
         std::fs::write(ws.path().join("f"), "one\n").unwrap();
         assert_eq!(
-            failed(call(
-                ws.path(),
-                "read_file",
-                json!({"path": "f", "offset": 3})
-            )),
+            failed(call(ws.path(), "read_file", json!({"path": "f", "offset": 3}))),
             ToolError::OffsetOutOfRange {
                 path: "f".into(),
                 offset: 3,

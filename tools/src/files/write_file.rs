@@ -9,12 +9,7 @@ use serde::Serialize;
 /// The content is written exactly as given, through a temporary file renamed into place, so
 /// a reader never sees half a file. With `expected_sha256`, the write is refused when the
 /// file changed since it was read.
-#[tool(
-    name = "write_file",
-    title = "Write file",
-    category = "files",
-    effect = "write"
-)]
+#[tool(name = "write_file", title = "Write file", category = "files", effect = "write")]
 pub struct WriteFile {
     /// Path of the file, relative to the workspace root.
     #[tool(alias = "file_path")]
@@ -103,24 +98,13 @@ mod tests {
                 "write_file",
                 json!({"path": "f.txt", "content": content}),
             ));
-            assert_eq!(
-                std::fs::read_to_string(ws.path().join("f.txt")).unwrap(),
-                content
-            );
+            assert_eq!(std::fs::read_to_string(ws.path().join("f.txt")).unwrap(), content);
             assert_eq!(written["sha256"], sha256_hex(content.as_bytes()));
             assert_eq!(written["bytes"], content.len());
         }
-        let first = ok(call(
-            ws.path(),
-            "write_file",
-            json!({"path": "g.txt", "content": "x"}),
-        ));
+        let first = ok(call(ws.path(), "write_file", json!({"path": "g.txt", "content": "x"})));
         assert_eq!(first["created"], true);
-        let second = ok(call(
-            ws.path(),
-            "write_file",
-            json!({"path": "g.txt", "content": "y"}),
-        ));
+        let second = ok(call(ws.path(), "write_file", json!({"path": "g.txt", "content": "y"})));
         assert_eq!(second["created"], false);
     }
 
@@ -159,11 +143,7 @@ mod tests {
     fn a_missing_parent_needs_create_dirs() {
         let ws = workspace();
         assert_eq!(
-            failed(call(
-                ws.path(),
-                "write_file",
-                json!({"path": "a/b/f", "content": "x"})
-            )),
+            failed(call(ws.path(), "write_file", json!({"path": "a/b/f", "content": "x"}))),
             ToolError::NotFound { path: "a/b".into() }
         );
         ok(call(
@@ -171,10 +151,7 @@ mod tests {
             "write_file",
             json!({"path": "a/b/f", "content": "x", "create_dirs": true}),
         ));
-        assert_eq!(
-            std::fs::read_to_string(ws.path().join("a/b/f")).unwrap(),
-            "x"
-        );
+        assert_eq!(std::fs::read_to_string(ws.path().join("a/b/f")).unwrap(), "x");
     }
 
     #[test]
@@ -182,11 +159,7 @@ mod tests {
         let ws = workspace();
         std::fs::create_dir(ws.path().join("d")).unwrap();
         assert_eq!(
-            failed(call(
-                ws.path(),
-                "write_file",
-                json!({"path": "d", "content": "x"})
-            )),
+            failed(call(ws.path(), "write_file", json!({"path": "d", "content": "x"}))),
             ToolError::NotAFile { path: "d".into() }
         );
     }
@@ -200,11 +173,7 @@ mod tests {
         symlink(parent.path().join("dangling"), root.join("dangle")).unwrap();
         for path in ["up/escaped", "dangle", "../escaped"] {
             assert_eq!(
-                denied_path(call(
-                    &root,
-                    "write_file",
-                    json!({"path": path, "content": "x"})
-                )),
+                denied_path(call(&root, "write_file", json!({"path": path, "content": "x"}))),
                 PathDenial::OutsideRoots,
                 "{path}"
             );

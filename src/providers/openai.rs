@@ -1,0 +1,198 @@
+//! OpenAI strict function tools: every object closed, every property required (optional
+//! ones nullable), a reduced keyword set; and incoming `arguments` strings.
+
+use kyro_core::{ArgumentsError, ToolDescriptor, parse_arguments};
+use serde_json::{Map, Value, json};
+
+use super::{ExportError, Exported, Relaxed, admits_null, describe_relaxed, escape};
+
+const DIALECT: &str = "openai";
+
+/// Keywords strict mode accepts (constraints and structure).
+const KEPT: &[&str] = &[
+    "type",
+    "description",
+    "title",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "enum",
+    "const",
+    "anyOf",
+    "pattern",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minItems",
+    "maxItems",
+];
+/// Annotations strict mode refuses and that constrain nothing: left out.
+const ANNOTATIONS: &[&str] = &["examples", "readOnly", "writeOnly", "deprecated"];
+/// String formats strict mode knows.
+const FORMATS: &[&str] = &[
+    "date-time",
+    "time",
+    "date",
+    "duration",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "uuid",
+];
+
+/// `{"type": "function", "function": {name, description, parameters, strict: true}}`.
+pub fn export(d: &ToolDescriptor) -> Result<Exported, ExportError> {
+    let name_ok = !d.name.is_empty()
+        && d.name.len() <= 64
+        && d.name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if !name_ok {
+        return Err(ExportError::Name {
+            dialect: DIALECT,
+            tool: d.name.clone(),
+        });
+    }
+    let mut relaxed = Vec::new();
+    let parameters = strict(&d.name, &d.input_schema, "", &mut relaxed)?;
+    Ok(Exported {
+        definition: json!({
+            "type": "function",
+            "function": {
+                "name": d.name,
+                "description": d.description,
+                "parameters": parameters,
+                "strict": true,
+            }
+        }),
+        relaxed,
+    })
+}
+
+fn unsupported(tool: &str, pointer: &str, what: &str) -> ExportError {
+    ExportError::Unsupported {
+        dialect: DIALECT,
+        tool: tool.to_owned(),
+        pointer: pointer.to_owned(),
+        what: what.to_owned(),
+    }
+}
+
+fn strict(tool: &str, schema: &Value, pointer: &str, relaxed: &mut Vec<Relaxed>) -> Result<Value, ExportError> {
+    let Some(map) = schema.as_object() else {
+        return Err(unsupported(tool, pointer, "an untyped value (`true` schema)"));
+    };
+    if map.contains_key("oneOf") {
+        return Err(unsupported(tool, pointer, "`oneOf` (strict mode has only `anyOf`)"));
+    }
+    if !map.contains_key("type")
+        && !map.contains_key("anyOf")
+        && !map.contains_key("enum")
+        && !map.contains_key("const")
+    {
+        return Err(unsupported(tool, pointer, "an untyped value"));
+    }
+    let mut out = Map::new();
+    let mut moved = Vec::new();
+    for (key, value) in map {
+        match key.as_str() {
+            "properties" | "items" | "anyOf" | "required" => {}
+            "format" if value.as_str().is_some_and(|f| FORMATS.contains(&f)) => {
+                out.insert(key.clone(), value.clone());
+            }
+            k if KEPT.contains(&k) => {
+                out.insert(key.clone(), value.clone());
+            }
+            k if ANNOTATIONS.contains(&k) => {}
+            _ => {
+                moved.push((key.clone(), value.clone()));
+                relaxed.push(Relaxed {
+                    pointer: pointer.to_owned(),
+                    keyword: key.clone(),
+                    value: value.clone(),
+                });
+            }
+        }
+    }
+    describe_relaxed(&mut out, &moved);
+    if let Some(items) = map.get("items") {
+        out.insert(
+            "items".into(),
+            strict(tool, items, &format!("{pointer}/items"), relaxed)?,
+        );
+    }
+    if let Some(Value::Array(branches)) = map.get("anyOf") {
+        let mut exported = Vec::new();
+        for (i, branch) in branches.iter().enumerate() {
+            exported.push(strict(tool, branch, &format!("{pointer}/anyOf/{i}"), relaxed)?);
+        }
+        out.insert("anyOf".into(), Value::Array(exported));
+    }
+    if let Some(Value::Object(properties)) = map.get("properties") {
+        let required: Vec<&str> = map
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let mut exported = Map::new();
+        for (name, sub) in properties {
+            let at = format!("{pointer}/properties/{}", escape(name));
+            let mut property = strict(tool, sub, &at, relaxed)?;
+            if !required.contains(&name.as_str()) && !admits_null(&property) {
+                make_nullable(&mut property);
+            }
+            exported.insert(name.clone(), property);
+        }
+        out.insert(
+            "required".into(),
+            Value::Array(properties.keys().cloned().map(Value::String).collect()),
+        );
+        out.insert("properties".into(), Value::Object(exported));
+        out.insert("additionalProperties".into(), Value::Bool(false));
+    }
+    Ok(Value::Object(out))
+}
+
+/// Optional becomes nullable: strict mode requires every key.
+fn make_nullable(property: &mut Value) {
+    let Some(map) = property.as_object_mut() else {
+        return;
+    };
+    match map.get_mut("type") {
+        Some(Value::String(t)) => {
+            let t = t.clone();
+            map.insert("type".into(), json!([t, "null"]));
+        }
+        Some(Value::Array(ts)) => ts.push(json!("null")),
+        _ => {}
+    }
+    if let Some(Value::Array(values)) = map.get_mut("enum") {
+        values.push(Value::Null);
+    }
+}
+
+/// Parses an OpenAI tool call's `arguments` string once, at the edge, and undoes the
+/// export's nullability: `null` for an optional argument the canonical schema does not
+/// let be null means "absent".
+pub fn arguments(d: &ToolDescriptor, text: &str) -> Result<Map<String, Value>, ArgumentsError> {
+    let mut arguments = parse_arguments(text)?;
+    let properties = d.input_schema.get("properties").and_then(Value::as_object);
+    let required: Vec<&str> = d
+        .input_schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    arguments.retain(|key, value| {
+        let exported_nullable = !required.contains(&key.as_str())
+            && properties
+                .and_then(|p| p.get(key))
+                .is_some_and(|schema| !admits_null(schema));
+        !(value.is_null() && exported_nullable)
+    });
+    Ok(arguments)
+}
