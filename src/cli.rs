@@ -75,10 +75,13 @@ enum Command {
         #[arg(long, value_enum, value_name = "DIALECT")]
         from: Option<Dialect>,
     },
-    /// Serve the catalog over MCP on stdin/stdout.
+    /// Serve the catalog over MCP on stdin/stdout, or Streamable HTTP with --http.
     Mcp {
         #[command(flatten)]
         session: Session,
+        /// Serve Streamable HTTP on this loopback address (`127.0.0.1:PORT`) instead of stdio.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
     },
     /// Print the tool inventory document, or check the committed copy.
     Docs {
@@ -131,7 +134,7 @@ pub fn run() -> ExitCode {
             from,
         ),
         Command::Docs { check, path } => docs(&registry, check, &path),
-        Command::Mcp { session } => mcp(registry, &session),
+        Command::Mcp { session, http } => mcp(registry, &session, http),
     }
 }
 
@@ -258,12 +261,17 @@ fn async_runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
         .map_err(|e| fail(&format!("cannot start the async runtime: {e}")))
 }
 
-fn mcp(registry: Arc<Registry>, session: &Session) -> ExitCode {
+fn mcp(registry: Arc<Registry>, session: &Session, http: Option<std::net::SocketAddr>) -> ExitCode {
     let (runtime, executor) = match (open_runtime(registry, session), async_runtime()) {
         (Ok(r), Ok(e)) => (r, e),
         (Err(code), _) | (_, Err(code)) => return code,
     };
-    match executor.block_on(crate::mcp::KyroServer::new(runtime).serve_stdio()) {
+    let server = crate::mcp::KyroServer::new(runtime);
+    let served = match http {
+        Some(addr) => executor.block_on(server.serve_http(addr)),
+        None => executor.block_on(server.serve_stdio()),
+    };
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&format!("mcp: {e}")),
     }

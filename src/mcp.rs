@@ -4,6 +4,7 @@
 //! descriptors to MCP tools and `tools/call` to `Runtime::execute_call`. The `arguments`
 //! object is handed over unchanged: no string round trip.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use kyro_core::{Call, Outcome, Runtime, ToolDescriptor};
@@ -12,6 +13,8 @@ use rmcp::model::{
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
 
@@ -31,6 +34,26 @@ impl KyroServer {
     pub async fn serve_stdio(self) -> anyhow::Result<()> {
         let running = self.serve(rmcp::transport::stdio()).await?;
         running.waiting().await?;
+        Ok(())
+    }
+
+    /// Serves Streamable HTTP at `http://ADDR/mcp` until the process ends. Only loopback
+    /// addresses are accepted, and rmcp checks the `Host` header against them (DNS
+    /// rebinding). The bound address is announced on stderr, so `:0` picks a free port.
+    pub async fn serve_http(self, addr: SocketAddr) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            addr.ip().is_loopback(),
+            "--http serves on loopback only (127.0.0.1 or [::1]); `{addr}` is not"
+        );
+        let service: StreamableHttpService<KyroServer, LocalSessionManager> = StreamableHttpService::new(
+            move || Ok(self.clone()),
+            Default::default(),
+            StreamableHttpServerConfig::default(),
+        );
+        let router = axum::Router::new().nest_service("/mcp", service);
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        eprintln!("kyro: serving MCP on http://{}/mcp", listener.local_addr()?);
+        axum::serve(listener, router).await?;
         Ok(())
     }
 }

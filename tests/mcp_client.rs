@@ -1,0 +1,234 @@
+//! `kyro mcp` driven by rmcp's own client, over a child process on stdio and over
+//! Streamable HTTP on 127.0.0.1; and the same calls through `execute_call` directly, which
+//! must give identical outcomes and receipts.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+
+use kyro_core::receipt::{CanonicalCall, Observer, Receipt};
+use kyro_core::{Call, Policy, Registry, Runtime, Workspace};
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::{RoleClient, RunningService, ServiceError};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ServiceExt, model::ErrorCode};
+use serde_json::{Map, Value, json};
+
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
+
+fn object(v: Value) -> Map<String, Value> {
+    v.as_object().cloned().unwrap()
+}
+
+async fn stdio_client(workspace: &Path) -> RunningService<RoleClient, ()> {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_kyro"));
+    command.arg("mcp").arg("--workspace").arg(workspace);
+    let transport = TokioChildProcess::new(command).expect("kyro mcp starts");
+    ().serve(transport).await.expect("initialize")
+}
+
+/// `kyro mcp --http 127.0.0.1:0`, killed on drop.
+struct HttpServer {
+    child: Child,
+    url: String,
+}
+
+impl HttpServer {
+    fn start(workspace: &Path) -> HttpServer {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kyro"))
+            .args(["mcp", "--http", "127.0.0.1:0", "--workspace"])
+            .arg(workspace)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("kyro mcp --http starts");
+        let mut line = String::new();
+        BufReader::new(child.stderr.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line.trim().rsplit(' ').next().unwrap().to_owned();
+        assert!(url.starts_with("http://127.0.0.1:"), "{line}");
+        HttpServer { child, url }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn exercise(client: &RunningService<RoleClient, ()>) {
+    let tools = client.list_all_tools().await.unwrap();
+    assert_eq!(tools.len(), kyro_tools::BUILTINS.len());
+    for tool in &tools {
+        assert!(tool.output_schema.is_some(), "{}", tool.name);
+        assert!(tool.annotations.is_some(), "{}", tool.name);
+        assert_eq!(tool.input_schema.get("type"), Some(&json!("object")));
+    }
+    let ok: CallToolResult = client
+        .call_tool(CallToolRequestParams::new("read_file").with_arguments(object(json!({"path": "a.txt"}))))
+        .await
+        .unwrap();
+    assert_ne!(ok.is_error, Some(true));
+    assert_eq!(ok.structured_content.unwrap()["content"], "one|two\r\n");
+    let invalid = client
+        .call_tool(
+            CallToolRequestParams::new("read_file").with_arguments(object(json!({"path": "a.txt", "limit": "9"}))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(invalid.is_error, Some(true));
+    let write = client
+        .call_tool(
+            CallToolRequestParams::new("write_file").with_arguments(object(json!({"path": "b.txt", "content": "x"}))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(write.is_error, Some(true), "writes need approval by default");
+    let unknown = client
+        .call_tool(CallToolRequestParams::new("no_such_tool").with_arguments(Map::new()))
+        .await;
+    match unknown {
+        Err(ServiceError::McpError(e)) => assert_eq!(e.code, ErrorCode::INVALID_PARAMS),
+        other => panic!("expected invalid params, got {other:?}"),
+    }
+}
+
+fn workspace() -> tempfile::TempDir {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "one|two\r\n").unwrap();
+    ws
+}
+
+#[test]
+fn rmcp_client_over_stdio() {
+    let ws = workspace();
+    block_on(async {
+        let client = stdio_client(ws.path()).await;
+        assert_eq!(client.peer_info().unwrap().server_info.as_ref().unwrap().name, "kyro");
+        exercise(&client).await;
+        client.cancel().await.unwrap();
+    });
+}
+
+#[test]
+fn rmcp_client_over_streamable_http() {
+    let ws = workspace();
+    let server = HttpServer::start(ws.path());
+    block_on(async {
+        let client = ().serve(StreamableHttpClientTransport::from_uri(server.url.clone())).await.unwrap();
+        exercise(&client).await;
+        client.cancel().await.unwrap();
+    });
+}
+
+#[test]
+fn http_refuses_a_non_loopback_address() {
+    let ws = workspace();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kyro"))
+        .args(["mcp", "--http", "0.0.0.0:0", "--workspace"])
+        .arg(ws.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("loopback"));
+}
+
+#[derive(Default)]
+struct Recorder(Mutex<Vec<Receipt>>);
+
+impl Observer for Recorder {
+    fn observe(&self, receipt: &Receipt, _call: Option<&CanonicalCall>) {
+        self.0.lock().unwrap().push(receipt.clone());
+    }
+}
+
+/// The parts of a receipt that do not depend on when or where the call ran.
+fn essence(receipt: &Value) -> Value {
+    json!({
+        "tool": receipt["tool"],
+        "fingerprint": receipt["fingerprint"],
+        "decision": receipt["decision"],
+        "outcome": receipt["outcome"],
+        "effects": receipt["effects"],
+    })
+}
+
+#[test]
+fn mcp_and_execute_call_give_identical_outcomes_and_receipts() {
+    let calls = [
+        ("read_file", json!({"path": "a.txt"})),
+        ("cat", json!({"file_path": "a.txt", "limit": 1})),
+        ("read_file", json!({"path": "a.txt", "limit": 0})),
+        ("read_file", json!({"path": "../outside"})),
+        ("write_file", json!({"path": "b.txt", "content": "x"})),
+        ("calculate", json!({"expression": "6 * 7"})),
+        ("list_directory", json!({})),
+    ];
+    let over_mcp = workspace();
+    let mcp_results: Vec<CallToolResult> = block_on(async {
+        let client = stdio_client(over_mcp.path()).await;
+        let mut results = Vec::new();
+        for (tool, args) in &calls {
+            let params = CallToolRequestParams::new(tool.to_string()).with_arguments(object(args.clone()));
+            results.push(client.call_tool(params).await.unwrap());
+        }
+        client.cancel().await.unwrap();
+        results
+    });
+    let log = std::fs::read_to_string(over_mcp.path().join(".kyro/receipts.jsonl")).unwrap();
+    let mcp_receipts: Vec<Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+
+    let direct = workspace();
+    let recorder = Arc::new(Recorder::default());
+    let registry = Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());
+    let runtime = Runtime::new(registry, Workspace::new(direct.path()).unwrap(), &Policy::default())
+        .unwrap()
+        .with_observer(recorder.clone());
+    let outcomes: Vec<_> = block_on(async {
+        let mut outcomes = Vec::new();
+        for (tool, args) in &calls {
+            outcomes.push(runtime.execute_call(Call::new(*tool, args.clone())).await);
+        }
+        outcomes
+    });
+    let direct_receipts: Vec<Value> = recorder
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| serde_json::to_value(r).unwrap())
+        .collect();
+
+    assert_eq!(mcp_receipts.len(), calls.len());
+    for (i, outcome) in outcomes.iter().enumerate() {
+        assert_eq!(
+            essence(&mcp_receipts[i]),
+            essence(&direct_receipts[i]),
+            "receipt of call {i}"
+        );
+        let over_mcp = &mcp_results[i];
+        match outcome {
+            kyro_core::Outcome::Ok { result, .. } => {
+                assert_ne!(over_mcp.is_error, Some(true), "call {i}");
+                assert_eq!(over_mcp.structured_content.as_ref(), Some(result), "call {i}");
+            }
+            other => {
+                assert_eq!(over_mcp.is_error, Some(true), "call {i}");
+                let text = over_mcp.content[0].as_text().unwrap().text.clone();
+                let kind = serde_json::to_value(other.kind()).unwrap();
+                assert!(text.starts_with(kind.as_str().unwrap()), "call {i}: {text}");
+            }
+        }
+    }
+}
