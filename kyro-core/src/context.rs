@@ -70,6 +70,29 @@ impl Workspace {
     }
 }
 
+/// Receives a long tool's progress reports (MCP `notifications/progress` when the client
+/// sent a progress token).
+pub trait Progress: Send + Sync {
+    /// `done` grows with every report; `total` when known.
+    fn report(&self, done: f64, total: Option<f64>, message: Option<&str>);
+}
+
+/// A shareable progress receiver; compared by identity.
+#[derive(Clone)]
+pub struct ProgressSink(pub Arc<dyn Progress>);
+
+impl std::fmt::Debug for ProgressSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProgressSink")
+    }
+}
+
+impl PartialEq for ProgressSink {
+    fn eq(&self, other: &ProgressSink) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
 /// The context of one call: its scope, the catalog snapshot and where effects are recorded.
 #[derive(Debug, Clone)]
 pub struct ToolContext {
@@ -78,6 +101,7 @@ pub struct ToolContext {
     access: Access,
     effects: Arc<EffectLog>,
     call_id: String,
+    progress: Option<ProgressSink>,
 }
 
 impl ToolContext {
@@ -87,6 +111,7 @@ impl ToolContext {
         access: Access,
         effects: Arc<EffectLog>,
         call_id: String,
+        progress: Option<ProgressSink>,
     ) -> ToolContext {
         ToolContext {
             scope,
@@ -94,6 +119,14 @@ impl ToolContext {
             access,
             effects,
             call_id,
+            progress,
+        }
+    }
+
+    /// Reports progress to the caller, when the caller asked for it; otherwise nothing.
+    pub fn report_progress(&self, done: f64, total: Option<f64>, message: Option<&str>) {
+        if let Some(sink) = &self.progress {
+            sink.0.report(done, total, message);
         }
     }
 

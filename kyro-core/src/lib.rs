@@ -27,7 +27,7 @@ mod tool;
 
 pub use arguments::{ArgumentsError, parse_arguments};
 pub use confined::{ConfinedPath, Entry, EntryType, sha256_hex};
-pub use context::{ToolContext, Workspace, WorkspacePath};
+pub use context::{Progress, ProgressSink, ToolContext, Workspace, WorkspacePath};
 pub use descriptor::{Annotations, ArgumentAlias, ToolDescriptor};
 pub use effect::{Approval, Capability, Effect};
 pub use error::ToolError;

@@ -322,9 +322,19 @@ impl Snapshot {
 }
 
 /// The registry: the current snapshot and the ones before it.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Registry {
     state: RwLock<State>,
+    changes: tokio::sync::watch::Sender<u64>,
+}
+
+impl Default for Registry {
+    fn default() -> Registry {
+        Registry {
+            state: RwLock::default(),
+            changes: tokio::sync::watch::Sender::new(0),
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -352,6 +362,12 @@ impl Registry {
             .collect::<Result<Vec<_>, _>>()?;
         registry.commit(|_| Ok(tools))?;
         Ok(registry)
+    }
+
+    /// Watches the current version: it changes with every register, replace, remove and
+    /// restore (the MCP server turns it into `notifications/tools/list_changed`).
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
     }
 
     /// The current snapshot.
@@ -432,6 +448,7 @@ impl Registry {
         let next = Arc::new(Snapshot::build(state.current.version + 1, tools)?);
         let previous = std::mem::replace(&mut state.current, next.clone());
         state.history.push(previous);
+        self.changes.send_replace(next.version);
         Ok(next)
     }
 

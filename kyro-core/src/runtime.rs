@@ -7,14 +7,16 @@
 //! receipt; hand it to the observers. No side effect happens before authorization passed.
 
 use std::collections::HashSet;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::arguments::{json_type, rewrite_aliases};
-use crate::context::{ToolContext, Workspace};
+use crate::context::{ProgressSink, ToolContext, Workspace};
 use crate::descriptor::ToolDescriptor;
 use crate::effect::{Approval, Effect};
 use crate::error::ToolError;
@@ -32,6 +34,8 @@ pub struct Call {
     pub arguments: Value,
     /// An approval bound to this call's fingerprint, when the caller has one.
     pub approval: Option<ApprovalToken>,
+    /// Where a long tool's progress goes, when the caller wants it.
+    pub progress: Option<ProgressSink>,
 }
 
 impl Call {
@@ -41,7 +45,14 @@ impl Call {
             tool: tool.into(),
             arguments,
             approval: None,
+            progress: None,
         }
+    }
+
+    /// The same call reporting progress to `sink`.
+    pub fn with_progress(mut self, sink: Arc<dyn crate::context::Progress>) -> Call {
+        self.progress = Some(ProgressSink(sink));
+        self
     }
 
     /// The same call carrying an approval.
@@ -69,6 +80,8 @@ pub enum OutcomeKind {
     ExecutionFailed,
     /// The tool ran past its time limit and was stopped.
     TimedOut,
+    /// The caller cancelled the call while it ran; the executor was stopped.
+    Cancelled,
 }
 
 /// The typed result of a call.
@@ -125,6 +138,11 @@ pub enum Outcome {
         /// The limit, in milliseconds.
         limit_ms: u64,
     },
+    /// The caller cancelled the call; the executor was stopped.
+    Cancelled {
+        /// Canonical tool name.
+        tool: String,
+    },
 }
 
 impl Outcome {
@@ -138,6 +156,7 @@ impl Outcome {
             Outcome::ApprovalRequired { .. } => OutcomeKind::ApprovalRequired,
             Outcome::ExecutionFailed { .. } => OutcomeKind::ExecutionFailed,
             Outcome::TimedOut { .. } => OutcomeKind::TimedOut,
+            Outcome::Cancelled { .. } => OutcomeKind::Cancelled,
         }
     }
 
@@ -149,7 +168,8 @@ impl Outcome {
             | Outcome::Denied { tool, .. }
             | Outcome::ApprovalRequired { tool, .. }
             | Outcome::ExecutionFailed { tool, .. }
-            | Outcome::TimedOut { tool, .. } => tool,
+            | Outcome::TimedOut { tool, .. }
+            | Outcome::Cancelled { tool } => tool,
             Outcome::UnknownTool { name, .. } => name,
         }
     }
@@ -197,6 +217,11 @@ impl Outcome {
                 "outcome": kind,
                 "tool": tool,
                 "error": {"message": format!("`{tool}` ran past its {limit_ms} ms limit and was stopped"), "limit_ms": limit_ms},
+            }),
+            Outcome::Cancelled { tool } => json!({
+                "outcome": kind,
+                "tool": tool,
+                "error": {"message": format!("`{tool}` was cancelled by the caller")},
             }),
         }
     }
@@ -289,6 +314,19 @@ impl Runtime {
     /// Runs one call in `scope` (a child scope for batches and sub-agents), its receipt
     /// linked to `parent_call_id`.
     pub async fn execute_in(&self, call: Call, scope: &Scope, parent_call_id: Option<&str>) -> Execution {
+        self.execute_until(call, scope, parent_call_id, std::future::pending())
+            .await
+    }
+
+    /// Like [`Runtime::execute_in`], stopping the executor when `cancel` completes first
+    /// (the outcome is then `cancelled`, with its receipt).
+    pub async fn execute_until(
+        &self,
+        call: Call,
+        scope: &Scope,
+        parent_call_id: Option<&str>,
+        cancel: impl Future<Output = ()>,
+    ) -> Execution {
         let start = Instant::now();
         let started_at_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -296,7 +334,7 @@ impl Runtime {
         let call_id = new_call_id();
         let effects = Arc::new(EffectLog::default());
         let tool_name = call.tool.clone();
-        let staged = self.stage(call, scope, &call_id, &effects).await;
+        let staged = self.stage(call, scope, &call_id, &effects, cancel).await;
         let receipt = Receipt {
             call_id,
             parent_call_id: parent_call_id.map(str::to_owned),
@@ -317,7 +355,14 @@ impl Runtime {
         }
     }
 
-    async fn stage(&self, call: Call, scope: &Scope, call_id: &str, effects: &Arc<EffectLog>) -> Staged {
+    async fn stage(
+        &self,
+        call: Call,
+        scope: &Scope,
+        call_id: &str,
+        effects: &Arc<EffectLog>,
+        cancel: impl Future<Output = ()>,
+    ) -> Staged {
         // 1. Resolve the name against one snapshot, used to the end.
         let snapshot = self.registry.snapshot();
         let Some(tool) = snapshot.get(&call.tool).cloned() else {
@@ -392,18 +437,21 @@ impl Runtime {
             access_for(descriptor.effect),
             effects.clone(),
             call_id.to_owned(),
+            call.progress,
         );
         let limit = Duration::from_millis(self.limits.timeout_ms);
-        let outcome = match tokio::time::timeout(limit, tool.executor().run(arguments, &cx)).await {
-            Err(_) => Outcome::TimedOut {
+        let run = tokio::time::timeout(limit, tool.executor().run(arguments, &cx));
+        let outcome = match first_of(run, cancel).await {
+            None => Outcome::Cancelled { tool: name.clone() },
+            Some(Err(_)) => Outcome::TimedOut {
                 tool: name.clone(),
                 limit_ms: self.limits.timeout_ms,
             },
-            Ok(Err(error)) => Outcome::ExecutionFailed {
+            Some(Ok(Err(error))) => Outcome::ExecutionFailed {
                 tool: name.clone(),
                 error,
             },
-            Ok(Ok(result)) => self.check_result(&tool, name.clone(), result),
+            Some(Ok(Ok(result))) => self.check_result(&tool, name.clone(), result),
         };
         Staged {
             tool: Some(name),
@@ -490,6 +538,22 @@ impl Runtime {
         }
         Outcome::Ok { tool: name, result }
     }
+}
+
+/// Runs `work` unless `cancel` completes first; dropping `work` stops the executor.
+async fn first_of<T>(work: impl Future<Output = T>, cancel: impl Future<Output = ()>) -> Option<T> {
+    let mut work = std::pin::pin!(work);
+    let mut cancel = std::pin::pin!(cancel);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(value) = work.as_mut().poll(cx) {
+            return Poll::Ready(Some(value));
+        }
+        if cancel.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(None);
+        }
+        Poll::Pending
+    })
+    .await
 }
 
 /// The access a tool's path arguments need: write tools write, the rest read.
