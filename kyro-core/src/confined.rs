@@ -19,7 +19,10 @@ use crate::receipt::{EffectLog, ObservedEffect};
 pub struct ConfinedPath {
     dir: Arc<Dir>,
     root: PathBuf,
+    /// The entry itself (a final symlink stays a symlink).
     relative: PathBuf,
+    /// Where its content lives (a final symlink's target).
+    content: PathBuf,
     given: String,
     effects: Option<Arc<EffectLog>>,
 }
@@ -54,13 +57,33 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 impl ConfinedPath {
-    pub(crate) fn new(dir: Arc<Dir>, root: PathBuf, relative: PathBuf, given: String) -> ConfinedPath {
+    pub(crate) fn new(
+        dir: Arc<Dir>,
+        root: PathBuf,
+        relative: PathBuf,
+        content: PathBuf,
+        given: String,
+    ) -> ConfinedPath {
         ConfinedPath {
             dir,
             root,
             relative,
+            content,
             given,
             effects: None,
+        }
+    }
+
+    /// Where the content lives, relative to the root: the entry, or a final symlink's target.
+    pub fn content(&self) -> &Path {
+        &self.content
+    }
+
+    fn content_target(&self) -> &Path {
+        if self.content.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            &self.content
         }
     }
 
@@ -124,25 +147,35 @@ impl ConfinedPath {
 
     /// Reads a regular file.
     pub fn read(&self) -> Result<Vec<u8>, ToolError> {
-        let meta = self.dir.metadata(self.target()).map_err(|e| self.err("read", &e))?;
+        let meta = self
+            .dir
+            .metadata(self.content_target())
+            .map_err(|e| self.err("read", &e))?;
         if !meta.is_file() {
             return Err(ToolError::NotAFile {
                 path: self.given.clone(),
             });
         }
-        self.dir.read(self.target()).map_err(|e| self.err("read", &e))
+        self.dir.read(self.content_target()).map_err(|e| self.err("read", &e))
     }
 
     /// Lists a directory, sorted by name.
     pub fn read_dir(&self) -> Result<Vec<Entry>, ToolError> {
-        let meta = self.dir.metadata(self.target()).map_err(|e| self.err("list", &e))?;
+        let meta = self
+            .dir
+            .metadata(self.content_target())
+            .map_err(|e| self.err("list", &e))?;
         if !meta.is_dir() {
             return Err(ToolError::NotADirectory {
                 path: self.given.clone(),
             });
         }
         let mut entries = Vec::new();
-        for entry in self.dir.read_dir(self.target()).map_err(|e| self.err("list", &e))? {
+        for entry in self
+            .dir
+            .read_dir(self.content_target())
+            .map_err(|e| self.err("list", &e))?
+        {
             let entry = entry.map_err(|e| self.err("list", &e))?;
             let kind = kind_of(&entry.file_type().map_err(|e| self.err("inspect", &e))?);
             let size = match kind {
@@ -161,7 +194,7 @@ impl ConfinedPath {
 
     /// Creates missing parent directories.
     pub fn create_parents(&self) -> Result<(), ToolError> {
-        if let Some(parent) = self.relative.parent().filter(|p| !p.as_os_str().is_empty()) {
+        if let Some(parent) = self.content.parent().filter(|p| !p.as_os_str().is_empty()) {
             self.dir
                 .create_dir_all(parent)
                 .map_err(|e| self.err("create directories for", &e))?;
@@ -171,7 +204,7 @@ impl ConfinedPath {
 
     /// Whether the parent directory exists.
     pub fn parent_exists(&self) -> bool {
-        match self.relative.parent().filter(|p| !p.as_os_str().is_empty()) {
+        match self.content.parent().filter(|p| !p.as_os_str().is_empty()) {
             None => true,
             Some(parent) => self.dir.metadata(parent).is_ok_and(|m| m.is_dir()),
         }
@@ -190,13 +223,13 @@ impl ConfinedPath {
     pub fn write_atomic(&self, bytes: &[u8], before: Option<&[u8]>) -> Result<(), ToolError> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let name = self
-            .relative
+            .content
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .ok_or_else(|| ToolError::NotAFile {
                 path: self.given.clone(),
             })?;
-        let temp = self.relative.with_file_name(format!(
+        let temp = self.content.with_file_name(format!(
             ".{name}.kyro-{}-{}.tmp",
             std::process::id(),
             COUNTER.fetch_add(1, Ordering::Relaxed)
@@ -205,12 +238,12 @@ impl ConfinedPath {
             let mut file = self
                 .dir
                 .open_with(&temp, OpenOptions::new().write(true).create_new(true))?;
-            if let Ok(meta) = self.dir.metadata(&self.relative) {
+            if let Ok(meta) = self.dir.metadata(&self.content) {
                 file.set_permissions(meta.permissions())?;
             }
             file.write_all(bytes)?;
             file.sync_all()?;
-            self.dir.rename(&temp, &self.dir, &self.relative)
+            self.dir.rename(&temp, &self.dir, &self.content)
         })();
         if result.is_err() {
             let _ = self.dir.remove_file(&temp);
@@ -224,6 +257,181 @@ impl ConfinedPath {
             });
         }
         Ok(())
+    }
+}
+
+/// Metadata of an entry, symlinks followed or not as asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Info {
+    /// What it is.
+    pub kind: EntryType,
+    /// Size in bytes.
+    pub size: u64,
+    /// Last modification, seconds since the Unix epoch.
+    pub modified: Option<i64>,
+    /// Unix permission bits.
+    pub mode: u32,
+    /// Whether the owner cannot write it.
+    pub readonly: bool,
+}
+
+impl ConfinedPath {
+    /// A path below this one (lexically joined; every operation still resolves beneath the
+    /// root handle).
+    pub fn join(&self, relative: impl AsRef<Path>) -> ConfinedPath {
+        let mut joined = self.clone();
+        joined.relative = self.content.join(relative.as_ref());
+        joined.content = joined.relative.clone();
+        joined.given = if self.relative.as_os_str().is_empty() {
+            relative.as_ref().to_string_lossy().into_owned()
+        } else {
+            format!(
+                "{}/{}",
+                self.given.trim_end_matches('/'),
+                relative.as_ref().to_string_lossy()
+            )
+        };
+        joined
+    }
+
+    /// Metadata; `follow` decides whether a final symlink is followed.
+    pub fn info(&self, follow: bool) -> Result<Info, ToolError> {
+        use cap_std::fs::PermissionsExt;
+        let meta = if follow {
+            self.dir.metadata(self.content_target())
+        } else {
+            self.dir.symlink_metadata(self.target())
+        }
+        .map_err(|e| self.err("inspect", &e))?;
+        let modified = meta
+            .modified()
+            .ok()
+            .map(|t| t.into_std())
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_secs() as i64);
+        Ok(Info {
+            kind: kind_of(&meta.file_type()),
+            size: meta.len(),
+            modified,
+            mode: meta.permissions().mode(),
+            readonly: meta.permissions().readonly(),
+        })
+    }
+
+    /// The target of a symlink.
+    pub fn read_link(&self) -> Result<PathBuf, ToolError> {
+        self.dir
+            .read_link_contents(self.target())
+            .map_err(|e| self.err("read link", &e))
+    }
+
+    /// Opens a regular file for reading, as a std file (for searchers).
+    pub fn open(&self) -> Result<std::fs::File, ToolError> {
+        let file = self.dir.open(self.content_target()).map_err(|e| self.err("open", &e))?;
+        Ok(file.into_std())
+    }
+
+    /// Creates one directory (`parents`: and any missing ancestors); `false` when it
+    /// already existed.
+    pub fn create_dir(&self, parents: bool) -> Result<bool, ToolError> {
+        if self.entry_type()? == Some(EntryType::Directory) {
+            return Ok(false);
+        }
+        let made = if parents {
+            self.dir.create_dir_all(self.content_target())
+        } else {
+            self.dir.create_dir(self.content_target())
+        };
+        made.map_err(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => ToolError::AlreadyExists {
+                path: self.given.clone(),
+            },
+            _ => self.err("create directory", &e),
+        })?;
+        Ok(true)
+    }
+
+    /// Removes a file or symlink, recording its hash.
+    pub fn remove_file(&self) -> Result<(), ToolError> {
+        let before = self.dir.read(self.target()).ok();
+        self.dir
+            .remove_file(self.target())
+            .map_err(|e| self.err("delete", &e))?;
+        self.record(before.as_deref(), None);
+        Ok(())
+    }
+
+    /// Removes a directory and everything below it (never the root itself), returning how
+    /// many entries went. Symlinks inside are removed, not followed.
+    pub fn remove_dir_all(&self) -> Result<u64, ToolError> {
+        if self.relative.as_os_str().is_empty() {
+            return Err(ToolError::io(
+                "delete",
+                &self.given,
+                &std::io::Error::other("the workspace root itself cannot be deleted"),
+            ));
+        }
+        let count = self.count_entries()?;
+        self.dir
+            .remove_dir_all(self.target())
+            .map_err(|e| self.err("delete", &e))?;
+        if let Some(effects) = &self.effects {
+            effects.push(ObservedEffect::File {
+                path: self.display(),
+                before_sha256: None,
+                after_sha256: None,
+            });
+        }
+        Ok(count)
+    }
+
+    fn count_entries(&self) -> Result<u64, ToolError> {
+        let mut count = 1;
+        for entry in self.dir.read_dir(self.target()).map_err(|e| self.err("list", &e))? {
+            let entry = entry.map_err(|e| self.err("list", &e))?;
+            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+            if is_dir {
+                count += self.join(entry.file_name()).count_entries()?;
+            } else {
+                count += 1;
+            }
+        }
+        Ok(count)
+    }
+
+    /// Renames within or across roots; refuses to replace an existing target unless asked.
+    pub fn rename_to(&self, destination: &ConfinedPath, overwrite: bool) -> Result<bool, ToolError> {
+        let replaced = destination.entry_type()?.is_some();
+        if replaced && !overwrite {
+            return Err(ToolError::AlreadyExists {
+                path: destination.given.clone(),
+            });
+        }
+        let moved = self.dir.read(self.target()).ok();
+        self.dir
+            .rename(self.target(), &destination.dir, destination.target())
+            .map_err(|e| self.err("move", &e))?;
+        self.record(moved.as_deref(), None);
+        destination.record(None, moved.as_deref());
+        Ok(replaced)
+    }
+
+    /// Copies a regular file, returning the bytes copied.
+    pub fn copy_file_to(&self, destination: &ConfinedPath) -> Result<u64, ToolError> {
+        let bytes = self.read()?;
+        let before = destination.dir.read(destination.content_target()).ok();
+        destination.write_atomic(&bytes, before.as_deref())?;
+        Ok(bytes.len() as u64)
+    }
+
+    fn record(&self, before: Option<&[u8]>, after: Option<&[u8]>) {
+        if let Some(effects) = &self.effects {
+            effects.push(ObservedEffect::File {
+                path: self.display(),
+                before_sha256: before.map(sha256_hex),
+                after_sha256: after.map(sha256_hex),
+            });
+        }
     }
 }
 

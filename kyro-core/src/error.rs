@@ -64,6 +64,46 @@ pub enum ToolError {
         /// Lines in the file.
         total_lines: u64,
     },
+    /// The text to replace does not occur in the file.
+    #[error("the text to replace was not found in `{path}`{}", edit_suffix(*edit))]
+    NoMatch {
+        /// The workspace path as given.
+        path: String,
+        /// Which edit of a multi-edit, 0-based.
+        edit: Option<u64>,
+    },
+    /// The text to replace occurs more than once and `replace_all` was not set.
+    #[error("the text to replace occurs {count} times in `{path}`{}; add context to make it unique or set replace_all", edit_suffix(*edit))]
+    AmbiguousMatch {
+        /// The workspace path as given.
+        path: String,
+        /// Which edit of a multi-edit, 0-based.
+        edit: Option<u64>,
+        /// How many times it occurs.
+        count: u64,
+    },
+    /// A patch that does not apply; nothing was changed.
+    #[error("the patch does not apply to `{path}`: {message}; no file was changed")]
+    PatchFailed {
+        /// The file the failing part targets.
+        path: String,
+        /// Why.
+        message: String,
+    },
+    /// A directory that is not empty, deleted without `recursive`.
+    #[error("`{path}` is a directory that is not empty; set recursive to delete it and its contents")]
+    DirectoryNotEmpty {
+        /// The workspace path as given.
+        path: String,
+    },
+    /// A search pattern that does not compile.
+    #[error("`{pattern}` is not a valid pattern: {message}")]
+    InvalidPattern {
+        /// The pattern as given.
+        pattern: String,
+        /// The compiler's message.
+        message: String,
+    },
     /// An operating-system error.
     #[error("{operation} `{path}` failed: {message}")]
     Io {
@@ -132,4 +172,8 @@ impl ToolError {
         }
         value
     }
+}
+
+fn edit_suffix(edit: Option<u64>) -> String {
+    edit.map(|i| format!(" (edit {i})")).unwrap_or_default()
 }

@@ -26,7 +26,7 @@ pub mod schema;
 mod tool;
 
 pub use arguments::{ArgumentsError, parse_arguments};
-pub use confined::{ConfinedPath, Entry, EntryType, sha256_hex};
+pub use confined::{ConfinedPath, Entry, EntryType, Info, sha256_hex};
 pub use context::{Progress, ProgressSink, ToolContext, Workspace, WorkspacePath};
 pub use descriptor::{Annotations, ArgumentAlias, ToolDescriptor};
 pub use effect::{Approval, Capability, Effect};

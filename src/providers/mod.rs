@@ -177,6 +177,17 @@ mod tests {
     }
 
     #[test]
+    fn openai_turns_a_tagged_one_of_into_any_of_with_null_for_optional() {
+        let d = descriptors().into_iter().find(|d| d.name == "grep").unwrap();
+        let params = export(&d, Dialect::Openai).unwrap().definition["function"]["parameters"].clone();
+        let case = &params["properties"]["case"];
+        assert!(case.get("oneOf").is_none());
+        let branches = case["anyOf"].as_array().unwrap();
+        assert_eq!(branches.last().unwrap(), &json!({"type": "null"}));
+        assert!(branches[..branches.len() - 1].iter().all(|b| b.get("const").is_some()));
+    }
+
+    #[test]
     fn openai_arguments_are_parsed_once_and_export_nulls_mean_absent() {
         let d = descriptors().into_iter().find(|d| d.name == "write_file").unwrap();
         let args = super::openai::arguments(

@@ -86,13 +86,18 @@ fn strict(tool: &str, schema: &Value, pointer: &str, relaxed: &mut Vec<Relaxed>)
     let Some(map) = schema.as_object() else {
         return Err(unsupported(tool, pointer, "an untyped value (`true` schema)"));
     };
-    if map.contains_key("oneOf") {
-        return Err(unsupported(tool, pointer, "`oneOf` (strict mode has only `anyOf`)"));
+    if let Some(Value::Array(branches)) = map.get("oneOf")
+        && !branches.iter().all(is_tagged)
+    {
+        return Err(unsupported(
+            tool,
+            pointer,
+            "`oneOf` with overlapping branches (strict mode has only `anyOf`)",
+        ));
     }
-    if !map.contains_key("type")
-        && !map.contains_key("anyOf")
-        && !map.contains_key("enum")
-        && !map.contains_key("const")
+    if !["type", "anyOf", "oneOf", "enum", "const"]
+        .iter()
+        .any(|k| map.contains_key(*k))
     {
         return Err(unsupported(tool, pointer, "an untyped value"));
     }
@@ -100,7 +105,7 @@ fn strict(tool: &str, schema: &Value, pointer: &str, relaxed: &mut Vec<Relaxed>)
     let mut moved = Vec::new();
     for (key, value) in map {
         match key.as_str() {
-            "properties" | "items" | "anyOf" | "required" => {}
+            "properties" | "items" | "anyOf" | "oneOf" | "required" => {}
             "format" if value.as_str().is_some_and(|f| FORMATS.contains(&f)) => {
                 out.insert(key.clone(), value.clone());
             }
@@ -125,12 +130,15 @@ fn strict(tool: &str, schema: &Value, pointer: &str, relaxed: &mut Vec<Relaxed>)
             strict(tool, items, &format!("{pointer}/items"), relaxed)?,
         );
     }
-    if let Some(Value::Array(branches)) = map.get("anyOf") {
-        let mut exported = Vec::new();
-        for (i, branch) in branches.iter().enumerate() {
-            exported.push(strict(tool, branch, &format!("{pointer}/anyOf/{i}"), relaxed)?);
+    // `oneOf` over disjoint branches (each pinned by a `const`) means the same as `anyOf`.
+    for key in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(branches)) = map.get(key) {
+            let mut exported = Vec::new();
+            for (i, branch) in branches.iter().enumerate() {
+                exported.push(strict(tool, branch, &format!("{pointer}/{key}/{i}"), relaxed)?);
+            }
+            out.insert("anyOf".into(), Value::Array(exported));
         }
-        out.insert("anyOf".into(), Value::Array(exported));
     }
     if let Some(Value::Object(properties)) = map.get("properties") {
         let required: Vec<&str> = map
@@ -157,6 +165,15 @@ fn strict(tool: &str, schema: &Value, pointer: &str, relaxed: &mut Vec<Relaxed>)
     Ok(Value::Object(out))
 }
 
+/// A branch pinned by a `const`: itself, or one of its properties (a tag).
+fn is_tagged(branch: &Value) -> bool {
+    branch.get("const").is_some()
+        || branch
+            .get("properties")
+            .and_then(Value::as_object)
+            .is_some_and(|p| p.values().any(|v| v.get("const").is_some()))
+}
+
 /// Optional becomes nullable: strict mode requires every key.
 fn make_nullable(property: &mut Value) {
     let Some(map) = property.as_object_mut() else {
@@ -172,6 +189,11 @@ fn make_nullable(property: &mut Value) {
     }
     if let Some(Value::Array(values)) = map.get_mut("enum") {
         values.push(Value::Null);
+    }
+    if let Some(Value::Array(branches)) = map.get_mut("anyOf")
+        && !branches.iter().any(admits_null)
+    {
+        branches.push(json!({"type": "null"}));
     }
 }
 

@@ -5,9 +5,49 @@ use kyro_core::{Registry, ToolEntry};
 use kyro_tools::BUILTINS;
 use serde_json::{Map, Value, json};
 
+/// A value built from a schema's structure: objects with their required properties,
+/// arrays of one sampled item (or as many as `minItems` asks).
+fn sample(schema: &Value) -> Value {
+    let allows = |t: &str| match schema.get("type") {
+        Some(Value::String(s)) => s == t,
+        Some(Value::Array(ts)) => ts.iter().any(|x| x == t),
+        _ => false,
+    };
+    if let Some(first) = schema.get("enum").and_then(|e| e.as_array()).and_then(|e| e.first()) {
+        return first.clone();
+    }
+    if allows("object") {
+        let mut map = Map::new();
+        let required: Vec<&str> = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        for name in required {
+            map.insert(name.to_owned(), sample(&schema["properties"][name]));
+        }
+        return Value::Object(map);
+    }
+    if allows("array") {
+        let count = schema.get("minItems").and_then(Value::as_u64).unwrap_or(1).max(1);
+        return Value::Array((0..count).map(|_| sample(&schema["items"])).collect());
+    }
+    if allows("string") {
+        return json!("a");
+    }
+    if allows("integer") || allows("number") {
+        return json!(schema.get("minimum").and_then(Value::as_i64).unwrap_or(1).max(0));
+    }
+    if allows("boolean") {
+        return json!(true);
+    }
+    Value::Null
+}
+
 /// Values worth trying against a property schema: valid ones and near misses.
 fn candidates(schema: &Value) -> Vec<Value> {
     let mut out = vec![
+        sample(schema),
         Value::Null,
         json!(true),
         json!(false),
@@ -80,7 +120,7 @@ fn check_tool(entry: &ToolEntry, registry: &Registry) -> usize {
                 let mut probe = base.clone();
                 probe.insert(name.clone(), c.clone());
                 for other in &required {
-                    probe.entry(other.clone()).or_insert(json!("a"));
+                    probe.entry(other.clone()).or_insert_with(|| sample(&properties[other]));
                 }
                 tool.input().is_valid(&Value::Object(probe))
             })

@@ -225,7 +225,7 @@ impl Scope {
             let Ok(confined) = self.confine_in(root, &given) else {
                 continue;
             };
-            let relative = confined.relative().to_owned();
+            let relative = confined.content().to_owned();
             let dir = if relative.as_os_str().is_empty() {
                 root.dir.try_clone().map_err(|_| widening())?
             } else {
@@ -265,11 +265,11 @@ impl Scope {
             if root.access != Access::ReadWrite {
                 return Err(PathDenial::ReadOnlyRoot);
             }
-            if confined
-                .relative()
-                .components()
-                .any(|c| PROTECTED.iter().any(|p| c.as_os_str() == *p))
-            {
+            let protected = |p: &Path| {
+                p.components()
+                    .any(|c| PROTECTED.iter().any(|name| c.as_os_str() == *name))
+            };
+            if protected(confined.relative()) || protected(confined.content()) {
                 return Err(PathDenial::Protected);
             }
         }
@@ -296,43 +296,61 @@ impl Scope {
                 Component::RootDir | Component::Prefix(_) => return Err(PathDenial::OutsideRoots),
             }
         }
-        let resolved = resolve_beneath(&root.dir, &lexical)?;
+        let (entry, content) = resolve_beneath(&root.path, &lexical)?;
         Ok(ConfinedPath::new(
             root.dir.clone(),
             root.path.clone(),
-            resolved,
+            entry,
+            content,
             given.to_owned(),
         ))
     }
 }
 
-/// Follows symlinks of the existing prefix beneath `dir` (cap-std refuses any escape) and
-/// keeps the missing tail as written.
-fn resolve_beneath(dir: &Dir, lexical: &Path) -> Result<PathBuf, PathDenial> {
-    if lexical.as_os_str().is_empty() {
-        return Ok(PathBuf::new());
+/// Resolves a lexically clean path below `root` (canonical): the directories leading to it
+/// are followed through symlinks, which must stay inside; a final symlink is kept as the
+/// entry (so deleting or describing it touches the link) and its target, which must stay
+/// inside too, is where content is read and written.
+///
+/// Returns `(entry, content)`, both relative to the root and free of symlinks but for the
+/// entry's last component.
+fn resolve_beneath(root: &Path, lexical: &Path) -> Result<(PathBuf, PathBuf), PathDenial> {
+    let (Some(parent), Some(name)) = (lexical.parent(), lexical.file_name()) else {
+        return Ok((PathBuf::new(), PathBuf::new()));
+    };
+    let entry = resolve_existing(root, parent)?.join(name);
+    let host = root.join(&entry);
+    match host.symlink_metadata() {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            // A dangling link or a loop has no known target: refuse it.
+            let target = host.canonicalize().map_err(|_| PathDenial::OutsideRoots)?;
+            let content = target.strip_prefix(root).map_err(|_| PathDenial::OutsideRoots)?;
+            Ok((entry, content.to_path_buf()))
+        }
+        _ => Ok((entry.clone(), entry)),
     }
-    let mut existing = lexical.to_path_buf();
+}
+
+/// The canonical form, relative to `root`, of a directory path whose tail may not exist yet.
+fn resolve_existing(root: &Path, relative: &Path) -> Result<PathBuf, PathDenial> {
+    let mut existing = relative.to_path_buf();
     let mut tail: Vec<std::ffi::OsString> = Vec::new();
     loop {
-        if existing.as_os_str().is_empty() {
-            let mut out = PathBuf::new();
-            out.extend(tail.iter().rev());
-            return Ok(out);
-        }
-        match dir.canonicalize(&existing) {
+        let host = root.join(&existing);
+        match host.canonicalize() {
             Ok(real) => {
-                let mut out = real;
+                let mut out = real
+                    .strip_prefix(root)
+                    .map_err(|_| PathDenial::OutsideRoots)?
+                    .to_path_buf();
                 out.extend(tail.iter().rev());
                 return Ok(out);
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                // A dangling symlink is not a missing file: its target is unknown.
-                if dir.symlink_metadata(&existing).is_ok() {
+                if host.symlink_metadata().is_ok() {
                     return Err(PathDenial::OutsideRoots);
                 }
-                let name = existing.file_name().map(ToOwned::to_owned);
-                match name {
+                match existing.file_name().map(ToOwned::to_owned) {
                     Some(name) => {
                         tail.push(name);
                         existing.pop();
@@ -341,10 +359,7 @@ fn resolve_beneath(dir: &Dir, lexical: &Path) -> Result<PathBuf, PathDenial> {
                 }
             }
             // A file used as a directory: not an escape; the operation reports it.
-            Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
-                return Ok(lexical.to_path_buf());
-            }
-            // An escape (cap-std refuses it), a symlink loop, or anything unexplained.
+            Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => return Ok(relative.to_path_buf()),
             Err(_) => return Err(PathDenial::OutsideRoots),
         }
     }

@@ -64,6 +64,17 @@ pub enum EntryKind {
     Other,
 }
 
+impl From<EntryType> for EntryKind {
+    fn from(kind: EntryType) -> EntryKind {
+        match kind {
+            EntryType::File => EntryKind::File,
+            EntryType::Directory => EntryKind::Directory,
+            EntryType::Symlink => EntryKind::Symlink,
+            EntryType::Other => EntryKind::Other,
+        }
+    }
+}
+
 impl Execute for ListDirectory {
     type Output = Listing;
 
@@ -75,12 +86,7 @@ impl Execute for ListDirectory {
             .filter(|e| self.include_hidden || !e.name.starts_with('.'))
             .map(|e| DirectoryEntry {
                 name: e.name,
-                kind: match e.kind {
-                    EntryType::File => EntryKind::File,
-                    EntryType::Directory => EntryKind::Directory,
-                    EntryType::Symlink => EntryKind::Symlink,
-                    EntryType::Other => EntryKind::Other,
-                },
+                kind: EntryKind::from(e.kind),
                 size: e.size,
             })
             .collect();

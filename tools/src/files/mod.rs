@@ -1,9 +1,35 @@
-//! Files: read, write and list inside the workspace.
+//! Files: read, write, edit, patch, search and manage files inside the workspace.
 
+mod apply_patch;
+mod copy_path;
+mod delete_path;
+mod directory_tree;
+mod edit_file;
+mod file_info;
+mod glob;
+mod grep;
 mod list_directory;
+mod make_directory;
+mod move_path;
+mod multi_edit;
 mod read_file;
+mod read_many_files;
+mod text_file;
+mod walk;
 mod write_file;
 
+pub use apply_patch::{ApplyPatch, ExpectedHash, PatchOperation, Patched, PatchedFile};
+pub use copy_path::{Copied, CopyPath};
+pub use delete_path::{DeletePath, Deleted};
+pub use directory_tree::{DirectoryTree, Tree, TreeEntry};
+pub use edit_file::{EditFile, Edited};
+pub use file_info::{FileInfo, PathInfo};
+pub use glob::{Glob, GlobMatches};
+pub use grep::{Case, Grep, GrepMatches, LineMatch};
 pub use list_directory::{DirectoryEntry, EntryKind, ListDirectory, Listing};
+pub use make_directory::{MadeDirectory, MakeDirectory};
+pub use move_path::{MovePath, Moved};
+pub use multi_edit::{MultiEdit, Replacement};
 pub use read_file::{FileWindow, ReadFile};
+pub use read_many_files::{ManyFiles, OneFile, ReadManyFiles};
 pub use write_file::{WriteFile, Written};

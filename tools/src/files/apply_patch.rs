@@ -1,0 +1,296 @@
+//! `apply_patch`: a unified diff over one or more files, applied all or none.
+
+use kyro_core::{EntryType, Execute, ToolContext, ToolError, WorkspacePath, sha256_hex, tool};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::read_file::read_text_bytes;
+
+/// Apply a unified diff (as `diff -u` or `git diff` print it) to files in the workspace.
+///
+/// Every hunk of every file must apply exactly, or nothing is changed. `--- /dev/null`
+/// creates a file and `+++ /dev/null` deletes one. Paths may carry the `a/` and `b/`
+/// prefixes of `git diff`.
+#[tool(name = "apply_patch", title = "Apply patch", category = "files", effect = "write", aliases = ["patch"])]
+pub struct ApplyPatch {
+    /// The unified diff.
+    #[schemars(length(min = 1, max = 4194304))]
+    pub patch: String,
+    /// SHA-256 of files as last read; a changed file refuses the whole patch.
+    #[serde(default)]
+    pub expected_sha256: Vec<ExpectedHash>,
+}
+
+/// The hash a file had when the caller read it.
+#[derive(Debug, serde::Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectedHash {
+    /// The path as written in the patch (without `a/` or `b/`).
+    pub path: String,
+    /// SHA-256, lowercase hex.
+    #[schemars(regex(pattern = "^[0-9a-f]{64}$"))]
+    pub sha256: String,
+}
+
+/// What the patch did.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Patched {
+    /// One entry per file, in patch order.
+    pub files: Vec<PatchedFile>,
+}
+
+/// One file of a patch.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct PatchedFile {
+    /// The path, relative to the workspace root.
+    pub path: String,
+    /// What happened to it.
+    pub operation: PatchOperation,
+    /// SHA-256 of the new content; absent for a deletion.
+    pub sha256: Option<String>,
+}
+
+/// What a patch did to a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PatchOperation {
+    /// Changed in place.
+    Modified,
+    /// Created.
+    Created,
+    /// Deleted.
+    Deleted,
+}
+
+/// One file's part of a multi-file diff.
+struct Section {
+    old: Option<String>,
+    new: Option<String>,
+    text: String,
+}
+
+fn strip(path: &str) -> Option<String> {
+    let path = path.split('\t').next().unwrap_or(path).trim();
+    if path == "/dev/null" {
+        return None;
+    }
+    Some(
+        path.strip_prefix("a/")
+            .or_else(|| path.strip_prefix("b/"))
+            .unwrap_or(path)
+            .to_owned(),
+    )
+}
+
+fn sections(patch: &str) -> Result<Vec<Section>, ToolError> {
+    let lines: Vec<&str> = patch.split_inclusive('\n').collect();
+    let mut out: Vec<Section> = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        if let (Some(old), Some(next)) = (line.strip_prefix("--- "), lines.get(i + 1))
+            && let Some(new) = next.strip_prefix("+++ ")
+        {
+            out.push(Section {
+                old: strip(old),
+                new: strip(new),
+                text: format!("{line}{next}"),
+            });
+            i += 2;
+            continue;
+        }
+        match out.last_mut() {
+            Some(section) if !line.starts_with("diff --git ") => section.text.push_str(line),
+            _ => {}
+        }
+        i += 1;
+    }
+    if out.is_empty() {
+        return Err(ToolError::PatchFailed {
+            path: String::new(),
+            message: "no `--- ` / `+++ ` file header found; send a unified diff".into(),
+        });
+    }
+    Ok(out)
+}
+
+impl Execute for ApplyPatch {
+    type Output = Patched;
+
+    async fn run(self, cx: &ToolContext) -> Result<Patched, ToolError> {
+        // Stage every file first: confine, check freshness, apply in memory.
+        let mut staged = Vec::new();
+        for section in sections(&self.patch)? {
+            let name = section.new.clone().or(section.old.clone()).unwrap_or_default();
+            let failed = |message: String| ToolError::PatchFailed {
+                path: name.clone(),
+                message,
+            };
+            let path = cx.path(&WorkspacePath::new(name.clone()))?;
+            let operation = match (&section.old, &section.new) {
+                (None, Some(_)) => PatchOperation::Created,
+                (Some(_), None) => PatchOperation::Deleted,
+                _ => PatchOperation::Modified,
+            };
+            let original = match operation {
+                PatchOperation::Created => {
+                    if path.entry_type()?.is_some() {
+                        return Err(ToolError::AlreadyExists { path: name });
+                    }
+                    String::new()
+                }
+                _ => {
+                    if path.entry_type()? != Some(EntryType::File) {
+                        return Err(ToolError::NotFound { path: name });
+                    }
+                    let bytes = read_text_bytes(&path)?;
+                    if let Some(expected) = self.expected_sha256.iter().find(|e| e.path == name).map(|e| &e.sha256) {
+                        let actual = sha256_hex(&bytes);
+                        if *expected != actual {
+                            return Err(ToolError::StaleFile {
+                                path: name,
+                                expected: expected.clone(),
+                                actual,
+                            });
+                        }
+                    }
+                    String::from_utf8(bytes).map_err(|_| ToolError::BinaryFile { path: name.clone() })?
+                }
+            };
+            let parsed = diffy::Patch::from_str(&section.text).map_err(|e| failed(e.to_string()))?;
+            let patched = diffy::apply(&original, &parsed).map_err(|e| failed(e.to_string()))?;
+            if operation == PatchOperation::Deleted && !patched.is_empty() {
+                return Err(failed("a deletion must remove every line".into()));
+            }
+            staged.push((path, operation, original, patched));
+        }
+        // Then write; on an I/O failure, put back what was already written.
+        let mut done: Vec<usize> = Vec::new();
+        let mut files = Vec::new();
+        for (i, (path, operation, original, patched)) in staged.iter().enumerate() {
+            let written = match operation {
+                PatchOperation::Deleted => path.remove_file(),
+                PatchOperation::Created => path
+                    .create_parents()
+                    .and_then(|()| path.write_atomic(patched.as_bytes(), None)),
+                PatchOperation::Modified => path.write_atomic(patched.as_bytes(), Some(original.as_bytes())),
+            };
+            if let Err(error) = written {
+                for &j in done.iter().rev() {
+                    let (path, operation, original, _) = &staged[j];
+                    let _ = match operation {
+                        PatchOperation::Created => path.remove_file(),
+                        _ => path.write_atomic(original.as_bytes(), None),
+                    };
+                }
+                return Err(error);
+            }
+            done.push(i);
+            files.push(PatchedFile {
+                path: path.display(),
+                operation: *operation,
+                sha256: (*operation != PatchOperation::Deleted).then(|| sha256_hex(patched.as_bytes())),
+            });
+        }
+        Ok(Patched { files })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kyro_core::ToolError;
+    use serde_json::json;
+
+    use crate::testing::{call, failed, ok, workspace};
+
+    const PATCH: &str = "diff --git a/one.txt b/one.txt
+--- a/one.txt
++++ b/one.txt
+@@ -1,3 +1,3 @@
+ alpha
+-beta|é
++BETA|é
+ gamma
+--- /dev/null
++++ b/sub/new.txt
+@@ -0,0 +1,2 @@
++fresh
++file
+--- a/gone.txt
++++ /dev/null
+@@ -1 +0,0 @@
+-bye
+";
+
+    fn setup() -> tempfile::TempDir {
+        let ws = workspace();
+        std::fs::write(ws.path().join("one.txt"), "alpha\nbeta|é\ngamma\n").unwrap();
+        std::fs::write(ws.path().join("gone.txt"), "bye\n").unwrap();
+        ws
+    }
+
+    #[test]
+    fn modifies_creates_and_deletes_across_files() {
+        let ws = setup();
+        let result = ok(call(ws.path(), "apply_patch", json!({"patch": PATCH})));
+        assert_eq!(
+            std::fs::read_to_string(ws.path().join("one.txt")).unwrap(),
+            "alpha\nBETA|é\ngamma\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(ws.path().join("sub/new.txt")).unwrap(),
+            "fresh\nfile\n"
+        );
+        assert!(!ws.path().join("gone.txt").exists());
+        let ops: Vec<&str> = result["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["operation"].as_str().unwrap())
+            .collect();
+        assert_eq!(ops, ["modified", "created", "deleted"]);
+    }
+
+    #[test]
+    fn one_hunk_that_does_not_apply_changes_nothing() {
+        let ws = setup();
+        std::fs::write(ws.path().join("gone.txt"), "something else\n").unwrap();
+        let error = failed(call(ws.path(), "apply_patch", json!({"patch": PATCH})));
+        assert!(
+            matches!(error, ToolError::PatchFailed { ref path, .. } if path == "gone.txt"),
+            "{error:?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(ws.path().join("one.txt")).unwrap(),
+            "alpha\nbeta|é\ngamma\n"
+        );
+        assert!(!ws.path().join("sub/new.txt").exists());
+    }
+
+    #[test]
+    fn a_stale_file_refuses_the_whole_patch() {
+        let ws = setup();
+        let error = failed(call(
+            ws.path(),
+            "apply_patch",
+            json!({"patch": PATCH, "expected_sha256": [{"path": "one.txt", "sha256": "0".repeat(64)}]}),
+        ));
+        assert!(matches!(error, ToolError::StaleFile { .. }));
+        assert!(ws.path().join("gone.txt").exists());
+    }
+
+    #[test]
+    fn text_that_is_not_a_diff_and_paths_that_escape_are_refused() {
+        let ws = setup();
+        assert!(matches!(
+            failed(call(ws.path(), "apply_patch", json!({"patch": "just words"}))),
+            ToolError::PatchFailed { .. }
+        ));
+        let escape = "--- /dev/null\n+++ b/../escaped.txt\n@@ -0,0 +1 @@\n+x\n";
+        assert!(matches!(
+            failed(call(ws.path(), "apply_patch", json!({"patch": escape}))),
+            ToolError::OutsideWorkspace { .. }
+        ));
+        assert!(!ws.path().parent().unwrap().join("escaped.txt").exists());
+    }
+}

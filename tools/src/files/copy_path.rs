@@ -1,0 +1,169 @@
+//! `copy_path`: copy a file, or a directory tree, inside the workspace.
+
+use kyro_core::{ConfinedPath, EntryType, Execute, ToolContext, ToolError, WorkspacePath, tool};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+/// Copy a file, or with `recursive` a directory and everything below it, inside the workspace.
+///
+/// Refuses to replace an existing destination unless `overwrite` is set; symlinks inside a
+/// copied tree are skipped, not followed.
+#[tool(name = "copy_path", title = "Copy path", category = "files", effect = "write", aliases = ["cp"])]
+pub struct CopyPath {
+    /// What to copy, relative to the workspace root.
+    pub source: WorkspacePath,
+    /// Where to put the copy, relative to the workspace root.
+    pub destination: WorkspacePath,
+    /// Copy a directory and its contents; default false.
+    #[serde(default)]
+    pub recursive: bool,
+    /// Replace existing files at the destination; default false.
+    #[serde(default)]
+    pub overwrite: bool,
+}
+
+/// What was copied.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Copied {
+    /// The source as given.
+    pub source: String,
+    /// The destination as given.
+    pub destination: String,
+    /// Files copied.
+    pub files: u64,
+    /// Bytes copied.
+    pub bytes: u64,
+}
+
+fn copy(
+    source: &ConfinedPath,
+    destination: &ConfinedPath,
+    overwrite: bool,
+    totals: &mut (u64, u64),
+) -> Result<(), ToolError> {
+    match source.entry_type()? {
+        Some(EntryType::File) => {
+            if !overwrite && destination.entry_type()?.is_some() {
+                return Err(ToolError::AlreadyExists {
+                    path: destination.given().to_owned(),
+                });
+            }
+            totals.0 += 1;
+            totals.1 += source.copy_file_to(destination)?;
+        }
+        Some(EntryType::Directory) => {
+            destination.create_dir(false)?;
+            for entry in source.read_dir()? {
+                if matches!(entry.kind, EntryType::File | EntryType::Directory) {
+                    copy(
+                        &source.join(&entry.name),
+                        &destination.join(&entry.name),
+                        overwrite,
+                        totals,
+                    )?;
+                }
+            }
+        }
+        Some(_) => {}
+        None => {
+            return Err(ToolError::NotFound {
+                path: source.given().to_owned(),
+            });
+        }
+    }
+    Ok(())
+}
+
+impl Execute for CopyPath {
+    type Output = Copied;
+
+    async fn run(self, cx: &ToolContext) -> Result<Copied, ToolError> {
+        let source = cx.path(&self.source)?;
+        let destination = cx.path(&self.destination)?;
+        match source.entry_type()? {
+            None => {
+                return Err(ToolError::NotFound {
+                    path: self.source.to_string(),
+                });
+            }
+            Some(EntryType::Directory) if !self.recursive => {
+                return Err(ToolError::NotAFile {
+                    path: self.source.to_string(),
+                });
+            }
+            _ => {}
+        }
+        let mut totals = (0, 0);
+        copy(&source, &destination, self.overwrite, &mut totals)?;
+        Ok(Copied {
+            source: self.source.to_string(),
+            destination: self.destination.to_string(),
+            files: totals.0,
+            bytes: totals.1,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::symlink;
+
+    use kyro_core::ToolError;
+    use serde_json::json;
+
+    use crate::testing::{call, failed, ok, workspace};
+
+    #[test]
+    fn copies_a_file_byte_for_byte() {
+        let ws = workspace();
+        std::fs::write(ws.path().join("a"), "a|b\r\né\n").unwrap();
+        let copied = ok(call(ws.path(), "cp", json!({"source": "a", "destination": "b"})));
+        assert_eq!((copied["files"].clone(), copied["bytes"].clone()), (json!(1), json!(8)));
+        assert_eq!(
+            std::fs::read(ws.path().join("b")).unwrap(),
+            std::fs::read(ws.path().join("a")).unwrap()
+        );
+    }
+
+    #[test]
+    fn copies_a_tree_with_recursive_and_skips_symlinks() {
+        let ws = workspace();
+        std::fs::create_dir_all(ws.path().join("src/inner")).unwrap();
+        std::fs::write(ws.path().join("src/one"), "1").unwrap();
+        std::fs::write(ws.path().join("src/inner/two"), "22").unwrap();
+        symlink("/etc/passwd", ws.path().join("src/link")).unwrap();
+        assert_eq!(
+            failed(call(
+                ws.path(),
+                "copy_path",
+                json!({"source": "src", "destination": "dst"})
+            )),
+            ToolError::NotAFile { path: "src".into() }
+        );
+        let copied = ok(call(
+            ws.path(),
+            "copy_path",
+            json!({"source": "src", "destination": "dst", "recursive": true}),
+        ));
+        assert_eq!((copied["files"].clone(), copied["bytes"].clone()), (json!(2), json!(3)));
+        assert_eq!(std::fs::read_to_string(ws.path().join("dst/inner/two")).unwrap(), "22");
+        assert!(!ws.path().join("dst/link").exists());
+    }
+
+    #[test]
+    fn an_existing_destination_needs_overwrite() {
+        let ws = workspace();
+        std::fs::write(ws.path().join("a"), "new").unwrap();
+        std::fs::write(ws.path().join("b"), "old").unwrap();
+        assert_eq!(
+            failed(call(ws.path(), "copy_path", json!({"source": "a", "destination": "b"}))),
+            ToolError::AlreadyExists { path: "b".into() }
+        );
+        ok(call(
+            ws.path(),
+            "copy_path",
+            json!({"source": "a", "destination": "b", "overwrite": true}),
+        ));
+        assert_eq!(std::fs::read_to_string(ws.path().join("b")).unwrap(), "new");
+    }
+}

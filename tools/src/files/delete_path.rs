@@ -1,0 +1,104 @@
+//! `delete_path`: remove a file, a symlink, or a directory tree.
+
+use kyro_core::{EntryType, Execute, ToolContext, ToolError, WorkspacePath, tool};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::list_directory::EntryKind;
+
+/// Delete a file or symlink, or with `recursive` a directory and everything below it.
+///
+/// A symlink is removed, never followed. The workspace root itself cannot be deleted.
+#[tool(name = "delete_path", title = "Delete path", category = "files", effect = "write", aliases = ["rm"])]
+pub struct DeletePath {
+    /// What to delete, relative to the workspace root.
+    pub path: WorkspacePath,
+    /// Delete a non-empty directory and its contents; default false.
+    #[serde(default)]
+    pub recursive: bool,
+}
+
+/// What was deleted.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Deleted {
+    /// The path as given.
+    pub path: String,
+    /// What it was.
+    pub kind: EntryKind,
+    /// Entries removed, the path itself included.
+    pub entries: u64,
+}
+
+impl Execute for DeletePath {
+    type Output = Deleted;
+
+    async fn run(self, cx: &ToolContext) -> Result<Deleted, ToolError> {
+        let path = cx.path(&self.path)?;
+        let kind = path.entry_type()?.ok_or_else(|| ToolError::NotFound {
+            path: self.path.to_string(),
+        })?;
+        let entries = match kind {
+            EntryType::Directory => {
+                if !self.recursive && !path.read_dir()?.is_empty() {
+                    return Err(ToolError::DirectoryNotEmpty {
+                        path: self.path.to_string(),
+                    });
+                }
+                path.remove_dir_all()?
+            }
+            _ => {
+                path.remove_file()?;
+                1
+            }
+        };
+        Ok(Deleted {
+            path: self.path.to_string(),
+            kind: EntryKind::from(kind),
+            entries,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::symlink;
+
+    use kyro_core::ToolError;
+    use serde_json::json;
+
+    use crate::testing::{call, failed, ok, workspace};
+
+    #[test]
+    fn deletes_files_links_and_trees() {
+        let ws = workspace();
+        std::fs::write(ws.path().join("f"), "x").unwrap();
+        std::fs::create_dir_all(ws.path().join("d/e")).unwrap();
+        std::fs::write(ws.path().join("d/e/g"), "x").unwrap();
+        std::fs::write(ws.path().join("keep"), "k").unwrap();
+        symlink(ws.path().join("keep"), ws.path().join("link")).unwrap();
+        assert_eq!(ok(call(ws.path(), "rm", json!({"path": "f"})))["kind"], "file");
+        ok(call(ws.path(), "delete_path", json!({"path": "link"})));
+        assert!(ws.path().join("keep").exists(), "the link's target stays");
+        assert_eq!(
+            failed(call(ws.path(), "delete_path", json!({"path": "d"}))),
+            ToolError::DirectoryNotEmpty { path: "d".into() }
+        );
+        let tree = ok(call(ws.path(), "delete_path", json!({"path": "d", "recursive": true})));
+        assert_eq!(tree["entries"], 3);
+        assert!(!ws.path().join("d").exists());
+    }
+
+    #[test]
+    fn the_root_and_missing_paths_are_refused() {
+        let ws = workspace();
+        assert!(matches!(
+            failed(call(ws.path(), "delete_path", json!({"path": ".", "recursive": true}))),
+            ToolError::Io { .. }
+        ));
+        assert!(ws.path().exists());
+        assert_eq!(
+            failed(call(ws.path(), "delete_path", json!({"path": "nope"}))),
+            ToolError::NotFound { path: "nope".into() }
+        );
+    }
+}

@@ -1,0 +1,154 @@
+//! `edit_file`: replace an exact, unique piece of text in a file.
+
+use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::text_file::{TextFile, replace};
+
+/// Replace an exact piece of text in a UTF-8 file in the workspace.
+///
+/// `old_text` must occur exactly once (include surrounding lines to make it unique), or set
+/// `replace_all`. Returns the number of replacements, the new SHA-256 and a unified diff.
+#[tool(name = "edit_file", title = "Edit file", category = "files", effect = "write", aliases = ["str_replace"])]
+pub struct EditFile {
+    /// Path of the file, relative to the workspace root.
+    #[tool(alias = "file_path")]
+    pub path: WorkspacePath,
+    /// The exact text to replace, whitespace and line endings included.
+    #[schemars(length(min = 1))]
+    pub old_text: String,
+    /// The text to put in its place.
+    pub new_text: String,
+    /// Replace every occurrence instead of requiring exactly one; default false.
+    #[serde(default)]
+    pub replace_all: bool,
+    /// SHA-256 (lowercase hex) of the file as last read; refuses the edit if it changed.
+    #[schemars(regex(pattern = "^[0-9a-f]{64}$"))]
+    pub expected_sha256: Option<String>,
+}
+
+/// The result of an edit.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Edited {
+    /// The path as given.
+    pub path: String,
+    /// How many occurrences were replaced.
+    pub replacements: u64,
+    /// SHA-256 of the new content.
+    pub sha256: String,
+    /// Unified diff of the change.
+    pub diff: String,
+}
+
+impl Execute for EditFile {
+    type Output = Edited;
+
+    async fn run(self, cx: &ToolContext) -> Result<Edited, ToolError> {
+        let file = TextFile::load(cx.path(&self.path)?, self.expected_sha256.as_deref())?;
+        let given = self.path.as_str();
+        let (new_text, replacements) = replace(
+            &file.text,
+            &self.old_text,
+            &self.new_text,
+            self.replace_all,
+            given,
+            None,
+        )?;
+        let (sha256, diff) = file.save(&new_text)?;
+        Ok(Edited {
+            path: given.to_owned(),
+            replacements,
+            sha256,
+            diff,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kyro_core::{ToolError, sha256_hex};
+    use serde_json::json;
+
+    use crate::testing::{call, failed, ok, workspace};
+
+    #[test]
+    fn replaces_a_unique_match_and_keeps_everything_else() {
+        let ws = workspace();
+        std::fs::write(ws.path().join("f.txt"), "a|b\r\nhé 😀\nend").unwrap();
+        let edited = ok(call(
+            ws.path(),
+            "edit_file",
+            json!({"path": "f.txt", "old_text": "hé 😀", "new_text": "ok|\r\n"}),
+        ));
+        assert_eq!(
+            std::fs::read_to_string(ws.path().join("f.txt")).unwrap(),
+            "a|b\r\nok|\r\n\nend"
+        );
+        assert_eq!(edited["replacements"], 1);
+        assert_eq!(edited["sha256"], sha256_hex("a|b\r\nok|\r\n\nend".as_bytes()));
+        assert!(edited["diff"].as_str().unwrap().contains("-hé 😀"));
+    }
+
+    #[test]
+    fn an_ambiguous_match_needs_replace_all() {
+        let ws = workspace();
+        std::fs::write(ws.path().join("f"), "x x x").unwrap();
+        assert_eq!(
+            failed(call(
+                ws.path(),
+                "edit_file",
+                json!({"path": "f", "old_text": "x", "new_text": "y"})
+            )),
+            ToolError::AmbiguousMatch {
+                path: "f".into(),
+                edit: None,
+                count: 3
+            }
+        );
+        assert_eq!(std::fs::read_to_string(ws.path().join("f")).unwrap(), "x x x");
+        let all = ok(call(
+            ws.path(),
+            "edit_file",
+            json!({"path": "f", "old_text": "x", "new_text": "y", "replace_all": true}),
+        ));
+        assert_eq!(all["replacements"], 3);
+        assert_eq!(std::fs::read_to_string(ws.path().join("f")).unwrap(), "y y y");
+    }
+
+    #[test]
+    fn a_missing_match_a_stale_file_and_a_binary_file_are_refused() {
+        let ws = workspace();
+        std::fs::write(ws.path().join("f"), "abc").unwrap();
+        std::fs::write(ws.path().join("bin"), b"a\0b").unwrap();
+        assert_eq!(
+            failed(call(
+                ws.path(),
+                "edit_file",
+                json!({"path": "f", "old_text": "zzz", "new_text": "y"})
+            )),
+            ToolError::NoMatch {
+                path: "f".into(),
+                edit: None
+            }
+        );
+        let stale = "0".repeat(64);
+        assert!(matches!(
+            failed(call(
+                ws.path(),
+                "edit_file",
+                json!({"path": "f", "old_text": "a", "new_text": "y", "expected_sha256": stale})
+            )),
+            ToolError::StaleFile { .. }
+        ));
+        assert_eq!(
+            failed(call(
+                ws.path(),
+                "edit_file",
+                json!({"path": "bin", "old_text": "a", "new_text": "y"})
+            )),
+            ToolError::BinaryFile { path: "bin".into() }
+        );
+        assert_eq!(std::fs::read_to_string(ws.path().join("f")).unwrap(), "abc");
+    }
+}

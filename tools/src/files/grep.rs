@@ -1,0 +1,373 @@
+//! `grep`: search file contents with ripgrep's own crates.
+
+use grep_regex::RegexMatcherBuilder;
+use grep_searcher::{Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch};
+use kyro_core::{EntryType, Execute, ToolContext, ToolError, WorkspacePath, tool};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::walk::{WalkOptions, walk};
+
+const DEFAULT_MAX_RESULTS: u32 = 200;
+/// Longest line returned; longer ones are cut (and marked).
+const MAX_LINE: usize = 2000;
+
+/// Search file contents for a regular expression (or a fixed string), like ripgrep.
+///
+/// Returns matching lines with their path, 1-based line number and optional context lines.
+/// Respects .gitignore and skips hidden and binary files by default.
+#[tool(name = "grep", title = "Search file contents", category = "files", effect = "read", aliases = ["search_text"])]
+pub struct Grep {
+    /// Regular expression (Rust `regex` syntax), or the literal text with `fixed_strings`.
+    #[schemars(length(min = 1, max = 4096))]
+    pub pattern: String,
+    /// File or directory to search, relative to the workspace root; default the root.
+    pub path: Option<WorkspacePath>,
+    /// Treat the pattern as literal text; default false.
+    #[serde(default)]
+    pub fixed_strings: bool,
+    /// Letter case: `sensitive` (default), `insensitive`, or `smart` (insensitive unless the
+    /// pattern has an uppercase letter).
+    #[serde(default)]
+    pub case: Case,
+    /// Lines of context before and after each match; default 0, at most 20.
+    #[schemars(range(max = 20))]
+    pub context: Option<u32>,
+    /// Only search files whose path matches one of these globs (`*.rs`, `src/**`).
+    #[serde(default)]
+    pub include: Vec<String>,
+    /// Skip files whose path matches one of these globs.
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    /// Include entries whose name starts with `.`; default false.
+    #[serde(default)]
+    pub include_hidden: bool,
+    /// Skip what .gitignore and .ignore files exclude; default true.
+    #[serde(default = "yes")]
+    pub respect_gitignore: bool,
+    /// Most matching lines to return; default 200, at most 5000.
+    #[schemars(range(min = 1, max = 5000))]
+    pub max_results: Option<u32>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Letter-case matching.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Case {
+    /// Exact case.
+    #[default]
+    Sensitive,
+    /// Any case.
+    Insensitive,
+    /// Insensitive unless the pattern has an uppercase letter.
+    Smart,
+}
+
+/// Matching lines.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct GrepMatches {
+    /// Matches in path order, then line order.
+    pub matches: Vec<LineMatch>,
+    /// Files searched.
+    pub files_searched: u64,
+    /// True when more lines matched than were returned.
+    pub truncated: bool,
+}
+
+/// One matching line.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct LineMatch {
+    /// Path relative to the workspace root.
+    pub path: String,
+    /// 1-based line number.
+    pub line_number: u64,
+    /// The line, without its line ending (cut past 2000 bytes).
+    pub line: String,
+    /// Context lines before, oldest first.
+    pub before: Vec<String>,
+    /// Context lines after.
+    pub after: Vec<String>,
+}
+
+fn line_text(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.trim_end_matches(['\n', '\r']);
+    if text.len() <= MAX_LINE {
+        return text.to_owned();
+    }
+    let mut cut = MAX_LINE;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}…[line cut at {MAX_LINE} bytes]", &text[..cut])
+}
+
+/// Collects matches with their context for one file.
+struct Collector<'a> {
+    path: String,
+    out: &'a mut Vec<LineMatch>,
+    pending_before: Vec<String>,
+    limit: usize,
+    over: bool,
+}
+
+impl Sink for Collector<'_> {
+    type Error = std::io::Error;
+
+    fn matched(&mut self, _: &Searcher, m: &SinkMatch<'_>) -> Result<bool, std::io::Error> {
+        if self.out.len() >= self.limit {
+            self.over = true;
+            return Ok(false);
+        }
+        self.out.push(LineMatch {
+            path: self.path.clone(),
+            line_number: m.line_number().unwrap_or(0),
+            line: line_text(m.bytes()),
+            before: std::mem::take(&mut self.pending_before),
+            after: Vec::new(),
+        });
+        Ok(true)
+    }
+
+    fn context(&mut self, _: &Searcher, c: &SinkContext<'_>) -> Result<bool, std::io::Error> {
+        match c.kind() {
+            SinkContextKind::Before => self.pending_before.push(line_text(c.bytes())),
+            SinkContextKind::After => {
+                if let Some(last) = self.out.last_mut().filter(|l| l.path == self.path) {
+                    last.after.push(line_text(c.bytes()));
+                }
+            }
+            SinkContextKind::Other => {}
+        }
+        Ok(true)
+    }
+}
+
+fn globs(patterns: &[String]) -> Result<Option<globset::GlobSet>, ToolError> {
+    if patterns.is_empty() {
+        return Ok(None);
+    }
+    let mut set = globset::GlobSetBuilder::new();
+    for pattern in patterns {
+        // A bare pattern (`*.rs`) matches at any depth, as in ripgrep's --glob.
+        let full = if pattern.contains('/') {
+            pattern.clone()
+        } else {
+            format!("**/{pattern}")
+        };
+        set.add(globset::Glob::new(&full).map_err(|e| ToolError::InvalidPattern {
+            pattern: pattern.clone(),
+            message: e.to_string(),
+        })?);
+    }
+    set.build().map(Some).map_err(|e| ToolError::InvalidPattern {
+        pattern: patterns.join(", "),
+        message: e.to_string(),
+    })
+}
+
+impl Execute for Grep {
+    type Output = GrepMatches;
+
+    async fn run(self, cx: &ToolContext) -> Result<GrepMatches, ToolError> {
+        let mut builder = RegexMatcherBuilder::new();
+        builder.fixed_strings(self.fixed_strings);
+        match self.case {
+            Case::Sensitive => {}
+            Case::Insensitive => {
+                builder.case_insensitive(true);
+            }
+            Case::Smart => {
+                builder.case_smart(true);
+            }
+        }
+        let matcher = builder.build(&self.pattern).map_err(|e| ToolError::InvalidPattern {
+            pattern: self.pattern.clone(),
+            message: e.to_string(),
+        })?;
+        let include = globs(&self.include)?;
+        let exclude = globs(&self.exclude)?;
+        let context = self.context.unwrap_or(0) as usize;
+        let mut searcher = SearcherBuilder::new()
+            .line_number(true)
+            .before_context(context)
+            .after_context(context)
+            .binary_detection(grep_searcher::BinaryDetection::quit(b'\0'))
+            .build();
+        let start = cx.path(&self.path.unwrap_or_else(|| WorkspacePath::new(".")))?;
+        let files = match start.entry_type()? {
+            Some(EntryType::Directory) => {
+                let options = WalkOptions {
+                    include_hidden: self.include_hidden,
+                    respect_gitignore: self.respect_gitignore,
+                    max_depth: None,
+                };
+                walk(&start, &options)?
+                    .into_iter()
+                    .filter(|w| w.kind == EntryType::File)
+                    .map(|w| w.path)
+                    .collect()
+            }
+            Some(EntryType::File) => vec![start],
+            Some(_) => {
+                return Err(ToolError::NotAFile {
+                    path: start.given().to_owned(),
+                });
+            }
+            None => {
+                return Err(ToolError::NotFound {
+                    path: start.given().to_owned(),
+                });
+            }
+        };
+        let limit = self.max_results.unwrap_or(DEFAULT_MAX_RESULTS) as usize;
+        let mut matches = Vec::new();
+        let mut searched = 0;
+        let mut truncated = false;
+        for file in files {
+            let relative = file.relative().to_owned();
+            if include.as_ref().is_some_and(|set| !set.is_match(&relative))
+                || exclude.as_ref().is_some_and(|set| set.is_match(&relative))
+            {
+                continue;
+            }
+            searched += 1;
+            let handle = file.open()?;
+            let mut sink = Collector {
+                path: file.display(),
+                out: &mut matches,
+                pending_before: Vec::new(),
+                limit,
+                over: false,
+            };
+            searcher
+                .search_file(&matcher, &handle, &mut sink)
+                .map_err(|e| ToolError::io("search", file.given(), &e))?;
+            if sink.over {
+                truncated = true;
+                break;
+            }
+        }
+        Ok(GrepMatches {
+            matches,
+            files_searched: searched,
+            truncated,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kyro_core::ToolError;
+    use serde_json::json;
+
+    use crate::testing::{call, failed, ok, workspace};
+
+    fn setup() -> tempfile::TempDir {
+        let ws = workspace();
+        for (path, body) in [
+            ("src/a.rs", "fn main() {\r\n    let x = 1; // TODO fix|me\r\n}\r\n"),
+            ("src/b.txt", "todo: café 😀\nnothing\n"),
+            ("target/gen.rs", "TODO generated\n"),
+            (".gitignore", "target/\n"),
+            ("bin.dat", "TODO\0binary"),
+        ] {
+            let p = ws.path().join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, body).unwrap();
+        }
+        ws
+    }
+
+    fn lines(result: &serde_json::Value) -> Vec<String> {
+        result["matches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                format!(
+                    "{}:{}:{}",
+                    m["path"].as_str().unwrap(),
+                    m["line_number"],
+                    m["line"].as_str().unwrap()
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn finds_lines_skipping_ignored_and_binary_files() {
+        let ws = setup();
+        let r = ok(call(ws.path(), "grep", json!({"pattern": "TODO"})));
+        assert_eq!(lines(&r), ["src/a.rs:2:    let x = 1; // TODO fix|me"]);
+        let r = ok(call(
+            ws.path(),
+            "grep",
+            json!({"pattern": "todo", "case": "insensitive"}),
+        ));
+        assert_eq!(lines(&r).len(), 2);
+        let r = ok(call(
+            ws.path(),
+            "grep",
+            json!({"pattern": "café 😀", "fixed_strings": true}),
+        ));
+        assert_eq!(lines(&r), ["src/b.txt:1:todo: café 😀"]);
+        let r = ok(call(
+            ws.path(),
+            "grep",
+            json!({"pattern": "TODO", "respect_gitignore": false}),
+        ));
+        assert_eq!(lines(&r).len(), 2, "target/ searched, the binary file still skipped");
+    }
+
+    #[test]
+    fn context_include_exclude_and_limits() {
+        let ws = setup();
+        let r = ok(call(ws.path(), "grep", json!({"pattern": "let x", "context": 1})));
+        assert_eq!(r["matches"][0]["before"], json!(["fn main() {"]));
+        assert_eq!(r["matches"][0]["after"], json!(["}"]));
+        let r = ok(call(ws.path(), "grep", json!({"pattern": "o", "include": ["*.txt"]})));
+        assert!(lines(&r).iter().all(|l| l.starts_with("src/b.txt")));
+        let r = ok(call(ws.path(), "grep", json!({"pattern": "o", "exclude": ["*.txt"]})));
+        assert!(lines(&r).iter().all(|l| l.starts_with("src/a.rs")));
+        let r = ok(call(ws.path(), "grep", json!({"pattern": "o", "max_results": 1})));
+        assert_eq!(lines(&r).len(), 1);
+        assert_eq!(r["truncated"], true);
+        let r = ok(call(
+            ws.path(),
+            "grep",
+            json!({"pattern": "nothing", "path": "src/b.txt"}),
+        ));
+        assert_eq!(r["files_searched"], 1);
+    }
+
+    #[test]
+    fn a_very_long_line_is_cut_and_marked() {
+        let ws = workspace();
+        std::fs::write(ws.path().join("long"), format!("{}needle", "é".repeat(5000))).unwrap();
+        let r = ok(call(ws.path(), "grep", json!({"pattern": "needle"})));
+        assert!(
+            r["matches"][0]["line"]
+                .as_str()
+                .unwrap()
+                .ends_with("[line cut at 2000 bytes]")
+        );
+    }
+
+    #[test]
+    fn a_bad_regex_is_a_typed_failure() {
+        let ws = setup();
+        assert!(matches!(
+            failed(call(ws.path(), "grep", json!({"pattern": "("}))),
+            ToolError::InvalidPattern { .. }
+        ));
+        assert!(matches!(
+            failed(call(ws.path(), "grep", json!({"pattern": "x", "include": ["a[b"]}))),
+            ToolError::InvalidPattern { .. }
+        ));
+    }
+}

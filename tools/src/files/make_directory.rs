@@ -1,0 +1,88 @@
+//! `make_directory`: create a directory.
+
+use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+/// Create a directory in the workspace, with its missing parents unless `parents` is false.
+///
+/// An existing directory is not an error: `created` says whether anything was made.
+#[tool(name = "make_directory", title = "Make directory", category = "files", effect = "write", aliases = ["mkdir"])]
+pub struct MakeDirectory {
+    /// The directory, relative to the workspace root.
+    pub path: WorkspacePath,
+    /// Create missing parent directories too; default true.
+    #[serde(default = "yes")]
+    pub parents: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The directory.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct MadeDirectory {
+    /// The path as given.
+    pub path: String,
+    /// False when it already existed.
+    pub created: bool,
+}
+
+impl Execute for MakeDirectory {
+    type Output = MadeDirectory;
+
+    async fn run(self, cx: &ToolContext) -> Result<MadeDirectory, ToolError> {
+        let path = cx.path(&self.path)?;
+        if !self.parents && !path.parent_exists() {
+            return Err(ToolError::NotFound {
+                path: path.parent_display(),
+            });
+        }
+        let created = path.create_dir(self.parents)?;
+        Ok(MadeDirectory {
+            path: self.path.to_string(),
+            created,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kyro_core::ToolError;
+    use serde_json::json;
+
+    use crate::testing::{call, failed, ok, workspace};
+
+    #[test]
+    fn creates_nested_directories_and_is_idempotent() {
+        let ws = workspace();
+        assert_eq!(
+            ok(call(ws.path(), "mkdir", json!({"path": "a/b é/c"})))["created"],
+            true
+        );
+        assert!(ws.path().join("a/b é/c").is_dir());
+        assert_eq!(
+            ok(call(ws.path(), "make_directory", json!({"path": "a/b é/c"})))["created"],
+            false
+        );
+    }
+
+    #[test]
+    fn without_parents_a_missing_parent_or_a_file_in_the_way_fails() {
+        let ws = workspace();
+        assert_eq!(
+            failed(call(
+                ws.path(),
+                "make_directory",
+                json!({"path": "x/y", "parents": false})
+            )),
+            ToolError::NotFound { path: "x".into() }
+        );
+        std::fs::write(ws.path().join("file"), "").unwrap();
+        assert_eq!(
+            failed(call(ws.path(), "make_directory", json!({"path": "file"}))),
+            ToolError::AlreadyExists { path: "file".into() }
+        );
+    }
+}

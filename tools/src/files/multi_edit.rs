@@ -1,0 +1,129 @@
+//! `multi_edit`: several exact replacements in one file, all or none.
+
+use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::edit_file::Edited;
+use super::text_file::{TextFile, replace};
+
+/// Apply several exact text replacements to one file, in order, all or none.
+///
+/// Each edit sees the text as the previous edits left it; if any edit does not match
+/// (or matches more than once without `replace_all`), the file is left unchanged and the
+/// error names the edit.
+#[tool(
+    name = "multi_edit",
+    title = "Edit file (several changes)",
+    category = "files",
+    effect = "write"
+)]
+pub struct MultiEdit {
+    /// Path of the file, relative to the workspace root.
+    #[tool(alias = "file_path")]
+    pub path: WorkspacePath,
+    /// The edits, applied in order; 1 to 100.
+    #[schemars(length(min = 1, max = 100))]
+    pub edits: Vec<Replacement>,
+    /// SHA-256 (lowercase hex) of the file as last read; refuses the edits if it changed.
+    #[schemars(regex(pattern = "^[0-9a-f]{64}$"))]
+    pub expected_sha256: Option<String>,
+}
+
+/// One replacement.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Replacement {
+    /// The exact text to replace.
+    #[schemars(length(min = 1))]
+    pub old_text: String,
+    /// The text to put in its place.
+    pub new_text: String,
+    /// Replace every occurrence; default false.
+    #[serde(default)]
+    pub replace_all: bool,
+}
+
+impl Execute for MultiEdit {
+    type Output = Edited;
+
+    async fn run(self, cx: &ToolContext) -> Result<Edited, ToolError> {
+        let file = TextFile::load(cx.path(&self.path)?, self.expected_sha256.as_deref())?;
+        let given = self.path.as_str();
+        let mut text = file.text.clone();
+        let mut replacements = 0;
+        for (i, edit) in self.edits.iter().enumerate() {
+            let (next, count) = replace(
+                &text,
+                &edit.old_text,
+                &edit.new_text,
+                edit.replace_all,
+                given,
+                Some(i as u64),
+            )?;
+            text = next;
+            replacements += count;
+        }
+        let (sha256, diff) = file.save(&text)?;
+        Ok(Edited {
+            path: given.to_owned(),
+            replacements,
+            sha256,
+            diff,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kyro_core::ToolError;
+    use serde_json::json;
+
+    use crate::testing::{call, failed, ok, workspace};
+
+    #[test]
+    fn applies_edits_in_order() {
+        let ws = workspace();
+        std::fs::write(ws.path().join("f"), "one two three").unwrap();
+        let edited = ok(call(
+            ws.path(),
+            "multi_edit",
+            json!({"path": "f", "edits": [
+                {"old_text": "one", "new_text": "1|"},
+                {"old_text": "1| two", "new_text": "12"},
+                {"old_text": "e", "new_text": "E", "replace_all": true}
+            ]}),
+        ));
+        assert_eq!(std::fs::read_to_string(ws.path().join("f")).unwrap(), "12 thrEE");
+        assert_eq!(edited["replacements"], 4);
+    }
+
+    #[test]
+    fn one_failing_edit_leaves_the_file_unchanged_and_is_named() {
+        let ws = workspace();
+        std::fs::write(ws.path().join("f"), "one two").unwrap();
+        let error = failed(call(
+            ws.path(),
+            "multi_edit",
+            json!({"path": "f", "edits": [
+                {"old_text": "one", "new_text": "1"},
+                {"old_text": "missing", "new_text": "x"}
+            ]}),
+        ));
+        assert_eq!(
+            error,
+            ToolError::NoMatch {
+                path: "f".into(),
+                edit: Some(1)
+            }
+        );
+        assert_eq!(std::fs::read_to_string(ws.path().join("f")).unwrap(), "one two");
+    }
+
+    #[test]
+    fn an_empty_edit_list_is_invalid() {
+        let ws = workspace();
+        let outcome = call(ws.path(), "multi_edit", json!({"path": "f", "edits": []}));
+        assert!(matches!(outcome, kyro_core::Outcome::InvalidArguments { .. }));
+    }
+}

@@ -1,0 +1,133 @@
+//! `read_many_files`: several text files at once, each with its own outcome.
+
+use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, sha256_hex, tool};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::read_file::read_text_bytes;
+
+const DEFAULT_MAX_BYTES: u64 = 256 * 1024;
+
+/// Read several UTF-8 text files from the workspace in one call.
+///
+/// Each file comes back with its content and SHA-256, or with its own error (missing,
+/// binary, outside the workspace); one failure does not fail the others. Content past
+/// `max_bytes_per_file` is cut at a character boundary and marked truncated.
+#[tool(
+    name = "read_many_files",
+    title = "Read several files",
+    category = "files",
+    effect = "read"
+)]
+pub struct ReadManyFiles {
+    /// Paths of the files, relative to the workspace root; 1 to 100.
+    #[schemars(length(min = 1, max = 100))]
+    pub paths: Vec<WorkspacePath>,
+    /// Most bytes of each file to return; default 262144, at most 1048576.
+    #[schemars(range(min = 1, max = 1048576))]
+    pub max_bytes_per_file: Option<u64>,
+}
+
+/// The files, in the order asked.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ManyFiles {
+    /// One entry per path.
+    pub files: Vec<OneFile>,
+}
+
+/// One file's content, or why it could not be read.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct OneFile {
+    /// The path as given.
+    pub path: String,
+    /// The content (possibly cut), when read.
+    pub content: Option<String>,
+    /// SHA-256 of the whole file, when read.
+    pub sha256: Option<String>,
+    /// True when the content was cut at `max_bytes_per_file`.
+    pub truncated: bool,
+    /// The error kind (`not_found`, `binary_file`, ...), when not read.
+    pub error_kind: Option<String>,
+    /// The error message, when not read.
+    pub error: Option<String>,
+}
+
+fn read_one(cx: &ToolContext, path: &WorkspacePath, max: usize) -> Result<OneFile, ToolError> {
+    let bytes = read_text_bytes(&cx.path(path)?)?;
+    let sha256 = sha256_hex(&bytes);
+    let text = String::from_utf8(bytes).map_err(|_| ToolError::BinaryFile { path: path.to_string() })?;
+    let mut cut = text.len().min(max);
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    Ok(OneFile {
+        path: path.to_string(),
+        truncated: cut < text.len(),
+        content: Some(text[..cut].to_owned()),
+        sha256: Some(sha256),
+        error_kind: None,
+        error: None,
+    })
+}
+
+impl Execute for ReadManyFiles {
+    type Output = ManyFiles;
+
+    async fn run(self, cx: &ToolContext) -> Result<ManyFiles, ToolError> {
+        let max = self.max_bytes_per_file.unwrap_or(DEFAULT_MAX_BYTES) as usize;
+        let files = self
+            .paths
+            .iter()
+            .map(|path| {
+                read_one(cx, path, max).unwrap_or_else(|error| OneFile {
+                    path: path.to_string(),
+                    content: None,
+                    sha256: None,
+                    truncated: false,
+                    error_kind: error.to_json()["kind"].as_str().map(str::to_owned),
+                    error: Some(error.to_string()),
+                })
+            })
+            .collect();
+        Ok(ManyFiles { files })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::testing::{call, ok, workspace};
+
+    #[test]
+    fn reads_each_file_and_reports_each_failure_apart() {
+        let ws = workspace();
+        std::fs::write(ws.path().join("a"), "a|b\r\n").unwrap();
+        std::fs::write(ws.path().join("empty"), "").unwrap();
+        std::fs::write(ws.path().join("bin"), b"\0\x01").unwrap();
+        let r = ok(call(
+            ws.path(),
+            "read_many_files",
+            json!({"paths": ["a", "empty", "bin", "missing"]}),
+        ));
+        let files = r["files"].as_array().unwrap();
+        assert_eq!(files[0]["content"], "a|b\r\n");
+        assert_eq!(files[1]["content"], "");
+        assert_eq!(files[2]["error_kind"], "binary_file");
+        assert_eq!(files[3]["error_kind"], "not_found");
+        assert!(files[3]["content"].is_null());
+    }
+
+    #[test]
+    fn content_is_cut_at_a_character_boundary() {
+        let ws = workspace();
+        std::fs::write(ws.path().join("u"), "ééé").unwrap();
+        let r = ok(call(
+            ws.path(),
+            "read_many_files",
+            json!({"paths": ["u"], "max_bytes_per_file": 3}),
+        ));
+        assert_eq!(r["files"][0]["content"], "é");
+        assert_eq!(r["files"][0]["truncated"], true);
+    }
+}

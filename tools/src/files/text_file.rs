@@ -1,0 +1,74 @@
+//! A text file being edited: its content, its hash, and the guard against stale edits.
+
+use kyro_core::{ConfinedPath, ToolError, sha256_hex};
+
+use super::read_file::read_text_bytes;
+
+/// A UTF-8 file read whole (after its freshness was checked).
+pub(crate) struct TextFile {
+    pub path: ConfinedPath,
+    pub text: String,
+}
+
+impl TextFile {
+    /// Reads the file; refuses binary files, and refuses a stale one when `expected` is given.
+    pub fn load(path: ConfinedPath, expected: Option<&str>) -> Result<TextFile, ToolError> {
+        let bytes = read_text_bytes(&path)?;
+        let sha256 = sha256_hex(&bytes);
+        if let Some(expected) = expected.filter(|e| *e != sha256) {
+            return Err(ToolError::StaleFile {
+                path: path.given().to_owned(),
+                expected: expected.to_owned(),
+                actual: sha256,
+            });
+        }
+        let text = String::from_utf8(bytes).map_err(|_| ToolError::BinaryFile {
+            path: path.given().to_owned(),
+        })?;
+        Ok(TextFile { path, text })
+    }
+
+    /// Writes `new_text` atomically and returns its SHA-256 and a unified diff.
+    pub fn save(&self, new_text: &str) -> Result<(String, String), ToolError> {
+        self.path
+            .write_atomic(new_text.as_bytes(), Some(self.text.as_bytes()))?;
+        Ok((
+            sha256_hex(new_text.as_bytes()),
+            unified_diff(&self.path.display(), &self.text, new_text),
+        ))
+    }
+}
+
+/// A unified diff of two versions of one file, with three lines of context.
+pub(crate) fn unified_diff(path: &str, old: &str, new: &str) -> String {
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{path}"), &format!("b/{path}"))
+        .to_string()
+}
+
+/// Replaces `old` with `new` in `text`: exactly once unless `replace_all`.
+pub(crate) fn replace(
+    text: &str,
+    old: &str,
+    new: &str,
+    replace_all: bool,
+    path: &str,
+    edit: Option<u64>,
+) -> Result<(String, u64), ToolError> {
+    let count = text.matches(old).count() as u64;
+    match count {
+        0 => Err(ToolError::NoMatch {
+            path: path.to_owned(),
+            edit,
+        }),
+        1 => Ok((text.replacen(old, new, 1), 1)),
+        _ if replace_all => Ok((text.replace(old, new), count)),
+        _ => Err(ToolError::AmbiguousMatch {
+            path: path.to_owned(),
+            edit,
+            count,
+        }),
+    }
+}

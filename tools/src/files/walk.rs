@@ -1,0 +1,64 @@
+//! Walking a confined directory the way ripgrep does (`ignore`): .gitignore and hidden-file
+//! rules, symlinks never followed, entries reported relative to the workspace root.
+
+use kyro_core::{ConfinedPath, EntryType, ToolError};
+
+/// How to walk.
+pub(crate) struct WalkOptions {
+    pub include_hidden: bool,
+    pub respect_gitignore: bool,
+    pub max_depth: Option<usize>,
+}
+
+/// One entry met on a walk.
+pub(crate) struct Walked {
+    /// The entry, confined beneath the same root as the start.
+    pub path: ConfinedPath,
+    /// Depth below the start (1 for its children).
+    pub depth: usize,
+    /// What it is, symlinks not followed.
+    pub kind: EntryType,
+}
+
+/// Every entry below `start` (not `start` itself), in sorted order.
+pub(crate) fn walk(start: &ConfinedPath, options: &WalkOptions) -> Result<Vec<Walked>, ToolError> {
+    let host = start.host_path();
+    let mut builder = ignore::WalkBuilder::new(&host);
+    builder
+        .follow_links(false)
+        .hidden(!options.include_hidden)
+        .git_ignore(options.respect_gitignore)
+        .git_global(false)
+        .git_exclude(options.respect_gitignore)
+        .ignore(options.respect_gitignore)
+        .parents(options.respect_gitignore)
+        .require_git(false)
+        .max_depth(options.max_depth)
+        .sort_by_file_name(|a, b| a.cmp(b));
+    let mut out = Vec::new();
+    for entry in builder.build() {
+        let entry = entry.map_err(|e| ToolError::Io {
+            operation: "walk".into(),
+            path: start.given().to_owned(),
+            message: e.to_string(),
+        })?;
+        if entry.depth() == 0 {
+            continue;
+        }
+        let Ok(relative) = entry.path().strip_prefix(&host) else {
+            continue;
+        };
+        let kind = match entry.file_type() {
+            Some(t) if t.is_symlink() => EntryType::Symlink,
+            Some(t) if t.is_dir() => EntryType::Directory,
+            Some(t) if t.is_file() => EntryType::File,
+            _ => EntryType::Other,
+        };
+        out.push(Walked {
+            path: start.join(relative),
+            depth: entry.depth(),
+            kind,
+        });
+    }
+    Ok(out)
+}
