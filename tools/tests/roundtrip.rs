@@ -1,0 +1,98 @@
+//! Awkward content survives every file tool unchanged: pipes, Unicode, CRLF, empty files
+//! and very long lines.
+
+use std::sync::Arc;
+
+use kyro_core::policy::{ApprovalRule, ApprovalRules};
+use kyro_core::{Call, Outcome, Policy, Registry, Runtime, Workspace};
+use serde_json::{Value, json};
+
+fn runtime(root: &std::path::Path) -> Runtime {
+    let auto = ApprovalRule::Auto;
+    let policy = Policy {
+        approvals: ApprovalRules {
+            read: auto,
+            write: auto,
+            exec: auto,
+            network: auto,
+            state: auto,
+            none: auto,
+        },
+        ..Policy::default()
+    };
+    let registry = Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());
+    Runtime::new(registry, Workspace::new(root).unwrap(), &policy).unwrap()
+}
+
+fn ok(rt: &Runtime, tool: &str, args: Value) -> Value {
+    let outcome = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(rt.execute_call(Call::new(tool, args)));
+    match outcome {
+        Outcome::Ok { result, .. } => result,
+        other => panic!("{tool}: {other:?}"),
+    }
+}
+
+#[test]
+fn awkward_content_survives_every_file_tool() {
+    let ws = tempfile::tempdir().unwrap();
+    let rt = runtime(ws.path());
+    let long_line = "ж|".repeat(100_000);
+    let contents = [
+        String::new(),
+        "a | b || c\r\nsecond\r\n".to_owned(),
+        "日本語 😀 e\u{301}\n\tindent\n".to_owned(),
+        format!("{long_line}\nend"),
+        "no final newline".to_owned(),
+    ];
+    for (i, content) in contents.iter().enumerate() {
+        let name = format!("dir é/file|{i}.txt");
+        ok(
+            &rt,
+            "write_file",
+            json!({"path": name, "content": content, "create_dirs": true}),
+        );
+        assert_eq!(&std::fs::read_to_string(ws.path().join(&name)).unwrap(), content);
+        let read = ok(&rt, "read_file", json!({"path": name}));
+        assert_eq!(read["content"].as_str().unwrap(), content);
+        let many = ok(
+            &rt,
+            "read_many_files",
+            json!({"paths": [name], "max_bytes_per_file": 1048576}),
+        );
+        assert_eq!(many["files"][0]["content"].as_str().unwrap(), content);
+        let copy = format!("copies/{i}|copy.txt");
+        ok(&rt, "make_directory", json!({"path": "copies"}));
+        ok(
+            &rt,
+            "copy_path",
+            json!({"source": name, "destination": copy, "overwrite": true}),
+        );
+        assert_eq!(&std::fs::read_to_string(ws.path().join(&copy)).unwrap(), content);
+        let moved = format!("moved/{i}.txt");
+        ok(&rt, "make_directory", json!({"path": "moved"}));
+        ok(&rt, "move_path", json!({"source": copy, "destination": moved}));
+        assert_eq!(&std::fs::read_to_string(ws.path().join(&moved)).unwrap(), content);
+        if !content.is_empty() {
+            let marker = format!("{content}<<end>>");
+            ok(&rt, "write_file", json!({"path": moved, "content": marker}));
+            ok(
+                &rt,
+                "edit_file",
+                json!({"path": moved, "old_text": "<<end>>", "new_text": ""}),
+            );
+            assert_eq!(&std::fs::read_to_string(ws.path().join(&moved)).unwrap(), content);
+        }
+    }
+    let found = ok(&rt, "grep", json!({"pattern": "a | b || c", "fixed_strings": true}));
+    assert_eq!(
+        found["matches"].as_array().unwrap().len(),
+        2,
+        "the original and the moved copy: {found}"
+    );
+    let listed = ok(&rt, "glob", json!({"pattern": "**/*|*.txt"}));
+    assert_eq!(listed["paths"].as_array().unwrap().len(), contents.len());
+}
