@@ -102,6 +102,7 @@ pub struct ToolContext {
     effects: Arc<EffectLog>,
     call_id: String,
     progress: Option<ProgressSink>,
+    runtime: crate::runtime::Runtime,
 }
 
 impl ToolContext {
@@ -112,6 +113,7 @@ impl ToolContext {
         effects: Arc<EffectLog>,
         call_id: String,
         progress: Option<ProgressSink>,
+        runtime: crate::runtime::Runtime,
     ) -> ToolContext {
         ToolContext {
             scope,
@@ -120,7 +122,20 @@ impl ToolContext {
             effects,
             call_id,
             progress,
+            runtime,
         }
+    }
+
+    /// The runtime the call runs in, for orchestration tools that make calls of their own
+    /// (always through `execute_in`, under this call's scope or a narrower one).
+    pub fn runtime(&self) -> &crate::runtime::Runtime {
+        &self.runtime
+    }
+
+    /// Where runtime-owned state lives: `.kyro/` under the workspace (memory, graph, tasks).
+    /// Tools cannot write here through paths; only the state store does.
+    pub fn state_dir(&self) -> PathBuf {
+        self.runtime.workspace().root().join(".kyro")
     }
 
     /// Reports progress to the caller, when the caller asked for it; otherwise nothing.

@@ -104,6 +104,26 @@ pub enum ToolError {
         /// The compiler's message.
         message: String,
     },
+    /// No record with that key.
+    #[error("no {record} named `{key}`")]
+    NoSuchRecord {
+        /// What was looked up (memory, entity, task).
+        record: String,
+        /// Its key.
+        key: String,
+    },
+    /// The state database failed.
+    #[error("the state database failed: {message}")]
+    State {
+        /// SQLite's message.
+        message: String,
+    },
+    /// A sub-agent asked for more than its parent holds.
+    #[error("the sub-agent's scope was refused: {message}")]
+    ScopeRefused {
+        /// Why.
+        message: String,
+    },
     /// An operating-system error.
     #[error("{operation} `{path}` failed: {message}")]
     Io {

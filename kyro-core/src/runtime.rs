@@ -63,7 +63,7 @@ impl Call {
 }
 
 /// The kind of an outcome, as a stable snake_case word.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OutcomeKind {
     /// The tool ran and returned a result.
@@ -438,6 +438,7 @@ impl Runtime {
             effects.clone(),
             call_id.to_owned(),
             call.progress,
+            self.clone(),
         );
         let limit = Duration::from_millis(self.limits.timeout_ms);
         let run = tokio::time::timeout(limit, tool.executor().run(arguments, &cx));

@@ -122,6 +122,8 @@ fn openapi(tool: &str, schema: &Value, pointer: &str, relaxed: &mut Vec<Relaxed>
             "prefixItems" => return Err(unsupported(tool, pointer, "a tuple (`prefixItems`)")),
             // Gemini cannot close an object: unknown keys are still refused by the runtime.
             "additionalProperties" if *value == Value::Bool(false) => relax(key, value, &mut moved),
+            // Gemini objects are open already: an open object states nothing more.
+            "additionalProperties" if *value == Value::Bool(true) => {}
             "additionalProperties" => {
                 return Err(unsupported(tool, pointer, "a map (`additionalProperties` schema)"));
             }
@@ -143,11 +145,32 @@ fn openapi(tool: &str, schema: &Value, pointer: &str, relaxed: &mut Vec<Relaxed>
     }
     for key in ["anyOf", "oneOf"] {
         if let Some(Value::Array(branches)) = map.get(key) {
+            // `[T, null]` is T with `nullable`, which Gemini states directly.
+            let nulls = branches
+                .iter()
+                .filter(|b| b.get("type") == Some(&json!("null")))
+                .count();
             let mut exported = Vec::new();
             for (i, branch) in branches.iter().enumerate() {
-                exported.push(openapi(tool, branch, &format!("{pointer}/{key}/{i}"), relaxed)?);
+                if branch.get("type") != Some(&json!("null")) {
+                    exported.push(openapi(tool, branch, &format!("{pointer}/{key}/{i}"), relaxed)?);
+                }
             }
-            out.insert("anyOf".into(), Value::Array(exported));
+            if nulls > 0 {
+                out.insert("nullable".into(), Value::Bool(true));
+            }
+            match exported.len() {
+                1 => {
+                    if let Some(Value::Object(only)) = exported.pop() {
+                        for (k, v) in only {
+                            out.entry(k).or_insert(v);
+                        }
+                    }
+                }
+                _ => {
+                    out.insert("anyOf".into(), Value::Array(exported));
+                }
+            }
         }
     }
     if let Some(Value::Object(properties)) = map.get("properties") {

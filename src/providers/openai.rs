@@ -101,6 +101,16 @@ fn strict(tool: &str, schema: &Value, pointer: &str, relaxed: &mut Vec<Relaxed>)
     {
         return Err(unsupported(tool, pointer, "an untyped value"));
     }
+    let is_object = map
+        .get("type")
+        .is_some_and(|t| t == "object" || t.as_array().is_some_and(|ts| ts.contains(&json!("object"))));
+    if is_object && !map.contains_key("properties") {
+        return Err(unsupported(
+            tool,
+            pointer,
+            "a free-form object (strict mode needs every property declared)",
+        ));
+    }
     let mut out = Map::new();
     let mut moved = Vec::new();
     for (key, value) in map {

@@ -8,6 +8,10 @@
 pub mod calculation;
 pub mod discovery;
 pub mod files;
+pub mod graph;
+pub mod memory;
+pub mod orchestration;
+mod state;
 
 #[cfg(test)]
 mod testing;
@@ -32,6 +36,21 @@ kyro_core::catalog! {
         files::DeletePath,
         files::MakeDirectory,
         calculation::Calculate,
+        memory::MemoryStore,
+        memory::MemorySearch,
+        memory::MemoryGet,
+        memory::MemoryForget,
+        graph::GraphAddEntities,
+        graph::GraphAddRelations,
+        graph::GraphAddObservations,
+        graph::GraphSearch,
+        graph::GraphOpen,
+        graph::GraphDelete,
+        orchestration::TaskCreate,
+        orchestration::TaskUpdate,
+        orchestration::TaskList,
+        orchestration::RunBatch,
+        orchestration::SpawnSubagent,
         discovery::ToolSearch,
         discovery::ToolDescribe,
     ];

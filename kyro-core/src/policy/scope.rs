@@ -13,7 +13,7 @@ use crate::confined::ConfinedPath;
 use crate::effect::Capability;
 
 /// How a root may be used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Access {
     /// Read only.

@@ -1,0 +1,74 @@
+//! `graph_add_entities`: create entities; existing names are left as they are.
+
+use kyro_core::{Execute, ToolContext, ToolError, tool};
+use rusqlite::params;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::state::{Store, state_error};
+
+/// Add entities to the knowledge graph, each with a type and initial observations.
+///
+/// Idempotent: an entity whose name exists already is skipped, not changed; the result
+/// lists only the names created.
+#[tool(name = "graph_add_entities", title = "Add graph entities", category = "graph", effect = "state", aliases = ["create_entities"])]
+pub struct GraphAddEntities {
+    /// The entities; 1 to 100.
+    #[schemars(length(min = 1, max = 100))]
+    pub entities: Vec<NewEntity>,
+}
+
+/// An entity to create.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewEntity {
+    /// Unique name.
+    #[schemars(length(min = 1, max = 256))]
+    pub name: String,
+    /// Its type (person, project, service...).
+    #[schemars(length(min = 1, max = 64))]
+    pub entity_type: String,
+    /// Initial facts about it.
+    #[serde(default)]
+    #[schemars(length(max = 100))]
+    pub observations: Vec<String>,
+}
+
+/// The names created.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct CreatedEntities {
+    /// Entities that did not exist before.
+    pub created: Vec<String>,
+}
+
+impl Execute for GraphAddEntities {
+    type Output = CreatedEntities;
+
+    async fn run(self, cx: &ToolContext) -> Result<CreatedEntities, ToolError> {
+        let mut store = Store::open(cx)?;
+        let created = store.write(|tx| {
+            let mut created = Vec::new();
+            for entity in &self.entities {
+                let inserted = tx
+                    .execute(
+                        "INSERT INTO entities (name, entity_type) VALUES (?1, ?2) ON CONFLICT (name) DO NOTHING",
+                        params![entity.name, entity.entity_type],
+                    )
+                    .map_err(state_error)?;
+                if inserted == 0 {
+                    continue;
+                }
+                for (i, observation) in entity.observations.iter().enumerate() {
+                    tx.execute(
+                        "INSERT INTO observations (entity, content, position) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
+                        params![entity.name, observation, i as i64],
+                    )
+                    .map_err(state_error)?;
+                }
+                created.push(entity.name.clone());
+            }
+            Ok(created)
+        })?;
+        Ok(CreatedEntities { created })
+    }
+}

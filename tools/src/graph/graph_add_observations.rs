@@ -1,0 +1,80 @@
+//! `graph_add_observations`: add facts to existing entities.
+
+use kyro_core::{Execute, ToolContext, ToolError, tool};
+use rusqlite::params;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::state::{Store, state_error};
+
+/// Add observations (facts) to existing entities.
+///
+/// Idempotent: an observation an entity already has is skipped. Every entity must exist,
+/// or nothing is added and the error names it.
+#[tool(name = "graph_add_observations", title = "Add graph observations", category = "graph", effect = "state", aliases = ["add_observations"])]
+pub struct GraphAddObservations {
+    /// Observations per entity; 1 to 100 entries.
+    #[schemars(length(min = 1, max = 100))]
+    pub observations: Vec<NewObservations>,
+}
+
+/// Facts for one entity.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewObservations {
+    /// The entity's name.
+    #[schemars(length(min = 1, max = 256))]
+    pub entity: String,
+    /// The facts.
+    #[schemars(length(min = 1, max = 100))]
+    pub contents: Vec<String>,
+}
+
+/// What was added.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AddedObservations {
+    /// Per entity, the facts that were new.
+    pub added: Vec<NewObservations>,
+}
+
+impl Execute for GraphAddObservations {
+    type Output = AddedObservations;
+
+    async fn run(self, cx: &ToolContext) -> Result<AddedObservations, ToolError> {
+        let mut store = Store::open(cx)?;
+        let added = store.write(|tx| {
+            let mut added = Vec::new();
+            for group in &self.observations {
+                let exists: bool = tx
+                    .query_row("SELECT EXISTS(SELECT 1 FROM entities WHERE name = ?1)", params![group.entity], |r| r.get(0))
+                    .map_err(state_error)?;
+                if !exists {
+                    return Err(ToolError::NoSuchRecord {
+                        record: "entity".into(),
+                        key: group.entity.clone(),
+                    });
+                }
+                let mut contents = Vec::new();
+                for content in &group.contents {
+                    let inserted = tx
+                        .execute(
+                            "INSERT INTO observations (entity, content, position)
+                             VALUES (?1, ?2, (SELECT COALESCE(MAX(position), -1) + 1 FROM observations WHERE entity = ?1))
+                             ON CONFLICT DO NOTHING",
+                            params![group.entity, content],
+                        )
+                        .map_err(state_error)?;
+                    if inserted > 0 {
+                        contents.push(content.clone());
+                    }
+                }
+                added.push(NewObservations {
+                    entity: group.entity.clone(),
+                    contents,
+                });
+            }
+            Ok(added)
+        })?;
+        Ok(AddedObservations { added })
+    }
+}

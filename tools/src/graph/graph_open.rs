@@ -1,0 +1,24 @@
+//! `graph_open`: entities by name.
+
+use kyro_core::{Execute, ToolContext, ToolError, tool};
+
+use super::{Subgraph, subgraph};
+use crate::state::Store;
+
+/// Open entities by name, with their observations and the relations among them. Names
+/// that do not exist are left out.
+#[tool(name = "graph_open", title = "Open graph entities", category = "graph", effect = "read", aliases = ["open_nodes"], capabilities = ["state"])]
+pub struct GraphOpen {
+    /// Entity names; 1 to 100.
+    #[schemars(length(min = 1, max = 100))]
+    pub names: Vec<String>,
+}
+
+impl Execute for GraphOpen {
+    type Output = Subgraph;
+
+    async fn run(self, cx: &ToolContext) -> Result<Subgraph, ToolError> {
+        let store = Store::open(cx)?;
+        subgraph(&store.conn, &self.names)
+    }
+}

@@ -1,0 +1,157 @@
+//! `spawn_subagent`: run calls under a child scope that is a subset of the caller's.
+
+use kyro_core::policy::{Access, RootSpec, ScopeRequest};
+use kyro_core::{Capability, Execute, ToolContext, ToolError, tool};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::run_batch::{BatchCall, BatchMode, CallResult, run_calls};
+
+/// Run calls as a sub-agent: under a child scope that keeps at most the caller's
+/// capabilities and roots (never more), one level deeper, with receipts linked to this call.
+///
+/// No model is called: the sub-agent executes the calls it is given, in order. Asking for a
+/// capability or a root the caller does not hold, or nesting past the policy's depth, is
+/// refused before any call runs.
+#[tool(name = "spawn_subagent", title = "Run calls as a sub-agent", category = "orchestration", effect = "state", capabilities = ["orchestrate"])]
+pub struct SpawnSubagent {
+    /// What the sub-agent is for.
+    #[schemars(length(min = 1, max = 200))]
+    pub description: String,
+    /// The calls, run in order; 1 to 25.
+    #[schemars(length(min = 1, max = 25))]
+    pub calls: Vec<BatchCall>,
+    /// Capabilities to keep, a subset of the caller's; default all of the caller's.
+    pub capabilities: Option<Vec<Capability>>,
+    /// Roots to keep, each inside one of the caller's; default the caller's.
+    pub roots: Option<Vec<SubagentRoot>>,
+    /// Stop at the first call whose outcome is not ok; default false.
+    #[serde(default)]
+    pub stop_on_error: bool,
+}
+
+/// A root for the sub-agent.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SubagentRoot {
+    /// A directory inside one of the caller's roots.
+    #[schemars(length(min = 1, max = 4096))]
+    pub path: String,
+    /// `read` or `read_write` (only where the caller may write).
+    pub access: Access,
+}
+
+/// What the sub-agent did.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SubagentResult {
+    /// The sub-agent's nesting depth.
+    pub depth: u32,
+    /// One result per call run.
+    pub results: Vec<CallResult>,
+}
+
+impl Execute for SpawnSubagent {
+    type Output = SubagentResult;
+
+    async fn run(self, cx: &ToolContext) -> Result<SubagentResult, ToolError> {
+        let request = ScopeRequest {
+            capabilities: self.capabilities,
+            roots: self.roots.map(|roots| {
+                roots
+                    .into_iter()
+                    .map(|r| RootSpec {
+                        path: r.path.into(),
+                        access: r.access,
+                    })
+                    .collect()
+            }),
+        };
+        let child = cx
+            .scope()
+            .child(&request)
+            .map_err(|e| ToolError::ScopeRefused { message: e.to_string() })?;
+        let results = run_calls(
+            cx.runtime(),
+            &child,
+            cx.call_id(),
+            &self.calls,
+            BatchMode::Sequential,
+            self.stop_on_error,
+        )
+        .await;
+        Ok(SubagentResult {
+            depth: child.depth(),
+            results,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kyro_core::ToolError;
+    use serde_json::json;
+
+    use crate::testing::{call, failed, ok, workspace};
+
+    #[test]
+    fn a_narrowed_sub_agent_is_held_to_its_scope() {
+        let ws = workspace();
+        std::fs::create_dir(ws.path().join("docs")).unwrap();
+        std::fs::write(ws.path().join("docs/a.txt"), "in").unwrap();
+        std::fs::write(ws.path().join("secret.txt"), "out").unwrap();
+        let r = ok(call(
+            ws.path(),
+            "spawn_subagent",
+            json!({
+                "description": "read the docs",
+                "capabilities": ["fs.read", "orchestrate"],
+                "roots": [{"path": "docs", "access": "read"}],
+                "calls": [
+                    {"tool": "read_file", "arguments": {"path": "a.txt"}},
+                    {"tool": "read_file", "arguments": {"path": "../secret.txt"}},
+                    {"tool": "write_file", "arguments": {"path": "b.txt", "content": "x"}}
+                ]
+            }),
+        ));
+        assert_eq!(r["depth"], 1);
+        let outcomes: Vec<&str> = r["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["outcome"].as_str().unwrap())
+            .collect();
+        assert_eq!(outcomes, ["ok", "denied", "denied"]);
+        assert_eq!(r["results"][0]["result"]["content"], "in");
+        assert!(!ws.path().join("docs/b.txt").exists());
+    }
+
+    #[test]
+    fn widening_and_nesting_too_deep_are_refused_before_anything_runs() {
+        let ws = workspace();
+        let widening = failed(call(
+            ws.path(),
+            "spawn_subagent",
+            json!({"description": "x", "roots": [{"path": "..", "access": "read"}],
+                   "calls": [{"tool": "write_file", "arguments": {"path": "w.txt", "content": "x"}}]}),
+        ));
+        assert!(matches!(widening, ToolError::ScopeRefused { .. }), "{widening:?}");
+        assert!(!ws.path().join("w.txt").exists());
+        // Four levels of sub-agents: the policy's default depth is 3.
+        let mut nested = json!({"tool": "calculate", "arguments": {"expression": "1"}});
+        for _ in 0..4 {
+            nested = json!({"tool": "spawn_subagent", "arguments": {"description": "nest", "calls": [nested]}});
+        }
+        let r = ok(call(
+            ws.path(),
+            nested["tool"].as_str().unwrap(),
+            nested["arguments"].clone(),
+        ));
+        let mut level = &r;
+        for _ in 0..2 {
+            level = &level["results"][0]["result"];
+        }
+        let deepest = &level["results"][0];
+        assert_eq!(deepest["outcome"], "execution_failed");
+        assert_eq!(deepest["error"]["kind"], "scope_refused");
+    }
+}

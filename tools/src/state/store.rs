@@ -1,0 +1,150 @@
+//! Opening the state database and migrating its schema.
+
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use kyro_core::{ToolContext, ToolError};
+use rusqlite::Connection;
+
+/// The schema, one migration per entry; `PRAGMA user_version` counts those applied.
+const MIGRATIONS: &[&str] = &[
+    // 1: memory with full-text search.
+    "CREATE TABLE memories (
+        id INTEGER PRIMARY KEY,
+        namespace TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        tags TEXT NOT NULL DEFAULT '',
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        UNIQUE (namespace, key)
+    );
+    CREATE VIRTUAL TABLE memories_fts USING fts5(key, value, tags, content='memories', content_rowid='id');
+    CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+        INSERT INTO memories_fts(rowid, key, value, tags) VALUES (new.id, new.key, new.value, new.tags);
+    END;
+    CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+        INSERT INTO memories_fts(memories_fts, rowid, key, value, tags) VALUES ('delete', old.id, old.key, old.value, old.tags);
+    END;
+    CREATE TRIGGER memories_au AFTER UPDATE ON memories BEGIN
+        INSERT INTO memories_fts(memories_fts, rowid, key, value, tags) VALUES ('delete', old.id, old.key, old.value, old.tags);
+        INSERT INTO memories_fts(rowid, key, value, tags) VALUES (new.id, new.key, new.value, new.tags);
+    END;",
+    // 2: the knowledge graph of the MCP memory server.
+    "CREATE TABLE entities (
+        name TEXT PRIMARY KEY,
+        entity_type TEXT NOT NULL
+    );
+    CREATE TABLE observations (
+        entity TEXT NOT NULL REFERENCES entities(name) ON DELETE CASCADE,
+        content TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        PRIMARY KEY (entity, content)
+    );
+    CREATE TABLE relations (
+        source TEXT NOT NULL REFERENCES entities(name) ON DELETE CASCADE,
+        target TEXT NOT NULL REFERENCES entities(name) ON DELETE CASCADE,
+        relation_type TEXT NOT NULL,
+        PRIMARY KEY (source, target, relation_type)
+    );",
+    // 3: the task list.
+    "CREATE TABLE tasks (
+        id INTEGER PRIMARY KEY,
+        title TEXT NOT NULL,
+        status TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        notes TEXT NOT NULL DEFAULT '',
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+    );",
+];
+
+/// An open state database.
+pub(crate) struct Store {
+    pub conn: Connection,
+}
+
+/// Maps a SQLite failure to the tool error.
+pub(crate) fn state_error(e: rusqlite::Error) -> ToolError {
+    ToolError::State { message: e.to_string() }
+}
+
+impl Store {
+    /// Opens (creating and migrating on first use) the store of the call's workspace.
+    pub fn open(cx: &ToolContext) -> Result<Store, ToolError> {
+        Store::open_at(&cx.state_dir())
+    }
+
+    /// Opens the store in `dir`.
+    pub fn open_at(dir: &Path) -> Result<Store, ToolError> {
+        std::fs::create_dir_all(dir).map_err(|e| ToolError::io("create", &dir.display().to_string(), &e))?;
+        let conn = Connection::open(dir.join("state.db")).map_err(state_error)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(state_error)?;
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(state_error)?;
+        conn.pragma_update(None, "foreign_keys", true).map_err(state_error)?;
+        let mut store = Store { conn };
+        store.migrate()?;
+        Ok(store)
+    }
+
+    fn migrate(&mut self) -> Result<(), ToolError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(state_error)?;
+        let applied: i64 = tx
+            .pragma_query_value(None, "user_version", |row| row.get(0))
+            .map_err(state_error)?;
+        for (i, migration) in MIGRATIONS.iter().enumerate().skip(applied as usize) {
+            tx.execute_batch(migration).map_err(state_error)?;
+            tx.pragma_update(None, "user_version", i as i64 + 1)
+                .map_err(state_error)?;
+        }
+        tx.commit().map_err(state_error)
+    }
+
+    /// Runs `work` in an immediate transaction: all of it lands, or none.
+    pub fn write<T>(
+        &mut self,
+        work: impl FnOnce(&rusqlite::Transaction) -> Result<T, ToolError>,
+    ) -> Result<T, ToolError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(state_error)?;
+        let value = work(&tx)?;
+        tx.commit().map_err(state_error)?;
+        Ok(value)
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MIGRATIONS, Store};
+
+    #[test]
+    fn the_schema_is_created_once_and_reopening_keeps_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_at(dir.path()).unwrap();
+        let version: i64 = store
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(version as usize, MIGRATIONS.len());
+        drop(store);
+        let again = Store::open_at(dir.path()).unwrap();
+        let mode: String = again
+            .conn
+            .pragma_query_value(None, "journal_mode", |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+    }
+}
