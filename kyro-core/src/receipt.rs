@@ -184,7 +184,8 @@ pub trait Observer: Send + Sync {
 #[derive(Debug)]
 pub struct JsonlReceiptLog {
     path: PathBuf,
-    lock: Mutex<()>,
+    /// Opened on the first receipt, then kept: one write per receipt.
+    file: Mutex<Option<std::fs::File>>,
 }
 
 impl JsonlReceiptLog {
@@ -192,7 +193,7 @@ impl JsonlReceiptLog {
     pub fn new(path: impl Into<PathBuf>) -> JsonlReceiptLog {
         JsonlReceiptLog {
             path: path.into(),
-            lock: Mutex::new(()),
+            file: Mutex::new(None),
         }
     }
 
@@ -207,12 +208,19 @@ impl JsonlReceiptLog {
     }
 
     fn append(&self, line: &str) -> std::io::Result<()> {
-        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(parent) = self.path.parent() {
-            std::fs::create_dir_all(parent)?;
+        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        if file.is_none() {
+            if let Some(parent) = self.path.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            *file = Some(std::fs::OpenOptions::new().create(true).append(true).open(&self.path)?);
         }
-        let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&self.path)?;
-        file.write_all(line.as_bytes())
+        match file.as_mut() {
+            // One `write` of the whole line with O_APPEND: lines from several processes
+            // do not interleave.
+            Some(f) => f.write_all(line.as_bytes()),
+            None => Ok(()),
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! Fingerprints of calls and the approvals bound to them.
 
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 /// SHA-256 (lowercase hex) of the RFC 8785 canonical JSON of `{"tool", "arguments"}`.
@@ -15,10 +15,15 @@ pub struct Fingerprint(String);
 impl Fingerprint {
     /// The canonical snapshot of a call and its fingerprint.
     pub fn of(tool: &str, arguments: &Value) -> (String, Fingerprint) {
-        let canonical = serde_json_canonicalizer::to_string(&json!({ "tool": tool, "arguments": arguments }))
-            .expect("a JSON value always canonicalizes");
-        let digest = Sha256::digest(canonical.as_bytes());
-        let hex = digest.iter().map(|b| format!("{b:02x}")).collect();
+        // `{"arguments":…,"tool":…}`: RFC 8785 sorts the two keys so, and each value is
+        // canonicalized on its own, which saves copying the arguments into a wrapper.
+        let mut canonical = String::with_capacity(64);
+        canonical.push_str("{\"arguments\":");
+        canonical.push_str(&serde_json_canonicalizer::to_string(arguments).expect("a JSON value always canonicalizes"));
+        canonical.push_str(",\"tool\":");
+        canonical.push_str(&serde_json::to_string(tool).expect("a string always serializes"));
+        canonical.push('}');
+        let hex = crate::confined::hex(&Sha256::digest(canonical.as_bytes()));
         (canonical, Fingerprint(hex))
     }
 

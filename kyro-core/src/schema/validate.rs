@@ -84,7 +84,21 @@ fn allows(schema: &Value, ty: &str) -> bool {
     }
 }
 
+/// Whether a value holds a number written as a float with no fraction (`1.0`, `1e3`): the
+/// only case [`integer_literals`] can report, checked first without allocating.
+fn has_integral_float(value: &Value) -> bool {
+    match value {
+        Value::Number(n) => !(n.is_i64() || n.is_u64()) && n.as_f64().is_some_and(|f| f.fract() == 0.0),
+        Value::Array(items) => items.iter().any(has_integral_float),
+        Value::Object(fields) => fields.values().any(has_integral_float),
+        _ => false,
+    }
+}
+
 fn integer_literals(schema: &Value, instance: &Value, pointer: String, out: &mut Vec<Violation>) {
+    if !has_integral_float(instance) {
+        return;
+    }
     match instance {
         // A fractional value is already a type violation; only integral non-integer
         // literals (`1.0`, `1e3`) need reporting here.
