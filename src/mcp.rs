@@ -27,6 +27,8 @@ const PAGE: usize = 100;
 #[derive(Clone)]
 pub struct KyroServer {
     runtime: Runtime,
+    /// The MCP tool list of the last snapshot served, rebuilt only when the version changes.
+    listed: Arc<std::sync::Mutex<Option<(u64, Arc<Vec<Tool>>)>>>,
     /// Registry versions, watched from the moment the server exists so that a change made
     /// while a client initializes is still announced.
     changes: tokio::sync::watch::Receiver<u64>,
@@ -36,7 +38,11 @@ impl KyroServer {
     /// A server for `runtime`.
     pub fn new(runtime: Runtime) -> KyroServer {
         let changes = runtime.registry().subscribe();
-        KyroServer { runtime, changes }
+        KyroServer {
+            runtime,
+            changes,
+            listed: Arc::default(),
+        }
     }
 
     /// Serves on stdin/stdout until the client closes the stream.
@@ -137,6 +143,7 @@ impl ServerHandler for KyroServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let snapshot = self.runtime.registry().snapshot();
+        let all = self.tools_of(&snapshot);
         let start = match request.and_then(|r| r.cursor) {
             None => 0,
             Some(cursor) => cursor
@@ -145,7 +152,7 @@ impl ServerHandler for KyroServer {
                 .filter(|&i| i < snapshot.descriptors().len())
                 .ok_or_else(|| ErrorData::invalid_params(format!("unknown cursor `{cursor}`"), None))?,
         };
-        let tools: Vec<Tool> = snapshot.descriptors().skip(start).take(PAGE).map(mcp_tool).collect();
+        let tools: Vec<Tool> = all.iter().skip(start).take(PAGE).cloned().collect();
         let end = start + tools.len();
         let mut page = ListToolsResult::with_all_items(tools);
         if end < snapshot.descriptors().len() {
@@ -208,6 +215,19 @@ impl ServerHandler for KyroServer {
 }
 
 impl KyroServer {
+    /// The MCP tools of a snapshot, built once per registry version.
+    fn tools_of(&self, snapshot: &kyro_core::Snapshot) -> Arc<Vec<Tool>> {
+        let mut listed = self.listed.lock().unwrap_or_else(|p| p.into_inner());
+        match listed.as_ref() {
+            Some((version, tools)) if *version == snapshot.version() => tools.clone(),
+            _ => {
+                let tools = Arc::new(snapshot.descriptors().map(mcp_tool).collect::<Vec<_>>());
+                *listed = Some((snapshot.version(), tools.clone()));
+                tools
+            }
+        }
+    }
+
     /// One pass through the boundary; a client cancellation stops the executor.
     async fn run(&self, call: Call, context: &RequestContext<RoleServer>) -> Outcome {
         self.runtime

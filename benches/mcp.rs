@@ -1,0 +1,248 @@
+//! MCP over stdio: `kyro mcp` against a peer written with rmcp's own `#[tool]` macros
+//! (`benches/peer`), both driven by the same load client in one run.
+//!
+//! `cargo bench --bench mcp` builds the peer (release) and measures, for each server:
+//! cold start to the `initialize` answer, `tools/list` latency, sequential `tools/call`
+//! p50/p99, pipelined throughput for 50,000 calls, and peak RSS. The calls are `read_file`
+//! of the same small file on both servers. kyro's numbers include what it always does per
+//! call: validation, authorization, fingerprint and a receipt appended to
+//! `.kyro/receipts.jsonl`.
+
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const COLD_STARTS: usize = 15;
+const LISTS: usize = 200;
+const SEQUENTIAL: usize = 2000;
+const PIPELINED: usize = 50_000;
+
+struct Server {
+    child: Child,
+    stdin: BufWriter<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Server {
+    fn spawn(command: &[String], dir: &Path) -> Server {
+        let mut child = Command::new(&command[0])
+            .args(&command[1..])
+            .current_dir(dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("server starts");
+        let stdin = BufWriter::new(child.stdin.take().unwrap());
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Server { child, stdin, stdout }
+    }
+
+    fn send(&mut self, message: &Value) {
+        writeln!(self.stdin, "{message}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn receive(&mut self) -> Value {
+        let mut line = String::new();
+        assert!(self.stdout.read_line(&mut line).unwrap() > 0, "server closed");
+        serde_json::from_str(&line).unwrap()
+    }
+
+    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let message = self.receive();
+            if message["id"] == id {
+                return message;
+            }
+        }
+    }
+
+    fn initialize(&mut self) {
+        let init = self.request(
+            0,
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "load", "version": "1"}}),
+        );
+        assert!(init.get("result").is_some(), "{init}");
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    }
+
+    fn peak_rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn percentile(samples: &mut [Duration], p: f64) -> Duration {
+    samples.sort();
+    samples[((samples.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+struct Report {
+    name: &'static str,
+    cold_start: Duration,
+    list: Duration,
+    p50: Duration,
+    p99: Duration,
+    throughput: f64,
+    rss_kib: u64,
+}
+
+fn measure(name: &'static str, command: &[String], dir: &Path, file: &str) -> Report {
+    let mut starts = Vec::new();
+    for _ in 0..COLD_STARTS {
+        let begin = Instant::now();
+        let mut server = Server::spawn(command, dir);
+        server.initialize();
+        starts.push(begin.elapsed());
+    }
+    let mut server = Server::spawn(command, dir);
+    server.initialize();
+    let call = |id: u64| call_message(id, file);
+    let first = server.request(1, "tools/call", call(1)["params"].clone());
+    assert!(
+        first["result"]["isError"] != true && first.get("error").is_none(),
+        "{name}: {first}"
+    );
+
+    let mut lists = Vec::new();
+    for i in 0..LISTS {
+        let begin = Instant::now();
+        let list = server.request(10 + i as u64, "tools/list", json!({}));
+        lists.push(begin.elapsed());
+        assert!(list["result"]["tools"].is_array());
+    }
+
+    let mut sequential = Vec::new();
+    for i in 0..SEQUENTIAL {
+        let id = 1_000 + i as u64;
+        let begin = Instant::now();
+        server.send(&call(id));
+        loop {
+            if server.receive()["id"] == id {
+                break;
+            }
+        }
+        sequential.push(begin.elapsed());
+    }
+
+    // Pipelined: one thread writes every request, this one reads every answer.
+    let mut stdin = std::mem::replace(&mut server.stdin, BufWriter::new(dummy_stdin()));
+    let begin = Instant::now();
+    let owned = file.to_owned();
+    let writer = std::thread::spawn(move || {
+        for i in 0..PIPELINED {
+            writeln!(stdin, "{}", call_message(100_000 + i as u64, &owned)).unwrap();
+        }
+        stdin.flush().unwrap();
+        stdin
+    });
+    let mut answered = 0;
+    while answered < PIPELINED {
+        let message = server.receive();
+        if message["id"].as_u64().is_some_and(|id| id >= 100_000) {
+            answered += 1;
+        }
+    }
+    let throughput = PIPELINED as f64 / begin.elapsed().as_secs_f64();
+    server.stdin = writer.join().unwrap();
+    Report {
+        name,
+        cold_start: percentile(&mut starts, 0.5),
+        list: percentile(&mut lists, 0.5),
+        p50: percentile(&mut sequential.clone(), 0.5),
+        p99: percentile(&mut sequential, 0.99),
+        throughput,
+        rss_kib: server.peak_rss_kib(),
+    }
+}
+
+fn call_message(id: u64, file: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "read_file", "arguments": {"path": file}}})
+}
+
+/// A placeholder to swap in while the real stdin is with the writer thread.
+fn dummy_stdin() -> ChildStdin {
+    let mut child = Command::new("true").stdin(Stdio::piped()).spawn().unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let _ = child.wait();
+    stdin
+}
+
+fn build_peer() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"))
+        .join("peer");
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["build", "--release", "--quiet", "--manifest-path"])
+        .arg(root.join("benches/peer/Cargo.toml"))
+        .arg("--target-dir")
+        .arg(&target)
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "the peer did not build");
+    target.join("release/kyro-bench-peer")
+}
+
+fn main() {
+    let peer = build_peer();
+    let workspace = tempfile::tempdir().unwrap();
+    let dir = workspace.path().canonicalize().unwrap();
+    std::fs::write(dir.join("small.txt"), "line one | café\nline two\n").unwrap();
+    let file = dir.join("small.txt").to_string_lossy().into_owned();
+    let kyro = vec![env!("CARGO_BIN_EXE_kyro").to_owned(), "mcp".to_owned()];
+    let peer = vec![peer.to_string_lossy().into_owned()];
+    let reports = [
+        measure("kyro mcp", &kyro, &dir, &file),
+        measure("rmcp #[tool] peer", &peer, &dir, &file),
+    ];
+    println!(
+        "mcp bench: stdio, read_file of a small file; {COLD_STARTS} cold starts, {LISTS} lists, {SEQUENTIAL} sequential and {PIPELINED} pipelined calls"
+    );
+    println!(
+        "{:<20} {:>12} {:>12} {:>10} {:>10} {:>14} {:>10}",
+        "server", "cold start", "tools/list", "call p50", "call p99", "pipelined", "peak RSS"
+    );
+    for r in &reports {
+        println!(
+            "{:<20} {:>9.2} ms {:>9.3} ms {:>7.3} ms {:>7.3} ms {:>9.0} call/s {:>6} MiB",
+            r.name,
+            ms(r.cold_start),
+            ms(r.list),
+            ms(r.p50),
+            ms(r.p99),
+            r.throughput,
+            r.rss_kib / 1024
+        );
+    }
+    let (k, p) = (&reports[0], &reports[1]);
+    println!(
+        "ratios kyro/peer: cold start {:.2}, call p50 {:.2}, pipelined throughput {:.2}",
+        ms(k.cold_start) / ms(p.cold_start),
+        ms(k.p50) / ms(p.p50),
+        k.throughput / p.throughput
+    );
+}

@@ -1,0 +1,66 @@
+//! The peer: rmcp's idiomatic server, with the same three tools over stdio.
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{ServerCapabilities, ServerConfig};
+use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct EchoArgs {
+    /// The text.
+    text: String,
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct AddArgs {
+    /// First addend.
+    a: i64,
+    /// Second addend.
+    b: i64,
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct ReadArgs {
+    /// Path of the file.
+    path: String,
+}
+
+#[derive(Debug, Clone)]
+struct Peer {
+    #[allow(dead_code)]
+    tool_router: ToolRouter<Self>,
+}
+
+#[tool_router]
+impl Peer {
+    #[tool(description = "Echo the text back")]
+    async fn echo(&self, Parameters(EchoArgs { text }): Parameters<EchoArgs>) -> String {
+        text
+    }
+
+    #[tool(description = "Add two integers")]
+    async fn add(&self, Parameters(AddArgs { a, b }): Parameters<AddArgs>) -> String {
+        (a + b).to_string()
+    }
+
+    #[tool(description = "Read a UTF-8 text file")]
+    async fn read_file(&self, Parameters(ReadArgs { path }): Parameters<ReadArgs>) -> String {
+        std::fs::read_to_string(path).unwrap_or_else(|e| e.to_string())
+    }
+}
+
+#[tool_handler]
+impl ServerHandler for Peer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let peer = Peer { tool_router: Peer::tool_router() };
+        let running = peer.serve(rmcp::transport::stdio()).await.unwrap();
+        let _ = running.waiting().await;
+    });
+}
