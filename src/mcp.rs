@@ -23,12 +23,15 @@ use serde_json::{Map, Value};
 /// Tools per `tools/list` page; the cursor is the index of the next tool.
 const PAGE: usize = 100;
 
+/// A registry version and its MCP tools.
+type Listed = (u64, Arc<Vec<Tool>>);
+
 /// The MCP face of a runtime.
 #[derive(Clone)]
 pub struct KyroServer {
     runtime: Runtime,
     /// The MCP tool list of the last snapshot served, rebuilt only when the version changes.
-    listed: Arc<std::sync::Mutex<Option<(u64, Arc<Vec<Tool>>)>>>,
+    listed: Arc<std::sync::Mutex<Option<Listed>>>,
     /// Registry versions, watched from the moment the server exists so that a change made
     /// while a client initializes is still announced.
     changes: tokio::sync::watch::Receiver<u64>,
