@@ -127,6 +127,12 @@ impl ConfinedPath {
         self.root.join(&self.relative)
     }
 
+    /// The host path of the content (a final symlink's target), for handing to a child
+    /// process as its working directory.
+    pub fn host_content_path(&self) -> PathBuf {
+        self.root.join(&self.content)
+    }
+
     fn target(&self) -> &Path {
         if self.relative.as_os_str().is_empty() {
             Path::new(".")

@@ -11,6 +11,7 @@ pub mod files;
 pub mod graph;
 pub mod memory;
 pub mod orchestration;
+pub mod shell;
 mod state;
 
 #[cfg(test)]
@@ -35,6 +36,10 @@ kyro_core::catalog! {
         files::CopyPath,
         files::DeletePath,
         files::MakeDirectory,
+        shell::RunCommand,
+        shell::StartProcess,
+        shell::ReadProcessOutput,
+        shell::StopProcess,
         calculation::Calculate,
         memory::MemoryStore,
         memory::MemorySearch,

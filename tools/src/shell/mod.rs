@@ -1,0 +1,14 @@
+//! Shell: programs run by argv (a shell only when asked), in their own process group, with
+//! a filtered environment, a time limit that kills the whole group, and capped output.
+
+mod process;
+mod process_table;
+mod read_process_output;
+mod run_command;
+mod start_process;
+mod stop_process;
+
+pub use read_process_output::{ProcessOutput, ReadProcessOutput};
+pub use run_command::{CommandResult, RunCommand};
+pub use start_process::{StartProcess, Started};
+pub use stop_process::{StopProcess, Stopped};

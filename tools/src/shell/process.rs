@@ -1,0 +1,145 @@
+//! Spawning a program safely: argv (or `sh -c` when asked), the confined working directory,
+//! a filtered environment, its own process group, and a group kill that cannot be forgotten.
+
+use std::collections::BTreeMap;
+use std::process::Stdio;
+
+use kyro_core::{ToolContext, ToolError, WorkspacePath};
+use rustix::process::{Pid, Signal, kill_process_group};
+
+/// Variables passed through from kyro's own environment; everything else (tokens, keys,
+/// credentials) stays out unless the call names it in `env`.
+const INHERITED: &[&str] = &[
+    "PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "USER", "TERM",
+];
+
+/// What to run.
+pub(crate) struct Spawn<'a> {
+    pub argv: &'a [String],
+    pub shell: bool,
+    pub cwd: Option<&'a WorkspacePath>,
+    pub env: &'a BTreeMap<String, String>,
+}
+
+/// Kills the process group when dropped (time limit, cancellation, or the tool returning).
+pub(crate) struct GroupGuard {
+    pgid: Option<Pid>,
+}
+
+impl GroupGuard {
+    /// The group no longer needs killing (its leader exited and was reaped).
+    pub fn disarm(&mut self) {
+        self.pgid = None;
+    }
+
+    /// Kills the group now.
+    pub fn kill(&mut self) {
+        if let Some(pgid) = self.pgid.take() {
+            let _ = kill_process_group(pgid, Signal::KILL);
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Starts the program with piped stdio in a new process group, for awaiting.
+pub(crate) fn spawn(cx: &ToolContext, what: &Spawn) -> Result<(tokio::process::Child, GroupGuard), ToolError> {
+    let (command, program) = command(cx, what)?;
+    let mut command = tokio::process::Command::from(command);
+    command.kill_on_drop(true);
+    let child = command.spawn().map_err(|e| spawn_error(&program, &e))?;
+    let pgid = child.id().and_then(|id| Pid::from_raw(id as i32));
+    Ok((child, GroupGuard { pgid }))
+}
+
+/// Starts the program with piped stdio in a new process group, owned by threads rather
+/// than by any async runtime (background processes outlive the call that started them).
+pub(crate) fn spawn_detached(cx: &ToolContext, what: &Spawn) -> Result<(std::process::Child, GroupGuard), ToolError> {
+    let (mut command, program) = command(cx, what)?;
+    let child = command.spawn().map_err(|e| spawn_error(&program, &e))?;
+    let pgid = Pid::from_raw(child.id() as i32);
+    Ok((child, GroupGuard { pgid }))
+}
+
+fn spawn_error(program: &str, e: &std::io::Error) -> ToolError {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => ToolError::NotFound {
+            path: program.to_owned(),
+        },
+        _ => ToolError::io("run", program, e),
+    }
+}
+
+fn command(cx: &ToolContext, what: &Spawn) -> Result<(std::process::Command, String), ToolError> {
+    use std::os::unix::process::CommandExt;
+    let (program, args): (&str, Vec<&str>) = if what.shell {
+        let [script] = what.argv else {
+            return Err(ToolError::Evaluation {
+                message: "with shell: true, argv must hold exactly one string: the script".into(),
+            });
+        };
+        ("/bin/sh", vec!["-c", script.as_str()])
+    } else {
+        let (first, rest) = what.argv.split_first().ok_or_else(|| ToolError::Evaluation {
+            message: "argv is empty".into(),
+        })?;
+        (first.as_str(), rest.iter().map(String::as_str).collect())
+    };
+    let cwd = cx.path(what.cwd.unwrap_or(&WorkspacePath::new(".")))?;
+    if cwd.entry_type()? != Some(kyro_core::EntryType::Directory) {
+        return Err(ToolError::NotADirectory {
+            path: cwd.given().to_owned(),
+        });
+    }
+    let mut command = std::process::Command::new(program);
+    command
+        .args(&args)
+        .current_dir(cwd.host_content_path())
+        .env_clear()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    for name in INHERITED {
+        if let Some(value) = std::env::var_os(name) {
+            command.env(name, value);
+        }
+    }
+    command.envs(what.env);
+    Ok((command, program.to_owned()))
+}
+
+/// Keeps the first `cap` bytes of a stream and counts the rest.
+pub(crate) struct Capped {
+    pub kept: Vec<u8>,
+    pub dropped: u64,
+}
+
+impl Capped {
+    pub fn new() -> Capped {
+        Capped {
+            kept: Vec::new(),
+            dropped: 0,
+        }
+    }
+
+    pub fn push(&mut self, bytes: &[u8], cap: usize) {
+        let room = cap.saturating_sub(self.kept.len());
+        let take = room.min(bytes.len());
+        self.kept.extend_from_slice(&bytes[..take]);
+        self.dropped += (bytes.len() - take) as u64;
+    }
+
+    /// The text, with a marker when something was cut.
+    pub fn text(&self) -> String {
+        let mut text = String::from_utf8_lossy(&self.kept).into_owned();
+        if self.dropped > 0 {
+            text.push_str(&format!("\n[… {} more bytes truncated]", self.dropped));
+        }
+        text
+    }
+}

@@ -1,0 +1,70 @@
+//! Background processes of this server, by id: their output buffered, their exit reaped
+//! by a task of their own, so none is left a zombie.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use super::process::{Capped, GroupGuard};
+
+/// Bytes kept of each stream of a background process.
+pub(crate) const BUFFER: usize = 1024 * 1024;
+
+/// One background process.
+pub(crate) struct Background {
+    pub pid: u32,
+    pub output: Mutex<Output>,
+    pub guard: Mutex<Option<GroupGuard>>,
+}
+
+/// What a background process printed and how it ended.
+pub(crate) struct Output {
+    pub stdout: Capped,
+    pub stderr: Capped,
+    /// Bytes of each stream already handed out by `read_process_output`.
+    pub stdout_read: usize,
+    pub stderr_read: usize,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub exited: bool,
+}
+
+fn table() -> &'static Mutex<HashMap<String, Arc<Background>>> {
+    static TABLE: OnceLock<Mutex<HashMap<String, Arc<Background>>>> = OnceLock::new();
+    TABLE.get_or_init(Mutex::default)
+}
+
+/// Registers a process and returns its id (`p1`, `p2`, ...).
+pub(crate) fn insert(process: Arc<Background>) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let id = format!("p{}", NEXT.fetch_add(1, Ordering::Relaxed));
+    table()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(id.clone(), process);
+    id
+}
+
+/// A process by id.
+pub(crate) fn get(id: &str) -> Option<Arc<Background>> {
+    table().lock().unwrap_or_else(|p| p.into_inner()).get(id).cloned()
+}
+
+/// Forgets a process that has exited and been read.
+pub(crate) fn remove(id: &str) {
+    table().lock().unwrap_or_else(|p| p.into_inner()).remove(id);
+}
+
+impl Output {
+    pub fn new() -> Output {
+        Output {
+            stdout: Capped::new(),
+            stderr: Capped::new(),
+            stdout_read: 0,
+            stderr_read: 0,
+            exit_code: None,
+            signal: None,
+            exited: false,
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! `start_process`: start a long-running program in the background.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use kyro_core::receipt::ObservedEffect;
+use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
+use schemars::JsonSchema;
+use serde::Serialize;
+use std::io::Read;
+
+use super::process::{Spawn, spawn_detached};
+use super::process_table::{BUFFER, Background, Output, insert};
+
+/// Start a program in the background (a server, a watcher) and return its id at once.
+///
+/// Same rules as `run_command` (argv, a shell only when asked, filtered environment, own
+/// process group). Read its output with `read_process_output`, end it with `stop_process`;
+/// it is reaped when it exits.
+#[tool(
+    name = "start_process",
+    title = "Start background process",
+    category = "shell",
+    effect = "exec"
+)]
+pub struct StartProcess {
+    /// The program and its arguments; with `shell`, one script string.
+    #[schemars(length(min = 1, max = 256))]
+    pub argv: Vec<String>,
+    /// Run `argv[0]` as a `/bin/sh -c` script; default false.
+    #[serde(default)]
+    pub shell: bool,
+    /// Working directory, relative to the workspace root; default the root.
+    pub cwd: Option<WorkspacePath>,
+    /// Extra environment variables (the environment is otherwise filtered).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+/// A started process.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Started {
+    /// The id to pass to `read_process_output` and `stop_process`.
+    pub id: String,
+    /// The operating-system process id.
+    pub pid: u32,
+}
+
+fn pump(mut pipe: impl Read, process: Arc<Background>, stderr: bool) {
+    let mut buffer = [0u8; 8192];
+    while let Ok(n) = pipe.read(&mut buffer) {
+        if n == 0 {
+            break;
+        }
+        let mut output = process.output.lock().unwrap_or_else(|p| p.into_inner());
+        let stream = if stderr { &mut output.stderr } else { &mut output.stdout };
+        stream.push(&buffer[..n], BUFFER);
+    }
+}
+
+impl Execute for StartProcess {
+    type Output = Started;
+
+    async fn run(self, cx: &ToolContext) -> Result<Started, ToolError> {
+        use std::os::unix::process::ExitStatusExt;
+        let (mut child, guard) = spawn_detached(
+            cx,
+            &Spawn {
+                argv: &self.argv,
+                shell: self.shell,
+                cwd: self.cwd.as_ref(),
+                env: &self.env,
+            },
+        )?;
+        drop(child.stdin.take());
+        let pid = child.id();
+        let process = Arc::new(Background {
+            pid,
+            output: Mutex::new(Output::new()),
+            guard: Mutex::new(Some(guard)),
+        });
+        let (stdout, stderr) = (child.stdout.take().expect("piped"), child.stderr.take().expect("piped"));
+        let watched = process.clone();
+        // Readers for both streams, and the reaper: it owns the child, waits for it (so it
+        // never lingers as a zombie) and records how it ended.
+        let (out_process, err_process) = (watched.clone(), watched.clone());
+        let readers = [
+            std::thread::spawn(move || pump(stdout, out_process, false)),
+            std::thread::spawn(move || pump(stderr, err_process, true)),
+        ];
+        std::thread::spawn(move || {
+            let status = child.wait();
+            for reader in readers {
+                let _ = reader.join();
+            }
+            let mut output = watched.output.lock().unwrap_or_else(|p| p.into_inner());
+            if let Ok(status) = status {
+                output.exit_code = status.code();
+                output.signal = status.signal();
+            }
+            output.exited = true;
+            // The group leader is gone; nothing left to kill through it.
+            if let Some(mut guard) = watched.guard.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                guard.disarm();
+            }
+        });
+        cx.effects().push(ObservedEffect::Process {
+            argv: self.argv,
+            exit_code: None,
+        });
+        Ok(Started {
+            id: insert(process),
+            pid,
+        })
+    }
+}

@@ -1,0 +1,149 @@
+//! `stop_process`: end a background process and its group.
+
+use kyro_core::{Execute, ToolContext, ToolError, tool};
+use rustix::process::{Pid, Signal, kill_process_group};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::process_table::{get, remove};
+
+/// Stop a background process: SIGTERM to its whole process group, then SIGKILL if it is
+/// still running after `grace_ms`. Returns how it ended.
+#[tool(
+    name = "stop_process",
+    title = "Stop background process",
+    category = "shell",
+    effect = "exec"
+)]
+pub struct StopProcess {
+    /// The id from `start_process`.
+    #[schemars(length(min = 1, max = 64))]
+    pub id: String,
+    /// Milliseconds to wait after SIGTERM before SIGKILL; default 2000, at most 30000.
+    #[schemars(range(max = 30000))]
+    pub grace_ms: Option<u64>,
+}
+
+/// How the process ended.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Stopped {
+    /// The id.
+    pub id: String,
+    /// The exit code, when it exited on its own terms.
+    pub exit_code: Option<i32>,
+    /// The signal that ended it.
+    pub signal: Option<i32>,
+    /// True when SIGKILL was needed.
+    pub killed: bool,
+}
+
+impl Execute for StopProcess {
+    type Output = Stopped;
+
+    async fn run(self, _cx: &ToolContext) -> Result<Stopped, ToolError> {
+        let process = get(&self.id).ok_or_else(|| ToolError::NoSuchRecord {
+            record: "process".into(),
+            key: self.id.clone(),
+        })?;
+        let exited = || process.output.lock().unwrap_or_else(|p| p.into_inner()).exited;
+        let group = Pid::from_raw(process.pid as i32);
+        let mut killed = false;
+        if !exited()
+            && let Some(group) = group
+        {
+            let _ = kill_process_group(group, Signal::TERM);
+            let deadline = std::time::Instant::now() + std::time::Duration::from_millis(self.grace_ms.unwrap_or(2000));
+            while !exited() && std::time::Instant::now() < deadline {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            if !exited() {
+                let _ = kill_process_group(group, Signal::KILL);
+                killed = true;
+                while !exited() {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                }
+            }
+        }
+        let output = process.output.lock().unwrap_or_else(|p| p.into_inner());
+        let stopped = Stopped {
+            id: self.id.clone(),
+            exit_code: output.exit_code,
+            signal: output.signal,
+            killed,
+        };
+        drop(output);
+        remove(&self.id);
+        Ok(stopped)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kyro_core::ToolError;
+    use serde_json::json;
+
+    use crate::testing::{call, failed, ok, workspace};
+
+    fn zombie_or_alive(pid: u64) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok()
+    }
+
+    #[test]
+    fn start_read_and_reap_a_process_that_exits() {
+        let ws = workspace();
+        let started = ok(call(
+            ws.path(),
+            "start_process",
+            json!({"argv": ["sh", "-c", "echo 'out|put'; echo err >&2; exit 4"]}),
+        ));
+        let id = started["id"].as_str().unwrap().to_owned();
+        let read = ok(call(
+            ws.path(),
+            "read_process_output",
+            json!({"id": id, "wait_ms": 5000}),
+        ));
+        assert_eq!(
+            (read["stdout"].clone(), read["stderr"].clone()),
+            (json!("out|put\n"), json!("err\n"))
+        );
+        assert_eq!(
+            (read["exited"].clone(), read["exit_code"].clone()),
+            (json!(true), json!(4))
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(!zombie_or_alive(started["pid"].as_u64().unwrap()), "reaped, no zombie");
+        assert!(matches!(
+            failed(call(ws.path(), "read_process_output", json!({"id": id}))),
+            ToolError::NoSuchRecord { .. }
+        ));
+    }
+
+    #[test]
+    fn stop_ends_the_group_and_leaves_no_zombie() {
+        let ws = workspace();
+        let started = ok(call(
+            ws.path(),
+            "start_process",
+            json!({"argv": ["sleep 30 & sleep 30"], "shell": true}),
+        ));
+        let id = started["id"].as_str().unwrap().to_owned();
+        let stopped = ok(call(ws.path(), "stop_process", json!({"id": id, "grace_ms": 1000})));
+        assert_eq!(stopped["signal"], 15);
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(!zombie_or_alive(started["pid"].as_u64().unwrap()));
+        let ignoring = ok(call(
+            ws.path(),
+            "start_process",
+            json!({"argv": ["trap '' TERM; sleep 30"], "shell": true}),
+        ));
+        let stopped = ok(call(
+            ws.path(),
+            "stop_process",
+            json!({"id": ignoring["id"], "grace_ms": 200}),
+        ));
+        assert_eq!(
+            (stopped["killed"].clone(), stopped["signal"].clone()),
+            (json!(true), json!(9))
+        );
+    }
+}
