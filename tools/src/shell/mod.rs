@@ -8,6 +8,7 @@ mod run_command;
 mod start_process;
 mod stop_process;
 
+pub use process::EnvVar;
 pub use read_process_output::{ProcessOutput, ReadProcessOutput};
 pub use run_command::{CommandResult, RunCommand};
 pub use start_process::{StartProcess, Started};

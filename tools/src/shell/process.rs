@@ -1,7 +1,6 @@
 //! Spawning a program safely: argv (or `sh -c` when asked), the confined working directory,
 //! a filtered environment, its own process group, and a group kill that cannot be forgotten.
 
-use std::collections::BTreeMap;
 use std::process::Stdio;
 
 use kyro_core::{ToolContext, ToolError, WorkspacePath};
@@ -13,12 +12,24 @@ const INHERITED: &[&str] = &[
     "PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "USER", "TERM",
 ];
 
+/// An environment variable to set for the program.
+#[derive(Debug, Clone, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EnvVar {
+    /// The variable's name.
+    #[schemars(regex(pattern = "^[A-Za-z_][A-Za-z0-9_]{0,127}$"))]
+    pub name: String,
+    /// Its value.
+    #[schemars(length(max = 32768))]
+    pub value: String,
+}
+
 /// What to run.
 pub(crate) struct Spawn<'a> {
     pub argv: &'a [String],
     pub shell: bool,
     pub cwd: Option<&'a WorkspacePath>,
-    pub env: &'a BTreeMap<String, String>,
+    pub env: &'a [EnvVar],
 }
 
 /// Kills the process group when dropped (time limit, cancellation, or the tool returning).
@@ -109,7 +120,7 @@ fn command(cx: &ToolContext, what: &Spawn) -> Result<(std::process::Command, Str
             command.env(name, value);
         }
     }
-    command.envs(what.env);
+    command.envs(what.env.iter().map(|v| (&v.name, &v.value)));
     Ok((command, program.to_owned()))
 }
 

@@ -1,6 +1,5 @@
 //! `run_command`: run a program to completion.
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use kyro_core::receipt::ObservedEffect;
@@ -9,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::process::{Capped, Spawn, spawn};
+use super::process::{Capped, EnvVar, Spawn, spawn};
 
 const DEFAULT_TIMEOUT_MS: u64 = 60_000;
 const DEFAULT_MAX_OUTPUT: u64 = 1024 * 1024;
@@ -32,7 +31,8 @@ pub struct RunCommand {
     pub cwd: Option<WorkspacePath>,
     /// Extra environment variables (the environment is otherwise filtered).
     #[serde(default)]
-    pub env: BTreeMap<String, String>,
+    #[schemars(length(max = 256))]
+    pub env: Vec<EnvVar>,
     /// Text written to the program's standard input.
     #[schemars(length(max = 1048576))]
     pub stdin: Option<String>,
@@ -199,7 +199,7 @@ mod tests {
         let r = ok(call(
             ws.path(),
             "run_command",
-            json!({"argv": ["env"], "env": {"MINE": "1"}}),
+            json!({"argv": ["env"], "env": [{"name": "MINE", "value": "1"}]}),
         ));
         let env = r["stdout"].as_str().unwrap();
         assert!(env.contains("MINE=1"));

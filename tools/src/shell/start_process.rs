@@ -1,6 +1,5 @@
 //! `start_process`: start a long-running program in the background.
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use kyro_core::receipt::ObservedEffect;
@@ -9,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use std::io::Read;
 
-use super::process::{Spawn, spawn_detached};
+use super::process::{EnvVar, Spawn, spawn_detached};
 use super::process_table::{BUFFER, Background, Output, insert};
 
 /// Start a program in the background (a server, a watcher) and return its id at once.
@@ -34,7 +33,8 @@ pub struct StartProcess {
     pub cwd: Option<WorkspacePath>,
     /// Extra environment variables (the environment is otherwise filtered).
     #[serde(default)]
-    pub env: BTreeMap<String, String>,
+    #[schemars(length(max = 256))]
+    pub env: Vec<EnvVar>,
 }
 
 /// A started process.
