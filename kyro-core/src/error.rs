@@ -124,6 +124,14 @@ pub enum ToolError {
         /// Why.
         message: String,
     },
+    /// `git` refused the command.
+    #[error("git {command} failed: {message}")]
+    Git {
+        /// The git subcommand.
+        command: String,
+        /// What git printed on stderr.
+        message: String,
+    },
     /// An operating-system error.
     #[error("{operation} `{path}` failed: {message}")]
     Io {

@@ -8,6 +8,7 @@
 pub mod calculation;
 pub mod discovery;
 pub mod files;
+pub mod git;
 pub mod graph;
 pub mod memory;
 pub mod orchestration;
@@ -36,6 +37,15 @@ kyro_core::catalog! {
         files::CopyPath,
         files::DeletePath,
         files::MakeDirectory,
+        git::GitStatus,
+        git::GitDiff,
+        git::GitLog,
+        git::GitShow,
+        git::GitAdd,
+        git::GitCommit,
+        git::GitBranch,
+        git::GitCheckout,
+        git::GitBlame,
         shell::RunCommand,
         shell::StartProcess,
         shell::ReadProcessOutput,

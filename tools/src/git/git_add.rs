@@ -1,0 +1,36 @@
+//! `git_add`: stage paths.
+
+use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::runner::Repo;
+
+/// Stage paths for the next commit (`["."]` stages everything).
+#[tool(name = "git_add", title = "Git add", category = "git", effect = "write", capabilities = ["git.write"])]
+pub struct GitAdd {
+    /// The repository, relative to the workspace root; default the root.
+    pub repo: Option<WorkspacePath>,
+    /// Paths relative to the repository; 1 to 1000.
+    #[schemars(length(min = 1, max = 1000))]
+    pub paths: Vec<String>,
+}
+
+/// What was staged.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Staged {
+    /// The paths as given.
+    pub paths: Vec<String>,
+}
+
+impl Execute for GitAdd {
+    type Output = Staged;
+
+    async fn run(self, cx: &ToolContext) -> Result<Staged, ToolError> {
+        let repo = Repo::open(cx, self.repo.as_ref())?;
+        let mut args = vec!["add", "--"];
+        args.extend(self.paths.iter().map(String::as_str));
+        repo.run(cx, &args, None)?;
+        Ok(Staged { paths: self.paths })
+    }
+}

@@ -1,0 +1,59 @@
+//! `git_checkout`: switch branches.
+
+use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::runner::{Repo, revision};
+
+/// Switch to a branch (or create it with `create`). Refuses when local changes would be
+/// overwritten. Needs approval by default.
+#[tool(
+    name = "git_checkout",
+    title = "Git checkout",
+    category = "git",
+    effect = "write",
+    capabilities = ["git.write"],
+    approval = "required"
+)]
+pub struct GitCheckout {
+    /// The repository, relative to the workspace root; default the root.
+    pub repo: Option<WorkspacePath>,
+    /// The branch to switch to.
+    #[schemars(regex(pattern = "^[^-\\s][^\\s]*$"))]
+    pub branch: String,
+    /// Create the branch from HEAD first; default false.
+    #[serde(default)]
+    pub create: bool,
+}
+
+/// Where HEAD is now.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct CheckedOut {
+    /// The branch.
+    pub branch: String,
+    /// The commit.
+    pub sha: String,
+}
+
+impl Execute for GitCheckout {
+    type Output = CheckedOut;
+
+    async fn run(self, cx: &ToolContext) -> Result<CheckedOut, ToolError> {
+        let repo = Repo::open(cx, self.repo.as_ref())?;
+        let branch = revision(&self.branch)?;
+        // `--create` takes the name as its value, so it cannot follow `--end-of-options`;
+        // the name was checked not to start with `-` either way.
+        let args = if self.create {
+            vec!["switch", "--no-guess", "--create", branch]
+        } else {
+            vec!["switch", "--no-guess", "--end-of-options", branch]
+        };
+        repo.run(cx, &args, None)?;
+        let sha = repo.run(cx, &["rev-parse", "HEAD"], None)?.trim().to_owned();
+        Ok(CheckedOut {
+            branch: branch.to_owned(),
+            sha,
+        })
+    }
+}

@@ -1,0 +1,60 @@
+//! `git_commit`: commit the index.
+
+use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::runner::Repo;
+
+/// Commit what is staged, with a message. Hooks never run. Needs approval by default.
+#[tool(
+    name = "git_commit",
+    title = "Git commit",
+    category = "git",
+    effect = "write",
+    capabilities = ["git.write"],
+    approval = "required"
+)]
+pub struct GitCommit {
+    /// The repository, relative to the workspace root; default the root.
+    pub repo: Option<WorkspacePath>,
+    /// The commit message.
+    #[schemars(length(min = 1, max = 20000))]
+    pub message: String,
+    /// Allow a commit with no changes; default false.
+    #[serde(default)]
+    pub allow_empty: bool,
+}
+
+/// The new commit.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Committed {
+    /// Its hash.
+    pub sha: String,
+    /// Its subject line.
+    pub subject: String,
+}
+
+impl Execute for GitCommit {
+    type Output = Committed;
+
+    async fn run(self, cx: &ToolContext) -> Result<Committed, ToolError> {
+        let repo = Repo::open(cx, self.repo.as_ref())?;
+        // With no global config, fall back to an identity of kyro's own.
+        let has_identity = repo.run(cx, &["config", "user.email"], None).is_ok();
+        let mut args: Vec<&str> = Vec::new();
+        if !has_identity {
+            args.extend(["-c", "user.name=kyro", "-c", "user.email=kyro@localhost"]);
+        }
+        args.extend(["commit", "--no-verify", "--file=-"]);
+        if self.allow_empty {
+            args.push("--allow-empty");
+        }
+        repo.run(cx, &args, Some(&self.message))?;
+        let sha = repo.run(cx, &["rev-parse", "HEAD"], None)?.trim().to_owned();
+        Ok(Committed {
+            sha,
+            subject: self.message.lines().next().unwrap_or_default().to_owned(),
+        })
+    }
+}

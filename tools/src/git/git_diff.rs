@@ -1,0 +1,68 @@
+//! `git_diff`: changes of the work tree, the index, or between revisions.
+
+use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::diff_parse::{FileDiff, parse};
+use super::runner::{Repo, revision};
+
+/// Show changes as a diff per file with hunks: the work tree against the index (default),
+/// the index against HEAD (`staged`), or between revisions (`base`, `target`).
+#[tool(name = "git_diff", title = "Git diff", category = "git", effect = "read", capabilities = ["fs.read"])]
+pub struct GitDiff {
+    /// The repository, relative to the workspace root; default the root.
+    pub repo: Option<WorkspacePath>,
+    /// Compare the index with HEAD instead of the work tree with the index; default false.
+    #[serde(default)]
+    pub staged: bool,
+    /// A revision to compare from.
+    #[schemars(regex(pattern = "^[^-\\s][^\\s]*$"))]
+    pub base: Option<String>,
+    /// A revision to compare to (with `base`).
+    #[schemars(regex(pattern = "^[^-\\s][^\\s]*$"))]
+    pub target: Option<String>,
+    /// Only these paths (relative to the repository).
+    #[serde(default)]
+    #[schemars(length(max = 1000))]
+    pub paths: Vec<String>,
+    /// Lines of context; default 3, at most 100.
+    #[schemars(range(max = 100))]
+    pub context: Option<u32>,
+}
+
+/// A diff.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Diff {
+    /// Per file, in git's order.
+    pub files: Vec<FileDiff>,
+    /// The diff as text.
+    pub text: String,
+}
+
+impl Execute for GitDiff {
+    type Output = Diff;
+
+    async fn run(self, cx: &ToolContext) -> Result<Diff, ToolError> {
+        let repo = Repo::open(cx, self.repo.as_ref())?;
+        let context = format!("-U{}", self.context.unwrap_or(3));
+        let mut args = vec!["diff", "--no-ext-diff", "--no-textconv", "--no-color", context.as_str()];
+        if self.staged {
+            args.push("--cached");
+        }
+        args.push("--end-of-options");
+        if let Some(base) = &self.base {
+            args.push(revision(base)?);
+        }
+        if let Some(target) = &self.target {
+            args.push(revision(target)?);
+        }
+        args.push("--");
+        args.extend(self.paths.iter().map(String::as_str));
+        let text = repo.run(cx, &args, None)?;
+        Ok(Diff {
+            files: parse(&text),
+            text,
+        })
+    }
+}

@@ -1,0 +1,274 @@
+//! The git tools against the real `git`: structured results, and every way an argument
+//! could become an option refused.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use kyro_core::policy::{ApprovalRule, ApprovalRules};
+use kyro_core::{Call, Outcome, Policy, Registry, Runtime, ToolError, Workspace};
+use serde_json::{Value, json};
+
+fn call(root: &Path, tool: &str, args: Value) -> Outcome {
+    let auto = ApprovalRule::Auto;
+    let policy = Policy {
+        approvals: ApprovalRules {
+            read: auto,
+            write: auto,
+            exec: auto,
+            network: auto,
+            state: auto,
+            none: auto,
+        },
+        ..Policy::default()
+    };
+    let registry = Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());
+    let runtime = Runtime::new(registry, Workspace::new(root).unwrap(), &policy).unwrap();
+    let executor = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    // git_commit and git_checkout always ask: the test plays the approving human.
+    match executor.block_on(runtime.execute_call(Call::new(tool, args.clone()))) {
+        Outcome::ApprovalRequired { fingerprint, .. } => executor.block_on(
+            runtime
+                .execute_call(Call::new(tool, args).approved(kyro_core::ApprovalToken::for_fingerprint(&fingerprint))),
+        ),
+        other => other,
+    }
+}
+
+fn ok(root: &Path, tool: &str, args: Value) -> Value {
+    match call(root, tool, args) {
+        Outcome::Ok { result, .. } => result,
+        other => panic!("{tool}: {other:?}"),
+    }
+}
+
+fn git_init(dir: &Path) {
+    let status = std::process::Command::new("git")
+        .args(["init", "--quiet", "--initial-branch=main"])
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+fn repo_with_history() -> tempfile::TempDir {
+    let ws = tempfile::tempdir().unwrap();
+    git_init(ws.path());
+    std::fs::write(ws.path().join("a.txt"), "one\ntwo | é\nthree\n").unwrap();
+    ok(ws.path(), "git_add", json!({"paths": ["a.txt"]}));
+    ok(ws.path(), "git_commit", json!({"message": "first\n\nbody line"}));
+    std::fs::write(ws.path().join("a.txt"), "one\nTWO | é\nthree\n").unwrap();
+    ok(ws.path(), "git_add", json!({"paths": ["."]}));
+    ok(ws.path(), "git_commit", json!({"message": "second"}));
+    ws
+}
+
+#[test]
+fn status_reports_branch_and_every_kind_of_change() {
+    let ws = repo_with_history();
+    std::fs::write(ws.path().join("a.txt"), "changed\n").unwrap();
+    std::fs::write(ws.path().join("new file.txt"), "x").unwrap();
+    std::fs::write(ws.path().join("staged.txt"), "s").unwrap();
+    ok(ws.path(), "git_add", json!({"paths": ["staged.txt"]}));
+    let status = ok(ws.path(), "git_status", json!({}));
+    assert_eq!(status["branch"], "main");
+    assert_eq!(status["head"].as_str().unwrap().len(), 40);
+    let entries: Vec<String> = status["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            format!(
+                "{}{} {}",
+                e["index"].as_str().unwrap(),
+                e["worktree"].as_str().unwrap(),
+                e["path"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(entries, [".M a.txt", "A. staged.txt", "?? new file.txt"]);
+}
+
+#[test]
+fn log_show_diff_and_blame_are_structured() {
+    let ws = repo_with_history();
+    let log = ok(ws.path(), "git_log", json!({"max_count": 5}));
+    let commits = log["commits"].as_array().unwrap();
+    assert_eq!(commits.len(), 2);
+    assert_eq!(commits[0]["subject"], "second");
+    assert_eq!(commits[0]["author"], "kyro");
+    let first = commits[1]["sha"].as_str().unwrap().to_owned();
+    let shown = ok(ws.path(), "git_show", json!({"revision": first}));
+    assert_eq!(shown["message"], "first\n\nbody line");
+    assert_eq!(shown["files"][0]["old_path"], Value::Null, "added in the first commit");
+    let diff = ok(ws.path(), "git_diff", json!({"base": first, "target": "HEAD"}));
+    let hunk = &diff["files"][0]["hunks"][0];
+    assert_eq!(hunk["old_start"], 1);
+    assert!(hunk["lines"].as_array().unwrap().contains(&json!("+TWO | é")));
+    std::fs::write(ws.path().join("a.txt"), "one\nTWO | é\nthree\nfour\n").unwrap();
+    let work = ok(ws.path(), "git_diff", json!({"context": 0}));
+    assert_eq!(work["files"][0]["hunks"][0]["lines"], json!(["+four"]));
+    let blame = ok(
+        ws.path(),
+        "git_blame",
+        json!({"path": "a.txt", "revision": "HEAD", "start_line": 2, "end_line": 3}),
+    );
+    let lines = blame["lines"].as_array().unwrap();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["content"], "TWO | é");
+    assert_eq!(lines[1]["sha"], first);
+}
+
+#[test]
+fn branches_are_listed_created_switched_and_deleted() {
+    let ws = repo_with_history();
+    let created = ok(
+        ws.path(),
+        "git_branch",
+        json!({"action": "create", "name": "feature/x"}),
+    );
+    let names: Vec<&str> = created["branches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["feature/x", "main"]);
+    let switched = ok(ws.path(), "git_checkout", json!({"branch": "feature/x"}));
+    assert_eq!(switched["branch"], "feature/x");
+    assert_eq!(ok(ws.path(), "git_status", json!({}))["branch"], "feature/x");
+    ok(ws.path(), "git_checkout", json!({"branch": "topic", "create": true}));
+    ok(ws.path(), "git_checkout", json!({"branch": "main"}));
+    let deleted = ok(ws.path(), "git_branch", json!({"action": "delete", "name": "topic"}));
+    assert_eq!(deleted["current"], "main");
+    assert_eq!(deleted["branches"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn option_shaped_revisions_are_refused_before_git_runs() {
+    let ws = repo_with_history();
+    let marker = ws.path().join("pwned");
+    let upload = format!("--upload-pack=touch {}", marker.display());
+    let output = format!("--output={}", marker.display());
+    for (tool, args) in [
+        ("git_diff", json!({"base": upload})),
+        ("git_diff", json!({"base": output})),
+        ("git_log", json!({"revision": "-c"})),
+        ("git_log", json!({"revision": "--output=/tmp/x"})),
+        ("git_show", json!({"revision": "--output=x"})),
+        ("git_blame", json!({"path": "a.txt", "revision": "-L1"})),
+        ("git_branch", json!({"action": "create", "name": "-D"})),
+        (
+            "git_branch",
+            json!({"action": "create", "name": "x", "start_point": "--orphan"}),
+        ),
+        ("git_checkout", json!({"branch": "--detach"})),
+        ("git_checkout", json!({"branch": "a b"})),
+    ] {
+        let outcome = call(ws.path(), tool, args.clone());
+        assert!(
+            matches!(outcome, Outcome::InvalidArguments { .. }),
+            "{tool} {args}: {outcome:?}"
+        );
+    }
+    assert!(!marker.exists());
+}
+
+#[test]
+fn paths_after_the_separator_are_never_options() {
+    let ws = repo_with_history();
+    let marker = ws.path().join("pwned");
+    for path in ["--force", "-c", &format!("--output={}", marker.display())] {
+        let outcome = call(ws.path(), "git_add", json!({"paths": [path]}));
+        assert!(
+            matches!(
+                outcome,
+                Outcome::ExecutionFailed {
+                    error: ToolError::Git { .. },
+                    ..
+                }
+            ),
+            "{path}: {outcome:?}"
+        );
+    }
+    let log = ok(ws.path(), "git_log", json!({"paths": ["--output=x"]}));
+    assert_eq!(log["commits"], json!([]));
+    assert!(!marker.exists() && !ws.path().join("x").exists());
+}
+
+#[test]
+fn hooks_never_run() {
+    let ws = repo_with_history();
+    let hook = ws.path().join(".git/hooks/pre-commit");
+    std::fs::write(
+        &hook,
+        format!("#!/bin/sh\ntouch {}\n", ws.path().join("hooked").display()),
+    )
+    .unwrap();
+    std::process::Command::new("chmod")
+        .args(["+x"])
+        .arg(&hook)
+        .status()
+        .unwrap();
+    ok(
+        ws.path(),
+        "git_commit",
+        json!({"message": "empty", "allow_empty": true}),
+    );
+    assert!(!ws.path().join("hooked").exists());
+}
+
+#[test]
+fn a_repository_above_the_workspace_is_refused() {
+    let outer = tempfile::tempdir().unwrap();
+    git_init(outer.path());
+    std::fs::create_dir(outer.path().join("inner")).unwrap();
+    let outcome = call(&outer.path().join("inner"), "git_status", json!({}));
+    assert!(
+        matches!(
+            outcome,
+            Outcome::ExecutionFailed {
+                error: ToolError::OutsideWorkspace { .. },
+                ..
+            }
+        ),
+        "{outcome:?}"
+    );
+}
+
+#[test]
+fn commit_and_checkout_need_approval_by_default() {
+    let ws = repo_with_history();
+    let registry = Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());
+    let runtime = Runtime::new(
+        registry,
+        Workspace::new(ws.path()).unwrap(),
+        &Policy {
+            approvals: ApprovalRules {
+                write: ApprovalRule::Auto,
+                ..ApprovalRules::default()
+            },
+            ..Policy::default()
+        },
+    )
+    .unwrap();
+    let block = |tool: &str, args: Value| {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(runtime.execute_call(Call::new(tool, args)))
+    };
+    assert!(matches!(
+        block("git_commit", json!({"message": "m", "allow_empty": true})),
+        Outcome::ApprovalRequired { .. }
+    ));
+    assert!(matches!(
+        block("git_checkout", json!({"branch": "main"})),
+        Outcome::ApprovalRequired { .. }
+    ));
+    assert!(matches!(block("git_add", json!({"paths": ["."]})), Outcome::Ok { .. }));
+}
