@@ -132,6 +132,34 @@ pub enum ToolError {
         /// What git printed on stderr.
         message: String,
     },
+    /// A remote service refused the request.
+    #[error("{service} answered {status} ({reason}): {message}")]
+    Remote {
+        /// The service (github, ...).
+        service: String,
+        /// The HTTP status.
+        status: u16,
+        /// What the status means.
+        reason: RemoteReason,
+        /// The service's message.
+        message: String,
+    },
+    /// A remote service's rate limit is exhausted.
+    #[error("{service} rate limit exhausted; it resets at {reset_at} (Unix seconds)")]
+    RateLimited {
+        /// The service.
+        service: String,
+        /// When the limit resets, Unix seconds (0 when unknown).
+        reset_at: u64,
+    },
+    /// A remote service could not be reached.
+    #[error("cannot reach {service}: {message}")]
+    Unreachable {
+        /// The service.
+        service: String,
+        /// Why.
+        message: String,
+    },
     /// An operating-system error.
     #[error("{operation} `{path}` failed: {message}")]
     Io {
@@ -204,4 +232,45 @@ impl ToolError {
 
 fn edit_suffix(edit: Option<u64>) -> String {
     edit.map(|i| format!(" (edit {i})")).unwrap_or_default()
+}
+
+/// What a refusing HTTP status means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RemoteReason {
+    /// 401: missing or bad credentials.
+    Unauthorized,
+    /// 403: not allowed.
+    Forbidden,
+    /// 404: no such resource (or not visible with these credentials).
+    NotFound,
+    /// 422: the request was understood and refused (validation).
+    Unprocessable,
+    /// Any other failure status.
+    Other,
+}
+
+impl RemoteReason {
+    /// The reason of an HTTP status.
+    pub fn of(status: u16) -> RemoteReason {
+        match status {
+            401 => RemoteReason::Unauthorized,
+            403 => RemoteReason::Forbidden,
+            404 => RemoteReason::NotFound,
+            422 => RemoteReason::Unprocessable,
+            _ => RemoteReason::Other,
+        }
+    }
+}
+
+impl std::fmt::Display for RemoteReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RemoteReason::Unauthorized => "unauthorized",
+            RemoteReason::Forbidden => "forbidden",
+            RemoteReason::NotFound => "not found",
+            RemoteReason::Unprocessable => "unprocessable",
+            RemoteReason::Other => "failed",
+        })
+    }
 }

@@ -30,7 +30,7 @@ pub use confined::{ConfinedPath, Entry, EntryType, Info, sha256_hex};
 pub use context::{Progress, ProgressSink, ToolContext, Workspace, WorkspacePath};
 pub use descriptor::{Annotations, ArgumentAlias, ToolDescriptor};
 pub use effect::{Approval, Capability, Effect};
-pub use error::ToolError;
+pub use error::{RemoteReason, ToolError};
 pub use kyro_macros::tool;
 pub use policy::{ApprovalToken, Policy};
 pub use receipt::{Observer, Receipt};

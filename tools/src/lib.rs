@@ -9,6 +9,7 @@ pub mod calculation;
 pub mod discovery;
 pub mod files;
 pub mod git;
+pub mod github;
 pub mod graph;
 pub mod memory;
 pub mod orchestration;
@@ -46,6 +47,11 @@ kyro_core::catalog! {
         git::GitBranch,
         git::GitCheckout,
         git::GitBlame,
+        github::GitHubGetIssue,
+        github::GitHubListIssues,
+        github::GitHubCreateIssue,
+        github::GitHubGetPullRequest,
+        github::GitHubComment,
         shell::RunCommand,
         shell::StartProcess,
         shell::ReadProcessOutput,

@@ -1,0 +1,138 @@
+//! The REST client: one request, typed errors, the `Link` header's next page.
+
+use kyro_core::receipt::ObservedEffect;
+use kyro_core::{RemoteReason, ToolContext, ToolError};
+use serde_json::Value;
+
+const SERVICE: &str = "github";
+const DEFAULT_BASE: &str = "https://api.github.com";
+
+/// A GitHub API endpoint and credentials.
+pub(crate) struct GitHub {
+    base: String,
+    token: Option<String>,
+    agent: ureq::Agent,
+}
+
+/// A successful answer.
+pub(crate) struct Answer {
+    pub body: Value,
+    /// The page after this one, from the `Link` header.
+    pub next_page: Option<u32>,
+}
+
+impl GitHub {
+    /// The endpoint and token from the environment.
+    pub fn from_env() -> GitHub {
+        let base = std::env::var("KYRO_GITHUB_API_URL").unwrap_or_else(|_| DEFAULT_BASE.to_owned());
+        let token = std::env::var("GITHUB_TOKEN")
+            .or_else(|_| std::env::var("GH_TOKEN"))
+            .ok();
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(std::time::Duration::from_secs(30)))
+            .build()
+            .into();
+        GitHub {
+            base: base.trim_end_matches('/').to_owned(),
+            token,
+            agent,
+        }
+    }
+
+    /// Sends one request; a refusing status becomes a typed error.
+    pub fn send(&self, cx: &ToolContext, method: &str, path: &str, body: Option<&Value>) -> Result<Answer, ToolError> {
+        let url = format!("{}{path}", self.base);
+        let unreachable = |e: ureq::Error| ToolError::Unreachable {
+            service: SERVICE.into(),
+            message: e.to_string(),
+        };
+        let mut request = ureq::http::Request::builder()
+            .method(method)
+            .uri(&url)
+            .header("Accept", "application/vnd.github+json")
+            .header("X-GitHub-Api-Version", "2022-11-28")
+            .header("User-Agent", "kyro");
+        if let Some(token) = &self.token {
+            request = request.header("Authorization", format!("Bearer {token}"));
+        }
+        let response = match body {
+            Some(body) => {
+                let request = request
+                    .header("Content-Type", "application/json")
+                    .body(body.to_string())
+                    .map_err(|e| ToolError::Evaluation { message: e.to_string() })?;
+                self.agent.run(request)
+            }
+            None => {
+                let request = request
+                    .body(())
+                    .map_err(|e| ToolError::Evaluation { message: e.to_string() })?;
+                self.agent.run(request)
+            }
+        }
+        .map_err(unreachable)?;
+        let status = response.status().as_u16();
+        cx.effects().push(ObservedEffect::Request {
+            url: url.clone(),
+            status: Some(status),
+        });
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let remaining = header("x-ratelimit-remaining");
+        let reset = header("x-ratelimit-reset").and_then(|r| r.parse().ok()).unwrap_or(0);
+        let link = header("link");
+        let mut response = response;
+        let text = response.body_mut().read_to_string().map_err(unreachable)?;
+        let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        if (status == 403 || status == 429) && remaining.as_deref() == Some("0") {
+            return Err(ToolError::RateLimited {
+                service: SERVICE.into(),
+                reset_at: reset,
+            });
+        }
+        if !(200..300).contains(&status) {
+            return Err(ToolError::Remote {
+                service: SERVICE.into(),
+                status,
+                reason: RemoteReason::of(status),
+                message: body["message"].as_str().unwrap_or(&text).to_owned(),
+            });
+        }
+        Ok(Answer {
+            body,
+            next_page: link.as_deref().and_then(next_page),
+        })
+    }
+}
+
+/// The `page` of the `rel="next"` link, if any.
+fn next_page(link: &str) -> Option<u32> {
+    link.split(',')
+        .find(|part| part.contains("rel=\"next\""))
+        .and_then(|part| {
+            let url = part
+                .split(';')
+                .next()?
+                .trim()
+                .trim_start_matches('<')
+                .trim_end_matches('>');
+            url.split(['?', '&'])
+                .find_map(|pair| pair.strip_prefix("page="))
+                .and_then(|p| p.parse().ok())
+        })
+}
+
+/// A user's login from a GitHub user object.
+pub(crate) fn login(user: &Value) -> String {
+    user["login"].as_str().unwrap_or_default().to_owned()
+}
+
+pub(crate) fn text(value: &Value) -> String {
+    value.as_str().unwrap_or_default().to_owned()
+}

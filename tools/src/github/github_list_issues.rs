@@ -1,0 +1,100 @@
+//! `github_list_issues`: one page of a repository's issues.
+
+use kyro_core::{Execute, ToolContext, ToolError, tool};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::client::GitHub;
+use super::github_get_issue::Issue;
+
+/// List a repository's issues, a page at a time, newest first.
+#[tool(
+    name = "github_list_issues",
+    title = "List GitHub issues",
+    category = "github",
+    effect = "network"
+)]
+pub struct GitHubListIssues {
+    /// Repository owner.
+    #[schemars(regex(pattern = "^[A-Za-z0-9_.-]{1,100}$"))]
+    pub owner: String,
+    /// Repository name.
+    #[schemars(regex(pattern = "^[A-Za-z0-9_.-]{1,100}$"))]
+    pub repo: String,
+    /// `open` (default), `closed` or `all`.
+    #[serde(default)]
+    pub state: IssueState,
+    /// Only issues with all these labels.
+    #[serde(default)]
+    #[schemars(length(max = 20), inner(regex(pattern = "^[^,]{1,100}$")))]
+    pub labels: Vec<String>,
+    /// Page, 1-based; default 1.
+    #[schemars(range(min = 1, max = 1000))]
+    pub page: Option<u32>,
+    /// Issues per page; default 30, at most 100.
+    #[schemars(range(min = 1, max = 100))]
+    pub per_page: Option<u32>,
+}
+
+/// Which issues.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum IssueState {
+    /// Open ones.
+    #[default]
+    Open,
+    /// Closed ones.
+    Closed,
+    /// Both.
+    All,
+}
+
+/// One page of issues.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct IssuePage {
+    /// The issues.
+    pub issues: Vec<Issue>,
+    /// The next page, when there is one.
+    pub next_page: Option<u32>,
+}
+
+fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+impl Execute for GitHubListIssues {
+    type Output = IssuePage;
+
+    async fn run(self, cx: &ToolContext) -> Result<IssuePage, ToolError> {
+        let state = match self.state {
+            IssueState::Open => "open",
+            IssueState::Closed => "closed",
+            IssueState::All => "all",
+        };
+        let mut path = format!(
+            "/repos/{}/{}/issues?state={state}&page={}&per_page={}",
+            self.owner,
+            self.repo,
+            self.page.unwrap_or(1),
+            self.per_page.unwrap_or(30)
+        );
+        if !self.labels.is_empty() {
+            path.push_str(&format!("&labels={}", encode(&self.labels.join(","))));
+        }
+        let answer = GitHub::from_env().send(cx, "GET", &path, None)?;
+        let issues = answer
+            .body
+            .as_array()
+            .map(|a| a.iter().map(Issue::from_json).collect())
+            .unwrap_or_default();
+        Ok(IssuePage {
+            issues,
+            next_page: answer.next_page,
+        })
+    }
+}

@@ -1,0 +1,257 @@
+//! The GitHub tools against a local HTTP server this test starts on 127.0.0.1: the exact
+//! requests sent, pagination, and a typed error for every refusing status.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::sync::mpsc;
+
+use kyro_core::policy::{ApprovalRule, ApprovalRules};
+use kyro_core::{Call, Outcome, Policy, Registry, RemoteReason, Runtime, ToolError, Workspace};
+use serde_json::{Value, json};
+
+/// One request as the server saw it.
+#[derive(Debug)]
+struct Seen {
+    method: String,
+    path: String,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Seen {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A scripted answer: status, extra headers, body.
+type Answer = (u16, Vec<(&'static str, String)>, String);
+
+/// Serves `answers` in order, one connection each, and reports each request.
+fn serve(answers: Vec<Answer>) -> (String, mpsc::Receiver<Seen>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for (status, headers, body) in answers {
+            let (stream, _) = listener.accept().unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            let mut parts = line.split_whitespace();
+            let (method, path) = (parts.next().unwrap().to_owned(), parts.next().unwrap().to_owned());
+            let mut seen_headers = Vec::new();
+            loop {
+                let mut h = String::new();
+                reader.read_line(&mut h).unwrap();
+                let h = h.trim_end();
+                if h.is_empty() {
+                    break;
+                }
+                let (k, v) = h.split_once(':').unwrap();
+                seen_headers.push((k.trim().to_owned(), v.trim().to_owned()));
+            }
+            let length: usize = seen_headers
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+                .map_or(0, |(_, v)| v.parse().unwrap());
+            let mut request_body = vec![0; length];
+            reader.read_exact(&mut request_body).unwrap();
+            tx.send(Seen {
+                method,
+                path,
+                headers: seen_headers,
+                body: String::from_utf8(request_body).unwrap(),
+            })
+            .unwrap();
+            let mut stream = stream;
+            let mut response = format!(
+                "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+                body.len()
+            );
+            for (k, v) in headers {
+                response.push_str(&format!("{k}: {v}\r\n"));
+            }
+            response.push_str("\r\n");
+            response.push_str(&body);
+            stream.write_all(response.as_bytes()).unwrap();
+        }
+    });
+    (base, rx)
+}
+
+fn run(tool: &str, args: Value) -> Outcome {
+    let auto = ApprovalRule::Auto;
+    let policy = Policy {
+        approvals: ApprovalRules {
+            read: auto,
+            write: auto,
+            exec: auto,
+            network: auto,
+            state: auto,
+            none: auto,
+        },
+        ..Policy::default()
+    };
+    let ws = tempfile::tempdir().unwrap();
+    let registry = Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());
+    let runtime = Runtime::new(registry, Workspace::new(ws.path()).unwrap(), &policy).unwrap();
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(runtime.execute_call(Call::new(tool, args)))
+}
+
+fn ok(tool: &str, args: Value) -> Value {
+    match run(tool, args) {
+        Outcome::Ok { result, .. } => result,
+        other => panic!("{tool}: {other:?}"),
+    }
+}
+
+fn issue(number: u64) -> Value {
+    json!({"number": number, "title": "Bug | é", "state": "open", "body": "details", "user": {"login": "alice"},
+           "labels": [{"name": "bug"}], "comments": 2, "html_url": format!("https://example.invalid/{number}")})
+}
+
+// One test: the base URL and token come from this process's environment.
+#[test]
+fn github_tools_speak_rest_to_the_configured_server() {
+    let (base, seen) = serve(vec![
+        (200, vec![], issue(7).to_string()),
+        (
+            200,
+            vec![(
+                "Link",
+                "<http://x/repos/o/r/issues?page=3&per_page=5>; rel=\"next\", <http://x?page=9>; rel=\"last\"".into(),
+            )],
+            json!([issue(8), issue(9)]).to_string(),
+        ),
+        (201, vec![], issue(10).to_string()),
+        (
+            200,
+            vec![],
+            json!({"number": 3, "title": "PR", "state": "open", "body": null, "user": {"login": "bob"},
+                            "head": {"ref": "feature"}, "base": {"ref": "main"}, "merged": false, "draft": true,
+                            "html_url": "https://example.invalid/pr/3"})
+            .to_string(),
+        ),
+        (
+            201,
+            vec![],
+            json!({"id": 55, "html_url": "https://example.invalid/c/55"}).to_string(),
+        ),
+        (401, vec![], json!({"message": "Bad credentials"}).to_string()),
+        (404, vec![], json!({"message": "Not Found"}).to_string()),
+        (422, vec![], json!({"message": "Validation Failed"}).to_string()),
+        (
+            403,
+            vec![
+                ("x-ratelimit-remaining", "0".into()),
+                ("x-ratelimit-reset", "1700000000".into()),
+            ],
+            json!({"message": "API rate limit exceeded"}).to_string(),
+        ),
+    ]);
+    // SAFETY: this binary has this one test; nothing else reads the environment meanwhile.
+    unsafe {
+        std::env::set_var("KYRO_GITHUB_API_URL", &base);
+        std::env::set_var("GITHUB_TOKEN", "t0ken");
+    }
+
+    let got = ok("github_get_issue", json!({"owner": "o", "repo": "r", "number": 7}));
+    assert_eq!(
+        (got["title"].clone(), got["author"].clone(), got["labels"].clone()),
+        (json!("Bug | é"), json!("alice"), json!(["bug"]))
+    );
+    let request = seen.recv().unwrap();
+    assert_eq!(
+        (request.method.as_str(), request.path.as_str()),
+        ("GET", "/repos/o/r/issues/7")
+    );
+    assert_eq!(request.header("authorization"), Some("Bearer t0ken"));
+    assert_eq!(request.header("accept"), Some("application/vnd.github+json"));
+
+    let page = ok(
+        "github_list_issues",
+        json!({"owner": "o", "repo": "r", "state": "all", "labels": ["bug", "ui x"], "page": 2, "per_page": 5}),
+    );
+    assert_eq!(page["issues"].as_array().unwrap().len(), 2);
+    assert_eq!(page["next_page"], 3);
+    assert_eq!(
+        seen.recv().unwrap().path,
+        "/repos/o/r/issues?state=all&page=2&per_page=5&labels=bug%2Cui%20x"
+    );
+
+    let created = ok(
+        "github_create_issue",
+        json!({"owner": "o", "repo": "r", "title": "New", "body": "b", "labels": ["x"]}),
+    );
+    assert_eq!(created["number"], 10);
+    let request = seen.recv().unwrap();
+    assert_eq!(
+        (request.method.as_str(), request.path.as_str()),
+        ("POST", "/repos/o/r/issues")
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&request.body).unwrap(),
+        json!({"title": "New", "body": "b", "labels": ["x"]})
+    );
+
+    let pr = ok(
+        "github_get_pull_request",
+        json!({"owner": "o", "repo": "r", "number": 3}),
+    );
+    assert_eq!(
+        (pr["head"].clone(), pr["base"].clone(), pr["draft"].clone()),
+        (json!("feature"), json!("main"), json!(true))
+    );
+    assert_eq!(seen.recv().unwrap().path, "/repos/o/r/pulls/3");
+
+    let comment = ok(
+        "github_comment",
+        json!({"owner": "o", "repo": "r", "number": 7, "body": "thanks | é"}),
+    );
+    assert_eq!(comment["id"], 55);
+    let request = seen.recv().unwrap();
+    assert_eq!(request.path, "/repos/o/r/issues/7/comments");
+    assert_eq!(
+        serde_json::from_str::<Value>(&request.body).unwrap(),
+        json!({"body": "thanks | é"})
+    );
+
+    for reason in [
+        RemoteReason::Unauthorized,
+        RemoteReason::NotFound,
+        RemoteReason::Unprocessable,
+    ] {
+        match run("github_get_issue", json!({"owner": "o", "repo": "r", "number": 1})) {
+            Outcome::ExecutionFailed {
+                error: ToolError::Remote { reason: got, .. },
+                ..
+            } => assert_eq!(got, reason),
+            other => panic!("{reason:?}: {other:?}"),
+        }
+        seen.recv().unwrap();
+    }
+    match run("github_get_issue", json!({"owner": "o", "repo": "r", "number": 1})) {
+        Outcome::ExecutionFailed {
+            error: ToolError::RateLimited { reset_at, .. },
+            ..
+        } => assert_eq!(reset_at, 1_700_000_000),
+        other => panic!("{other:?}"),
+    }
+    seen.recv().unwrap();
+
+    // Names that would change the path never reach the server.
+    for (owner, repo) in [("../admin", "r"), ("o", "r/../../x"), ("o?x=1", "r"), ("", "r")] {
+        let outcome = run("github_get_issue", json!({"owner": owner, "repo": repo, "number": 1}));
+        assert!(matches!(outcome, Outcome::InvalidArguments { .. }), "{owner}/{repo}");
+    }
+    assert!(seen.try_recv().is_err(), "no request was sent for refused names");
+}
