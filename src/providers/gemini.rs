@@ -27,11 +27,7 @@ const ANNOTATIONS: &[&str] = &["examples", "readOnly", "writeOnly", "deprecated"
 
 /// `{name, description, parameters}`.
 pub fn export(d: &ToolDescriptor) -> Result<Exported, ExportError> {
-    let name_ok = !d.name.is_empty()
-        && d.name.len() <= 64
-        && d.name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'-');
+    let name_ok = super::name_fits(&d.name, b".");
     if !name_ok {
         return Err(ExportError::Name {
             dialect: DIALECT,

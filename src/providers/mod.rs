@@ -85,6 +85,15 @@ pub fn export(descriptor: &ToolDescriptor, dialect: Dialect) -> Result<Exported,
     }
 }
 
+/// Whether a provider accepts a tool name: 1 to 64 of `[A-Za-z0-9_-]`, plus `extra`.
+pub(crate) fn name_fits(name: &str, extra: &[u8]) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || extra.contains(&b))
+}
+
 /// Appends the relaxed constraints of one subschema to its description.
 pub(crate) fn describe_relaxed(node: &mut Map<String, Value>, moved: &[(String, Value)]) {
     if moved.is_empty() {

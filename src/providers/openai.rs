@@ -46,11 +46,7 @@ const FORMATS: &[&str] = &[
 
 /// `{"type": "function", "function": {name, description, parameters, strict: true}}`.
 pub fn export(d: &ToolDescriptor) -> Result<Exported, ExportError> {
-    let name_ok = !d.name.is_empty()
-        && d.name.len() <= 64
-        && d.name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    let name_ok = super::name_fits(&d.name, &[]);
     if !name_ok {
         return Err(ExportError::Name {
             dialect: DIALECT,

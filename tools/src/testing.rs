@@ -11,16 +11,8 @@ use serde_json::Value;
 /// approves every effect (the approval flow has its own tests in kyro-core).
 pub fn call(root: &Path, tool: &str, arguments: Value) -> Outcome {
     let registry = Arc::new(Registry::with_catalog(crate::BUILTINS).expect("built-ins register"));
-    let auto = ApprovalRule::Auto;
     let policy = Policy {
-        approvals: ApprovalRules {
-            read: auto,
-            write: auto,
-            exec: auto,
-            network: auto,
-            state: auto,
-            none: auto,
-        },
+        approvals: ApprovalRules::uniform(ApprovalRule::Auto),
         ..Policy::default()
     };
     let workspace = Workspace::new(root).expect("workspace exists");

@@ -9,16 +9,8 @@ use kyro_core::{Call, Outcome, Policy, Registry, Runtime, ToolError, Workspace};
 use serde_json::{Value, json};
 
 fn call(root: &Path, tool: &str, args: Value) -> Outcome {
-    let auto = ApprovalRule::Auto;
     let policy = Policy {
-        approvals: ApprovalRules {
-            read: auto,
-            write: auto,
-            exec: auto,
-            network: auto,
-            state: auto,
-            none: auto,
-        },
+        approvals: ApprovalRules::uniform(ApprovalRule::Auto),
         ..Policy::default()
     };
     let registry = Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());

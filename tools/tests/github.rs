@@ -85,16 +85,8 @@ fn serve(answers: Vec<Answer>) -> (String, mpsc::Receiver<Seen>) {
 }
 
 fn run(tool: &str, args: Value) -> Outcome {
-    let auto = ApprovalRule::Auto;
     let policy = Policy {
-        approvals: ApprovalRules {
-            read: auto,
-            write: auto,
-            exec: auto,
-            network: auto,
-            state: auto,
-            none: auto,
-        },
+        approvals: ApprovalRules::uniform(ApprovalRule::Auto),
         ..Policy::default()
     };
     let ws = tempfile::tempdir().unwrap();

@@ -8,16 +8,8 @@ use kyro_core::{Call, Outcome, Policy, Registry, Runtime, Workspace};
 use serde_json::{Value, json};
 
 fn runtime(root: &std::path::Path) -> Runtime {
-    let auto = ApprovalRule::Auto;
     let policy = Policy {
-        approvals: ApprovalRules {
-            read: auto,
-            write: auto,
-            exec: auto,
-            network: auto,
-            state: auto,
-            none: auto,
-        },
+        approvals: ApprovalRules::uniform(ApprovalRule::Auto),
         ..Policy::default()
     };
     let registry = Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());

@@ -59,6 +59,19 @@ impl Default for ApprovalRules {
 }
 
 impl ApprovalRules {
+    /// The same rule for every effect (`uniform(ApprovalRule::Auto)` for trusted automation
+    /// and tests).
+    pub fn uniform(rule: ApprovalRule) -> ApprovalRules {
+        ApprovalRules {
+            read: rule,
+            write: rule,
+            exec: rule,
+            network: rule,
+            state: rule,
+            none: rule,
+        }
+    }
+
     /// The rule for `effect`.
     pub fn for_effect(&self, effect: Effect) -> ApprovalRule {
         match effect {
