@@ -501,8 +501,12 @@ mod tests {
             let dropped = Arc::new(AtomicBool::new(false));
             h.registry.register(slow_tool(dropped.clone())).unwrap();
             assert_eq!(next(&mut h.events).await, "list_changed");
-            let params =
+            // A progress token lets the test see the executor start before it cancels.
+            let mut meta = RequestMetaObject::default();
+            meta.set_progress_token(rmcp::model::ProgressToken(rmcp::model::NumberOrString::Number(9)));
+            let mut params =
                 CallToolRequestParams::new("slow").with_arguments(json!({"ms": 60_000}).as_object().unwrap().clone());
+            params.meta = Some(meta);
             let handle = h
                 .client
                 .peer()
@@ -512,7 +516,7 @@ mod tests {
                 )
                 .await
                 .unwrap();
-            tokio::time::sleep(Duration::from_millis(200)).await;
+            assert_eq!(next(&mut h.events).await, "progress 1");
             handle.cancel(Some("user pressed stop".into())).await.unwrap();
             for _ in 0..100 {
                 if h.receipts.0.lock().unwrap().iter().any(|r| r.tool == "slow") {

@@ -213,7 +213,7 @@ mod tests {
         let r = ok(call(
             ws.path(),
             "run_command",
-            json!({"argv": ["sleep 30 & echo $! > child.pid; wait"], "shell": true, "timeout_ms": 300}),
+            json!({"argv": ["sleep 30 & echo $! > child.pid; wait"], "shell": true, "timeout_ms": 1500}),
         ));
         assert_eq!(r["timed_out"], true);
         assert_eq!(r["signal"], 9);

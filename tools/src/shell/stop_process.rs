@@ -84,8 +84,15 @@ mod tests {
 
     use crate::testing::{call, failed, ok, workspace};
 
+    /// Whether the process still exists (running or zombie) after up to two seconds.
     fn zombie_or_alive(pid: u64) -> bool {
-        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok()
+        for _ in 0..100 {
+            if std::fs::read_to_string(format!("/proc/{pid}/stat")).is_err() {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        true
     }
 
     #[test]
@@ -110,7 +117,6 @@ mod tests {
             (read["exited"].clone(), read["exit_code"].clone()),
             (json!(true), json!(4))
         );
-        std::thread::sleep(std::time::Duration::from_millis(100));
         assert!(!zombie_or_alive(started["pid"].as_u64().unwrap()), "reaped, no zombie");
         assert!(matches!(
             failed(call(ws.path(), "read_process_output", json!({"id": id}))),
@@ -129,7 +135,6 @@ mod tests {
         let id = started["id"].as_str().unwrap().to_owned();
         let stopped = ok(call(ws.path(), "stop_process", json!({"id": id, "grace_ms": 1000})));
         assert_eq!(stopped["signal"], 15);
-        std::thread::sleep(std::time::Duration::from_millis(100));
         assert!(!zombie_or_alive(started["pid"].as_u64().unwrap()));
         let ignoring = ok(call(
             ws.path(),
