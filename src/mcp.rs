@@ -188,6 +188,18 @@ impl ServerHandler for KyroServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // rmcp spawns this future as a task; boxing the call keeps that task small (an
+        // inline boundary future made every spawn copy kilobytes).
+        Box::pin(self.answer(request, context)).await
+    }
+}
+
+impl KyroServer {
+    async fn answer(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
         let mut call = Call::new(
             request.name.into_owned(),
             Value::Object(request.arguments.unwrap_or_default()),
@@ -215,9 +227,6 @@ impl ServerHandler for KyroServer {
             other => Ok(tool_error(&other).into()),
         }
     }
-}
-
-impl KyroServer {
     /// The MCP tools of a snapshot, built once per registry version.
     fn tools_of(&self, snapshot: &kyro_core::Snapshot) -> Arc<Vec<Tool>> {
         let mut listed = self.listed.lock().unwrap_or_else(|p| p.into_inner());
@@ -233,10 +242,12 @@ impl KyroServer {
 
     /// One pass through the boundary; a client cancellation stops the executor.
     async fn run(&self, call: Call, context: &RequestContext<RoleServer>) -> Outcome {
-        self.runtime
-            .execute_until(call, self.runtime.scope(), None, context.ct.cancelled())
-            .await
-            .outcome
+        Box::pin(
+            self.runtime
+                .execute_until(call, self.runtime.scope(), None, context.ct.cancelled()),
+        )
+        .await
+        .outcome
     }
 }
 
