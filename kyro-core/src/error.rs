@@ -152,6 +152,14 @@ pub enum ToolError {
         /// When the limit resets, Unix seconds (0 when unknown).
         reset_at: u64,
     },
+    /// A URL the network policy refuses (scheme, host, or a non-public address).
+    #[error("`{url}` is refused: {reason}")]
+    UrlRefused {
+        /// The URL.
+        url: String,
+        /// Why.
+        reason: String,
+    },
     /// A remote service could not be reached.
     #[error("cannot reach {service}: {message}")]
     Unreachable {

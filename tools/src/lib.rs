@@ -11,6 +11,7 @@ pub mod files;
 pub mod git;
 pub mod github;
 pub mod graph;
+pub mod integration;
 pub mod memory;
 pub mod orchestration;
 pub mod shell;
@@ -52,6 +53,8 @@ kyro_core::catalog! {
         github::GitHubCreateIssue,
         github::GitHubGetPullRequest,
         github::GitHubComment,
+        integration::WebFetch,
+        integration::HttpRequest,
         shell::RunCommand,
         shell::StartProcess,
         shell::ReadProcessOutput,

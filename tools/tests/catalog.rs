@@ -67,6 +67,7 @@ fn candidates(schema: &Value) -> Vec<Value> {
         json!("a|b\r\né😀"),
         json!("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"),
         json!("../x"),
+        json!("https://example.com/a?b=c"),
         json!([]),
         json!(["a"]),
         json!([1]),

@@ -134,6 +134,35 @@ impl Default for Limits {
     }
 }
 
+/// Which hosts network tools may reach.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NetworkPolicy {
+    /// When not empty, the only hosts allowed; these may also be loopback or private.
+    pub allow_hosts: Vec<String>,
+    /// Hosts never allowed (a name also covers its subdomains).
+    pub deny_hosts: Vec<String>,
+    /// Allow loopback, private, link-local and other non-public addresses for every host;
+    /// default false (they are refused, against SSRF).
+    pub allow_private: bool,
+}
+
+impl NetworkPolicy {
+    /// Whether `host` is refused by name.
+    pub fn denies(&self, host: &str) -> bool {
+        let host = host.to_ascii_lowercase();
+        self.deny_hosts.iter().any(|d| {
+            let d = d.to_ascii_lowercase();
+            host == d || host.ends_with(&format!(".{d}"))
+        }) || (!self.allow_hosts.is_empty() && !self.allows_explicitly(&host))
+    }
+
+    /// Whether `host` is on the allow list.
+    pub fn allows_explicitly(&self, host: &str) -> bool {
+        self.allow_hosts.iter().any(|a| a.eq_ignore_ascii_case(host))
+    }
+}
+
 /// The policy file (`--policy FILE`, TOML). Every field has a safe default.
 ///
 /// ```toml
@@ -160,6 +189,8 @@ pub struct Policy {
     pub max_depth: u32,
     /// Time and output limits.
     pub limits: Limits,
+    /// Hosts network tools may reach.
+    pub network: NetworkPolicy,
 }
 
 impl Default for Policy {
@@ -173,6 +204,7 @@ impl Default for Policy {
             approvals: ApprovalRules::default(),
             max_depth: 3,
             limits: Limits::default(),
+            network: NetworkPolicy::default(),
         }
     }
 }

@@ -123,6 +123,7 @@ pub struct ScopeRequest {
 /// What a caller may do: capabilities, roots, approval rules and depth.
 #[derive(Debug, Clone)]
 pub struct Scope {
+    network: super::NetworkPolicy,
     capabilities: BTreeSet<Capability>,
     roots: Vec<Arc<RootGrant>>,
     approvals: ApprovalRules,
@@ -147,12 +148,18 @@ impl Scope {
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Scope {
+            network: policy.network.clone(),
             capabilities: policy.capabilities.iter().copied().collect(),
             roots,
             approvals: policy.approvals,
             depth: 0,
             max_depth: policy.max_depth,
         })
+    }
+
+    /// Hosts network tools may reach.
+    pub fn network(&self) -> &super::NetworkPolicy {
+        &self.network
     }
 
     /// The capabilities held.
@@ -203,6 +210,7 @@ impl Scope {
                 .collect::<Result<Vec<_>, _>>()?,
         };
         Ok(Scope {
+            network: self.network.clone(),
             capabilities,
             roots,
             approvals: self.approvals,

@@ -1,0 +1,182 @@
+//! Requests that only reach what the policy allows: http(s) only, hosts checked by name,
+//! every resolved address checked (no loopback, private, link-local or other non-public
+//! address unless allowed), redirects followed by hand and each hop checked again.
+
+use std::io::Read;
+use std::net::{IpAddr, ToSocketAddrs};
+
+use kyro_core::receipt::ObservedEffect;
+use kyro_core::{ToolContext, ToolError};
+
+/// Most redirects followed.
+const MAX_REDIRECTS: usize = 5;
+
+/// A response, its body cut at the cap.
+pub(crate) struct Fetched {
+    pub url: String,
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    pub truncated: bool,
+}
+
+fn refused(url: &str, reason: impl Into<String>) -> ToolError {
+    ToolError::UrlRefused {
+        url: url.to_owned(),
+        reason: reason.into(),
+    }
+}
+
+fn public(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let o = v4.octets();
+            !(v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_multicast()
+                || v4.is_documentation()
+                || o[0] == 0
+                || (o[0] == 100 && (64..128).contains(&o[1])))
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return public(IpAddr::V4(v4));
+            }
+            let first = v6.segments()[0];
+            !(v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (first & 0xfe00) == 0xfc00
+                || (first & 0xffc0) == 0xfe80)
+        }
+    }
+}
+
+/// Checks a URL against the scope's network policy; returns it parsed.
+pub(crate) fn check(cx: &ToolContext, url: &str) -> Result<ureq::http::Uri, ToolError> {
+    let uri: ureq::http::Uri = url.parse().map_err(|e| refused(url, format!("not a URL ({e})")))?;
+    match uri.scheme_str() {
+        Some("http" | "https") => {}
+        _ => return Err(refused(url, "only http and https URLs are fetched")),
+    }
+    let host = uri.host().ok_or_else(|| refused(url, "the URL has no host"))?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let policy = cx.scope().network();
+    if policy.denies(host) {
+        return Err(refused(url, format!("host `{host}` is not allowed by the policy")));
+    }
+    if !policy.allow_private && !policy.allows_explicitly(host) {
+        let port = uri
+            .port_u16()
+            .unwrap_or(if uri.scheme_str() == Some("https") { 443 } else { 80 });
+        let addrs = (host, port).to_socket_addrs().map_err(|e| ToolError::Unreachable {
+            service: host.to_owned(),
+            message: e.to_string(),
+        })?;
+        for addr in addrs {
+            if !public(addr.ip()) {
+                return Err(refused(
+                    url,
+                    format!("`{host}` resolves to {}, which is not a public address", addr.ip()),
+                ));
+            }
+        }
+    }
+    Ok(uri)
+}
+
+fn resolve(base: &ureq::http::Uri, location: &str) -> String {
+    if location.starts_with("http://") || location.starts_with("https://") {
+        return location.to_owned();
+    }
+    let authority = format!(
+        "{}://{}",
+        base.scheme_str().unwrap_or("http"),
+        base.authority().map(|a| a.as_str()).unwrap_or_default()
+    );
+    if location.starts_with('/') {
+        return format!("{authority}{location}");
+    }
+    let path = base.path();
+    let dir = &path[..path.rfind('/').map_or(0, |i| i + 1)];
+    format!("{authority}{dir}{location}")
+}
+
+/// Sends one request, following up to five redirects (each checked), reading at most
+/// `max_bytes` of the body.
+pub(crate) fn send(
+    cx: &ToolContext,
+    method: &str,
+    url: &str,
+    headers: &[(String, String)],
+    body: Option<&str>,
+    max_bytes: u64,
+    timeout: std::time::Duration,
+) -> Result<Fetched, ToolError> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .timeout_global(Some(timeout))
+        .build()
+        .into();
+    let mut url = url.to_owned();
+    let mut method = method.to_owned();
+    let mut body = body.map(str::to_owned);
+    for _ in 0..=MAX_REDIRECTS {
+        let uri = check(cx, &url)?;
+        let mut request = ureq::http::Request::builder().method(method.as_str()).uri(&uri);
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        let request = request
+            .body(body.clone().unwrap_or_default())
+            .map_err(|e| refused(&url, e.to_string()))?;
+        let mut response = agent.run(request).map_err(|e| ToolError::Unreachable {
+            service: url.clone(),
+            message: e.to_string(),
+        })?;
+        let status = response.status().as_u16();
+        cx.effects().push(ObservedEffect::Request {
+            url: url.clone(),
+            status: Some(status),
+        });
+        if (300..400).contains(&status)
+            && let Some(location) = response.headers().get("location").and_then(|v| v.to_str().ok())
+        {
+            url = resolve(&uri, location);
+            if status == 303 || ((status == 301 || status == 302) && method == "POST") {
+                method = "GET".into();
+                body = None;
+            }
+            continue;
+        }
+        let headers = response
+            .headers()
+            .iter()
+            .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or_default().to_owned()))
+            .collect();
+        let mut bytes = Vec::new();
+        response
+            .body_mut()
+            .as_reader()
+            .take(max_bytes + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| ToolError::Unreachable {
+                service: url.clone(),
+                message: e.to_string(),
+            })?;
+        let truncated = bytes.len() as u64 > max_bytes;
+        bytes.truncate(max_bytes as usize);
+        return Ok(Fetched {
+            url,
+            status,
+            headers,
+            body: bytes,
+            truncated,
+        });
+    }
+    Err(refused(&url, format!("more than {MAX_REDIRECTS} redirects")))
+}

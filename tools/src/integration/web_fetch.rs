@@ -1,0 +1,90 @@
+//! `web_fetch`: a page as readable text.
+
+use kyro_core::{Execute, ToolContext, ToolError, tool};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::guard::send;
+
+const DEFAULT_MAX_CHARS: u64 = 20_000;
+const MAX_BYTES: u64 = 5 * 1024 * 1024;
+
+/// Fetch a web page and return it as markdown (HTML converted) or text, a window at a time.
+///
+/// Only http(s); hosts and addresses are checked against the policy (loopback and private
+/// addresses are refused unless allowed), redirects are followed up to five hops and
+/// checked each time, and at most 5 MiB is read.
+#[tool(name = "web_fetch", title = "Fetch a web page", category = "integration", effect = "network", aliases = ["fetch"])]
+pub struct WebFetch {
+    /// The URL, http or https.
+    #[schemars(length(min = 1, max = 8192), regex(pattern = "^https?://"))]
+    pub url: String,
+    /// Most characters to return; default 20000, at most 1000000.
+    #[schemars(range(min = 1, max = 1000000))]
+    pub max_chars: Option<u64>,
+    /// Character offset to start from, for the next window; default 0.
+    pub start_index: Option<u64>,
+    /// Return the body as is, without converting HTML; default false.
+    #[serde(default)]
+    pub raw: bool,
+}
+
+/// A window of a fetched page.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Fetched {
+    /// The final URL, after redirects.
+    pub url: String,
+    /// The HTTP status.
+    pub status: u16,
+    /// The Content-Type.
+    pub content_type: String,
+    /// The window of content.
+    pub content: String,
+    /// True when more content follows the window.
+    pub truncated: bool,
+    /// The `start_index` of the next window, when truncated.
+    pub next_index: Option<u64>,
+}
+
+impl Execute for WebFetch {
+    type Output = Fetched;
+
+    async fn run(self, cx: &ToolContext) -> Result<Fetched, ToolError> {
+        let headers = [("User-Agent".to_owned(), "kyro".to_owned())];
+        let fetched = send(
+            cx,
+            "GET",
+            &self.url,
+            &headers,
+            None,
+            MAX_BYTES,
+            std::time::Duration::from_secs(30),
+        )?;
+        let content_type = fetched
+            .headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default();
+        let text = String::from_utf8_lossy(&fetched.body).into_owned();
+        let text = if !self.raw && content_type.contains("html") {
+            htmd::convert(&text).map_err(|e| ToolError::Evaluation { message: e.to_string() })?
+        } else {
+            text
+        };
+        let start = self.start_index.unwrap_or(0) as usize;
+        let max = self.max_chars.unwrap_or(DEFAULT_MAX_CHARS) as usize;
+        let total = text.chars().count();
+        let window: String = text.chars().skip(start).take(max).collect();
+        let end = (start + max).min(total);
+        let truncated = end < total || fetched.truncated;
+        Ok(Fetched {
+            url: fetched.url,
+            status: fetched.status,
+            content_type,
+            content: window,
+            truncated,
+            next_index: (end < total).then_some(end as u64),
+        })
+    }
+}
