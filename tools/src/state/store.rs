@@ -81,7 +81,7 @@ impl Store {
         let conn = Connection::open(dir.join("state.db")).map_err(state_error)?;
         conn.busy_timeout(std::time::Duration::from_secs(10))
             .map_err(state_error)?;
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(state_error)?;
+        wal(&conn)?;
         conn.pragma_update(None, "foreign_keys", true).map_err(state_error)?;
         let mut store = Store { conn };
         store.migrate()?;
@@ -116,6 +116,31 @@ impl Store {
         let value = work(&tx)?;
         tx.commit().map_err(state_error)?;
         Ok(value)
+    }
+}
+
+/// Switches the database to WAL. The switch needs the database to itself and SQLite does
+/// not wait for that through the busy handler, so when another process is creating the
+/// same database at the same moment, wait (up to the busy timeout) until one of them has
+/// made the switch.
+fn wal(conn: &Connection) -> Result<(), ToolError> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let mode: String = match conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0)) {
+            Ok(mode) => mode,
+            Err(_) => conn
+                .pragma_query_value(None, "journal_mode", |r| r.get(0))
+                .unwrap_or_default(),
+        };
+        if mode.eq_ignore_ascii_case("wal") {
+            return Ok(());
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(ToolError::State {
+                message: format!("could not switch the state database to WAL (journal mode is `{mode}`)"),
+            });
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
 
