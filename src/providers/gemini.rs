@@ -4,7 +4,7 @@
 use kyro_core::ToolDescriptor;
 use serde_json::{Map, Value, json};
 
-use super::{ExportError, Exported, Relaxed, describe_relaxed, escape};
+use super::{ExportError, Exported, Relaxed, describe_relaxed, escape, unsupported};
 
 const DIALECT: &str = "gemini";
 
@@ -42,15 +42,6 @@ pub fn export(d: &ToolDescriptor) -> Result<Exported, ExportError> {
     })
 }
 
-fn unsupported(tool: &str, pointer: &str, what: &str) -> ExportError {
-    ExportError::Unsupported {
-        dialect: DIALECT,
-        tool: tool.to_owned(),
-        pointer: pointer.to_owned(),
-        what: what.to_owned(),
-    }
-}
-
 fn gemini_type(tool: &str, pointer: &str, t: &str) -> Result<&'static str, ExportError> {
     Ok(match t {
         "object" => "OBJECT",
@@ -59,13 +50,13 @@ fn gemini_type(tool: &str, pointer: &str, t: &str) -> Result<&'static str, Expor
         "number" => "NUMBER",
         "boolean" => "BOOLEAN",
         "array" => "ARRAY",
-        other => return Err(unsupported(tool, pointer, &format!("type `{other}`"))),
+        other => return Err(unsupported(DIALECT, tool, pointer, &format!("type `{other}`"))),
     })
 }
 
 fn openapi(tool: &str, schema: &Value, pointer: &str, relaxed: &mut Vec<Relaxed>) -> Result<Value, ExportError> {
     let Some(map) = schema.as_object() else {
-        return Err(unsupported(tool, pointer, "an untyped value (`true` schema)"));
+        return Err(unsupported(DIALECT, tool, pointer, "an untyped value (`true` schema)"));
     };
     let mut out = Map::new();
     let mut moved = Vec::new();
@@ -86,14 +77,14 @@ fn openapi(tool: &str, schema: &Value, pointer: &str, relaxed: &mut Vec<Relaxed>
                 Value::Array(ts) => {
                     let non_null: Vec<&str> = ts.iter().filter_map(Value::as_str).filter(|t| *t != "null").collect();
                     let [single] = non_null.as_slice() else {
-                        return Err(unsupported(tool, pointer, "a union of several types"));
+                        return Err(unsupported(DIALECT, tool, pointer, "a union of several types"));
                     };
                     out.insert("type".into(), json!(gemini_type(tool, pointer, single)?));
                     if non_null.len() < ts.len() {
                         out.insert("nullable".into(), Value::Bool(true));
                     }
                 }
-                _ => return Err(unsupported(tool, pointer, "a malformed type")),
+                _ => return Err(unsupported(DIALECT, tool, pointer, "a malformed type")),
             },
             "enum" | "const" => {
                 let values: Vec<Value> = match value {
@@ -102,7 +93,7 @@ fn openapi(tool: &str, schema: &Value, pointer: &str, relaxed: &mut Vec<Relaxed>
                 };
                 let strings: Vec<Value> = values.iter().filter(|v| !v.is_null()).cloned().collect();
                 if !strings.iter().all(Value::is_string) {
-                    return Err(unsupported(tool, pointer, "an enum of non-string values"));
+                    return Err(unsupported(DIALECT, tool, pointer, "an enum of non-string values"));
                 }
                 if strings.len() < values.len() {
                     out.insert("nullable".into(), Value::Bool(true));
@@ -115,13 +106,18 @@ fn openapi(tool: &str, schema: &Value, pointer: &str, relaxed: &mut Vec<Relaxed>
                 out.insert(key.clone(), value.clone());
             }
             "properties" | "items" | "anyOf" | "oneOf" | "required" => {}
-            "prefixItems" => return Err(unsupported(tool, pointer, "a tuple (`prefixItems`)")),
+            "prefixItems" => return Err(unsupported(DIALECT, tool, pointer, "a tuple (`prefixItems`)")),
             // Gemini cannot close an object: unknown keys are still refused by the runtime.
             "additionalProperties" if *value == Value::Bool(false) => relax(key, value, &mut moved),
             // Gemini objects are open already: an open object states nothing more.
             "additionalProperties" if *value == Value::Bool(true) => {}
             "additionalProperties" => {
-                return Err(unsupported(tool, pointer, "a map (`additionalProperties` schema)"));
+                return Err(unsupported(
+                    DIALECT,
+                    tool,
+                    pointer,
+                    "a map (`additionalProperties` schema)",
+                ));
             }
             k if KEPT.contains(&k) => {
                 out.insert(key.clone(), value.clone());

@@ -85,6 +85,16 @@ pub fn export(descriptor: &ToolDescriptor, dialect: Dialect) -> Result<Exported,
     }
 }
 
+/// A construct `dialect` cannot state, at `pointer` in `tool`'s input schema.
+pub(crate) fn unsupported(dialect: &'static str, tool: &str, pointer: &str, what: &str) -> ExportError {
+    ExportError::Unsupported {
+        dialect,
+        tool: tool.to_owned(),
+        pointer: pointer.to_owned(),
+        what: what.to_owned(),
+    }
+}
+
 /// Whether a provider accepts a tool name: 1 to 64 of `[A-Za-z0-9_-]`, plus `extra`.
 pub(crate) fn name_fits(name: &str, extra: &[u8]) -> bool {
     !name.is_empty()

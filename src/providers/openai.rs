@@ -4,7 +4,7 @@
 use kyro_core::{ArgumentsError, ToolDescriptor, parse_arguments};
 use serde_json::{Map, Value, json};
 
-use super::{ExportError, Exported, Relaxed, admits_null, describe_relaxed, escape};
+use super::{ExportError, Exported, Relaxed, admits_null, describe_relaxed, escape, unsupported};
 
 const DIALECT: &str = "openai";
 
@@ -69,23 +69,15 @@ pub fn export(d: &ToolDescriptor) -> Result<Exported, ExportError> {
     })
 }
 
-fn unsupported(tool: &str, pointer: &str, what: &str) -> ExportError {
-    ExportError::Unsupported {
-        dialect: DIALECT,
-        tool: tool.to_owned(),
-        pointer: pointer.to_owned(),
-        what: what.to_owned(),
-    }
-}
-
 fn strict(tool: &str, schema: &Value, pointer: &str, relaxed: &mut Vec<Relaxed>) -> Result<Value, ExportError> {
     let Some(map) = schema.as_object() else {
-        return Err(unsupported(tool, pointer, "an untyped value (`true` schema)"));
+        return Err(unsupported(DIALECT, tool, pointer, "an untyped value (`true` schema)"));
     };
     if let Some(Value::Array(branches)) = map.get("oneOf")
         && !branches.iter().all(is_tagged)
     {
         return Err(unsupported(
+            DIALECT,
             tool,
             pointer,
             "`oneOf` with overlapping branches (strict mode has only `anyOf`)",
@@ -95,13 +87,14 @@ fn strict(tool: &str, schema: &Value, pointer: &str, relaxed: &mut Vec<Relaxed>)
         .iter()
         .any(|k| map.contains_key(*k))
     {
-        return Err(unsupported(tool, pointer, "an untyped value"));
+        return Err(unsupported(DIALECT, tool, pointer, "an untyped value"));
     }
     let is_object = map
         .get("type")
         .is_some_and(|t| t == "object" || t.as_array().is_some_and(|ts| ts.contains(&json!("object"))));
     if is_object && !map.contains_key("properties") {
         return Err(unsupported(
+            DIALECT,
             tool,
             pointer,
             "a free-form object (strict mode needs every property declared)",

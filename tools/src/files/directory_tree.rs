@@ -25,15 +25,11 @@ pub struct DirectoryTree {
     #[serde(default)]
     pub include_hidden: bool,
     /// Skip what .gitignore and .ignore files exclude; default true.
-    #[serde(default = "yes")]
+    #[serde(default = "super::yes")]
     pub respect_gitignore: bool,
     /// Most entries to return; default 1000, at most 10000.
     #[schemars(range(min = 1, max = 10000))]
     pub limit: Option<u32>,
-}
-
-fn yes() -> bool {
-    true
 }
 
 /// A directory tree.

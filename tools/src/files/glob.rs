@@ -23,7 +23,7 @@ pub struct Glob {
     #[serde(default)]
     pub include_hidden: bool,
     /// Skip what .gitignore and .ignore files exclude; default true.
-    #[serde(default = "yes")]
+    #[serde(default = "super::yes")]
     pub respect_gitignore: bool,
     /// Match directories too, not only files; default false.
     #[serde(default)]
@@ -31,10 +31,6 @@ pub struct Glob {
     /// Most paths to return; default 1000, at most 10000.
     #[schemars(range(min = 1, max = 10000))]
     pub limit: Option<u32>,
-}
-
-fn yes() -> bool {
-    true
 }
 
 /// Matching paths.

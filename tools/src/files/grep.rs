@@ -43,15 +43,11 @@ pub struct Grep {
     #[serde(default)]
     pub include_hidden: bool,
     /// Skip what .gitignore and .ignore files exclude; default true.
-    #[serde(default = "yes")]
+    #[serde(default = "super::yes")]
     pub respect_gitignore: bool,
     /// Most matching lines to return; default 200, at most 5000.
     #[schemars(range(min = 1, max = 5000))]
     pub max_results: Option<u32>,
-}
-
-fn yes() -> bool {
-    true
 }
 
 /// Letter-case matching.

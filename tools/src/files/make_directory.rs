@@ -12,12 +12,8 @@ pub struct MakeDirectory {
     /// The directory, relative to the workspace root.
     pub path: WorkspacePath,
     /// Create missing parent directories too; default true.
-    #[serde(default = "yes")]
+    #[serde(default = "super::yes")]
     pub parents: bool,
-}
-
-fn yes() -> bool {
-    true
 }
 
 /// The directory.

@@ -33,3 +33,8 @@ pub use multi_edit::{MultiEdit, Replacement};
 pub use read_file::{FileWindow, ReadFile};
 pub use read_many_files::{ManyFiles, OneFile, ReadManyFiles};
 pub use write_file::{WriteFile, Written};
+
+/// The default of boolean arguments that are on unless turned off.
+pub(crate) fn yes() -> bool {
+    true
+}
