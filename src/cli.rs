@@ -108,12 +108,17 @@ struct Session {
 /// Parses the command line and runs it.
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
-    let registry = match Registry::with_catalog(kyro_tools::BUILTINS) {
+    // The docs describe the whole catalog; every other command serves what works here.
+    let (usable, left_out) = match &cli.command {
+        Command::Docs { .. } => (kyro_tools::BUILTINS.to_vec(), Vec::new()),
+        _ => kyro_tools::available(),
+    };
+    let registry = match Registry::with_catalog(&usable) {
         Ok(registry) => Arc::new(registry),
         Err(e) => return fail(&format!("the built-in catalog does not register: {e}")),
     };
     match cli.command {
-        Command::Tools { json, dialect } => tools(&registry, json, dialect),
+        Command::Tools { json, dialect } => tools(&registry, json, dialect, &left_out),
         Command::Describe { name, json, dialect } => describe(&registry, &name, json, dialect),
         Command::Call {
             name,
@@ -155,8 +160,18 @@ fn print_json(value: &impl serde::Serialize) {
     );
 }
 
-fn tools(registry: &Registry, json: bool, dialect: Option<Dialect>) -> ExitCode {
+fn tools(registry: &Registry, json: bool, dialect: Option<Dialect>, left_out: &[kyro_tools::Unavailable]) -> ExitCode {
     let snapshot = registry.snapshot();
+    // On stderr with --json, so the JSON stays clean; after the list otherwise.
+    let say_left_out = |to_stdout: bool| {
+        for u in left_out {
+            if to_stdout {
+                out!("not registered: {} ({})", u.tool, u.reason);
+            } else {
+                eprintln!("kyro: not registered: {} ({})", u.tool, u.reason);
+            }
+        }
+    };
     if let Some(dialect) = dialect {
         let mut definitions = Vec::new();
         for d in snapshot.descriptors() {
@@ -166,10 +181,12 @@ fn tools(registry: &Registry, json: bool, dialect: Option<Dialect>) -> ExitCode 
             }
         }
         print_json(&definitions);
+        say_left_out(false);
         return ExitCode::SUCCESS;
     }
     if json {
         print_json(&snapshot.descriptors().collect::<Vec<_>>());
+        say_left_out(false);
         return ExitCode::SUCCESS;
     }
     let width = snapshot.descriptors().map(|d| d.name.len()).max().unwrap_or(0);
@@ -182,6 +199,7 @@ fn tools(registry: &Registry, json: bool, dialect: Option<Dialect>) -> ExitCode 
             d.description.lines().next().unwrap_or_default()
         );
     }
+    say_left_out(true);
     ExitCode::SUCCESS
 }
 

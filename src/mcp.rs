@@ -98,6 +98,26 @@ fn object(schema: &Value) -> Map<String, Value> {
     schema.as_object().cloned().unwrap_or_default()
 }
 
+/// A successful result: structured content with its JSON text; an image result
+/// (`mime_type: image/*` with base64 `data`, as browser_screenshot returns) also comes as
+/// an image content block, and its text names the image instead of repeating it.
+fn ok_result(result: Value) -> CallToolResult {
+    let image = result
+        .get("mime_type")
+        .and_then(Value::as_str)
+        .filter(|m| m.starts_with("image/"))
+        .zip(result.get("data").and_then(Value::as_str))
+        .map(|(mime, data)| (mime.to_owned(), data.to_owned()));
+    let Some((mime, data)) = image else {
+        return CallToolResult::structured(result);
+    };
+    let mut text = result.clone();
+    text["data"] = Value::String(format!("(the {mime} image is the next content block)"));
+    let mut answer = CallToolResult::structured(result);
+    answer.content = vec![ContentBlock::text(text.to_string()), ContentBlock::image(data, mime)];
+    answer
+}
+
 /// A model-readable failure: text for the model, `isError: true`, no structured content
 /// (it would not match the output schema).
 fn tool_error(outcome: &Outcome) -> CallToolResult {
@@ -219,7 +239,7 @@ impl KyroServer {
                 .await;
         }
         match outcome {
-            Outcome::Ok { result, .. } => Ok(CallToolResult::structured(result).into()),
+            Outcome::Ok { result, .. } => Ok(ok_result(result).into()),
             Outcome::UnknownTool { name, suggestions } => Err(ErrorData::invalid_params(
                 format!("no tool is named `{name}`"),
                 Some(serde_json::json!({ "suggestions": suggestions })),

@@ -1,8 +1,10 @@
 //! What an executor gets besides its arguments: the workspace and the catalog it runs in.
 
+use std::any::{Any, TypeId};
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
@@ -54,6 +56,18 @@ impl JsonSchema for WorkspacePath {
 #[derive(Debug, Clone)]
 pub struct Workspace {
     root: PathBuf,
+    resources: Arc<Resources>,
+}
+
+/// Long-lived resources tools keep per workspace (a browser session), one per type,
+/// dropped with the last runtime over the workspace.
+#[derive(Default)]
+struct Resources(Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>);
+
+impl std::fmt::Debug for Resources {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Resources")
+    }
 }
 
 impl Workspace {
@@ -61,12 +75,39 @@ impl Workspace {
     pub fn new(root: impl AsRef<Path>) -> std::io::Result<Workspace> {
         Ok(Workspace {
             root: root.as_ref().canonicalize()?,
+            resources: Arc::default(),
         })
     }
 
     /// The canonical root.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The workspace's resource of type `T`, made by `init` on first use. Callers asking at
+    /// the same time wait for one `init`; a failed `init` leaves nothing behind.
+    pub fn resource<T: Any + Send + Sync, E>(&self, init: impl FnOnce() -> Result<T, E>) -> Result<Arc<T>, E> {
+        let mut map = self.resources.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(existing) = map.get(&TypeId::of::<T>())
+            && let Ok(existing) = existing.clone().downcast::<T>()
+        {
+            return Ok(existing);
+        }
+        let made = Arc::new(init()?);
+        map.insert(TypeId::of::<T>(), made.clone());
+        Ok(made)
+    }
+
+    /// Drops the workspace's resource of type `T` (a browser that died), if it is `current`;
+    /// the next [`Workspace::resource`] makes a new one.
+    pub fn forget_resource<T: Any + Send + Sync>(&self, current: &Arc<T>) {
+        let mut map = self.resources.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(existing) = map.get(&TypeId::of::<T>())
+            && let Ok(existing) = existing.clone().downcast::<T>()
+            && Arc::ptr_eq(&existing, current)
+        {
+            map.remove(&TypeId::of::<T>());
+        }
     }
 }
 

@@ -168,6 +168,36 @@ pub enum ToolError {
         /// Why.
         message: String,
     },
+    /// The browser could not do what was asked (start, navigate, evaluate, capture).
+    #[error("the browser could not {operation}: {message}")]
+    Browser {
+        /// What was being done.
+        operation: String,
+        /// Chromium's or the driver's message.
+        message: String,
+    },
+    /// No element answers to the ref or selector on the current page.
+    #[error("no element `{element}` on the page; refs come from the latest browser_snapshot of this page")]
+    NoSuchElement {
+        /// The ref or selector as given.
+        element: String,
+    },
+    /// The element exists but cannot take the action (hidden, covered, not editable).
+    #[error("element `{element}` cannot be used: {reason}")]
+    NotActionable {
+        /// The ref or selector as given.
+        element: String,
+        /// Why.
+        reason: String,
+    },
+    /// An upstream MCP server failed, or its tool reported an error.
+    #[error("upstream MCP server `{server}`: {message}")]
+    Upstream {
+        /// The upstream's configured name.
+        server: String,
+        /// What went wrong, or the upstream tool's own error text.
+        message: String,
+    },
     /// An operating-system error.
     #[error("{operation} `{path}` failed: {message}")]
     Io {

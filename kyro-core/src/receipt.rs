@@ -38,6 +38,11 @@ pub enum ObservedEffect {
         /// The HTTP status, when one came back.
         status: Option<u16>,
     },
+    /// A request a page tried to make and the network policy refused.
+    RefusedRequest {
+        /// The URL.
+        url: String,
+    },
 }
 
 /// Collects the effects of one call.

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use syn::ext::IdentExt;
 use syn::{GenericArgument, LitStr, PathArguments, Type};
 
 use crate::ast::{Field, Tool};
@@ -251,7 +252,7 @@ fn is_string(ty: &Type) -> bool {
 fn field_aliases(errors: &Errors, fields: &[Field]) {
     let mut owners: HashMap<String, String> = fields
         .iter()
-        .map(|f| (f.ident.to_string(), f.ident.to_string()))
+        .map(|f| (f.ident.unraw().to_string(), f.ident.unraw().to_string()))
         .collect();
     for field in fields {
         for alias in &field.aliases {
@@ -260,7 +261,7 @@ fn field_aliases(errors: &Errors, fields: &[Field]) {
                 errors.at(alias, "an argument alias must be snake_case, like \"file_path\"");
             }
             match owners.get(&value) {
-                Some(owner) if *field.ident == owner.as_str() && value == *owner => {
+                Some(owner) if field.ident.unraw() == owner.as_str() && value == *owner => {
                     errors.at(
                         alias,
                         format_args!("alias `{value}` is the field's own name; remove it"),
@@ -271,7 +272,7 @@ fn field_aliases(errors: &Errors, fields: &[Field]) {
                     format_args!("alias `{value}` collides with argument `{owner}`; pick another alias"),
                 ),
                 None => {
-                    owners.insert(value, field.ident.to_string());
+                    owners.insert(value, field.ident.unraw().to_string());
                 }
             }
         }

@@ -3,6 +3,7 @@
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::LitStr;
+use syn::ext::IdentExt;
 
 use crate::ast::Tool;
 use crate::attr::strip_tool_attrs;
@@ -39,7 +40,7 @@ pub fn emit(tool: &Tool) -> TokenStream {
     );
     let description = tool.description.as_deref().expect("checked");
     let arg_aliases = tool.fields.iter().flatten().flat_map(|f| {
-        let field = f.ident.to_string();
+        let field = f.ident.unraw().to_string();
         f.aliases
             .iter()
             .map(move |alias| quote!(::kyro_core::ArgAlias { alias: #alias, field: #field }))
@@ -49,7 +50,7 @@ pub fn emit(tool: &Tool) -> TokenStream {
         .iter()
         .flatten()
         .filter(|f| crate::check::holds_workspace_path(&f.field.ty))
-        .map(|f| f.ident.to_string());
+        .map(|f| f.ident.unraw().to_string());
     // Spanned at the struct's name, so a missing `Execute` impl is reported there.
     let tool_impl = quote_spanned! {ident.span()=>
         impl ::kyro_core::Tool for #ident {

@@ -5,6 +5,7 @@
 //! which live in `kyro` and `kyro-core`.
 #![deny(missing_docs)]
 
+pub mod browser;
 pub mod calculation;
 pub mod discovery;
 pub mod files;
@@ -54,6 +55,11 @@ kyro_core::catalog! {
         github::GitHubGetPullRequest,
         github::GitHubComment,
         integration::WebFetch,
+        browser::BrowserNavigate,
+        browser::BrowserSnapshot,
+        browser::BrowserClick,
+        browser::BrowserType,
+        browser::BrowserScreenshot,
         integration::HttpRequest,
         shell::RunCommand,
         shell::StartProcess,
@@ -78,4 +84,31 @@ kyro_core::catalog! {
         discovery::ToolSearch,
         discovery::ToolDescribe,
     ];
+}
+
+/// A built-in tool that cannot work on this machine, and why; it is not registered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unavailable {
+    /// The tool's name.
+    pub tool: &'static str,
+    /// Why it cannot work here.
+    pub reason: String,
+}
+
+/// The built-ins that can work on this machine, and those left out with the reason:
+/// the browser tools need Chromium ([`browser::unavailable`]).
+pub fn available() -> (Vec<kyro_core::ToolEntry>, Vec<Unavailable>) {
+    let browser = browser::unavailable();
+    let mut usable = Vec::with_capacity(BUILTINS.len());
+    let mut left_out = Vec::new();
+    for entry in BUILTINS {
+        match (&browser, entry.spec.category) {
+            (Some(reason), "browser") => left_out.push(Unavailable {
+                tool: entry.spec.name,
+                reason: reason.clone(),
+            }),
+            _ => usable.push(*entry),
+        }
+    }
+    (usable, left_out)
 }

@@ -5,6 +5,7 @@
 use std::io::Read;
 use std::net::{IpAddr, ToSocketAddrs};
 
+use kyro_core::policy::NetworkPolicy;
 use kyro_core::receipt::ObservedEffect;
 use kyro_core::{ToolContext, ToolError};
 
@@ -57,6 +58,11 @@ fn public(ip: IpAddr) -> bool {
 
 /// Checks a URL against the scope's network policy; returns it parsed.
 pub(crate) fn check(cx: &ToolContext, url: &str) -> Result<ureq::http::Uri, ToolError> {
+    check_with(cx.scope().network(), url)
+}
+
+/// Checks a URL against a network policy; returns it parsed.
+pub(crate) fn check_with(policy: &NetworkPolicy, url: &str) -> Result<ureq::http::Uri, ToolError> {
     let uri: ureq::http::Uri = url.parse().map_err(|e| refused(url, format!("not a URL ({e})")))?;
     match uri.scheme_str() {
         Some("http" | "https") => {}
@@ -64,7 +70,6 @@ pub(crate) fn check(cx: &ToolContext, url: &str) -> Result<ureq::http::Uri, Tool
     }
     let host = uri.host().ok_or_else(|| refused(url, "the URL has no host"))?;
     let host = host.trim_start_matches('[').trim_end_matches(']');
-    let policy = cx.scope().network();
     if policy.denies(host) {
         return Err(refused(url, format!("host `{host}` is not allowed by the policy")));
     }

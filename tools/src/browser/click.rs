@@ -1,0 +1,54 @@
+//! `browser_click`: a real mouse click on an element.
+
+use headless_chrome::browser::tab::point::Point;
+use kyro_core::{Execute, ToolContext, ToolError, tool};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::session::{error, with_page};
+
+/// Click an element of the browser page with a real mouse click at its center, after
+/// scrolling it into view.
+///
+/// Name the element by `ref` from the latest browser_snapshot, or by a CSS `selector`.
+/// Refused when the element is hidden, disabled, has no size, or is covered by another
+/// element. Waits for a navigation the click starts.
+#[tool(name = "browser_click", title = "Click in the browser", category = "browser", effect = "network")]
+pub struct BrowserClick {
+    /// The element's ref from browser_snapshot, like `e3`.
+    #[schemars(regex(pattern = "^e[0-9]{1,9}$"))]
+    pub r#ref: Option<String>,
+    /// A CSS selector instead of a ref; the first match is clicked.
+    #[schemars(length(min = 1, max = 1000))]
+    pub selector: Option<String>,
+}
+
+/// The page after the click.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Clicked {
+    /// The page's URL after the click.
+    pub url: String,
+    /// The document's title after the click.
+    pub title: String,
+}
+
+impl Execute for BrowserClick {
+    type Output = Clicked;
+
+    async fn run(self, cx: &ToolContext) -> Result<Clicked, ToolError> {
+        let (target, element) = super::target(self.r#ref.as_deref(), self.selector.as_deref())?;
+        with_page(cx, move |tab| {
+            let answer = super::page_op(tab, "find the element", "locate", &target)?;
+            super::element_answer(&answer, &element)?;
+            let point = Point {
+                x: answer["x"].as_f64().unwrap_or_default(),
+                y: answer["y"].as_f64().unwrap_or_default(),
+            };
+            tab.click_point(point).map_err(|e| error("click", e))?;
+            super::settle(tab);
+            let (url, title, _) = super::page_info(tab)?;
+            Ok(Clicked { url, title })
+        })
+        .await
+    }
+}

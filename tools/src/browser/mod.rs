@@ -1,0 +1,86 @@
+//! Browser: a real headless Chromium, one per workspace, driven over the DevTools protocol.
+//!
+//! Every request a page makes is paused and checked against the call's network policy
+//! (the same rules as `web_fetch`: http(s) only, deny/allow lists, no loopback or private
+//! addresses unless allowed); refused requests fail in the page and appear in the receipt.
+//! The tools are registered only where Chromium is installed ([`unavailable`]).
+
+mod click;
+mod navigate;
+mod screenshot;
+mod session;
+mod snapshot;
+mod type_text;
+
+pub use click::{BrowserClick, Clicked};
+pub use navigate::{BrowserNavigate, Page};
+pub use screenshot::{BrowserScreenshot, Screenshot};
+pub use session::{CHROMIUM_ENV, DEFAULT_CHROMIUM, chromium_path, unavailable};
+pub use snapshot::{BrowserSnapshot, PageSnapshot};
+pub use type_text::{BrowserType, Typed};
+
+use headless_chrome::browser::tab::Tab;
+use kyro_core::ToolError;
+use serde_json::{Value, json};
+
+use session::evaluate_json;
+
+/// The script every page operation runs.
+const PAGE_JS: &str = include_str!("page.js");
+
+/// The page's URL, title and the HTTP status of its document.
+fn page_info(tab: &Tab) -> Result<(String, String, Option<u16>), ToolError> {
+    let info = page_op(tab, "read the page", "page", &json!({}))?;
+    Ok((
+        info["url"].as_str().unwrap_or_default().to_owned(),
+        info["title"].as_str().unwrap_or_default().to_owned(),
+        info["status"].as_u64().and_then(|s| u16::try_from(s).ok()),
+    ))
+}
+
+/// Runs one operation of `page.js`.
+fn page_op(tab: &Tab, operation: &str, op: &str, arg: &Value) -> Result<Value, ToolError> {
+    let expression = format!("({PAGE_JS})({}, {})", json!(op), arg);
+    evaluate_json(tab, operation, &expression)
+}
+
+/// The element an action is for: a ref from `browser_snapshot`, or a CSS selector.
+fn target(reference: Option<&str>, selector: Option<&str>) -> Result<(Value, String), ToolError> {
+    match (reference, selector) {
+        (Some(r), None) => Ok((json!({ "ref": r }), r.to_owned())),
+        (None, Some(s)) => Ok((json!({ "selector": s }), s.to_owned())),
+        _ => Err(ToolError::NotActionable {
+            element: reference.or(selector).unwrap_or_default().to_owned(),
+            reason: "give exactly one of `ref` (from browser_snapshot) and `selector`".into(),
+        }),
+    }
+}
+
+/// Turns a `page.js` answer about an element into a typed error, if it is one.
+fn element_answer(answer: &Value, element: &str) -> Result<(), ToolError> {
+    if answer.get("missing").is_some() {
+        return Err(ToolError::NoSuchElement {
+            element: element.to_owned(),
+        });
+    }
+    if let Some(message) = answer.get("invalid").and_then(Value::as_str) {
+        return Err(ToolError::InvalidPattern {
+            pattern: element.to_owned(),
+            message: message.to_owned(),
+        });
+    }
+    if let Some(reason) = answer.get("unusable").and_then(Value::as_str) {
+        return Err(ToolError::NotActionable {
+            element: element.to_owned(),
+            reason: reason.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// Waits a moment for what an action started (a navigation, a re-render) to settle.
+fn settle(tab: &Tab) {
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let _ = tab.wait_until_navigated();
+}
+

@@ -1,0 +1,50 @@
+//! `browser_navigate`: open a URL in the workspace's browser page.
+
+use kyro_core::{Execute, ToolContext, ToolError, tool};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::session::{error, with_page};
+use crate::integration::check_url;
+
+/// Open a URL in the browser (a headless Chromium, one page per workspace, started on
+/// first use) and wait for it to load.
+///
+/// Only http(s). The URL and every request the page then makes are checked against the
+/// network policy, like web_fetch: loopback and private addresses are refused unless
+/// allowed. Use browser_snapshot next to read the page and get element refs.
+#[tool(name = "browser_navigate", title = "Open a URL in the browser", category = "browser", effect = "network")]
+pub struct BrowserNavigate {
+    /// The URL, http or https.
+    #[schemars(length(min = 1, max = 8192), regex(pattern = "^https?://"))]
+    pub url: String,
+}
+
+/// The page after loading.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Page {
+    /// The page's URL, after redirects.
+    pub url: String,
+    /// The document's title.
+    pub title: String,
+    /// The HTTP status of the document, when Chromium reports it.
+    pub status: Option<u16>,
+}
+
+impl Execute for BrowserNavigate {
+    type Output = Page;
+
+    async fn run(self, cx: &ToolContext) -> Result<Page, ToolError> {
+        // Refused before the browser is even started.
+        check_url(cx.scope().network(), &self.url)?;
+        let url = self.url;
+        with_page(cx, move |tab| {
+            tab.navigate_to(&url)
+                .and_then(|tab| tab.wait_until_navigated())
+                .map_err(|e| error(&format!("navigate to {url}"), e))?;
+            let (url, title, status) = super::page_info(tab)?;
+            Ok(Page { url, title, status })
+        })
+        .await
+    }
+}

@@ -1,0 +1,239 @@
+// Runs inside the page. Called as (this function)(op, arg); returns a JSON string.
+// `snapshot` walks the visible DOM into an accessibility-style outline and keeps a ref for
+// every element one can act on; `locate` finds an element by ref or CSS selector, scrolls
+// it into view and returns the point a real mouse click would hit; `focus` clears and
+// focuses an editable element for typing.
+(function (op, arg) {
+  const clean = (s) => (s || "").replace(/\s+/g, " ").trim();
+  const LEAF = new Set([
+    "button", "link", "heading", "textbox", "searchbox", "checkbox", "radio", "img",
+    "slider", "spinbutton", "option", "switch", "menuitem", "tab", "clickable",
+  ]);
+  const ACTIONABLE = new Set([
+    "button", "link", "textbox", "searchbox", "checkbox", "radio", "combobox", "listbox",
+    "option", "slider", "spinbutton", "switch", "menuitem", "tab", "clickable",
+  ]);
+  const VALUED = new Set(["textbox", "searchbox", "combobox", "spinbutton", "slider"]);
+
+  function hidden(el) {
+    if (el.hidden || el.getAttribute("aria-hidden") === "true") return true;
+    const style = getComputedStyle(el);
+    return style.display === "none" || style.visibility === "hidden";
+  }
+
+  // Hidden by itself or by an ancestor.
+  function visible(el) {
+    if (el.checkVisibility) return el.checkVisibility({ visibilityProperty: true });
+    return el.getClientRects().length > 0;
+  }
+
+  function roleOf(el) {
+    const explicit = el.getAttribute("role");
+    if (explicit) return explicit.trim().split(/\s+/)[0];
+    const tag = el.tagName.toLowerCase();
+    switch (tag) {
+      case "a": return el.hasAttribute("href") ? "link" : null;
+      case "button": return "button";
+      case "input": {
+        const type = (el.getAttribute("type") || "text").toLowerCase();
+        if (type === "hidden") return null;
+        if (["button", "submit", "reset", "image"].includes(type)) return "button";
+        if (type === "checkbox") return "checkbox";
+        if (type === "radio") return "radio";
+        if (type === "range") return "slider";
+        if (type === "number") return "spinbutton";
+        if (type === "search") return "searchbox";
+        return "textbox";
+      }
+      case "textarea": return "textbox";
+      case "select": return el.multiple ? "listbox" : "combobox";
+      case "option": return "option";
+      case "img": return "img";
+      case "h1": case "h2": case "h3": case "h4": case "h5": case "h6": return "heading";
+      case "ul": case "ol": return "list";
+      case "li": return "listitem";
+      case "nav": return "navigation";
+      case "main": return "main";
+      case "form": return "form";
+      case "dialog": return "dialog";
+      case "table": return "table";
+      case "tr": return "row";
+      case "td": return "cell";
+      case "th": return "columnheader";
+      case "header": return "banner";
+      case "footer": return "contentinfo";
+      case "aside": return "complementary";
+    }
+    if (el.isContentEditable && el.hasAttribute("contenteditable")) return "textbox";
+    if (el.hasAttribute("onclick") || (el.hasAttribute("tabindex") && el.tabIndex >= 0)) return "clickable";
+    return null;
+  }
+
+  function nameOf(el, role) {
+    const label = el.getAttribute("aria-label");
+    if (clean(label)) return clean(label);
+    const by = el.getAttribute("aria-labelledby");
+    if (by) {
+      const text = by.split(/\s+/).map((id) => document.getElementById(id))
+        .filter(Boolean).map((e) => e.innerText || e.textContent).join(" ");
+      if (clean(text)) return clean(text);
+    }
+    if (el.labels && el.labels.length) {
+      const text = Array.from(el.labels).map((l) => l.innerText || l.textContent).join(" ");
+      if (clean(text)) return clean(text);
+    }
+    const tag = el.tagName.toLowerCase();
+    if (tag === "img") return clean(el.getAttribute("alt") || el.getAttribute("title"));
+    if (tag === "input" && ["button", "submit", "reset"].includes(el.type)) return clean(el.value || el.type);
+    if (VALUED.has(role) || role === "checkbox" || role === "radio" || role === "listbox") {
+      return clean(el.getAttribute("placeholder") || el.getAttribute("title") || el.getAttribute("name"));
+    }
+    if (LEAF.has(role)) return clean(el.innerText || el.textContent || el.getAttribute("title")).slice(0, 200);
+    return clean(el.getAttribute("title"));
+  }
+
+  function snapshot(max) {
+    const refs = new Map();
+    const lines = [];
+    let size = 0;
+    let truncated = false;
+    let next = 1;
+    const emit = (depth, line) => {
+      if (truncated) return;
+      const text = "  ".repeat(depth) + line;
+      if (size + text.length + 1 > max) { truncated = true; return; }
+      lines.push(text);
+      size += text.length + 1;
+    };
+    const walk = (node, depth) => {
+      for (const child of node.childNodes) {
+        if (truncated) return;
+        if (child.nodeType === Node.TEXT_NODE) {
+          const text = clean(child.textContent);
+          if (text) emit(depth, "- text: " + JSON.stringify(text));
+          continue;
+        }
+        if (child.nodeType !== Node.ELEMENT_NODE) continue;
+        const tag = child.tagName.toLowerCase();
+        if (["script", "style", "noscript", "template", "head", "meta", "link", "svg"].includes(tag)) continue;
+        if (hidden(child)) continue;
+        const role = roleOf(child);
+        if (!role) {
+          walk(child, depth);
+          if (child.shadowRoot) walk(child.shadowRoot, depth);
+          continue;
+        }
+        let line = "- " + role;
+        const name = nameOf(child, role);
+        if (name) line += " " + JSON.stringify(name);
+        const attrs = [];
+        if (role === "heading") {
+          attrs.push("level=" + (child.getAttribute("aria-level") || tag.slice(1)));
+        }
+        if (role === "checkbox" || role === "radio" || role === "switch") {
+          attrs.push(child.checked || child.getAttribute("aria-checked") === "true" ? "checked" : "unchecked");
+        }
+        if (child.disabled || child.getAttribute("aria-disabled") === "true") attrs.push("disabled");
+        if (ACTIONABLE.has(role)) {
+          const ref = "e" + next++;
+          refs.set(ref, child);
+          attrs.push("ref=" + ref);
+        }
+        if (role === "link") attrs.push("url=" + child.getAttribute("href"));
+        line += attrs.map((a) => " [" + a + "]").join("");
+        if (VALUED.has(role) && "value" in child && child.value !== "") {
+          line += ": " + JSON.stringify(child.type === "password" ? "••••" : String(child.value));
+        }
+        emit(depth, line);
+        if (!LEAF.has(role)) {
+          walk(child, depth + 1);
+          if (child.shadowRoot) walk(child.shadowRoot, depth + 1);
+        }
+      }
+    };
+    if (document.body) walk(document.body, 0);
+    window.__kyroRefs = refs;
+    return { snapshot: lines.join("\n"), refs: refs.size, truncated };
+  }
+
+  function find(target) {
+    if (target.ref !== undefined) {
+      const el = window.__kyroRefs && window.__kyroRefs.get(target.ref);
+      return el && el.isConnected ? { el } : { missing: true };
+    }
+    let el;
+    try {
+      el = document.querySelector(target.selector);
+    } catch (e) {
+      return { invalid: String(e.message || e) };
+    }
+    return el ? { el } : { missing: true };
+  }
+
+  function locate(target) {
+    const found = find(target);
+    if (!found.el) return found;
+    const el = found.el;
+    if (!visible(el)) return { unusable: "it is hidden" };
+    if (el.disabled) return { unusable: "it is disabled" };
+    el.scrollIntoView({ block: "center", inline: "center" });
+    const box = el.getBoundingClientRect();
+    if (box.width === 0 || box.height === 0) return { unusable: "it has no size on the page" };
+    const x = box.left + box.width / 2;
+    const y = box.top + box.height / 2;
+    const hit = document.elementFromPoint(x, y);
+    const labels = el.labels ? Array.from(el.labels) : [];
+    if (hit && hit !== el && !el.contains(hit) && !labels.some((l) => l === hit || l.contains(hit))) {
+      const what = hit.tagName.toLowerCase() + (hit.id ? "#" + hit.id : "");
+      return { unusable: "it is covered by <" + what + ">" };
+    }
+    return { x, y };
+  }
+
+  function focus(target) {
+    const found = find(target);
+    if (!found.el) return found;
+    const el = found.el;
+    if (!visible(el)) return { unusable: "it is hidden" };
+    if (el.disabled || el.readOnly) return { unusable: "it is not editable (disabled or read-only)" };
+    const editable = el.isContentEditable ||
+      el.tagName === "TEXTAREA" ||
+      (el.tagName === "INPUT" && !["button", "submit", "reset", "image", "checkbox", "radio", "hidden", "file"].includes((el.type || "").toLowerCase()));
+    if (!editable) return { unusable: "it does not take text (<" + el.tagName.toLowerCase() + ">)" };
+    el.scrollIntoView({ block: "center", inline: "center" });
+    el.focus();
+    if (arg.clear) {
+      if (el.isContentEditable) {
+        el.textContent = "";
+      } else {
+        el.value = "";
+      }
+      el.dispatchEvent(new Event("input", { bubbles: true }));
+    } else if (!el.isContentEditable && typeof el.value === "string") {
+      try { el.setSelectionRange(el.value.length, el.value.length); } catch (_) { /* not a text input */ }
+    }
+    return { focused: document.activeElement === el };
+  }
+
+  function value(target) {
+    const found = find(target);
+    if (!found.el) return found;
+    const el = found.el;
+    return { value: el.isContentEditable ? el.textContent : String(el.value ?? "") };
+  }
+
+  let result;
+  switch (op) {
+    case "snapshot": result = snapshot(arg.max); break;
+    case "locate": result = locate(arg); break;
+    case "focus": result = focus(arg); break;
+    case "value": result = value(arg); break;
+    case "page": result = {
+      url: location.href,
+      title: document.title,
+      status: (performance.getEntriesByType("navigation")[0] || {}).responseStatus || null,
+    }; break;
+    default: result = { invalid: "unknown operation " + op };
+  }
+  return JSON.stringify(result);
+})

@@ -1,0 +1,373 @@
+//! One headless Chromium per workspace: started on first use, driven over the DevTools
+//! protocol, killed with the last runtime over the workspace (or with kyro itself).
+//!
+//! The process is spawned by a thread that owns it for its whole life, with
+//! `PR_SET_PDEATHSIG` so that Chromium dies when that thread (and so kyro) dies, and in its
+//! own process group so that its helpers die with it. The profile is a new empty temporary
+//! directory, removed when the session ends.
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use headless_chrome::browser::tab::{RequestPausedDecision, Tab};
+use headless_chrome::protocol::cdp::Emulation::SetDeviceMetricsOverride;
+use headless_chrome::protocol::cdp::Fetch::FailRequest;
+use headless_chrome::protocol::cdp::Network::ErrorReason;
+use headless_chrome::Browser;
+use kyro_core::policy::NetworkPolicy;
+use kyro_core::receipt::ObservedEffect;
+use kyro_core::{ToolContext, ToolError};
+use rustix::process::{Pid, Signal, kill_process_group};
+
+use crate::integration::check_url;
+
+/// The environment variable naming the Chromium executable.
+pub const CHROMIUM_ENV: &str = "KYRO_CHROMIUM";
+/// Where Debian's `chromium` package puts it.
+pub const DEFAULT_CHROMIUM: &str = "/usr/bin/chromium";
+
+/// The page's viewport, in CSS pixels.
+pub(crate) const VIEWPORT: (u32, u32) = (1280, 800);
+/// How long Chromium may take to start and print its DevTools address.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long one DevTools command or wait may take.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Flags that work without a network and without a display. `--no-sandbox` because CI runs
+/// as root, where Chromium's sandbox refuses to start.
+const FLAGS: &[&str] = &[
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-quic",
+    "--disable-default-apps",
+    "--disable-extensions",
+    "--disable-dev-shm-usage",
+    "--disable-breakpad",
+    "--disable-features=Translate,MediaRouter,OptimizationHints",
+    "--mute-audio",
+    "--hide-scrollbars",
+    "--password-store=basic",
+    "--use-mock-keychain",
+    "--window-size=1280,800",
+    "--remote-debugging-address=127.0.0.1",
+    "--remote-debugging-port=0",
+];
+
+/// The Chromium executable: `KYRO_CHROMIUM`, or `/usr/bin/chromium`.
+pub fn chromium_path() -> PathBuf {
+    std::env::var_os(CHROMIUM_ENV)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_CHROMIUM))
+}
+
+/// Why the browser tools cannot work on this machine, or `None` when they can.
+pub fn unavailable() -> Option<String> {
+    let path = chromium_path();
+    match std::fs::metadata(&path) {
+        Ok(meta) if meta.is_file() && std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o111 != 0 => None,
+        Ok(_) => Some(format!("{} is not an executable file", path.display())),
+        Err(_) => Some(format!(
+            "no Chromium at {}; install Debian's `chromium` package or set {CHROMIUM_ENV} to a Chromium executable",
+            path.display()
+        )),
+    }
+}
+
+/// The Chromium process, owned by its thread; dropping this kills the process group and
+/// waits for it.
+struct Process {
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+    exited: Arc<AtomicBool>,
+    _profile: tempfile::TempDir,
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+pub(crate) fn error(operation: &str, message: impl std::fmt::Display) -> ToolError {
+    ToolError::Browser {
+        operation: operation.to_owned(),
+        message: message.to_string(),
+    }
+}
+
+impl Process {
+    /// Starts Chromium and returns it with its DevTools WebSocket address.
+    fn start(executable: &Path) -> Result<(Process, String), ToolError> {
+        let profile = tempfile::Builder::new()
+            .prefix("kyro-chromium-")
+            .tempdir()
+            .map_err(|e| error("create a profile directory", e))?;
+        let mut command = Command::new(executable);
+        command
+            .args(FLAGS)
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .arg("about:blank")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        // SAFETY: only an async-signal-safe prctl between fork and exec.
+        unsafe {
+            command.pre_exec(|| {
+                rustix::process::set_parent_process_death_signal(Some(Signal::KILL)).map_err(std::io::Error::from)
+            });
+        }
+        let (ready_tx, ready_rx) = mpsc::channel::<Result<String, String>>();
+        let (stop_tx, stop_rx) = mpsc::channel::<()>();
+        let exited = Arc::new(AtomicBool::new(false));
+        let flag = exited.clone();
+        let thread = std::thread::Builder::new()
+            .name("kyro-chromium".into())
+            .spawn(move || own(command, ready_tx, stop_rx, flag))
+            .map_err(|e| error("start", e))?;
+        let process = Process {
+            stop: Some(stop_tx),
+            thread: Some(thread),
+            exited,
+            _profile: profile,
+        };
+        match ready_rx.recv_timeout(START_TIMEOUT) {
+            Ok(Ok(url)) => Ok((process, url)),
+            Ok(Err(message)) => Err(error("start", message)),
+            Err(_) => Err(error(
+                "start",
+                format!(
+                    "Chromium did not print its DevTools address within {}s",
+                    START_TIMEOUT.as_secs()
+                ),
+            )),
+        }
+    }
+
+    fn alive(&self) -> bool {
+        !self.exited.load(Ordering::SeqCst)
+    }
+}
+
+/// The owning thread: spawns, reports the address, waits to be told to stop (or for the
+/// session to be dropped), then kills the group and reaps the leader.
+fn own(
+    mut command: Command,
+    ready: mpsc::Sender<Result<String, String>>,
+    stop: mpsc::Receiver<()>,
+    exited: Arc<AtomicBool>,
+) {
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            let _ = ready.send(Err(format!("cannot run {:?}: {e}", command.get_program())));
+            return;
+        }
+    };
+    let pid = child.id();
+    if let Some(stderr) = child.stderr.take() {
+        let ready = ready.clone();
+        std::thread::spawn(move || {
+            let mut tail = Vec::new();
+            let mut sent = false;
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if !sent && let Some(url) = line.strip_prefix("DevTools listening on ") {
+                    let _ = ready.send(Ok(url.trim().to_owned()));
+                    sent = true;
+                } else if !sent {
+                    tail.push(line);
+                    if tail.len() > 20 {
+                        tail.remove(0);
+                    }
+                }
+            }
+            if !sent {
+                let _ = ready.send(Err(format!("Chromium exited before it was ready: {}", tail.join(" | "))));
+            }
+        });
+    }
+    // Wait to be stopped, noticing when Chromium exits on its own (a crash).
+    loop {
+        match stop.recv_timeout(Duration::from_millis(250)) {
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if !exited.load(Ordering::SeqCst) && matches!(child.try_wait(), Ok(Some(_))) {
+                    exited.store(true, Ordering::SeqCst);
+                }
+            }
+            _ => break,
+        }
+    }
+    if let Some(pgid) = Pid::from_raw(pid as i32) {
+        let _ = kill_process_group(pgid, Signal::KILL);
+    }
+    let _ = child.wait();
+}
+
+/// Requests the page made during a call: the URL, and why it was refused if it was.
+type Seen = Arc<Mutex<Vec<(String, Option<String>)>>>;
+
+/// A running browser with its one page.
+pub(crate) struct Session {
+    tab: Arc<Tab>,
+    seen: Seen,
+    // Field order: the DevTools connection closes before the process is killed.
+    _browser: Browser,
+    process: Process,
+}
+
+impl Session {
+    fn start() -> Result<Session, ToolError> {
+        let (process, url) = Process::start(&chromium_path())?;
+        let browser = Browser::connect_with_timeout(url, Duration::from_secs(365 * 24 * 3600))
+            .map_err(|e| error("connect to Chromium", e))?;
+        browser.set_default_timeout(COMMAND_TIMEOUT);
+        let tab = browser.new_tab().map_err(|e| error("open a page", e))?;
+        tab.set_default_timeout(COMMAND_TIMEOUT);
+        // A fixed viewport, whatever the headless window's decorations take.
+        tab.call_method(SetDeviceMetricsOverride {
+            width: VIEWPORT.0,
+            height: VIEWPORT.1,
+            device_scale_factor: 1.0,
+            mobile: false,
+            scale: None,
+            screen_width: None,
+            screen_height: None,
+            position_x: None,
+            position_y: None,
+            dont_set_visible_size: None,
+            screen_orientation: None,
+            viewport: None,
+            display_feature: None,
+            device_posture: None,
+        })
+        .map_err(|e| error("set the viewport", e))?;
+        // Every request the page makes pauses here first and is checked against the
+        // policy of the call that installed the interceptor.
+        tab.enable_fetch(None, None).map_err(|e| error("intercept requests", e))?;
+        Ok(Session {
+            tab,
+            seen: Arc::default(),
+            _browser: browser,
+            process,
+        })
+    }
+
+    /// Installs the interceptor that checks every request the page makes against `policy`.
+    fn guard(&self, policy: NetworkPolicy) -> Result<(), ToolError> {
+        let seen = self.seen.clone();
+        self.tab
+            .enable_request_interception(Arc::new(move |_transport, _session, event: headless_chrome::protocol::cdp::Fetch::events::RequestPausedEvent| {
+                let url = event.params.request.url.clone();
+                let refusal = request_refusal(&policy, &url);
+                let allowed = refusal.is_none();
+                if let Ok(mut seen) = seen.lock() {
+                    seen.push((url, refusal));
+                }
+                if allowed {
+                    RequestPausedDecision::Continue(None)
+                } else {
+                    RequestPausedDecision::Fail(FailRequest {
+                        request_id: event.params.request_id,
+                        error_reason: ErrorReason::BlockedByClient,
+                    })
+                }
+            }))
+            .map_err(|e| error("intercept requests", e))
+    }
+}
+
+/// Why the page may not make this request, or `None` when it may: http(s) URLs pass the
+/// same checks as `web_fetch`; data and blob URLs carry no request; everything else is
+/// refused.
+pub(crate) fn request_refusal(policy: &NetworkPolicy, url: &str) -> Option<String> {
+    if url.starts_with("data:") || url.starts_with("blob:") || url == "about:blank" {
+        return None;
+    }
+    match check_url(policy, url) {
+        Ok(_) => None,
+        Err(ToolError::UrlRefused { reason, .. }) => Some(reason),
+        Err(other) => Some(other.to_string()),
+    }
+}
+
+/// Runs `work` on the workspace's page, on a blocking thread, under the call's network
+/// policy; the requests the page made are recorded as the call's effects.
+pub(crate) async fn with_page<T, F>(cx: &ToolContext, work: F) -> Result<T, ToolError>
+where
+    T: Send + 'static,
+    F: FnOnce(&Tab) -> Result<T, ToolError> + Send + 'static,
+{
+    let workspace = cx.runtime().workspace().clone();
+    let policy = cx.scope().network().clone();
+    let (result, seen) = tokio::task::spawn_blocking(move || {
+        let session = workspace.resource(Session::start)?;
+        if !session.process.alive() {
+            workspace.forget_resource(&session);
+            return Err(error("continue", "Chromium exited; the next call starts a new browser"));
+        }
+        session.guard(policy)?;
+        let result = work(&session.tab);
+        let seen = std::mem::take(&mut *session.seen.lock().unwrap_or_else(|e| e.into_inner()));
+        if result.is_err() && !session.process.alive() {
+            workspace.forget_resource(&session);
+        }
+        Ok((result, seen))
+    })
+    .await
+    .map_err(|e| error("run", e))??;
+    let mut refused = None;
+    for (url, refusal) in seen {
+        cx.effects().push(match refusal {
+            None => ObservedEffect::Request { url, status: None },
+            Some(reason) => {
+                refused.get_or_insert((url.clone(), reason));
+                ObservedEffect::RefusedRequest { url }
+            }
+        });
+    }
+    // A page load that failed because the policy refused its request (a redirect to a
+    // private address, say) is reported as that refusal.
+    match (result, refused) {
+        (Err(ToolError::Browser { message, .. }), Some((url, reason))) if message.contains("ERR_BLOCKED_BY_CLIENT") => {
+            Err(ToolError::UrlRefused { url, reason })
+        }
+        (result, _) => result,
+    }
+}
+
+/// Evaluates `expression` in the page and parses the JSON string it returns.
+pub(crate) fn evaluate_json(tab: &Tab, operation: &str, expression: &str) -> Result<serde_json::Value, ToolError> {
+    let remote = tab
+        .evaluate(expression, true)
+        .map_err(|e| error(operation, e))?;
+    let text = remote
+        .value
+        .as_ref()
+        .and_then(serde_json::Value::as_str)
+        .ok_or_else(|| {
+            error(
+                operation,
+                remote.description.clone().unwrap_or_else(|| "the page script returned nothing".into()),
+            )
+        })?;
+    serde_json::from_str(text).map_err(|e| error(operation, e))
+}
+

@@ -1,0 +1,72 @@
+//! `browser_type`: type text into an editable element with real key events.
+
+use kyro_core::{Execute, ToolContext, ToolError, tool};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::session::{error, with_page};
+
+/// Type text into an input, textarea or editable element of the browser page, with real
+/// key events, replacing its content (or appending) and optionally pressing Enter after.
+///
+/// Name the element by `ref` from the latest browser_snapshot, or by a CSS `selector`.
+/// Refused when the element is hidden, disabled, read-only or does not take text.
+#[tool(name = "browser_type", title = "Type in the browser", category = "browser", effect = "network")]
+pub struct BrowserType {
+    /// The element's ref from browser_snapshot, like `e3`.
+    #[schemars(regex(pattern = "^e[0-9]{1,9}$"))]
+    pub r#ref: Option<String>,
+    /// A CSS selector instead of a ref; the first match is used.
+    #[schemars(length(min = 1, max = 1000))]
+    pub selector: Option<String>,
+    /// The text to type.
+    #[schemars(length(max = 100000))]
+    pub text: String,
+    /// Add to the element's current content instead of replacing it; default false.
+    #[serde(default)]
+    pub append: bool,
+    /// Press Enter after typing (submits most forms); default false.
+    #[serde(default)]
+    pub submit: bool,
+}
+
+/// The element and page after typing.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Typed {
+    /// The element's value after typing (before a submit navigates away).
+    pub value: String,
+    /// The page's URL afterwards.
+    pub url: String,
+    /// The document's title afterwards.
+    pub title: String,
+}
+
+impl Execute for BrowserType {
+    type Output = Typed;
+
+    async fn run(self, cx: &ToolContext) -> Result<Typed, ToolError> {
+        let (mut target, element) = super::target(self.r#ref.as_deref(), self.selector.as_deref())?;
+        target["clear"] = (!self.append).into();
+        let BrowserType { text, submit, .. } = self;
+        with_page(cx, move |tab| {
+            let answer = super::page_op(tab, "find the element", "focus", &target)?;
+            super::element_answer(&answer, &element)?;
+            if answer["focused"] != true {
+                return Err(ToolError::NotActionable {
+                    element,
+                    reason: "it did not take the focus".into(),
+                });
+            }
+            tab.type_str(&text).map_err(|e| error("type", e))?;
+            let value = super::page_op(tab, "read the element", "value", &target)?;
+            let value = value["value"].as_str().unwrap_or_default().to_owned();
+            if submit {
+                tab.press_key("Enter").map_err(|e| error("press Enter", e))?;
+                super::settle(tab);
+            }
+            let (url, title, _) = super::page_info(tab)?;
+            Ok(Typed { value, url, title })
+        })
+        .await
+    }
+}

