@@ -14,6 +14,7 @@ use serde_json::Value;
 use crate::inventory;
 use crate::providers::{self, Dialect};
 use crate::text_arguments;
+use crate::upstream::{self, UpstreamSpec};
 
 /// Writes a line to stdout; a closed pipe (`kyro tools | head`) is not an error.
 macro_rules! out {
@@ -103,6 +104,28 @@ struct Session {
     /// A policy file (TOML); default: reads allowed, writes, exec and network need approval.
     #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,
+    /// Run another MCP server and serve its tools as `NAME.tool` (repeatable).
+    #[arg(long, value_name = "NAME='CMD ARGS'")]
+    upstream: Vec<UpstreamSpec>,
+}
+
+/// Connects every `--upstream` and registers its tools; refusals are reported on stderr.
+fn connect_upstreams(
+    executor: &tokio::runtime::Runtime,
+    registry: &Registry,
+    session: &Session,
+) -> Result<Vec<upstream::Upstream>, ExitCode> {
+    let mut connected = Vec::new();
+    for spec in &session.upstream {
+        let up = executor
+            .block_on(upstream::connect(spec, registry))
+            .map_err(|e| fail(&e))?;
+        for (tool, reason) in &up.refused {
+            eprintln!("kyro: upstream `{}`: `{tool}` not registered: {reason}", up.name);
+        }
+        connected.push(up);
+    }
+    Ok(connected)
 }
 
 /// Parses the command line and runs it.
@@ -111,7 +134,10 @@ pub fn run() -> ExitCode {
     // The docs describe the whole catalog; every other command serves what works here.
     let (usable, left_out) = match &cli.command {
         Command::Docs { .. } => (kyro_tools::BUILTINS.to_vec(), Vec::new()),
-        _ => kyro_tools::available(),
+        Command::Mcp { session, .. } | Command::Call { session, .. } => {
+            kyro_tools::available(!session.upstream.is_empty())
+        }
+        _ => kyro_tools::available(false),
     };
     let registry = match Registry::with_catalog(&usable) {
         Ok(registry) => Arc::new(registry),
@@ -280,9 +306,13 @@ fn async_runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
 }
 
 fn mcp(registry: Arc<Registry>, session: &Session, http: Option<std::net::SocketAddr>) -> ExitCode {
-    let (runtime, executor) = match (open_runtime(registry, session), async_runtime()) {
+    let (runtime, executor) = match (open_runtime(registry.clone(), session), async_runtime()) {
         (Ok(r), Ok(e)) => (r, e),
         (Err(code), _) | (_, Err(code)) => return code,
+    };
+    let _upstreams = match connect_upstreams(&executor, &registry, session) {
+        Ok(u) => u,
+        Err(code) => return code,
     };
     let server = crate::mcp::KyroServer::new(runtime);
     let served = match http {
@@ -310,6 +340,15 @@ fn call(
     if approve && !std::io::stdin().is_terminal() {
         return usage("--approve asks on a terminal; pass --approve-fingerprint HEX instead");
     }
+    let (runtime, executor) = match (open_runtime(registry.clone(), session), async_runtime()) {
+        (Ok(r), Ok(e)) => (r, e),
+        (Err(code), _) | (_, Err(code)) => return code,
+    };
+    // Upstream tools first, so their schemas type the arguments below.
+    let _upstreams = match connect_upstreams(&executor, &registry, session) {
+        Ok(u) => u,
+        Err(code) => return code,
+    };
     let snapshot = registry.snapshot();
     let descriptor = snapshot.get(name).map(|t| t.descriptor().clone());
     let arguments = match (from, words) {
@@ -334,10 +373,6 @@ fn call(
                 Err(e) => return usage(&e.to_string()),
             }
         }
-    };
-    let (runtime, executor) = match (open_runtime(registry, session), async_runtime()) {
-        (Ok(r), Ok(e)) => (r, e),
-        (Err(code), _) | (_, Err(code)) => return code,
     };
     let mut call = Call::new(name, arguments);
     if let Some(hex) = &approve_fingerprint {

@@ -5,6 +5,7 @@ mod inventory;
 mod mcp;
 mod providers;
 mod text_arguments;
+mod upstream;
 
 fn main() -> std::process::ExitCode {
     cli::run()

@@ -61,6 +61,7 @@ kyro_core::catalog! {
         browser::BrowserType,
         browser::BrowserScreenshot,
         integration::HttpRequest,
+        integration::McpCall,
         shell::RunCommand,
         shell::StartProcess,
         shell::ReadProcessOutput,
@@ -96,18 +97,26 @@ pub struct Unavailable {
 }
 
 /// The built-ins that can work on this machine, and those left out with the reason:
-/// the browser tools need Chromium ([`browser::unavailable`]).
-pub fn available() -> (Vec<kyro_core::ToolEntry>, Vec<Unavailable>) {
+/// the browser tools need Chromium ([`browser::unavailable`]); `mcp_call` needs at least
+/// one upstream server.
+pub fn available(upstreams: bool) -> (Vec<kyro_core::ToolEntry>, Vec<Unavailable>) {
     let browser = browser::unavailable();
     let mut usable = Vec::with_capacity(BUILTINS.len());
     let mut left_out = Vec::new();
     for entry in BUILTINS {
-        match (&browser, entry.spec.category) {
-            (Some(reason), "browser") => left_out.push(Unavailable {
+        let reason = match (&browser, entry.spec.category, entry.spec.name) {
+            (Some(reason), "browser", _) => Some(reason.clone()),
+            (_, _, "mcp_call") if !upstreams => {
+                Some("no upstream MCP server is configured; start kyro with --upstream NAME='CMD ARGS'".to_owned())
+            }
+            _ => None,
+        };
+        match reason {
+            Some(reason) => left_out.push(Unavailable {
                 tool: entry.spec.name,
-                reason: reason.clone(),
+                reason,
             }),
-            _ => usable.push(*entry),
+            None => usable.push(*entry),
         }
     }
     (usable, left_out)

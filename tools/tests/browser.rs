@@ -103,7 +103,11 @@ impl Site {
         pages.insert("/", (200, vec![], INDEX.to_owned()));
         pages.insert(
             "/next",
-            (200, vec![], "<html><head><title>Next</title></head><body><p>Arrived</p></body></html>".into()),
+            (
+                200,
+                vec![],
+                "<html><head><title>Next</title></head><body><p>Arrived</p></body></html>".into(),
+            ),
         );
         Site::start(pages)
     }
@@ -226,7 +230,10 @@ fn click_by_ref_and_selector_use_real_clicks() {
     h.ok("browser_click", json!({ "ref": counter }));
     h.ok("browser_click", json!({ "selector": "#counter" }));
     let after = h.ok("browser_snapshot", json!({}));
-    assert!(after["snapshot"].as_str().unwrap().contains("button \"Clicked 2\""), "{after}");
+    assert!(
+        after["snapshot"].as_str().unwrap().contains("button \"Clicked 2\""),
+        "{after}"
+    );
 
     // A link click navigates, and the call waits for it.
     let link = ref_of(&after, "link \"Next page\"");
@@ -248,7 +255,10 @@ fn type_replaces_appends_and_submits() {
     assert_eq!(typed["value"], "héllo wörld");
     let typed = h.ok("browser_type", json!({ "ref": query, "text": "!", "append": true }));
     assert_eq!(typed["value"], "héllo wörld!");
-    let typed = h.ok("browser_type", json!({ "selector": "#q", "text": "kyro", "submit": true }));
+    let typed = h.ok(
+        "browser_type",
+        json!({ "selector": "#q", "text": "kyro", "submit": true }),
+    );
     assert_eq!(typed["value"], "kyro");
     assert_eq!(typed["title"], "Next");
     assert!(site.requested("/next?q=kyro"), "{:?}", site.seen.lock().unwrap());
@@ -263,7 +273,10 @@ fn actions_on_missing_or_unusable_elements_are_typed_refusals() {
     h.ok("browser_snapshot", json!({}));
 
     let stale = h.failed("browser_click", json!({ "ref": "e999" }));
-    assert!(matches!(&stale, ToolError::NoSuchElement { element } if element == "e999"), "{stale:?}");
+    assert!(
+        matches!(&stale, ToolError::NoSuchElement { element } if element == "e999"),
+        "{stale:?}"
+    );
     let missing = h.failed("browser_click", json!({ "selector": "#nope" }));
     assert!(matches!(missing, ToolError::NoSuchElement { .. }), "{missing:?}");
     let bad = h.failed("browser_click", json!({ "selector": "button[" }));
@@ -322,7 +335,10 @@ fn screenshots_are_png_of_the_viewport_or_the_whole_page() {
     h.ok("browser_navigate", json!({ "url": site.url("/tall") }));
     let shot = h.ok("browser_screenshot", json!({}));
     assert_eq!(shot["mime_type"], "image/png");
-    assert_eq!((shot["width"].as_u64(), shot["height"].as_u64()), (Some(1280), Some(800)));
+    assert_eq!(
+        (shot["width"].as_u64(), shot["height"].as_u64()),
+        (Some(1280), Some(800))
+    );
     let png = base64_decode(shot["data"].as_str().unwrap());
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
     assert_eq!(png.len() as u64, shot["bytes"].as_u64().unwrap());
@@ -374,7 +390,10 @@ fn requests_a_page_makes_are_checked_against_the_policy() {
             ),
         ),
     );
-    pages.insert("/redirect", (302, vec![("Location", format!("{denied}/landing"))], String::new()));
+    pages.insert(
+        "/redirect",
+        (302, vec![("Location", format!("{denied}/landing"))], String::new()),
+    );
     pages.insert("/hop", (302, vec![("Location", "/fine".into())], String::new()));
     pages.insert("/fine", (200, vec![], "<title>Fine</title>".into()));
     let site = Site::start(pages);
@@ -385,14 +404,21 @@ fn requests_a_page_makes_are_checked_against_the_policy() {
     });
     let leaky = site.url("/leaky");
     let execution = h.execution("browser_navigate", json!({ "url": leaky }));
-    assert!(matches!(execution.outcome, Outcome::Ok { .. }), "{:?}", execution.outcome);
+    assert!(
+        matches!(execution.outcome, Outcome::Ok { .. }),
+        "{:?}",
+        execution.outcome
+    );
     // Give the page's script time to try.
     let deadline = Instant::now() + Duration::from_secs(2);
     while Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));
     }
     assert!(!listener_site.requested("/img.png"), "the denied image was fetched");
-    assert!(!listener_site.requested("/exfil"), "the page's fetch() reached a denied host");
+    assert!(
+        !listener_site.requested("/exfil"),
+        "the page's fetch() reached a denied host"
+    );
     let refused: Vec<String> = execution
         .receipt
         .effects
@@ -406,7 +432,10 @@ fn requests_a_page_makes_are_checked_against_the_policy() {
 
     // A redirect to a denied host is refused like a direct request, and never reaches it.
     let redirect = h.failed("browser_navigate", json!({ "url": site.url("/redirect") }));
-    assert!(matches!(&redirect, ToolError::UrlRefused { url, .. } if url.ends_with("/landing")), "{redirect:?}");
+    assert!(
+        matches!(&redirect, ToolError::UrlRefused { url, .. } if url.ends_with("/landing")),
+        "{redirect:?}"
+    );
     assert!(!listener_site.requested("/landing"));
     // A redirect within allowed hosts is followed.
     let hop = h.ok("browser_navigate", json!({ "url": site.url("/hop") }));
@@ -452,10 +481,16 @@ fn chromium_children() -> Vec<u32> {
     let me = std::process::id().to_string();
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
         // pid (comm) state ppid ...
-        let Some(after) = stat.rsplit_once(')').map(|(_, rest)| rest) else { continue };
+        let Some(after) = stat.rsplit_once(')').map(|(_, rest)| rest) else {
+            continue;
+        };
         let fields: Vec<&str> = after.split_whitespace().collect();
         if fields.get(1) != Some(&me.as_str()) {
             continue;

@@ -13,7 +13,12 @@ use super::session::{error, with_page};
 /// Name the element by `ref` from the latest browser_snapshot, or by a CSS `selector`.
 /// Refused when the element is hidden, disabled, has no size, or is covered by another
 /// element. Waits for a navigation the click starts.
-#[tool(name = "browser_click", title = "Click in the browser", category = "browser", effect = "network")]
+#[tool(
+    name = "browser_click",
+    title = "Click in the browser",
+    category = "browser",
+    effect = "network"
+)]
 pub struct BrowserClick {
     /// The element's ref from browser_snapshot, like `e3`.
     #[schemars(regex(pattern = "^e[0-9]{1,9}$"))]

@@ -83,4 +83,3 @@ fn settle(tab: &Tab) {
     std::thread::sleep(std::time::Duration::from_millis(100));
     let _ = tab.wait_until_navigated();
 }
-

@@ -13,7 +13,12 @@ use crate::integration::check_url;
 /// Only http(s). The URL and every request the page then makes are checked against the
 /// network policy, like web_fetch: loopback and private addresses are refused unless
 /// allowed. Use browser_snapshot next to read the page and get element refs.
-#[tool(name = "browser_navigate", title = "Open a URL in the browser", category = "browser", effect = "network")]
+#[tool(
+    name = "browser_navigate",
+    title = "Open a URL in the browser",
+    category = "browser",
+    effect = "network"
+)]
 pub struct BrowserNavigate {
     /// The URL, http or https.
     #[schemars(length(min = 1, max = 8192), regex(pattern = "^https?://"))]

@@ -12,7 +12,12 @@ use super::session::{error, with_page};
 /// Take a PNG screenshot of the browser page: the viewport (1280x800), or the whole page.
 ///
 /// The image comes back base64-encoded (and as an MCP image content block).
-#[tool(name = "browser_screenshot", title = "Screenshot the browser page", category = "browser", effect = "network")]
+#[tool(
+    name = "browser_screenshot",
+    title = "Screenshot the browser page",
+    category = "browser",
+    effect = "network"
+)]
 pub struct BrowserScreenshot {
     /// Capture the whole scrollable page instead of the viewport; default false.
     #[serde(default)]
@@ -57,7 +62,8 @@ impl Execute for BrowserScreenshot {
             let png = BASE64_STANDARD
                 .decode(&data)
                 .map_err(|e| error("take a screenshot", e))?;
-            let (width, height) = png_size(&png).ok_or_else(|| error("take a screenshot", "Chromium returned no PNG"))?;
+            let (width, height) =
+                png_size(&png).ok_or_else(|| error("take a screenshot", "Chromium returned no PNG"))?;
             Ok(Screenshot {
                 mime_type: "image/png".into(),
                 bytes: png.len() as u64,

@@ -10,17 +10,17 @@ use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use headless_chrome::Browser;
 use headless_chrome::browser::tab::{RequestPausedDecision, Tab};
 use headless_chrome::protocol::cdp::Emulation::SetDeviceMetricsOverride;
 use headless_chrome::protocol::cdp::Fetch::FailRequest;
 use headless_chrome::protocol::cdp::Network::ErrorReason;
-use headless_chrome::Browser;
 use kyro_core::policy::NetworkPolicy;
 use kyro_core::receipt::ObservedEffect;
 use kyro_core::{ToolContext, ToolError};
@@ -200,7 +200,10 @@ fn own(
                 }
             }
             if !sent {
-                let _ = ready.send(Err(format!("Chromium exited before it was ready: {}", tail.join(" | "))));
+                let _ = ready.send(Err(format!(
+                    "Chromium exited before it was ready: {}",
+                    tail.join(" | ")
+                )));
             }
         });
     }
@@ -261,7 +264,8 @@ impl Session {
         .map_err(|e| error("set the viewport", e))?;
         // Every request the page makes pauses here first and is checked against the
         // policy of the call that installed the interceptor.
-        tab.enable_fetch(None, None).map_err(|e| error("intercept requests", e))?;
+        tab.enable_fetch(None, None)
+            .map_err(|e| error("intercept requests", e))?;
         Ok(Session {
             tab,
             seen: Arc::default(),
@@ -274,22 +278,26 @@ impl Session {
     fn guard(&self, policy: NetworkPolicy) -> Result<(), ToolError> {
         let seen = self.seen.clone();
         self.tab
-            .enable_request_interception(Arc::new(move |_transport, _session, event: headless_chrome::protocol::cdp::Fetch::events::RequestPausedEvent| {
-                let url = event.params.request.url.clone();
-                let refusal = request_refusal(&policy, &url);
-                let allowed = refusal.is_none();
-                if let Ok(mut seen) = seen.lock() {
-                    seen.push((url, refusal));
-                }
-                if allowed {
-                    RequestPausedDecision::Continue(None)
-                } else {
-                    RequestPausedDecision::Fail(FailRequest {
-                        request_id: event.params.request_id,
-                        error_reason: ErrorReason::BlockedByClient,
-                    })
-                }
-            }))
+            .enable_request_interception(Arc::new(
+                move |_transport,
+                      _session,
+                      event: headless_chrome::protocol::cdp::Fetch::events::RequestPausedEvent| {
+                    let url = event.params.request.url.clone();
+                    let refusal = request_refusal(&policy, &url);
+                    let allowed = refusal.is_none();
+                    if let Ok(mut seen) = seen.lock() {
+                        seen.push((url, refusal));
+                    }
+                    if allowed {
+                        RequestPausedDecision::Continue(None)
+                    } else {
+                        RequestPausedDecision::Fail(FailRequest {
+                            request_id: event.params.request_id,
+                            error_reason: ErrorReason::BlockedByClient,
+                        })
+                    }
+                },
+            ))
             .map_err(|e| error("intercept requests", e))
     }
 }
@@ -355,9 +363,7 @@ where
 
 /// Evaluates `expression` in the page and parses the JSON string it returns.
 pub(crate) fn evaluate_json(tab: &Tab, operation: &str, expression: &str) -> Result<serde_json::Value, ToolError> {
-    let remote = tab
-        .evaluate(expression, true)
-        .map_err(|e| error(operation, e))?;
+    let remote = tab.evaluate(expression, true).map_err(|e| error(operation, e))?;
     let text = remote
         .value
         .as_ref()
@@ -365,9 +371,11 @@ pub(crate) fn evaluate_json(tab: &Tab, operation: &str, expression: &str) -> Res
         .ok_or_else(|| {
             error(
                 operation,
-                remote.description.clone().unwrap_or_else(|| "the page script returned nothing".into()),
+                remote
+                    .description
+                    .clone()
+                    .unwrap_or_else(|| "the page script returned nothing".into()),
             )
         })?;
     serde_json::from_str(text).map_err(|e| error(operation, e))
 }
-

@@ -15,7 +15,12 @@ const DEFAULT_MAX_CHARS: u64 = 20_000;
 /// Every element one can act on carries a ref (`[ref=e3]`) for browser_click and
 /// browser_type; refs hold until the next snapshot or navigation. Hidden elements are
 /// left out.
-#[tool(name = "browser_snapshot", title = "Read the browser page", category = "browser", effect = "network")]
+#[tool(
+    name = "browser_snapshot",
+    title = "Read the browser page",
+    category = "browser",
+    effect = "network"
+)]
 pub struct BrowserSnapshot {
     /// Most characters of outline to return; default 20000, at most 200000.
     #[schemars(range(min = 100, max = 200000))]

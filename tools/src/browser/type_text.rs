@@ -11,7 +11,12 @@ use super::session::{error, with_page};
 ///
 /// Name the element by `ref` from the latest browser_snapshot, or by a CSS `selector`.
 /// Refused when the element is hidden, disabled, read-only or does not take text.
-#[tool(name = "browser_type", title = "Type in the browser", category = "browser", effect = "network")]
+#[tool(
+    name = "browser_type",
+    title = "Type in the browser",
+    category = "browser",
+    effect = "network"
+)]
 pub struct BrowserType {
     /// The element's ref from browser_snapshot, like `e3`.
     #[schemars(regex(pattern = "^e[0-9]{1,9}$"))]

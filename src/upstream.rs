@@ -1,0 +1,190 @@
+//! Upstream MCP servers: `--upstream NAME='CMD ARGS'` runs another MCP server as a child
+//! process, connects to it as a client (rmcp), and registers each of its tools as the
+//! dynamic tool `NAME.tool`.
+//!
+//! An upstream tool keeps its declared input schema (brought to canonical form, or refused
+//! with the reason) and goes through the same boundary as a built-in: validated,
+//! authorized, executed, receipted. Its effect is `exec` whatever the upstream says: the
+//! upstream is a program kyro runs, and its annotations are never taken as policy.
+
+use std::sync::Arc;
+
+use kyro_core::{CustomTool, Effect, Registry, ToolDefinition, ToolError};
+use kyro_tools::integration::UPSTREAM_CATEGORY;
+use rmcp::model::{CallToolRequestParams, ContentBlock};
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{Peer, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+
+/// One `--upstream` argument, parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpstreamSpec {
+    /// The name tools are registered under (`NAME.tool`).
+    pub name: String,
+    /// The program and its arguments.
+    pub argv: Vec<String>,
+}
+
+impl std::str::FromStr for UpstreamSpec {
+    type Err = String;
+
+    /// `NAME=CMD ARGS`, the command split like a shell would (quotes, no expansion).
+    fn from_str(text: &str) -> Result<UpstreamSpec, String> {
+        let (name, command) = text
+            .split_once('=')
+            .ok_or_else(|| format!("`{text}`: expected NAME='CMD ARGS'"))?;
+        let valid = name.len() <= 32
+            && name.starts_with(|c: char| c.is_ascii_lowercase())
+            && name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if !valid {
+            return Err(format!(
+                "upstream name `{name}`: lowercase letters, digits and `_`, starting with a letter, at most 32"
+            ));
+        }
+        let argv = shell_words::split(command).map_err(|e| format!("upstream `{name}`: {e}"))?;
+        if argv.is_empty() {
+            return Err(format!("upstream `{name}` has no command"));
+        }
+        Ok(UpstreamSpec {
+            name: name.to_owned(),
+            argv,
+        })
+    }
+}
+
+/// A connected upstream; the child process is stopped when this is dropped.
+pub struct Upstream {
+    /// Its configured name.
+    pub name: String,
+    /// The tools registered, as `NAME.tool`.
+    pub registered: Vec<String>,
+    /// Tools left out, with why.
+    pub refused: Vec<(String, String)>,
+    _service: RunningService<RoleClient, ()>,
+}
+
+/// Starts the upstream, lists its tools and registers each one that can be.
+pub async fn connect(spec: &UpstreamSpec, registry: &Registry) -> Result<Upstream, String> {
+    let mut command = tokio::process::Command::new(&spec.argv[0]);
+    command.args(&spec.argv[1..]);
+    let transport = TokioChildProcess::new(command)
+        .map_err(|e| format!("upstream `{}`: cannot run `{}`: {e}", spec.name, spec.argv[0]))?;
+    let service = ()
+        .serve(transport)
+        .await
+        .map_err(|e| format!("upstream `{}`: the MCP handshake failed: {e}", spec.name))?;
+    let tools = service
+        .peer()
+        .list_all_tools()
+        .await
+        .map_err(|e| format!("upstream `{}`: tools/list failed: {e}", spec.name))?;
+    let mut upstream = Upstream {
+        name: spec.name.clone(),
+        registered: Vec::new(),
+        refused: Vec::new(),
+        _service: service,
+    };
+    for tool in tools {
+        let full = format!("{}.{}", spec.name, tool.name);
+        match definition(&spec.name, &tool, upstream._service.peer().clone())
+            .and_then(|d| registry.register(d).map_err(|e| e.to_string()))
+        {
+            Ok(_) => upstream.registered.push(full),
+            Err(reason) => upstream.refused.push((full, reason)),
+        }
+    }
+    Ok(upstream)
+}
+
+/// What an upstream tool without an output schema returns: its text content.
+fn text_output_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "text": { "type": "string", "description": "The tool's text content blocks, joined by newlines." }
+        },
+        "required": ["text"]
+    })
+}
+
+fn definition(server: &str, tool: &rmcp::model::Tool, peer: Peer<RoleClient>) -> Result<ToolDefinition, String> {
+    let declared_output = tool.output_schema.as_ref().map(|s| Value::Object((**s).clone()));
+    let structured = declared_output.is_some();
+    let custom = CustomTool {
+        name: format!("{server}.{}", tool.name),
+        description: tool
+            .description
+            .as_deref()
+            .map(str::to_owned)
+            .unwrap_or_else(|| format!("`{}` of the upstream MCP server `{server}`.", tool.name)),
+        category: UPSTREAM_CATEGORY.to_owned(),
+        effect: Effect::Exec,
+        input_schema: Value::Object((*tool.input_schema).clone()),
+        output_schema: Some(declared_output.unwrap_or_else(text_output_schema)),
+    };
+    let server = Arc::<str>::from(server);
+    let remote = Arc::<str>::from(tool.name.as_ref());
+    ToolDefinition::custom(custom, move |arguments, _cx| {
+        let (peer, server, remote) = (peer.clone(), server.clone(), remote.clone());
+        Box::pin(async move { call(&peer, &server, &remote, arguments, structured).await })
+    })
+    .map_err(|e| e.to_string())
+}
+
+async fn call(
+    peer: &Peer<RoleClient>,
+    server: &str,
+    tool: &str,
+    arguments: Value,
+    structured: bool,
+) -> Result<Value, ToolError> {
+    let upstream_error = |message: String| ToolError::Upstream {
+        server: server.to_owned(),
+        message,
+    };
+    let Value::Object(arguments) = arguments else {
+        return Err(upstream_error("arguments must be an object".into()));
+    };
+    let result = peer
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments))
+        .await
+        .map_err(|e| upstream_error(format!("tools/call `{tool}` failed: {e}")))?;
+    let text = result
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    if result.is_error == Some(true) {
+        return Err(upstream_error(format!("`{tool}` reported an error: {text}")));
+    }
+    if structured {
+        return result.structured_content.ok_or_else(|| {
+            upstream_error(format!(
+                "`{tool}` declares an output schema but sent no structured content"
+            ))
+        });
+    }
+    Ok(json!({ "text": text }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::UpstreamSpec;
+
+    #[test]
+    fn specs_parse_like_a_shell_and_names_are_checked() {
+        let spec: UpstreamSpec = "fs=npx -y '@scope/server' \"/a b\"".parse().unwrap();
+        assert_eq!(spec.name, "fs");
+        assert_eq!(spec.argv, ["npx", "-y", "@scope/server", "/a b"]);
+        for bad in ["noequals", "Fs=cmd", "1x=cmd", "a-b=cmd", "x=", "x='unclosed"] {
+            assert!(bad.parse::<UpstreamSpec>().is_err(), "{bad}");
+        }
+    }
+}
