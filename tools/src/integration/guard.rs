@@ -93,6 +93,44 @@ pub(crate) fn check_with(policy: &NetworkPolicy, url: &str) -> Result<ureq::http
     Ok(uri)
 }
 
+/// The resolver the connection uses: the addresses it connects to are the ones checked
+/// here, in the same lookup, so a DNS answer that changes after [`check`] (rebinding)
+/// cannot slip a private address in.
+#[derive(Debug)]
+struct CheckedResolver {
+    policy: NetworkPolicy,
+    inner: ureq::unversioned::resolver::DefaultResolver,
+}
+
+impl ureq::unversioned::resolver::Resolver for CheckedResolver {
+    fn resolve(
+        &self,
+        uri: &ureq::http::Uri,
+        config: &ureq::config::Config,
+        timeout: ureq::unversioned::transport::NextTimeout,
+    ) -> Result<ureq::unversioned::resolver::ResolvedSocketAddrs, ureq::Error> {
+        let addrs = self.inner.resolve(uri, config, timeout)?;
+        let host = uri
+            .host()
+            .unwrap_or_default()
+            .trim_start_matches('[')
+            .trim_end_matches(']');
+        if self.policy.allow_private || self.policy.allows_explicitly(host) {
+            return Ok(addrs);
+        }
+        if let Some(addr) = addrs.iter().find(|a| !public(a.ip())) {
+            return Err(ureq::Error::Io(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!(
+                    "`{host}` resolved to {} when connecting, which is not a public address",
+                    addr.ip()
+                ),
+            )));
+        }
+        Ok(addrs)
+    }
+}
+
 fn resolve(base: &ureq::http::Uri, location: &str) -> String {
     if location.starts_with("http://") || location.starts_with("https://") {
         return location.to_owned();
@@ -121,12 +159,19 @@ pub(crate) fn send(
     max_bytes: u64,
     timeout: std::time::Duration,
 ) -> Result<Fetched, ToolError> {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
+    let config = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .max_redirects(0)
         .timeout_global(Some(timeout))
-        .build()
-        .into();
+        .build();
+    let agent = ureq::Agent::with_parts(
+        config,
+        ureq::unversioned::transport::DefaultConnector::new(),
+        CheckedResolver {
+            policy: cx.scope().network().clone(),
+            inner: ureq::unversioned::resolver::DefaultResolver::default(),
+        },
+    );
     let mut url = url.to_owned();
     let mut method = method.to_owned();
     let mut body = body.map(str::to_owned);
@@ -139,9 +184,12 @@ pub(crate) fn send(
         let request = request
             .body(body.clone().unwrap_or_default())
             .map_err(|e| refused(&url, e.to_string()))?;
-        let mut response = agent.run(request).map_err(|e| ToolError::Unreachable {
-            service: url.clone(),
-            message: e.to_string(),
+        let mut response = agent.run(request).map_err(|e| match e {
+            ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::PermissionDenied => refused(&url, io.to_string()),
+            e => ToolError::Unreachable {
+                service: url.clone(),
+                message: e.to_string(),
+            },
         })?;
         let status = response.status().as_u16();
         cx.effects().push(ObservedEffect::Request {
@@ -184,4 +232,49 @@ pub(crate) fn send(
         });
     }
     Err(refused(&url, format!("more than {MAX_REDIRECTS} redirects")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ureq::unversioned::resolver::Resolver;
+
+    fn resolve_with(policy: NetworkPolicy, url: &str) -> Result<usize, ureq::Error> {
+        let resolver = CheckedResolver {
+            policy,
+            inner: ureq::unversioned::resolver::DefaultResolver::default(),
+        };
+        let config = ureq::config::Config::default();
+        let timeout = ureq::unversioned::transport::NextTimeout::default();
+        resolver
+            .resolve(&url.parse().unwrap(), &config, timeout)
+            .map(|addrs| addrs.len())
+    }
+
+    /// The check at connection time stands on its own: whatever `check` saw earlier, the
+    /// lookup the connection uses refuses non-public answers.
+    #[test]
+    fn the_connection_lookup_refuses_private_answers() {
+        for url in [
+            "http://localhost:1/",
+            "http://127.0.0.1:1/",
+            "http://[::1]:1/",
+            "http://10.1.2.3:1/",
+        ] {
+            match resolve_with(NetworkPolicy::default(), url) {
+                Err(ureq::Error::Io(e)) => assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied, "{url}"),
+                other => panic!("{url}: {other:?}"),
+            }
+        }
+        let allowed = NetworkPolicy {
+            allow_hosts: vec!["localhost".into()],
+            ..NetworkPolicy::default()
+        };
+        assert!(resolve_with(allowed, "http://localhost:1/").is_ok());
+        let private = NetworkPolicy {
+            allow_private: true,
+            ..NetworkPolicy::default()
+        };
+        assert!(resolve_with(private, "http://127.0.0.1:1/").is_ok());
+    }
 }
