@@ -15,9 +15,14 @@ struct Server {
 
 impl Server {
     fn start(workspace: &std::path::Path) -> Server {
+        Server::start_with(workspace, &[])
+    }
+
+    fn start_with(workspace: &std::path::Path, extra: &[&str]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_kyro"))
             .args(["mcp", "--workspace"])
             .arg(workspace)
+            .args(extra)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -167,4 +172,86 @@ fn the_server_survives_a_thousand_malformed_lines() {
         json!({"name": "calculate", "arguments": {"expression": "6 * 7"}}),
     );
     assert_eq!(call["result"]["structuredContent"]["value"], 42);
+}
+
+/// Chromium is killed with kyro even when kyro gets no chance to clean up (SIGKILL): the
+/// browser is spawned with a parent-death signal.
+#[test]
+fn a_killed_server_takes_its_browser_with_it() {
+    if let Some(reason) = kyro_tools::browser::unavailable() {
+        assert!(std::env::var_os("KYRO_REQUIRE_BROWSER").is_none(), "{reason}");
+        eprintln!("skipped: {reason}");
+        return;
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                while reader.read_line(&mut line).unwrap_or(0) > 2 {
+                    line.clear();
+                }
+                let body = "<title>Alive</title>";
+                let mut stream = stream;
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            });
+        }
+    });
+    let ws = tempfile::tempdir().unwrap();
+    let policy = ws.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "[approvals]\nnetwork = \"auto\"\n[network]\nallow_private = true\n",
+    )
+    .unwrap();
+    let mut server = Server::start_with(ws.path(), &["--policy", policy.to_str().unwrap()]);
+    let answer = server.request(
+        2,
+        "tools/call",
+        json!({"name": "browser_navigate", "arguments": {"url": url}}),
+    );
+    assert_eq!(answer["result"]["structuredContent"]["title"], "Alive", "{answer}");
+    let kyro = server.child.id();
+    let browsers = children_of(kyro);
+    assert!(!browsers.is_empty(), "no Chromium under kyro");
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let alive = |pid: &u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|stat| {
+                !stat
+                    .rsplit_once(')')
+                    .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+            })
+            .unwrap_or(false)
+    };
+    while browsers.iter().any(alive) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let left: Vec<&u32> = browsers.iter().filter(|p| alive(p)).collect();
+    assert!(left.is_empty(), "Chromium outlived a killed kyro: {left:?}");
+}
+
+/// Processes whose parent is `parent`.
+fn children_of(parent: u32) -> Vec<u32> {
+    let parent = parent.to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                stat.rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(1).map(|p| p == parent))
+                    .unwrap_or(false)
+            })
+        })
+        .collect()
 }
