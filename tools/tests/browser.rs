@@ -39,12 +39,16 @@ const INDEX: &str = r#"<html><head><title>Kyro test</title></head><body>
 <button type="submit">Go</button></form>
 <button id="counter" onclick="this.textContent = 'Clicked ' + (++window.clicks)">Count</button>
 <script>window.clicks = 0;</script>
+<button id="alerter" onclick="alert('Saved!'); this.textContent = confirm('Sure?') ? 'Agreed' : 'Declined'">Ask</button>
 <div style="display:none"><button id="hidden">Hidden</button></div>
 <div style="position:relative"><button id="under">Under</button>
 <div id="cover" style="position:absolute;left:0;top:0;width:300px;height:60px;background:white"></div></div>
 <button disabled id="off">Off</button>
 <input id="ro" readonly value="fixed">
 </body></html>"#;
+
+/// Path to (status, extra headers, body).
+type Pages = HashMap<&'static str, (u16, Vec<(&'static str, String)>, String)>;
 
 /// A local site; records every request path it is asked for.
 struct Site {
@@ -53,7 +57,7 @@ struct Site {
 }
 
 impl Site {
-    fn start(pages: HashMap<&'static str, (u16, Vec<(&'static str, String)>, String)>) -> Site {
+    fn start(pages: Pages) -> Site {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -233,6 +237,21 @@ fn click_by_ref_and_selector_use_real_clicks() {
     assert!(
         after["snapshot"].as_str().unwrap().contains("button \"Clicked 2\""),
         "{after}"
+    );
+
+    // Dialogs do not block the page: each is dismissed and reported.
+    let asked = h.ok("browser_click", json!({ "selector": "#alerter" }));
+    assert_eq!(asked["dialogs"], json!(["alert: Saved!", "confirm: Sure?"]), "{asked}");
+    let after = h.ok("browser_snapshot", json!({}));
+    assert!(
+        after["snapshot"].as_str().unwrap().contains("button \"Declined\""),
+        "{after}"
+    );
+    assert_eq!(
+        h.ok("browser_click", json!({ "ref": ref_of(&after, "Declined") }))["dialogs"]
+            .as_array()
+            .map(Vec::len),
+        Some(2)
     );
 
     // A link click navigates, and the call waits for it.

@@ -35,6 +35,8 @@ pub struct Clicked {
     pub url: String,
     /// The document's title after the click.
     pub title: String,
+    /// Dialogs the page opened meanwhile (`alert: message`, `confirm: ...`), all dismissed.
+    pub dialogs: Vec<String>,
 }
 
 impl Execute for BrowserClick {
@@ -42,7 +44,7 @@ impl Execute for BrowserClick {
 
     async fn run(self, cx: &ToolContext) -> Result<Clicked, ToolError> {
         let (target, element) = super::target(self.r#ref.as_deref(), self.selector.as_deref())?;
-        with_page(cx, move |tab| {
+        with_page(cx, move |tab, dialogs| {
             let answer = super::page_op(tab, "find the element", "locate", &target)?;
             super::element_answer(&answer, &element)?;
             let point = Point {
@@ -52,7 +54,11 @@ impl Execute for BrowserClick {
             tab.click_point(point).map_err(|e| error("click", e))?;
             super::settle(tab);
             let (url, title, _) = super::page_info(tab)?;
-            Ok(Clicked { url, title })
+            Ok(Clicked {
+                url,
+                title,
+                dialogs: dialogs.take(),
+            })
         })
         .await
     }

@@ -34,6 +34,8 @@ pub struct Page {
     pub title: String,
     /// The HTTP status of the document, when Chromium reports it.
     pub status: Option<u16>,
+    /// Dialogs the page opened meanwhile (`alert: message`, `confirm: ...`), all dismissed.
+    pub dialogs: Vec<String>,
 }
 
 impl Execute for BrowserNavigate {
@@ -43,12 +45,17 @@ impl Execute for BrowserNavigate {
         // Refused before the browser is even started.
         check_url(cx.scope().network(), &self.url)?;
         let url = self.url;
-        with_page(cx, move |tab| {
+        with_page(cx, move |tab, dialogs| {
             tab.navigate_to(&url)
                 .and_then(|tab| tab.wait_until_navigated())
                 .map_err(|e| error(&format!("navigate to {url}"), e))?;
             let (url, title, status) = super::page_info(tab)?;
-            Ok(Page { url, title, status })
+            Ok(Page {
+                url,
+                title,
+                status,
+                dialogs: dialogs.take(),
+            })
         })
         .await
     }

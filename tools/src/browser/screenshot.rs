@@ -46,7 +46,7 @@ impl Execute for BrowserScreenshot {
 
     async fn run(self, cx: &ToolContext) -> Result<Screenshot, ToolError> {
         let full_page = self.full_page;
-        with_page(cx, move |tab| {
+        with_page(cx, move |tab, _| {
             let (url, _, _) = super::page_info(tab)?;
             let data = tab
                 .call_method(CaptureScreenshot {

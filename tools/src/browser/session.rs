@@ -21,6 +21,7 @@ use headless_chrome::browser::tab::{RequestPausedDecision, Tab};
 use headless_chrome::protocol::cdp::Emulation::SetDeviceMetricsOverride;
 use headless_chrome::protocol::cdp::Fetch::FailRequest;
 use headless_chrome::protocol::cdp::Network::ErrorReason;
+use headless_chrome::protocol::cdp::types::Event;
 use kyro_core::policy::NetworkPolicy;
 use kyro_core::receipt::ObservedEffect;
 use kyro_core::{ToolContext, ToolError};
@@ -208,14 +209,9 @@ fn own(
         });
     }
     // Wait to be stopped, noticing when Chromium exits on its own (a crash).
-    loop {
-        match stop.recv_timeout(Duration::from_millis(250)) {
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                if !exited.load(Ordering::SeqCst) && matches!(child.try_wait(), Ok(Some(_))) {
-                    exited.store(true, Ordering::SeqCst);
-                }
-            }
-            _ => break,
+    while let Err(mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(Duration::from_millis(250)) {
+        if !exited.load(Ordering::SeqCst) && matches!(child.try_wait(), Ok(Some(_))) {
+            exited.store(true, Ordering::SeqCst);
         }
     }
     if let Some(pgid) = Pid::from_raw(pid as i32) {
@@ -231,6 +227,9 @@ type Seen = Arc<Mutex<Vec<(String, Option<String>)>>>;
 pub(crate) struct Session {
     tab: Arc<Tab>,
     seen: Seen,
+    dialogs: Dialogs,
+    /// One call drives the page at a time, so requests and dialogs belong to one call.
+    busy: Mutex<()>,
     // Field order: the DevTools connection closes before the process is killed.
     _browser: Browser,
     process: Process,
@@ -266,9 +265,26 @@ impl Session {
         // policy of the call that installed the interceptor.
         tab.enable_fetch(None, None)
             .map_err(|e| error("intercept requests", e))?;
+        // alert/confirm/prompt would block the page: dismiss each one and report it.
+        let dialogs = Dialogs::default();
+        let (page, log) = (Arc::downgrade(&tab), dialogs.0.clone());
+        tab.add_event_listener(Arc::new(move |event: &Event| {
+            if let Event::PageJavascriptDialogOpening(opening) = event
+                && let Some(page) = page.upgrade()
+            {
+                let kind = format!("{:?}", opening.params.Type).to_ascii_lowercase();
+                if let Ok(mut log) = log.lock() {
+                    log.push(format!("{kind}: {}", opening.params.message));
+                }
+                let _ = page.get_dialog().dismiss();
+            }
+        }))
+        .map_err(|e| error("watch for dialogs", e))?;
         Ok(Session {
             tab,
             seen: Arc::default(),
+            dialogs,
+            busy: Mutex::new(()),
             _browser: browser,
             process,
         })
@@ -316,12 +332,23 @@ pub(crate) fn request_refusal(policy: &NetworkPolicy, url: &str) -> Option<Strin
     }
 }
 
+/// The dialogs (alert, confirm, prompt) the page opened, dismissed, as `kind: message`.
+#[derive(Default)]
+pub(crate) struct Dialogs(Arc<Mutex<Vec<String>>>);
+
+impl Dialogs {
+    /// The dialogs opened since the last take.
+    pub(crate) fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
 /// Runs `work` on the workspace's page, on a blocking thread, under the call's network
 /// policy; the requests the page made are recorded as the call's effects.
 pub(crate) async fn with_page<T, F>(cx: &ToolContext, work: F) -> Result<T, ToolError>
 where
     T: Send + 'static,
-    F: FnOnce(&Tab) -> Result<T, ToolError> + Send + 'static,
+    F: FnOnce(&Tab, &Dialogs) -> Result<T, ToolError> + Send + 'static,
 {
     let workspace = cx.runtime().workspace().clone();
     let policy = cx.scope().network().clone();
@@ -331,8 +358,10 @@ where
             workspace.forget_resource(&session);
             return Err(error("continue", "Chromium exited; the next call starts a new browser"));
         }
+        let _busy = session.busy.lock().unwrap_or_else(|e| e.into_inner());
         session.guard(policy)?;
-        let result = work(&session.tab);
+        session.dialogs.take();
+        let result = work(&session.tab, &session.dialogs);
         let seen = std::mem::take(&mut *session.seen.lock().unwrap_or_else(|e| e.into_inner()));
         if result.is_err() && !session.process.alive() {
             workspace.forget_resource(&session);

@@ -47,7 +47,7 @@ impl Execute for BrowserSnapshot {
 
     async fn run(self, cx: &ToolContext) -> Result<PageSnapshot, ToolError> {
         let max = self.max_chars.unwrap_or(DEFAULT_MAX_CHARS);
-        with_page(cx, move |tab| {
+        with_page(cx, move |tab, _| {
             let (url, title, _) = super::page_info(tab)?;
             let outline = super::page_op(tab, "read the page", "snapshot", &json!({ "max": max }))?;
             Ok(PageSnapshot {

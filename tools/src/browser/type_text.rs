@@ -44,6 +44,8 @@ pub struct Typed {
     pub url: String,
     /// The document's title afterwards.
     pub title: String,
+    /// Dialogs the page opened meanwhile (`alert: message`, `confirm: ...`), all dismissed.
+    pub dialogs: Vec<String>,
 }
 
 impl Execute for BrowserType {
@@ -53,7 +55,7 @@ impl Execute for BrowserType {
         let (mut target, element) = super::target(self.r#ref.as_deref(), self.selector.as_deref())?;
         target["clear"] = (!self.append).into();
         let BrowserType { text, submit, .. } = self;
-        with_page(cx, move |tab| {
+        with_page(cx, move |tab, dialogs| {
             let answer = super::page_op(tab, "find the element", "focus", &target)?;
             super::element_answer(&answer, &element)?;
             if answer["focused"] != true {
@@ -70,7 +72,12 @@ impl Execute for BrowserType {
                 super::settle(tab);
             }
             let (url, title, _) = super::page_info(tab)?;
-            Ok(Typed { value, url, title })
+            Ok(Typed {
+                value,
+                url,
+                title,
+                dialogs: dialogs.take(),
+            })
         })
         .await
     }
