@@ -2,7 +2,8 @@
 //! process, connects to it as a client (rmcp), and registers each of its tools as the
 //! dynamic tool `NAME.tool`.
 //!
-//! An upstream tool keeps its declared input schema (brought to canonical form, or refused
+//! An upstream tool keeps its declared input schema (brought to canonical form as a foreign
+//! schema: descriptions optional, draft-07 accepted where it means the same; or refused
 //! with the reason) and goes through the same boundary as a built-in: validated,
 //! authorized, executed, receipted. Its effect is `exec` whatever the upstream says: the
 //! upstream is a program kyro runs, and its annotations are never taken as policy.
@@ -127,7 +128,7 @@ fn definition(server: &str, tool: &rmcp::model::Tool, peer: Peer<RoleClient>) ->
     };
     let server = Arc::<str>::from(server);
     let remote = Arc::<str>::from(tool.name.as_ref());
-    ToolDefinition::custom(custom, move |arguments, _cx| {
+    ToolDefinition::foreign(custom, move |arguments, _cx| {
         let (peer, server, remote) = (peer.clone(), server.clone(), remote.clone());
         Box::pin(async move { call(&peer, &server, &remote, arguments, structured).await })
     })

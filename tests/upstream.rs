@@ -23,7 +23,7 @@ fn object(v: Value) -> Arc<Map<String, Value>> {
     Arc::new(v.as_object().cloned().unwrap())
 }
 
-/// The upstream's tools: four that register and four that must be refused.
+/// The upstream's tools: six that register and three that must be refused.
 fn upstream_tools() -> Vec<Tool> {
     let add_input = json!({
         "type": "object",
@@ -64,10 +64,32 @@ fn upstream_tools() -> Vec<Tool> {
             "A property without a description.",
             object(json!({ "type": "object", "properties": { "x": { "type": "string" } } })),
         ),
+        // What the reference servers (zod-to-json-schema) emit: draft-07, no descriptions.
         Tool::new(
             "draft7",
             "An older dialect.",
-            object(json!({ "$schema": "http://json-schema.org/draft-07/schema#", "type": "object" })),
+            object(json!({
+                "$schema": "http://json-schema.org/draft-07/schema#",
+                "type": "object",
+                "properties": { "path": { "type": "string" } },
+                "required": ["path"],
+                "additionalProperties": false
+            })),
+        ),
+        // Tuple-form `items` means something else in 2020-12.
+        Tool::new(
+            "tuple7",
+            "A draft-07 tuple.",
+            object(json!({
+                "$schema": "http://json-schema.org/draft-07/schema#",
+                "type": "object",
+                "properties": { "pair": { "type": "array", "items": [{ "type": "string" }, { "type": "integer" }] } }
+            })),
+        ),
+        Tool::new(
+            "draft4",
+            "A dialect too old.",
+            object(json!({ "$schema": "http://json-schema.org/draft-04/schema#", "type": "object" })),
         ),
     ]
 }
@@ -107,6 +129,7 @@ impl ServerHandler for Upstream {
             "echo" => CallToolResult::success(vec![ContentBlock::text(args["text"].as_str().unwrap_or(""))]),
             "fail" => CallToolResult::error(vec![ContentBlock::text("boom")]),
             "wipe" => CallToolResult::success(vec![ContentBlock::text("wiped")]),
+            "draft7" => CallToolResult::success(vec![ContentBlock::text(args["path"].as_str().unwrap_or(""))]),
             other => return Err(ErrorData::invalid_params(format!("no tool {other}"), None)),
         };
         Ok(result.into())
@@ -205,10 +228,19 @@ fn upstream_tools_are_served_over_mcp_with_kyro_annotations() {
         let client = ().serve(TokioChildProcess::new(command).unwrap()).await.unwrap();
         let tools = client.list_all_tools().await.unwrap();
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-        for name in ["up.add", "up.echo", "up.fail", "up.wipe", "mcp_call", "read_file"] {
+        for name in [
+            "up.add",
+            "up.echo",
+            "up.fail",
+            "up.wipe",
+            "up.nodesc",
+            "up.draft7",
+            "mcp_call",
+            "read_file",
+        ] {
             assert!(names.contains(&name), "{name} missing from {names:?}");
         }
-        for name in ["up.BadName", "up.refs", "up.nodesc", "up.draft7"] {
+        for name in ["up.BadName", "up.refs", "up.tuple7", "up.draft4"] {
             assert!(!names.contains(&name), "{name} should be refused");
         }
         let wipe = tools.iter().find(|t| t.name == "up.wipe").unwrap();
@@ -253,8 +285,8 @@ fn refusals_are_reported_with_their_reasons() {
     for (tool, reason) in [
         ("up.BadName", "not a valid tool name"),
         ("up.refs", "outside the canonical vocabulary"),
-        ("up.nodesc", "no description"),
-        ("up.draft7", "draft-07"),
+        ("up.tuple7", "/properties/pair/items"),
+        ("up.draft4", "draft-04"),
     ] {
         let line = stderr
             .lines()
@@ -277,6 +309,11 @@ fn calls_route_through_the_boundary() {
 
     let (invalid, _) = setup.kyro_call(Some("auto.toml"), &[], "up.add", json!({"a": 1, "b": 2, "c": 3}));
     assert_eq!(invalid["outcome"], "invalid_arguments", "{invalid}");
+    // A draft-07 schema is enforced like any other.
+    let (missing, _) = setup.kyro_call(Some("auto.toml"), &[], "up.draft7", json!({}));
+    assert_eq!(missing["outcome"], "invalid_arguments", "{missing}");
+    let (path, _) = setup.kyro_call(Some("auto.toml"), &[], "up.draft7", json!({"path": "/x"}));
+    assert_eq!(path["result"], json!({"text": "/x"}), "{path}");
 
     // Default policy: exec needs approval, and nothing reaches the upstream without it.
     let (asked, _) = setup.kyro_call(None, &[], "up.add", json!({"a": 1, "b": 2}));
@@ -294,7 +331,12 @@ fn calls_route_through_the_boundary() {
 
     assert_eq!(
         setup.calls(),
-        [r#"echo {"text":"héllo"}"#, "fail {}", r#"add {"a":1,"b":2}"#],
+        [
+            r#"echo {"text":"héllo"}"#,
+            "fail {}",
+            r#"draft7 {"path":"/x"}"#,
+            r#"add {"a":1,"b":2}"#
+        ],
         "only validated, authorized calls reach the upstream"
     );
 }

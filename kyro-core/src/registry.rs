@@ -10,7 +10,7 @@ use crate::context::ToolContext;
 use crate::descriptor::{Annotations, ArgumentAlias, ToolDescriptor};
 use crate::effect::{Capability, Effect};
 use crate::error::ToolError;
-use crate::schema::{CompiledSchema, Role, SchemaError, canonicalize};
+use crate::schema::{CompiledSchema, Origin, Role, SchemaError, canonicalize, canonicalize_from};
 use crate::tool::{BoxFuture, NativeFn, ToolEntry};
 
 /// Why a tool could not be registered or changed.
@@ -165,6 +165,23 @@ impl ToolDefinition {
     where
         F: for<'a> Fn(Value, &'a ToolContext) -> BoxFuture<'a, Result<Value, ToolError>> + Send + Sync + 'static,
     {
+        ToolDefinition::custom_from(tool, handler, Origin::Native)
+    }
+
+    /// A tool whose schemas another server declared (an upstream MCP tool): like
+    /// [`ToolDefinition::custom`], canonicalized as [`Origin::Foreign`] (property
+    /// descriptions optional; draft-07 and 2019-09 accepted where they mean the same).
+    pub fn foreign<F>(tool: CustomTool, handler: F) -> Result<ToolDefinition, RegistryError>
+    where
+        F: for<'a> Fn(Value, &'a ToolContext) -> BoxFuture<'a, Result<Value, ToolError>> + Send + Sync + 'static,
+    {
+        ToolDefinition::custom_from(tool, handler, Origin::Foreign)
+    }
+
+    fn custom_from<F>(tool: CustomTool, handler: F, origin: Origin) -> Result<ToolDefinition, RegistryError>
+    where
+        F: for<'a> Fn(Value, &'a ToolContext) -> BoxFuture<'a, Result<Value, ToolError>> + Send + Sync + 'static,
+    {
         let schema_err = |error| RegistryError::Schema {
             tool: tool.name.clone(),
             error,
@@ -182,8 +199,8 @@ impl ToolDefinition {
             category: tool.category.clone(),
             effect: tool.effect,
             description: tool.description.clone(),
-            input_schema: canonicalize(tool.input_schema.clone(), Role::Input).map_err(schema_err)?,
-            output_schema: canonicalize(output_schema, Role::Output).map_err(schema_err)?,
+            input_schema: canonicalize_from(tool.input_schema.clone(), Role::Input, origin).map_err(schema_err)?,
+            output_schema: canonicalize_from(output_schema, Role::Output, origin).map_err(schema_err)?,
             annotations: Annotations::for_effect(tool.effect),
             capabilities: tool.effect.default_capabilities().to_vec(),
             approval: None,

@@ -2,7 +2,7 @@
 
 mod common;
 
-use kyro_core::schema::{Role, SchemaError, canonicalize};
+use kyro_core::schema::{Origin, Role, SchemaError, canonicalize, canonicalize_from};
 use kyro_core::{Registry, ToolEntry};
 use serde_json::{Value, json};
 
@@ -147,4 +147,41 @@ fn the_catalog_entry_generates_both_schemas() {
     assert_eq!(entry.spec.name, "record");
     let output = canonicalize((entry.output_schema)(), Role::Output).unwrap();
     assert_eq!(output["properties"]["count"]["maximum"], u32::MAX);
+}
+
+#[test]
+fn foreign_schemas_may_omit_descriptions_and_declare_draft_07() {
+    let zod = json!({
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "properties": { "path": { "type": "string" } },
+        "required": ["path"]
+    });
+    // Our own tools: both are refused.
+    assert!(matches!(
+        canonicalize(zod.clone(), Role::Input),
+        Err(SchemaError::Dialect { .. })
+    ));
+    let mut no_dialect = zod.clone();
+    no_dialect.as_object_mut().unwrap().remove("$schema");
+    assert!(matches!(
+        canonicalize(no_dialect, Role::Input),
+        Err(SchemaError::MissingDescription { .. })
+    ));
+    // Another server's: accepted, closed like ours, without the `$schema`.
+    let canonical = canonicalize_from(zod, Role::Input, Origin::Foreign).unwrap();
+    assert_eq!(canonical.get("$schema"), None);
+    assert_eq!(canonical["additionalProperties"], json!(false));
+    // Still refused: an older dialect, and draft-07's tuple `items`.
+    let draft4 = json!({ "$schema": "http://json-schema.org/draft-04/schema#", "type": "object" });
+    assert!(matches!(
+        canonicalize_from(draft4, Role::Input, Origin::Foreign),
+        Err(SchemaError::Dialect { .. })
+    ));
+    let tuple = json!({
+        "$schema": "http://json-schema.org/draft-07/schema",
+        "type": "object",
+        "properties": { "p": { "type": "array", "items": [{ "type": "string" }] } }
+    });
+    assert!(canonicalize_from(tuple, Role::Input, Origin::Foreign).is_err());
 }

@@ -129,7 +129,25 @@ pub enum SchemaError {
 /// The canonical form: root `type: object`; no `$schema`, `$ref` or `$defs`; integer
 /// `format`s replaced by exact `minimum`/`maximum`; `additionalProperties: false` on every
 /// object that lists `properties`; only [`VOCABULARY`] keywords; `anyOf` only as `[T, null]`.
-pub fn canonicalize(mut schema: Value, role: Role) -> Result<Value, SchemaError> {
+pub fn canonicalize(schema: Value, role: Role) -> Result<Value, SchemaError> {
+    canonicalize_from(schema, role, Origin::Native)
+}
+
+/// Where a schema was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// Generated from kyro's own types: every input property must have a description and
+    /// only draft 2020-12 is accepted.
+    Native,
+    /// Declared by another server (an upstream MCP tool): descriptions are optional, and
+    /// a draft-07 or 2019-09 `$schema` is accepted, since over the canonical vocabulary
+    /// (which has no tuple-form `items`, `definitions` or `dependencies`) they mean the
+    /// same as 2020-12.
+    Foreign,
+}
+
+/// [`canonicalize`] for a schema of the given origin.
+pub fn canonicalize_from(mut schema: Value, role: Role, origin: Origin) -> Result<Value, SchemaError> {
     let role_name = match role {
         Role::Input => "input",
         Role::Output => "output",
@@ -139,6 +157,7 @@ pub fn canonicalize(mut schema: Value, role: Role) -> Result<Value, SchemaError>
         .ok_or(SchemaError::NotAnObject { role: role_name })?;
     if let Some(dialect) = root.remove("$schema")
         && dialect.as_str() != Some(DRAFT_2020_12)
+        && !(origin == Origin::Foreign && dialect.as_str().is_some_and(same_over_vocabulary))
     {
         return Err(SchemaError::Dialect {
             found: dialect.to_string(),
@@ -152,7 +171,10 @@ pub fn canonicalize(mut schema: Value, role: Role) -> Result<Value, SchemaError>
     if root.get("type").and_then(Value::as_str) != Some("object") {
         return Err(SchemaError::NotAnObject { role: role_name });
     }
-    let mut walker = Walker { role };
+    let mut walker = Walker {
+        role,
+        require_descriptions: origin == Origin::Native,
+    };
     walker.node(&mut schema, "")?;
     // A malformed schema is refused when the registry compiles it; defaults are checked here.
     check_defaults(&schema, "")?;
@@ -161,6 +183,20 @@ pub fn canonicalize(mut schema: Value, role: Role) -> Result<Value, SchemaError>
 
 struct Walker {
     role: Role,
+    require_descriptions: bool,
+}
+
+/// Draft-07 and 2019-09 meta-schema URIs (with or without `#`, http or https).
+fn same_over_vocabulary(uri: &str) -> bool {
+    let uri = uri.trim_end_matches('#');
+    let uri = uri
+        .strip_prefix("http://")
+        .or_else(|| uri.strip_prefix("https://"))
+        .unwrap_or(uri);
+    matches!(
+        uri,
+        "json-schema.org/draft-07/schema" | "json-schema.org/draft/2019-09/schema"
+    )
 }
 
 impl Walker {
@@ -202,7 +238,11 @@ impl Walker {
         if let Some(Value::Object(properties)) = map.get_mut("properties") {
             for (name, sub) in properties.iter_mut() {
                 let at = format!("{pointer}/properties/{}", escape(name));
-                if self.role == Role::Input && sub.get("description").is_none() && !sub.is_boolean() {
+                if self.require_descriptions
+                    && self.role == Role::Input
+                    && sub.get("description").is_none()
+                    && !sub.is_boolean()
+                {
                     return Err(SchemaError::MissingDescription { pointer: at });
                 }
                 self.node(sub, &at)?;

@@ -4,7 +4,7 @@
 mod canonical;
 mod validate;
 
-pub use canonical::{Role, SchemaError, VOCABULARY, canonicalize};
+pub use canonical::{Origin, Role, SchemaError, VOCABULARY, canonicalize, canonicalize_from};
 pub use validate::{CompiledSchema, Violation};
 
 use schemars::JsonSchema;
