@@ -112,7 +112,7 @@ struct Session {
 /// Connects every `--upstream` and registers its tools; refusals are reported on stderr.
 fn connect_upstreams(
     executor: &tokio::runtime::Runtime,
-    registry: &Registry,
+    registry: &Arc<Registry>,
     session: &Session,
 ) -> Result<Vec<upstream::Upstream>, ExitCode> {
     let mut connected = Vec::new();

@@ -13,9 +13,9 @@ use std::sync::Arc;
 use kyro_core::{CustomTool, Effect, Registry, ToolDefinition, ToolError};
 use kyro_tools::integration::UPSTREAM_CATEGORY;
 use rmcp::model::{CallToolRequestParams, ContentBlock};
-use rmcp::service::RunningService;
+use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::TokioChildProcess;
-use rmcp::{Peer, RoleClient, ServiceExt};
+use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
 /// One `--upstream` argument, parsed.
@@ -60,20 +60,47 @@ impl std::str::FromStr for UpstreamSpec {
 pub struct Upstream {
     /// Its configured name.
     pub name: String,
-    /// The tools registered, as `NAME.tool`.
-    pub registered: Vec<String>,
     /// Tools left out, with why.
     pub refused: Vec<(String, String)>,
-    _service: RunningService<RoleClient, ()>,
+    _service: RunningService<RoleClient, Watcher>,
+}
+
+/// The client side of an upstream connection: follows the upstream's
+/// `notifications/tools/list_changed` into the registry (whose own change notifies
+/// kyro's clients in turn).
+pub struct Watcher {
+    name: String,
+    registry: Arc<Registry>,
+}
+
+impl ClientHandler for Watcher {
+    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
+        // Listing is a request: run it off the connection's own loop.
+        let (name, registry, peer) = (self.name.clone(), self.registry.clone(), context.peer);
+        tokio::spawn(async move {
+            match peer.list_all_tools().await {
+                Ok(tools) => {
+                    for (tool, reason) in sync(&name, &registry, &tools, &peer).1 {
+                        eprintln!("kyro: upstream `{name}`: `{tool}` not registered: {reason}");
+                    }
+                }
+                Err(e) => eprintln!("kyro: upstream `{name}`: tools/list after a change failed: {e}"),
+            }
+        });
+    }
 }
 
 /// Starts the upstream, lists its tools and registers each one that can be.
-pub async fn connect(spec: &UpstreamSpec, registry: &Registry) -> Result<Upstream, String> {
+pub async fn connect(spec: &UpstreamSpec, registry: &Arc<Registry>) -> Result<Upstream, String> {
     let mut command = tokio::process::Command::new(&spec.argv[0]);
     command.args(&spec.argv[1..]);
     let transport = TokioChildProcess::new(command)
         .map_err(|e| format!("upstream `{}`: cannot run `{}`: {e}", spec.name, spec.argv[0]))?;
-    let service = ()
+    let watcher = Watcher {
+        name: spec.name.clone(),
+        registry: registry.clone(),
+    };
+    let service = watcher
         .serve(transport)
         .await
         .map_err(|e| format!("upstream `{}`: the MCP handshake failed: {e}", spec.name))?;
@@ -82,22 +109,50 @@ pub async fn connect(spec: &UpstreamSpec, registry: &Registry) -> Result<Upstrea
         .list_all_tools()
         .await
         .map_err(|e| format!("upstream `{}`: tools/list failed: {e}", spec.name))?;
-    let mut upstream = Upstream {
+    let (_, refused) = sync(&spec.name, registry, &tools, service.peer());
+    Ok(Upstream {
         name: spec.name.clone(),
-        registered: Vec::new(),
-        refused: Vec::new(),
+        refused,
         _service: service,
-    };
+    })
+}
+
+/// Brings the registry's `server.*` tools in line with the upstream's list: new ones
+/// registered, changed ones replaced, vanished ones removed. Returns the names registered
+/// and the refusals.
+fn sync(
+    server: &str,
+    registry: &Registry,
+    tools: &[rmcp::model::Tool],
+    peer: &Peer<RoleClient>,
+) -> (Vec<String>, Vec<(String, String)>) {
+    let prefix = format!("{server}.");
+    let before: Vec<String> = registry
+        .snapshot()
+        .descriptors()
+        .filter(|d| d.category == UPSTREAM_CATEGORY && d.name.starts_with(&prefix))
+        .map(|d| d.name.clone())
+        .collect();
+    let (mut registered, mut refused) = (Vec::new(), Vec::new());
     for tool in tools {
-        let full = format!("{}.{}", spec.name, tool.name);
-        match definition(&spec.name, &tool, upstream._service.peer().clone())
-            .and_then(|d| registry.register(d).map_err(|e| e.to_string()))
-        {
-            Ok(_) => upstream.registered.push(full),
-            Err(reason) => upstream.refused.push((full, reason)),
+        let full = format!("{server}.{}", tool.name);
+        let result = definition(server, tool, peer.clone()).and_then(|d| {
+            if before.contains(&full) {
+                registry.replace(d)
+            } else {
+                registry.register(d)
+            }
+            .map_err(|e| e.to_string())
+        });
+        match result {
+            Ok(_) => registered.push(full),
+            Err(reason) => refused.push((full, reason)),
         }
     }
-    Ok(upstream)
+    for gone in before.iter().filter(|n| !registered.contains(n)) {
+        let _ = registry.remove(gone);
+    }
+    (registered, refused)
 }
 
 /// What an upstream tool without an output schema returns: its text content.

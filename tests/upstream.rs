@@ -23,8 +23,9 @@ fn object(v: Value) -> Arc<Map<String, Value>> {
     Arc::new(v.as_object().cloned().unwrap())
 }
 
-/// The upstream's tools: six that register and three that must be refused.
-fn upstream_tools() -> Vec<Tool> {
+/// The upstream's tools: six that register and three that must be refused; after `grow`,
+/// `extra` appears and `wipe` is gone.
+fn upstream_tools(grown: bool) -> Vec<Tool> {
     let add_input = json!({
         "type": "object",
         "properties": {
@@ -38,7 +39,8 @@ fn upstream_tools() -> Vec<Tool> {
         "properties": { "text": { "type": "string", "description": "What to say." } },
         "required": ["text"]
     });
-    vec![
+    let mut tools = vec![
+        Tool::new("grow", "Change the tool list.", object(json!({ "type": "object" }))),
         Tool::new("add", "Add two integers.", object(add_input.clone())).with_raw_output_schema(object(json!({
             "type": "object",
             "properties": { "sum": { "type": "integer" } },
@@ -91,16 +93,27 @@ fn upstream_tools() -> Vec<Tool> {
             "A dialect too old.",
             object(json!({ "$schema": "http://json-schema.org/draft-04/schema#", "type": "object" })),
         ),
-    ]
+    ];
+    if grown {
+        tools.retain(|t| t.name != "wipe");
+        tools.push(Tool::new("extra", "Appeared later.", object(text_input)));
+    }
+    tools
 }
 
 struct Upstream {
     log: Option<PathBuf>,
+    grown: std::sync::atomic::AtomicBool,
 }
 
 impl ServerHandler for Upstream {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
     }
 
     async fn list_tools(
@@ -108,13 +121,15 @@ impl ServerHandler for Upstream {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(upstream_tools()))
+        Ok(ListToolsResult::with_all_items(upstream_tools(
+            self.grown.load(std::sync::atomic::Ordering::SeqCst),
+        )))
     }
 
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let args = Value::Object(request.arguments.clone().unwrap_or_default());
         if let Some(log) = &self.log {
@@ -129,6 +144,12 @@ impl ServerHandler for Upstream {
             "echo" => CallToolResult::success(vec![ContentBlock::text(args["text"].as_str().unwrap_or(""))]),
             "fail" => CallToolResult::error(vec![ContentBlock::text("boom")]),
             "wipe" => CallToolResult::success(vec![ContentBlock::text("wiped")]),
+            "extra" => CallToolResult::success(vec![ContentBlock::text("extra")]),
+            "grow" => {
+                self.grown.store(true, std::sync::atomic::Ordering::SeqCst);
+                let _ = context.peer.notify_tool_list_changed().await;
+                CallToolResult::success(vec![ContentBlock::text("grown")])
+            }
             "draft7" => CallToolResult::success(vec![ContentBlock::text(args["path"].as_str().unwrap_or(""))]),
             other => return Err(ErrorData::invalid_params(format!("no tool {other}"), None)),
         };
@@ -143,7 +164,13 @@ fn serve() {
         .build()
         .unwrap()
         .block_on(async {
-            let running = Upstream { log }.serve(rmcp::transport::stdio()).await.unwrap();
+            let running = Upstream {
+                log,
+                grown: Default::default(),
+            }
+            .serve(rmcp::transport::stdio())
+            .await
+            .unwrap();
             let _ = running.waiting().await;
         });
 }
@@ -208,7 +235,7 @@ impl Setup {
     }
 }
 
-fn upstream_tools_are_served_over_mcp_with_kyro_annotations() {
+fn upstream_tools_are_served_over_mcp_and_follow_its_changes() {
     let setup = Setup::new();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -428,8 +455,8 @@ fn main() {
     let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
     let tests: &[(&str, fn())] = &[
         (
-            "upstream_tools_are_served_over_mcp_with_kyro_annotations",
-            upstream_tools_are_served_over_mcp_with_kyro_annotations,
+            "upstream_tools_are_served_over_mcp_and_follow_its_changes",
+            upstream_tools_are_served_over_mcp_and_follow_its_changes,
         ),
         (
             "refusals_are_reported_with_their_reasons",
