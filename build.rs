@@ -15,6 +15,11 @@ fn main() {
     println!("cargo:rerun-if-changed=docs/tool-inventory.md");
     let registry = kyro_core::Registry::with_catalog(kyro_tools::BUILTINS)
         .unwrap_or_else(|e| panic!("the built-in catalog does not register: {e}"));
+    // Servers compile validators on first use; a built-in schema that does not compile
+    // fails here, at build time.
+    registry
+        .compile_all()
+        .unwrap_or_else(|e| panic!("a built-in schema does not compile: {e}"));
     let text = inventory::render(&registry.snapshot());
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     write_if_changed(&out_dir.join("tool-inventory.md"), &text);

@@ -246,6 +246,13 @@ pub enum ToolError {
         /// What was wrong.
         message: String,
     },
+    /// The tool's input or output schema did not compile into a validator (a bug in the
+    /// tool; catalog schemas are compiled by the build script, so only custom catalogs).
+    #[error("the tool's schema does not compile: {message}")]
+    Schema {
+        /// The compiler's message.
+        message: String,
+    },
 }
 
 impl ToolError {

@@ -1,7 +1,7 @@
 //! The registry: immutable snapshots of registered tools, replaced as a whole on change.
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use serde_json::Value;
 
@@ -239,8 +239,8 @@ fn valid_name(name: &str) -> bool {
 /// A registered tool: descriptor, compiled validators and executor.
 pub struct RegisteredTool {
     descriptor: ToolDescriptor,
-    input: CompiledSchema,
-    output: CompiledSchema,
+    input: OnceLock<Result<CompiledSchema, SchemaError>>,
+    output: OnceLock<Result<CompiledSchema, SchemaError>>,
     executor: Executor,
 }
 
@@ -253,17 +253,32 @@ impl std::fmt::Debug for RegisteredTool {
 }
 
 impl RegisteredTool {
+    /// Compiles both validators now, refusing a schema that does not build.
     fn compile(definition: ToolDefinition) -> Result<RegisteredTool, RegistryError> {
-        let schema_err = |error| RegistryError::Schema {
-            tool: definition.descriptor.name.clone(),
+        let tool = RegisteredTool::lazy(definition);
+        tool.compiled().map_err(|error| RegistryError::Schema {
+            tool: tool.descriptor.name.clone(),
             error,
-        };
-        Ok(RegisteredTool {
-            input: CompiledSchema::compile(&definition.descriptor.input_schema).map_err(schema_err)?,
-            output: CompiledSchema::compile(&definition.descriptor.output_schema).map_err(schema_err)?,
+        })?;
+        Ok(tool)
+    }
+
+    /// Compiles the validators on first use: for catalog tools, whose schemas are fixed at
+    /// build time and compiled by the build script ([`Registry::compile_all`]), so that
+    /// starting a server does not compile a hundred validators it may never use.
+    fn lazy(definition: ToolDefinition) -> RegisteredTool {
+        RegisteredTool {
+            input: OnceLock::new(),
+            output: OnceLock::new(),
             descriptor: definition.descriptor,
             executor: definition.executor,
-        })
+        }
+    }
+
+    fn compiled(&self) -> Result<(), SchemaError> {
+        self.input()?;
+        self.output()?;
+        Ok(())
     }
 
     /// The served descriptor.
@@ -271,14 +286,20 @@ impl RegisteredTool {
         &self.descriptor
     }
 
-    /// The compiled input schema.
-    pub fn input(&self) -> &CompiledSchema {
-        &self.input
+    /// The compiled input schema (compiled on first use for catalog tools).
+    pub fn input(&self) -> Result<&CompiledSchema, SchemaError> {
+        self.input
+            .get_or_init(|| CompiledSchema::compile(&self.descriptor.input_schema))
+            .as_ref()
+            .map_err(Clone::clone)
     }
 
-    /// The compiled output schema.
-    pub fn output(&self) -> &CompiledSchema {
-        &self.output
+    /// The compiled output schema (compiled on first use for catalog tools).
+    pub fn output(&self) -> Result<&CompiledSchema, SchemaError> {
+        self.output
+            .get_or_init(|| CompiledSchema::compile(&self.descriptor.output_schema))
+            .as_ref()
+            .map_err(Clone::clone)
     }
 
     /// The capabilities a scope must grant to call it.
@@ -371,14 +392,22 @@ impl Registry {
         let registry = Registry::new();
         let tools = catalog
             .iter()
-            .map(|entry| {
-                ToolDefinition::builtin(entry)
-                    .and_then(RegisteredTool::compile)
-                    .map(Arc::new)
-            })
+            .map(|entry| ToolDefinition::builtin(entry).map(RegisteredTool::lazy).map(Arc::new))
             .collect::<Result<Vec<_>, _>>()?;
         registry.commit(|_| Ok(tools))?;
         Ok(registry)
+    }
+
+    /// Compiles every validator not compiled yet; the build script runs this over the
+    /// catalog, so a built-in schema that does not compile fails the build.
+    pub fn compile_all(&self) -> Result<(), RegistryError> {
+        for tool in self.snapshot().tools() {
+            tool.compiled().map_err(|error| RegistryError::Schema {
+                tool: tool.descriptor.name.clone(),
+                error,
+            })?;
+        }
+        Ok(())
     }
 
     /// Watches the current version: it changes with every register, replace, remove and

@@ -391,7 +391,18 @@ impl Runtime {
         let mut violations = rewrite_aliases(&mut arguments, &descriptor.argument_aliases);
         let arguments = Value::Object(arguments);
         if violations.is_empty() {
-            violations = tool.input().violations(&arguments);
+            match tool.input() {
+                Ok(input) => violations = input.violations(&arguments),
+                Err(error) => {
+                    return Staged::refused(Outcome::ExecutionFailed {
+                        tool: name.clone(),
+                        error: ToolError::Schema {
+                            message: error.to_string(),
+                        },
+                    })
+                    .of(name);
+                }
+            }
         }
         if !violations.is_empty() {
             return Staged::refused(Outcome::InvalidArguments {
@@ -529,7 +540,18 @@ impl Runtime {
                 },
             };
         }
-        if let Some(first) = tool.output().violations(&result).into_iter().next() {
+        let output = match tool.output() {
+            Ok(output) => output,
+            Err(error) => {
+                return Outcome::ExecutionFailed {
+                    tool: name,
+                    error: ToolError::Schema {
+                        message: error.to_string(),
+                    },
+                };
+            }
+        };
+        if let Some(first) = output.violations(&result).into_iter().next() {
             return Outcome::ExecutionFailed {
                 tool: name,
                 error: ToolError::Output {

@@ -223,3 +223,67 @@ fn legacy_text_tools_register_only_through_the_adapter_and_say_so() {
     );
     assert_eq!(adapter_calls(), before + 1);
 }
+
+fn record_with_a_broken_pattern() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "count": {"type": "integer", "description": "A count."},
+            "label": {"type": "string", "description": "A label.", "pattern": "("}
+        },
+        "required": ["count"]
+    })
+}
+
+#[test]
+fn a_catalog_validator_is_compiled_on_first_use_and_a_broken_one_fails_typed() {
+    let mut entry = kyro_core::ToolEntry::of::<common::Record>();
+    entry.input_schema = record_with_a_broken_pattern;
+    // Registration does not compile catalog validators (the build script does, with
+    // compile_all); the broken one is found there...
+    let registry = Arc::new(Registry::with_catalog(&[entry]).unwrap());
+    assert!(matches!(
+        registry.compile_all(),
+        Err(RegistryError::Schema {
+            error: SchemaError::Malformed { .. },
+            ..
+        })
+    ));
+    // ...and by a call, as a typed failure that never reaches the executor.
+    let runtime = Runtime::new(
+        registry,
+        Workspace::new(std::env::temp_dir()).unwrap(),
+        &Policy::default(),
+    )
+    .unwrap();
+    let before = common::recorded();
+    let outcome = block_on(runtime.execute_call(Call::new("record", json!({"count": 1}))));
+    assert!(
+        matches!(
+            outcome,
+            Outcome::ExecutionFailed {
+                error: ToolError::Schema { .. },
+                ..
+            }
+        ),
+        "{outcome:?}"
+    );
+    assert_eq!(common::recorded(), before);
+    // The sound catalog compiles whole.
+    Registry::with_catalog(common::TEST_CATALOG)
+        .unwrap()
+        .compile_all()
+        .unwrap();
+}
+
+#[test]
+fn a_custom_schema_that_does_not_compile_is_refused_at_registration() {
+    let registry = Registry::new();
+    assert!(matches!(
+        registry.register(custom("echo", record_with_a_broken_pattern(), Some(echo_output())).unwrap()),
+        Err(RegistryError::Schema {
+            error: SchemaError::Malformed { .. },
+            ..
+        })
+    ));
+}

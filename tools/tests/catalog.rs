@@ -123,7 +123,7 @@ fn check_tool(entry: &ToolEntry, registry: &Registry) -> usize {
                 for other in &required {
                     probe.entry(other.clone()).or_insert_with(|| sample(&properties[other]));
                 }
-                tool.input().is_valid(&Value::Object(probe))
+                tool.input().unwrap().is_valid(&Value::Object(probe))
             })
             .unwrap_or_else(|| panic!("{}: no valid value found for `{name}`", entry.spec.name));
         base.insert(name.clone(), valid);
@@ -134,7 +134,7 @@ fn check_tool(entry: &ToolEntry, registry: &Registry) -> usize {
         for candidate in candidates(sub) {
             let mut object = base.clone();
             object.insert(name.clone(), candidate.clone());
-            if tool.input().is_valid(&Value::Object(object.clone())) && !required.contains(name) {
+            if tool.input().unwrap().is_valid(&Value::Object(object.clone())) && !required.contains(name) {
                 all_optional.insert(name.clone(), candidate.clone());
             }
             objects.push(Value::Object(object));
@@ -146,7 +146,7 @@ fn check_tool(entry: &ToolEntry, registry: &Registry) -> usize {
     objects.push(Value::Object(all_optional));
     let mut accepted = 0;
     for object in &objects {
-        let valid = tool.input().is_valid(object);
+        let valid = tool.input().unwrap().is_valid(object);
         let deserialized = (entry.deserializes)(object);
         if valid {
             accepted += 1;
