@@ -305,13 +305,21 @@ fn async_runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
         .map_err(|e| fail(&format!("cannot start the async runtime: {e}")))
 }
 
+/// The call runtime, the async executor and the connected upstreams, whose tools are
+/// registered by now (keep the upstreams alive as long as their tools are served).
+fn start(
+    registry: &Arc<Registry>,
+    session: &Session,
+) -> Result<(Runtime, tokio::runtime::Runtime, Vec<upstream::Upstream>), ExitCode> {
+    let runtime = open_runtime(registry.clone(), session)?;
+    let executor = async_runtime()?;
+    let upstreams = connect_upstreams(&executor, registry, session)?;
+    Ok((runtime, executor, upstreams))
+}
+
 fn mcp(registry: Arc<Registry>, session: &Session, http: Option<std::net::SocketAddr>) -> ExitCode {
-    let (runtime, executor) = match (open_runtime(registry.clone(), session), async_runtime()) {
-        (Ok(r), Ok(e)) => (r, e),
-        (Err(code), _) | (_, Err(code)) => return code,
-    };
-    let _upstreams = match connect_upstreams(&executor, &registry, session) {
-        Ok(u) => u,
+    let (runtime, executor, _upstreams) = match start(&registry, session) {
+        Ok(started) => started,
         Err(code) => return code,
     };
     let server = crate::mcp::KyroServer::new(runtime);
@@ -340,13 +348,9 @@ fn call(
     if approve && !std::io::stdin().is_terminal() {
         return usage("--approve asks on a terminal; pass --approve-fingerprint HEX instead");
     }
-    let (runtime, executor) = match (open_runtime(registry.clone(), session), async_runtime()) {
-        (Ok(r), Ok(e)) => (r, e),
-        (Err(code), _) | (_, Err(code)) => return code,
-    };
     // Upstream tools first, so their schemas type the arguments below.
-    let _upstreams = match connect_upstreams(&executor, &registry, session) {
-        Ok(u) => u,
+    let (runtime, executor, _upstreams) = match start(&registry, session) {
+        Ok(started) => started,
         Err(code) => return code,
     };
     let snapshot = registry.snapshot();

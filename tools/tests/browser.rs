@@ -6,9 +6,9 @@
 //! Needs Chromium (`/usr/bin/chromium` or `KYRO_CHROMIUM`); `.ci/run` installs it and sets
 //! `KYRO_REQUIRE_BROWSER=1`, so CI fails rather than skips when it is missing.
 
+mod common;
+
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -58,46 +58,15 @@ struct Site {
 
 impl Site {
     fn start(pages: Pages) -> Site {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
         let seen = Arc::new(Mutex::new(Vec::new()));
         let log = seen.clone();
-        let pages = Arc::new(pages);
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { continue };
-                let (log, pages) = (log.clone(), pages.clone());
-                // One thread per connection: Chromium opens speculative connections that
-                // send nothing.
-                std::thread::spawn(move || {
-                    let mut reader = BufReader::new(stream.try_clone().unwrap());
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    let target = line.split_whitespace().nth(1).unwrap_or("").to_owned();
-                    loop {
-                        let mut h = String::new();
-                        if reader.read_line(&mut h).unwrap_or(0) == 0 || h.trim_end().is_empty() {
-                            break;
-                        }
-                    }
-                    log.lock().unwrap().push(target.clone());
-                    let path = target.split('?').next().unwrap_or("");
-                    let (status, headers, body) = pages.get(path).cloned().unwrap_or((404, vec![], "missing".into()));
-                    let mut response = format!(
-                        "HTTP/1.1 {status} X\r\nContent-Length: {}\r\nConnection: close\r\nContent-Type: text/html; charset=utf-8\r\n",
-                        body.len()
-                    );
-                    for (k, v) in headers {
-                        response.push_str(&format!("{k}: {v}\r\n"));
-                    }
-                    response.push_str("\r\n");
-                    response.push_str(&body);
-                    let mut stream = stream;
-                    let _ = stream.write_all(response.as_bytes());
-                });
-            }
+        let base = common::serve(move |request| {
+            log.lock().unwrap().push(request.path.clone());
+            let path = request.path.split('?').next().unwrap_or("");
+            let (status, extra, body) = pages.get(path).cloned().unwrap_or((404, vec![], "missing".into()));
+            let mut headers = vec![("Content-Type".to_owned(), "text/html; charset=utf-8".to_owned())];
+            headers.extend(extra.into_iter().map(|(k, v)| (k.to_owned(), v)));
+            (status, headers, body)
         });
         Site { base, seen }
     }

@@ -1,85 +1,31 @@
 //! The GitHub tools against a local HTTP server this test starts on 127.0.0.1: the exact
 //! requests sent, pagination, and a typed error for every refusing status.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
-use std::sync::Arc;
+mod common;
+
 use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
 
 use kyro_core::policy::{ApprovalRule, ApprovalRules};
 use kyro_core::{Call, Outcome, Policy, Registry, RemoteReason, Runtime, ToolError, Workspace};
 use serde_json::{Value, json};
 
-/// One request as the server saw it.
-#[derive(Debug)]
-struct Seen {
-    method: String,
-    path: String,
-    headers: Vec<(String, String)>,
-    body: String,
-}
-
-impl Seen {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
+use common::Request as Seen;
 
 /// A scripted answer: status, extra headers, body.
 type Answer = (u16, Vec<(&'static str, String)>, String);
 
-/// Serves `answers` in order, one connection each, and reports each request.
+/// Serves `answers` in order, one request each, and reports each request.
 fn serve(answers: Vec<Answer>) -> (String, mpsc::Receiver<Seen>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
     let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for (status, headers, body) in answers {
-            let (stream, _) = listener.accept().unwrap();
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut line = String::new();
-            reader.read_line(&mut line).unwrap();
-            let mut parts = line.split_whitespace();
-            let (method, path) = (parts.next().unwrap().to_owned(), parts.next().unwrap().to_owned());
-            let mut seen_headers = Vec::new();
-            loop {
-                let mut h = String::new();
-                reader.read_line(&mut h).unwrap();
-                let h = h.trim_end();
-                if h.is_empty() {
-                    break;
-                }
-                let (k, v) = h.split_once(':').unwrap();
-                seen_headers.push((k.trim().to_owned(), v.trim().to_owned()));
-            }
-            let length: usize = seen_headers
-                .iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
-                .map_or(0, |(_, v)| v.parse().unwrap());
-            let mut request_body = vec![0; length];
-            reader.read_exact(&mut request_body).unwrap();
-            tx.send(Seen {
-                method,
-                path,
-                headers: seen_headers,
-                body: String::from_utf8(request_body).unwrap(),
-            })
-            .unwrap();
-            let mut stream = stream;
-            let mut response = format!(
-                "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
-                body.len()
-            );
-            for (k, v) in headers {
-                response.push_str(&format!("{k}: {v}\r\n"));
-            }
-            response.push_str("\r\n");
-            response.push_str(&body);
-            stream.write_all(response.as_bytes()).unwrap();
-        }
+    let script = Mutex::new((answers.into_iter(), tx));
+    let base = common::serve(move |request| {
+        let mut script = script.lock().unwrap();
+        let (status, extra, body) = script.0.next().expect("a request past the scripted answers");
+        script.1.send(request).unwrap();
+        let mut headers = vec![("Content-Type".to_owned(), "application/json".to_owned())];
+        headers.extend(extra.into_iter().map(|(k, v)| (k.to_owned(), v)));
+        (status, headers, body)
     });
     (base, rx)
 }

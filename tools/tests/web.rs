@@ -2,64 +2,17 @@
 //! network policy (loopback refused by default, allow lists, deny lists), redirects checked
 //! hop by hop, HTML to markdown, size caps.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
+mod common;
+
 use std::sync::Arc;
 
 use kyro_core::policy::{ApprovalRule, ApprovalRules, NetworkPolicy};
 use kyro_core::{Call, Outcome, Policy, Registry, Runtime, ToolError, Workspace};
 use serde_json::{Value, json};
 
-type Route = fn(&str, &str, &str) -> (u16, Vec<(String, String)>, String);
-
 /// Serves every connection with `route(method, path, body)` until the test ends.
-fn serve(route: Route) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut line = String::new();
-            if reader.read_line(&mut line).is_err() {
-                continue;
-            }
-            let mut parts = line.split_whitespace();
-            let (method, path) = (
-                parts.next().unwrap_or("").to_owned(),
-                parts.next().unwrap_or("").to_owned(),
-            );
-            let mut length = 0;
-            loop {
-                let mut h = String::new();
-                reader.read_line(&mut h).unwrap();
-                let h = h.trim_end();
-                if h.is_empty() {
-                    break;
-                }
-                if let Some((k, v)) = h.split_once(':')
-                    && k.eq_ignore_ascii_case("content-length")
-                {
-                    length = v.trim().parse().unwrap();
-                }
-            }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).unwrap();
-            let (status, headers, answer) = route(&method, &path, &String::from_utf8_lossy(&body));
-            let mut response = format!(
-                "HTTP/1.1 {status} X\r\nContent-Length: {}\r\nConnection: close\r\n",
-                answer.len()
-            );
-            for (k, v) in headers {
-                response.push_str(&format!("{k}: {v}\r\n"));
-            }
-            response.push_str("\r\n");
-            response.push_str(&answer);
-            let mut stream = stream;
-            let _ = stream.write_all(response.as_bytes());
-        }
-    });
-    base
+fn serve(route: fn(&str, &str, &str) -> common::Response) -> String {
+    common::serve(move |request| route(&request.method, &request.path, &request.body))
 }
 
 fn route(method: &str, path: &str, body: &str) -> (u16, Vec<(String, String)>, String) {
