@@ -299,3 +299,43 @@ fn dialects_export_definitions_and_provider_payloads_take_the_native_path() {
     );
     assert_eq!(bad.status.code(), Some(2));
 }
+
+#[test]
+fn run_command_sees_only_the_environment_the_policy_passes() {
+    let ws = tempfile::tempdir().unwrap();
+    let run_env = |policy: &str| {
+        std::fs::write(
+            ws.path().join("p.toml"),
+            format!("[approvals]\nexec = \"auto\"\n{policy}"),
+        )
+        .unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_kyro"))
+            .args(["call", "run_command", r#"{"argv": ["env"]}"#, "--policy", "p.toml"])
+            .current_dir(ws.path())
+            .env("KYRO_TEST_SECRET", "hunter2")
+            .env("KYRO_TEST_PASSED", "visible")
+            .output()
+            .unwrap();
+        let outcome = stdout_json(&out);
+        assert_eq!(outcome["outcome"], "ok", "{outcome}");
+        outcome["result"]["stdout"].as_str().unwrap().to_owned()
+    };
+    let withheld = run_env("");
+    assert!(!withheld.contains("hunter2") && !withheld.contains("KYRO_TEST_PASSED"));
+    assert!(withheld.contains("PATH="), "PATH is always passed");
+    let passed = run_env("[shell]\npass_env = [\"KYRO_TEST_PASSED\"]\n");
+    assert!(passed.contains("KYRO_TEST_PASSED=visible"));
+    assert!(!passed.contains("hunter2"), "only the listed names pass");
+    // A name that cannot be an environment variable is refused with the policy.
+    std::fs::write(ws.path().join("bad.toml"), "[shell]\npass_env = [\"A=B\"]\n").unwrap();
+    let out = kyro(
+        &["call", "run_command", r#"{"argv": ["env"]}"#, "--policy", "bad.toml"],
+        ws.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not an environment variable name"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

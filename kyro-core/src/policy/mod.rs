@@ -163,6 +163,48 @@ impl NetworkPolicy {
     }
 }
 
+/// What shell tools (run_command, start_process) pass from kyro's own environment.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ShellPolicy {
+    /// Variables passed through, besides PATH, HOME, LANG, LC_ALL, LC_CTYPE, TZ, TMPDIR,
+    /// USER and TERM; every other variable of kyro's environment is withheld.
+    pub pass_env: Vec<EnvName>,
+}
+
+/// The name of an environment variable: not empty, without `=` or NUL.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct EnvName(String);
+
+impl EnvName {
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for EnvName {
+    type Error = String;
+
+    fn try_from(name: String) -> Result<EnvName, String> {
+        if name.is_empty() || name.contains(['=', '\0']) {
+            Err(format!(
+                "`{}` is not an environment variable name (empty, or holds `=` or NUL)",
+                name.escape_debug()
+            ))
+        } else {
+            Ok(EnvName(name))
+        }
+    }
+}
+
+impl From<EnvName> for String {
+    fn from(name: EnvName) -> String {
+        name.0
+    }
+}
+
 /// The policy file (`--policy FILE`, TOML). Every field has a safe default.
 ///
 /// ```toml
@@ -175,6 +217,8 @@ impl NetworkPolicy {
 /// access = "read_write"
 /// [limits]
 /// timeout_ms = 30000
+/// [shell]
+/// pass_env = ["CARGO_HOME"]
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -191,6 +235,8 @@ pub struct Policy {
     pub limits: Limits,
     /// Hosts network tools may reach.
     pub network: NetworkPolicy,
+    /// What shell tools pass from kyro's environment.
+    pub shell: ShellPolicy,
 }
 
 impl Default for Policy {
@@ -205,6 +251,7 @@ impl Default for Policy {
             max_depth: 3,
             limits: Limits::default(),
             network: NetworkPolicy::default(),
+            shell: ShellPolicy::default(),
         }
     }
 }

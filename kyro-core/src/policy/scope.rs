@@ -124,6 +124,7 @@ pub struct ScopeRequest {
 #[derive(Debug, Clone)]
 pub struct Scope {
     network: super::NetworkPolicy,
+    shell: super::ShellPolicy,
     capabilities: BTreeSet<Capability>,
     roots: Vec<Arc<RootGrant>>,
     approvals: ApprovalRules,
@@ -149,6 +150,7 @@ impl Scope {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Scope {
             network: policy.network.clone(),
+            shell: policy.shell.clone(),
             capabilities: policy.capabilities.iter().copied().collect(),
             roots,
             approvals: policy.approvals,
@@ -160,6 +162,11 @@ impl Scope {
     /// Hosts network tools may reach.
     pub fn network(&self) -> &super::NetworkPolicy {
         &self.network
+    }
+
+    /// What shell tools pass from kyro's environment.
+    pub fn shell(&self) -> &super::ShellPolicy {
+        &self.shell
     }
 
     /// The capabilities held.
@@ -211,6 +218,7 @@ impl Scope {
         };
         Ok(Scope {
             network: self.network.clone(),
+            shell: self.shell.clone(),
             capabilities,
             roots,
             approvals: self.approvals,

@@ -6,8 +6,9 @@ use std::process::Stdio;
 use kyro_core::{ToolContext, ToolError, WorkspacePath};
 use rustix::process::{Pid, Signal, kill_process_group};
 
-/// Variables passed through from kyro's own environment; everything else (tokens, keys,
-/// credentials) stays out unless the call names it in `env`.
+/// Variables passed through from kyro's own environment, with the policy's
+/// `[shell] pass_env`; everything else (tokens, keys, credentials) stays out unless the
+/// call names it in `env`.
 const INHERITED: &[&str] = &[
     "PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "USER", "TERM",
 ];
@@ -115,7 +116,8 @@ fn command(cx: &ToolContext, what: &Spawn) -> Result<(std::process::Command, Str
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    for name in INHERITED {
+    let passed = cx.scope().shell().pass_env.iter().map(|name| name.as_str());
+    for name in INHERITED.iter().copied().chain(passed) {
         if let Some(value) = std::env::var_os(name) {
             command.env(name, value);
         }
