@@ -7,6 +7,7 @@
 
 mod click;
 mod navigate;
+mod proxy;
 mod screenshot;
 mod session;
 mod snapshot;

@@ -2,7 +2,9 @@
 // `snapshot` walks the visible DOM into an accessibility-style outline and keeps a ref for
 // every element one can act on; `locate` finds an element by ref or CSS selector, scrolls
 // it into view and returns the point a real mouse click would hit; `focus` clears and
-// focuses an editable element for typing.
+// focuses an editable element for typing. Same-origin iframes are walked as part of the
+// page (their elements get refs, and a point inside one is given in the page's
+// coordinates); a cross-origin iframe is named in the outline, not entered.
 (function (op, arg) {
   const clean = (s) => (s || "").replace(/\s+/g, " ").trim();
   const LEAF = new Set([
@@ -17,7 +19,7 @@
 
   function hidden(el) {
     if (el.hidden || el.getAttribute("aria-hidden") === "true") return true;
-    const style = getComputedStyle(el);
+    const style = el.ownerDocument.defaultView.getComputedStyle(el);
     return style.display === "none" || style.visibility === "hidden";
   }
 
@@ -74,7 +76,7 @@
     if (clean(label)) return clean(label);
     const by = el.getAttribute("aria-labelledby");
     if (by) {
-      const text = by.split(/\s+/).map((id) => document.getElementById(id))
+      const text = by.split(/\s+/).map((id) => el.ownerDocument.getElementById(id))
         .filter(Boolean).map((e) => e.innerText || e.textContent).join(" ");
       if (clean(text)) return clean(text);
     }
@@ -117,6 +119,19 @@
         const tag = child.tagName.toLowerCase();
         if (["script", "style", "noscript", "template", "head", "meta", "link", "svg"].includes(tag)) continue;
         if (hidden(child)) continue;
+        if (tag === "iframe" || tag === "frame") {
+          const title = clean(child.getAttribute("title") || child.getAttribute("name"));
+          let inner = null;
+          try { inner = child.contentDocument; } catch (_) { /* cross-origin */ }
+          const src = child.getAttribute("src") || "about:blank";
+          if (inner && inner.body) {
+            emit(depth, "- iframe" + (title ? " " + JSON.stringify(title) : "") + " [url=" + src + "]");
+            walk(inner.body, depth + 1);
+          } else {
+            emit(depth, "- iframe" + (title ? " " + JSON.stringify(title) : "") + " [url=" + src + "] [cross-origin: not shown]");
+          }
+          continue;
+        }
         const role = roleOf(child);
         if (!role) {
           walk(child, depth);
@@ -181,13 +196,22 @@
     if (box.width === 0 || box.height === 0) return { unusable: "it has no size on the page" };
     const x = box.left + box.width / 2;
     const y = box.top + box.height / 2;
-    const hit = document.elementFromPoint(x, y);
+    const hit = el.ownerDocument.elementFromPoint(x, y);
     const labels = el.labels ? Array.from(el.labels) : [];
     if (hit && hit !== el && !el.contains(hit) && !labels.some((l) => l === hit || l.contains(hit))) {
       const what = hit.tagName.toLowerCase() + (hit.id ? "#" + hit.id : "");
       return { unusable: "it is covered by <" + what + ">" };
     }
-    return { x, y };
+    // From the element's frame out to the page: add each frame's content-box offset.
+    let [px, py] = [x, y];
+    for (let win = el.ownerDocument.defaultView; win && win.frameElement; win = win.parent) {
+      const frame = win.frameElement;
+      const outer = frame.getBoundingClientRect();
+      const style = win.parent.getComputedStyle(frame);
+      px += outer.left + frame.clientLeft + parseFloat(style.paddingLeft);
+      py += outer.top + frame.clientTop + parseFloat(style.paddingTop);
+    }
+    return { x: px, y: py };
   }
 
   function focus(target) {
@@ -212,7 +236,7 @@
     } else if (!el.isContentEditable && typeof el.value === "string") {
       try { el.setSelectionRange(el.value.length, el.value.length); } catch (_) { /* not a text input */ }
     }
-    return { focused: document.activeElement === el };
+    return { focused: el.ownerDocument.activeElement === el };
   }
 
   function value(target) {

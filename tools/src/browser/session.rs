@@ -5,6 +5,11 @@
 //! `PR_SET_PDEATHSIG` so that Chromium dies when that thread (and so kyro) dies, and in its
 //! own process group so that its helpers die with it. The profile is a new empty temporary
 //! directory, removed when the session ends.
+//!
+//! Network: every request the page makes pauses in Fetch interception and is checked (and
+//! reported) by URL; beneath that, Chromium can reach nothing but kyro's proxy
+//! ([`super::proxy`]), which connects only what the call's policy allows, to the addresses
+//! it checked.
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
@@ -27,6 +32,7 @@ use kyro_core::receipt::ObservedEffect;
 use kyro_core::{ToolContext, ToolError};
 use rustix::process::{Pid, Signal, kill_process_group};
 
+use super::proxy::Proxy;
 use crate::integration::check_url;
 
 /// The environment variable naming the Chromium executable.
@@ -57,7 +63,11 @@ const FLAGS: &[&str] = &[
     "--disable-extensions",
     "--disable-dev-shm-usage",
     "--disable-breakpad",
-    "--disable-features=Translate,MediaRouter,OptimizationHints",
+    // Cross-site frames in the page's own renderer: a frame given a process (and a
+    // DevTools target) of its own would make requests the page's Fetch interception never
+    // sees, out of reach of the network policy.
+    "--disable-site-isolation-trials",
+    "--disable-features=Translate,MediaRouter,OptimizationHints,IsolateOrigins,site-per-process",
     "--mute-audio",
     "--hide-scrollbars",
     "--password-store=basic",
@@ -115,7 +125,7 @@ pub(crate) fn error(operation: &str, message: impl std::fmt::Display) -> ToolErr
 
 impl Process {
     /// Starts Chromium and returns it with its DevTools WebSocket address.
-    fn start(executable: &Path) -> Result<(Process, String), ToolError> {
+    fn start(executable: &Path, proxy: std::net::SocketAddr) -> Result<(Process, String), ToolError> {
         let profile = tempfile::Builder::new()
             .prefix("kyro-chromium-")
             .tempdir()
@@ -124,6 +134,10 @@ impl Process {
         command
             .args(FLAGS)
             .arg(format!("--user-data-dir={}", profile.path().display()))
+            // Every request through kyro's proxy, loopback ones too (Chromium bypasses
+            // proxies for loopback unless told `<-loopback>`).
+            .arg(format!("--proxy-server=http://{proxy}"))
+            .arg("--proxy-bypass-list=<-loopback>")
             .arg("about:blank")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -221,23 +235,31 @@ fn own(
 }
 
 /// Requests the page made during a call: the URL, and why it was refused if it was.
-type Seen = Arc<Mutex<Vec<(String, Option<String>)>>>;
+pub(crate) type Seen = Arc<Mutex<Vec<(String, Option<String>)>>>;
 
 /// A running browser with its one page.
 pub(crate) struct Session {
     tab: Arc<Tab>,
+    /// What the page's Fetch interception saw.
     seen: Seen,
+    /// What the proxy refused: requests the interception does not see (other frames'
+    /// processes, workers, WebSockets, Chromium's own), and addresses that changed after
+    /// the interception's check.
+    blocked: Seen,
     dialogs: Dialogs,
     /// One call drives the page at a time, so requests and dialogs belong to one call.
     busy: Mutex<()>,
     // Field order: the DevTools connection closes before the process is killed.
     _browser: Browser,
     process: Process,
+    proxy: Proxy,
 }
 
 impl Session {
     fn start() -> Result<Session, ToolError> {
-        let (process, url) = Process::start(&chromium_path())?;
+        let blocked = Seen::default();
+        let proxy = Proxy::start(blocked.clone())?;
+        let (process, url) = Process::start(&chromium_path(), proxy.addr())?;
         let browser = Browser::connect_with_timeout(url, Duration::from_secs(365 * 24 * 3600))
             .map_err(|e| error("connect to Chromium", e))?;
         browser.set_default_timeout(COMMAND_TIMEOUT);
@@ -282,16 +304,19 @@ impl Session {
         .map_err(|e| error("watch for dialogs", e))?;
         Ok(Session {
             tab,
-            seen: Arc::default(),
+            seen: Seen::default(),
+            blocked,
             dialogs,
             busy: Mutex::new(()),
             _browser: browser,
             process,
+            proxy,
         })
     }
 
     /// Installs the interceptor that checks every request the page makes against `policy`.
     fn guard(&self, policy: NetworkPolicy) -> Result<(), ToolError> {
+        self.proxy.set_policy(policy.clone());
         let seen = self.seen.clone();
         self.tab
             .enable_request_interception(Arc::new(
@@ -352,7 +377,7 @@ where
 {
     let workspace = cx.runtime().workspace().clone();
     let policy = cx.scope().network().clone();
-    let (result, seen) = tokio::task::spawn_blocking(move || {
+    let (result, seen, blocked) = tokio::task::spawn_blocking(move || {
         let session = workspace.resource(Session::start)?;
         if !session.process.alive() {
             workspace.forget_resource(&session);
@@ -361,12 +386,14 @@ where
         let _busy = session.busy.lock().unwrap_or_else(|e| e.into_inner());
         session.guard(policy)?;
         session.dialogs.take();
+        session.blocked.lock().unwrap_or_else(|e| e.into_inner()).clear();
         let result = work(&session.tab, &session.dialogs);
         let seen = std::mem::take(&mut *session.seen.lock().unwrap_or_else(|e| e.into_inner()));
+        let blocked = std::mem::take(&mut *session.blocked.lock().unwrap_or_else(|e| e.into_inner()));
         if result.is_err() && !session.process.alive() {
             workspace.forget_resource(&session);
         }
-        Ok((result, seen))
+        Ok((result, seen, blocked))
     })
     .await
     .map_err(|e| error("run", e))??;
@@ -379,6 +406,9 @@ where
                 ObservedEffect::RefusedRequest { url }
             }
         });
+    }
+    for (url, _) in blocked {
+        cx.effects().push(ObservedEffect::RefusedRequest { url });
     }
     // A page load that failed because the policy refused its request (a redirect to a
     // private address, say) is reported as that refusal.

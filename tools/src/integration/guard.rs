@@ -93,6 +93,42 @@ pub(crate) fn check_with(policy: &NetworkPolicy, url: &str) -> Result<ureq::http
     Ok(uri)
 }
 
+/// Connects to `host:port` as the policy allows: the name checked, then every address of
+/// one lookup checked and the connection made to those same addresses (no second lookup a
+/// rebinding DNS answer could change). The error says why, for the one refused.
+pub(crate) fn connect_checked(
+    policy: &NetworkPolicy,
+    host: &str,
+    port: u16,
+    timeout: std::time::Duration,
+) -> Result<std::net::TcpStream, String> {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if policy.denies(host) {
+        return Err(format!("host `{host}` is not allowed by the policy"));
+    }
+    let addrs: Vec<_> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("`{host}` does not resolve: {e}"))?
+        .collect();
+    if !policy.allow_private
+        && !policy.allows_explicitly(host)
+        && let Some(addr) = addrs.iter().find(|a| !public(a.ip()))
+    {
+        return Err(format!(
+            "`{host}` resolves to {}, which is not a public address",
+            addr.ip()
+        ));
+    }
+    let mut last = format!("`{host}` has no address");
+    for addr in addrs {
+        match std::net::TcpStream::connect_timeout(&addr, timeout) {
+            Ok(stream) => return Ok(stream),
+            Err(e) => last = format!("cannot connect to {addr}: {e}"),
+        }
+    }
+    Err(last)
+}
+
 /// The resolver the connection uses: the addresses it connects to are the ones checked
 /// here, in the same lookup, so a DNS answer that changes after [`check`] (rebinding)
 /// cannot slip a private address in.

@@ -33,7 +33,12 @@ pub type Response = (u16, Vec<(String, String)>, String);
 
 /// Serves until the test process ends; returns the base URL (`http://127.0.0.1:PORT`).
 pub fn serve(handler: impl Fn(Request) -> Response + Send + Sync + 'static) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    serve_on("127.0.0.1", handler)
+}
+
+/// Serves on another loopback address (all of 127.0.0.0/8 is loopback on Linux).
+pub fn serve_on(ip: &str, handler: impl Fn(Request) -> Response + Send + Sync + 'static) -> String {
+    let listener = TcpListener::bind((ip, 0)).unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let handler = Arc::new(handler);
     std::thread::spawn(move || {
