@@ -24,14 +24,14 @@ use headless_chrome::browser::tab::Tab;
 use kyro_core::ToolError;
 use serde_json::{Value, json};
 
-use session::evaluate_json;
+use session::Driven;
 
 /// The script every page operation runs.
 const PAGE_JS: &str = include_str!("page.js");
 
 /// The page's URL, title and the HTTP status of its document.
-fn page_info(tab: &Tab) -> Result<(String, String, Option<u16>), ToolError> {
-    let info = page_op(tab, "read the page", "page", &json!({}))?;
+fn page_info(page: &Driven) -> Result<(String, String, Option<u16>), ToolError> {
+    let info = page_op(page, "read the page", "page", &json!({}))?;
     Ok((
         info["url"].as_str().unwrap_or_default().to_owned(),
         info["title"].as_str().unwrap_or_default().to_owned(),
@@ -40,9 +40,9 @@ fn page_info(tab: &Tab) -> Result<(String, String, Option<u16>), ToolError> {
 }
 
 /// Runs one operation of `page.js`.
-fn page_op(tab: &Tab, operation: &str, op: &str, arg: &Value) -> Result<Value, ToolError> {
+fn page_op(page: &Driven, operation: &str, op: &str, arg: &Value) -> Result<Value, ToolError> {
     let expression = format!("({PAGE_JS})({}, {})", json!(op), arg);
-    evaluate_json(tab, operation, &expression)
+    page.evaluate_json(operation, &expression)
 }
 
 /// The element an action is for: a ref from `browser_snapshot`, or a CSS selector.

@@ -1,4 +1,4 @@
-// Runs inside the page. Called as (this function)(op, arg); returns a JSON string.
+// Runs in kyro's isolated world of the page (the DOM is shared, the page's scripts and globals are not). Called as (this function)(op, arg); returns a JSON string.
 // `snapshot` walks the visible DOM into an accessibility-style outline and keeps a ref for
 // every element one can act on; `locate` finds an element by ref or CSS selector, scrolls
 // it into view and returns the point a real mouse click would hit; `focus` clears and

@@ -26,6 +26,8 @@ use headless_chrome::browser::tab::{RequestPausedDecision, Tab};
 use headless_chrome::protocol::cdp::Emulation::SetDeviceMetricsOverride;
 use headless_chrome::protocol::cdp::Fetch::FailRequest;
 use headless_chrome::protocol::cdp::Network::ErrorReason;
+use headless_chrome::protocol::cdp::Page::{CreateIsolatedWorld, GetFrameTree};
+use headless_chrome::protocol::cdp::Runtime::Evaluate;
 use headless_chrome::protocol::cdp::types::Event;
 use kyro_core::policy::NetworkPolicy;
 use kyro_core::receipt::ObservedEffect;
@@ -246,6 +248,7 @@ pub(crate) struct Session {
     /// processes, workers, WebSockets, Chromium's own), and addresses that changed after
     /// the interception's check.
     blocked: Seen,
+    world: World,
     dialogs: Dialogs,
     /// One call drives the page at a time, so requests and dialogs belong to one call.
     busy: Mutex<()>,
@@ -306,6 +309,7 @@ impl Session {
             tab,
             seen: Seen::default(),
             blocked,
+            world: World::default(),
             dialogs,
             busy: Mutex::new(()),
             _browser: browser,
@@ -373,7 +377,7 @@ impl Dialogs {
 pub(crate) async fn with_page<T, F>(cx: &ToolContext, work: F) -> Result<T, ToolError>
 where
     T: Send + 'static,
-    F: FnOnce(&Tab, &Dialogs) -> Result<T, ToolError> + Send + 'static,
+    F: FnOnce(&Driven, &Dialogs) -> Result<T, ToolError> + Send + 'static,
 {
     let workspace = cx.runtime().workspace().clone();
     let policy = cx.scope().network().clone();
@@ -387,7 +391,11 @@ where
         session.guard(policy)?;
         session.dialogs.take();
         session.blocked.lock().unwrap_or_else(|e| e.into_inner()).clear();
-        let result = work(&session.tab, &session.dialogs);
+        let page = Driven {
+            tab: &session.tab,
+            world: &session.world,
+        };
+        let result = work(&page, &session.dialogs);
         let seen = std::mem::take(&mut *session.seen.lock().unwrap_or_else(|e| e.into_inner()));
         let blocked = std::mem::take(&mut *session.blocked.lock().unwrap_or_else(|e| e.into_inner()));
         if result.is_err() && !session.process.alive() {
@@ -420,21 +428,93 @@ where
     }
 }
 
-/// Evaluates `expression` in the page and parses the JSON string it returns.
-pub(crate) fn evaluate_json(tab: &Tab, operation: &str, expression: &str) -> Result<serde_json::Value, ToolError> {
-    let remote = tab.evaluate(expression, true).map_err(|e| error(operation, e))?;
-    let text = remote
-        .value
-        .as_ref()
-        .and_then(serde_json::Value::as_str)
-        .ok_or_else(|| {
-            error(
-                operation,
-                remote
-                    .description
-                    .clone()
-                    .unwrap_or_else(|| "the page script returned nothing".into()),
-            )
-        })?;
-    serde_json::from_str(text).map_err(|e| error(operation, e))
+/// kyro's isolated JavaScript world in the page's main frame, for the document it was made
+/// in: (the document's loader id, the world's execution context).
+type World = Mutex<Option<(String, u32)>>;
+
+/// The page as the tools drive it: the tab, and kyro's own isolated world, where `page.js`
+/// runs. Page scripts cannot see or patch what runs there (a page that replaced
+/// `getBoundingClientRect` or `JSON.stringify` cannot steer clicks or forge the outline),
+/// and with universal access it reads frames of other origins too.
+pub(crate) struct Driven<'a> {
+    tab: &'a Tab,
+    world: &'a World,
+}
+
+impl std::ops::Deref for Driven<'_> {
+    type Target = Tab;
+
+    fn deref(&self) -> &Tab {
+        self.tab
+    }
+}
+
+impl Driven<'_> {
+    /// The world for the current document, made on first use in each document (a
+    /// navigation to a new document ends the old one, and its refs with it).
+    fn world(&self, operation: &str) -> Result<u32, ToolError> {
+        let frame = self
+            .tab
+            .call_method(GetFrameTree(None))
+            .map_err(|e| error(operation, e))?
+            .frame_tree
+            .frame;
+        let mut world = self.world.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((loader, context)) = world.as_ref()
+            && *loader == frame.loader_id
+        {
+            return Ok(*context);
+        }
+        let context = self
+            .tab
+            .call_method(CreateIsolatedWorld {
+                frame_id: frame.id,
+                world_name: Some("kyro".into()),
+                grant_univeral_access: Some(true),
+            })
+            .map_err(|e| error(operation, e))?
+            .execution_context_id;
+        *world = Some((frame.loader_id, context));
+        Ok(context)
+    }
+
+    /// Evaluates `expression` in kyro's world and parses the JSON string it returns.
+    pub(crate) fn evaluate_json(&self, operation: &str, expression: &str) -> Result<serde_json::Value, ToolError> {
+        let context = self.world(operation)?;
+        let evaluated = self
+            .tab
+            .call_method(Evaluate {
+                expression: expression.to_owned(),
+                return_by_value: Some(true),
+                generate_preview: None,
+                silent: Some(true),
+                await_promise: Some(true),
+                include_command_line_api: Some(false),
+                user_gesture: Some(false),
+                object_group: None,
+                context_id: Some(context),
+                throw_on_side_effect: None,
+                timeout: None,
+                disable_breaks: None,
+                repl_mode: None,
+                allow_unsafe_eval_blocked_by_csp: None,
+                unique_context_id: None,
+                serialization_options: None,
+            })
+            .map_err(|e| error(operation, e))?;
+        if let Some(exception) = evaluated.exception_details {
+            let message = exception
+                .exception
+                .and_then(|e| e.description)
+                .unwrap_or(exception.text);
+            return Err(error(operation, message));
+        }
+        let text = evaluated
+            .result
+            .value
+            .as_ref()
+            .and_then(serde_json::Value::as_str)
+            .ok_or_else(|| error(operation, "the page script returned nothing"))?;
+        serde_json::from_str(text).map_err(|e| error(operation, e))
+    }
 }
