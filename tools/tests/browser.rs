@@ -269,6 +269,11 @@ fn actions_on_missing_or_unusable_elements_are_typed_refusals() {
         matches!(&stale, ToolError::NoSuchElement { element } if element == "e999"),
         "{stale:?}"
     );
+    let no_frame = h.failed("browser_click", json!({ "ref": "f9e1" }));
+    assert!(
+        matches!(&no_frame, ToolError::NoSuchElement { element } if element == "f9e1"),
+        "{no_frame:?}"
+    );
     let missing = h.failed("browser_click", json!({ "selector": "#nope" }));
     assert!(matches!(missing, ToolError::NoSuchElement { .. }), "{missing:?}");
     let bad = h.failed("browser_click", json!({ "selector": "button[" }));
@@ -311,7 +316,7 @@ fn actions_on_missing_or_unusable_elements_are_typed_refusals() {
 }
 
 #[test]
-fn same_origin_iframes_are_part_of_the_page_and_cross_origin_ones_are_named() {
+fn iframes_of_any_origin_are_part_of_the_outline_with_refs_and_real_clicks() {
     let Some(_serial) = serial() else { return };
     let mut other = HashMap::new();
     other.insert(
@@ -319,7 +324,10 @@ fn same_origin_iframes_are_part_of_the_page_and_cross_origin_ones_are_named() {
         (
             200,
             vec![],
-            "<html><body><p>Top secret words</p></body></html>".to_owned(),
+            "<html><body style='margin:0'><p>Top secret words</p>
+<button style='margin:5px 30px' onclick=\"this.textContent = 'Other clicked'\">Other</button>
+<input placeholder='other field'></body></html>"
+                .to_owned(),
         ),
     );
     let other = Site::start(other);
@@ -359,21 +367,29 @@ fn same_origin_iframes_are_part_of_the_page_and_cross_origin_ones_are_named() {
         text.contains("- iframe \"inner\" [url=/inner]\n  - button \"Inner\" [ref="),
         "{text}"
     );
+    // The cross-origin frame is read in a world of its own; its refs say which frame.
     assert!(
-        text.contains("- iframe \"other\" [url=") && text.contains("[cross-origin: not shown]"),
+        text.contains("- iframe \"other\" [url=") && text.contains("[frame=f1]\n  - text: \"Top secret words\""),
         "{text}"
     );
-    assert!(!text.contains("Top secret"), "{text}");
-    assert!(other.requested("/secret"), "the cross-origin frame did load");
+    assert!(text.contains("- button \"Other\" [ref=f1e"), "{text}");
+    assert!(other.requested("/secret"));
 
     h.ok("browser_click", json!({ "ref": ref_of(&snap, "button \"Inner\"") }));
     h.ok(
         "browser_type",
         json!({ "ref": ref_of(&snap, "textbox \"inner field\""), "text": "in a frame" }),
     );
+    h.ok("browser_click", json!({ "ref": ref_of(&snap, "button \"Other\"") }));
+    let typed = h.ok(
+        "browser_type",
+        json!({ "ref": ref_of(&snap, "textbox \"other field\""), "text": "across origins" }),
+    );
+    assert_eq!(typed["value"], "across origins");
     let after = h.ok("browser_snapshot", json!({}));
     let text = after["snapshot"].as_str().unwrap();
     assert!(text.contains("button \"Inner 1\""), "{text}");
+    assert!(text.contains("button \"Other clicked\""), "{text}");
     assert!(
         text.contains("button \"Decoy\""),
         "the click went to the frame's button: {text}"

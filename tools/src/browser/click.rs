@@ -20,8 +20,8 @@ use super::session::{error, with_page};
     effect = "network"
 )]
 pub struct BrowserClick {
-    /// The element's ref from browser_snapshot, like `e3`.
-    #[schemars(regex(pattern = "^e[0-9]{1,9}$"))]
+    /// The element's ref from browser_snapshot, like `e3` (or `f1e3` in a cross-origin frame).
+    #[schemars(regex(pattern = "^(f[0-9]{1,4})?e[0-9]{1,9}$"))]
     pub r#ref: Option<String>,
     /// A CSS selector instead of a ref; the first match is clicked.
     #[schemars(length(min = 1, max = 1000))]
@@ -45,11 +45,16 @@ impl Execute for BrowserClick {
     async fn run(self, cx: &ToolContext) -> Result<Clicked, ToolError> {
         let (target, element) = super::target(self.r#ref.as_deref(), self.selector.as_deref())?;
         with_page(cx, move |tab, dialogs| {
-            let answer = super::page_op(tab, "find the element", "locate", &target)?;
+            let (answer, frame) = super::element_op(tab, "find the element", "locate", &target, &element)?;
             super::element_answer(&answer, &element)?;
+            // A point in a cross-origin frame is moved into the page's viewport.
+            let (dx, dy) = match frame {
+                Some(frame) => tab.content_origin(&frame, "find the element")?,
+                None => (0.0, 0.0),
+            };
             let point = Point {
-                x: answer["x"].as_f64().unwrap_or_default(),
-                y: answer["y"].as_f64().unwrap_or_default(),
+                x: dx + answer["x"].as_f64().unwrap_or_default(),
+                y: dy + answer["y"].as_f64().unwrap_or_default(),
             };
             tab.click_point(point).map_err(|e| error("click", e))?;
             super::settle(tab);

@@ -45,6 +45,36 @@ fn page_op(page: &Driven, operation: &str, op: &str, arg: &Value) -> Result<Valu
     page.evaluate_json(operation, &expression)
 }
 
+/// The cross-origin frame a ref belongs to: `f2e5` is in the snapshot's second one; page
+/// refs (`e5`) are in none.
+fn frame_index(reference: &str) -> Option<usize> {
+    reference.strip_prefix('f')?.split_once('e')?.0.parse().ok()
+}
+
+/// Runs one operation of `page.js` about an element, in the frame its ref belongs to;
+/// with the frame element's object id when that is a cross-origin frame.
+fn element_op(
+    page: &Driven,
+    operation: &str,
+    op: &str,
+    target: &Value,
+    element: &str,
+) -> Result<(Value, Option<String>), ToolError> {
+    let Some(index) = target["ref"].as_str().and_then(frame_index) else {
+        return Ok((page_op(page, operation, op, target)?, None));
+    };
+    let Some((object, frame)) = page.frame(index, operation)? else {
+        return Err(ToolError::NoSuchElement {
+            element: element.to_owned(),
+        });
+    };
+    let expression = format!("({PAGE_JS})({}, {})", json!(op), target);
+    Ok((
+        page.evaluate_json_in(Some(&frame), operation, &expression)?,
+        Some(object),
+    ))
+}
+
 /// The element an action is for: a ref from `browser_snapshot`, or a CSS selector.
 fn target(reference: Option<&str>, selector: Option<&str>) -> Result<(Value, String), ToolError> {
     match (reference, selector) {

@@ -4,7 +4,8 @@
 // it into view and returns the point a real mouse click would hit; `focus` clears and
 // focuses an editable element for typing. Same-origin iframes are walked as part of the
 // page (their elements get refs, and a point inside one is given in the page's
-// coordinates); a cross-origin iframe is named in the outline, not entered.
+// coordinates); a cross-origin iframe gets a `[frame=fK]` line, and kyro runs this script
+// again in that frame's own world with the ref prefix `fK`.
 (function (op, arg) {
   const clean = (s) => (s || "").replace(/\s+/g, " ").trim();
   const LEAF = new Set([
@@ -94,8 +95,11 @@
     return clean(el.getAttribute("title"));
   }
 
-  function snapshot(max) {
+  // `prefix` names the frame for refs: "" in the page, "fK" in its Kth cross-origin frame
+  // (which kyro reads in a world of that frame's own).
+  function snapshot(max, prefix) {
     const refs = new Map();
+    const frames = [];
     const lines = [];
     let size = 0;
     let truncated = false;
@@ -128,7 +132,13 @@
             emit(depth, "- iframe" + (title ? " " + JSON.stringify(title) : "") + " [url=" + src + "]");
             walk(inner.body, depth + 1);
           } else {
-            emit(depth, "- iframe" + (title ? " " + JSON.stringify(title) : "") + " [url=" + src + "] [cross-origin: not shown]");
+            const head = "- iframe" + (title ? " " + JSON.stringify(title) : "") + " [url=" + src + "]";
+            if (prefix === "") {
+              frames.push(child);
+              emit(depth, head + " [frame=f" + frames.length + "]");
+            } else {
+              emit(depth, head + " [cross-origin: not shown]");
+            }
           }
           continue;
         }
@@ -150,7 +160,7 @@
         }
         if (child.disabled || child.getAttribute("aria-disabled") === "true") attrs.push("disabled");
         if (ACTIONABLE.has(role)) {
-          const ref = "e" + next++;
+          const ref = prefix + "e" + next++;
           refs.set(ref, child);
           attrs.push("ref=" + ref);
         }
@@ -168,7 +178,8 @@
     };
     if (document.body) walk(document.body, 0);
     window.__kyroRefs = refs;
-    return { snapshot: lines.join("\n"), refs: refs.size, truncated };
+    window.__kyroFrames = frames;
+    return { snapshot: lines.join("\n"), refs: refs.size, frames: frames.length, truncated };
   }
 
   function find(target) {
@@ -248,7 +259,7 @@
 
   let result;
   switch (op) {
-    case "snapshot": result = snapshot(arg.max); break;
+    case "snapshot": result = snapshot(arg.max, arg.prefix || ""); break;
     case "locate": result = locate(arg); break;
     case "focus": result = focus(arg); break;
     case "value": result = value(arg); break;

@@ -23,11 +23,12 @@ use std::time::Duration;
 
 use headless_chrome::Browser;
 use headless_chrome::browser::tab::{RequestPausedDecision, Tab};
+use headless_chrome::protocol::cdp::DOM::{DescribeNode, GetBoxModel};
 use headless_chrome::protocol::cdp::Emulation::SetDeviceMetricsOverride;
 use headless_chrome::protocol::cdp::Fetch::FailRequest;
 use headless_chrome::protocol::cdp::Network::ErrorReason;
-use headless_chrome::protocol::cdp::Page::{CreateIsolatedWorld, GetFrameTree};
-use headless_chrome::protocol::cdp::Runtime::Evaluate;
+use headless_chrome::protocol::cdp::Page::{CreateIsolatedWorld, FrameTree, GetFrameTree};
+use headless_chrome::protocol::cdp::Runtime::{Evaluate, RemoteObject};
 use headless_chrome::protocol::cdp::types::Event;
 use kyro_core::policy::NetworkPolicy;
 use kyro_core::receipt::ObservedEffect;
@@ -428,9 +429,21 @@ where
     }
 }
 
-/// kyro's isolated JavaScript world in the page's main frame, for the document it was made
-/// in: (the document's loader id, the world's execution context).
-type World = Mutex<Option<(String, u32)>>;
+/// kyro's isolated JavaScript worlds, by frame id (the main frame's and those of the
+/// cross-origin frames read), each for the document it was made in: (the document's loader
+/// id, the world's execution context).
+type World = Mutex<std::collections::HashMap<String, (String, u32)>>;
+
+/// The frame `id` (the main frame when `None`) in the tree: its id and its document's loader.
+fn find_frame(tree: &FrameTree, id: Option<&str>) -> Option<(String, String)> {
+    if id.is_none_or(|id| id == tree.frame.id) {
+        return Some((tree.frame.id.clone(), tree.frame.loader_id.clone()));
+    }
+    tree.child_frames
+        .iter()
+        .flatten()
+        .find_map(|child| find_frame(child, id))
+}
 
 /// The page as the tools drive it: the tab, and kyro's own isolated world, where `page.js`
 /// runs. Page scripts cannot see or patch what runs there (a page that replaced
@@ -450,42 +463,113 @@ impl std::ops::Deref for Driven<'_> {
 }
 
 impl Driven<'_> {
-    /// The world for the current document, made on first use in each document (a
-    /// navigation to a new document ends the old one, and its refs with it).
-    fn world(&self, operation: &str) -> Result<u32, ToolError> {
-        let frame = self
+    /// The world for the current document of `frame` (the main frame when `None`), made on
+    /// first use in each document (a navigation to a new document ends the old one, and
+    /// its refs with it).
+    fn world(&self, operation: &str, frame: Option<&str>) -> Result<u32, ToolError> {
+        let tree = self
             .tab
             .call_method(GetFrameTree(None))
             .map_err(|e| error(operation, e))?
-            .frame_tree
-            .frame;
-        let mut world = self.world.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((loader, context)) = world.as_ref()
-            && *loader == frame.loader_id
+            .frame_tree;
+        let (id, loader_id) = find_frame(&tree, frame).ok_or_else(|| error(operation, "the frame is gone"))?;
+        let mut worlds = self.world.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((loader, context)) = worlds.get(&id)
+            && *loader == loader_id
         {
             return Ok(*context);
         }
         let context = self
             .tab
             .call_method(CreateIsolatedWorld {
-                frame_id: frame.id,
+                frame_id: id.clone(),
                 world_name: Some("kyro".into()),
                 grant_univeral_access: Some(true),
             })
             .map_err(|e| error(operation, e))?
             .execution_context_id;
-        *world = Some((frame.loader_id, context));
+        worlds.insert(id, (loader_id, context));
         Ok(context)
     }
 
-    /// Evaluates `expression` in kyro's world and parses the JSON string it returns.
+    /// Evaluates `expression` in kyro's world of the main frame and parses the JSON string
+    /// it returns.
     pub(crate) fn evaluate_json(&self, operation: &str, expression: &str) -> Result<serde_json::Value, ToolError> {
-        let context = self.world(operation)?;
+        self.evaluate_json_in(None, operation, expression)
+    }
+
+    /// The Kth (from 1) cross-origin frame of the latest snapshot, scrolled into view: its
+    /// element's object id and its frame id, or `None` when it is gone.
+    pub(crate) fn frame(&self, index: usize, operation: &str) -> Result<Option<(String, String)>, ToolError> {
+        let expression = format!(
+            "(() => {{ const f = (window.__kyroFrames || [])[{}]; if (!f || !f.isConnected) return null; \
+             f.scrollIntoView({{ block: 'center', inline: 'center' }}); return f; }})()",
+            index.saturating_sub(1)
+        );
+        let Some(object) = self.evaluate(None, operation, expression, false)?.object_id else {
+            return Ok(None);
+        };
+        let node = self
+            .tab
+            .call_method(DescribeNode {
+                node_id: None,
+                backend_node_id: None,
+                object_id: Some(object.clone()),
+                depth: None,
+                pierce: None,
+            })
+            .map_err(|e| error(operation, e))?
+            .node;
+        Ok(node.frame_id.map(|frame| (object, frame)))
+    }
+
+    /// The top-left corner of a frame element's content box, in the page's viewport.
+    pub(crate) fn content_origin(&self, object: &str, operation: &str) -> Result<(f64, f64), ToolError> {
+        let model = self
+            .tab
+            .call_method(GetBoxModel {
+                node_id: None,
+                backend_node_id: None,
+                object_id: Some(object.to_owned()),
+            })
+            .map_err(|e| error(operation, e))?
+            .model;
+        match model.content.as_slice() {
+            [x, y, ..] => Ok((*x, *y)),
+            _ => Err(error(operation, "the frame has no box")),
+        }
+    }
+
+    /// Evaluates `expression` in kyro's world of `frame` (the main frame when `None`) and
+    /// parses the JSON string it returns.
+    pub(crate) fn evaluate_json_in(
+        &self,
+        frame: Option<&str>,
+        operation: &str,
+        expression: &str,
+    ) -> Result<serde_json::Value, ToolError> {
+        let result = self.evaluate(frame, operation, expression.to_owned(), true)?;
+        let text = result
+            .value
+            .as_ref()
+            .and_then(serde_json::Value::as_str)
+            .ok_or_else(|| error(operation, "the page script returned nothing"))?;
+        serde_json::from_str(text).map_err(|e| error(operation, e))
+    }
+
+    fn evaluate(
+        &self,
+        frame: Option<&str>,
+        operation: &str,
+        expression: String,
+        by_value: bool,
+    ) -> Result<RemoteObject, ToolError> {
+        let context = self.world(operation, frame)?;
         let evaluated = self
             .tab
             .call_method(Evaluate {
-                expression: expression.to_owned(),
-                return_by_value: Some(true),
+                expression,
+                return_by_value: Some(by_value),
                 generate_preview: None,
                 silent: Some(true),
                 await_promise: Some(true),
@@ -509,12 +593,6 @@ impl Driven<'_> {
                 .unwrap_or(exception.text);
             return Err(error(operation, message));
         }
-        let text = evaluated
-            .result
-            .value
-            .as_ref()
-            .and_then(serde_json::Value::as_str)
-            .ok_or_else(|| error(operation, "the page script returned nothing"))?;
-        serde_json::from_str(text).map_err(|e| error(operation, e))
+        Ok(evaluated.result)
     }
 }

@@ -14,7 +14,7 @@ const DEFAULT_MAX_CHARS: u64 = 20_000;
 ///
 /// Every element one can act on carries a ref (`[ref=e3]`) for browser_click and
 /// browser_type; refs hold until the next snapshot or navigation. Hidden elements are
-/// left out.
+/// left out. Iframes are read too: elements of a cross-origin frame get refs like `f1e3`.
 #[tool(
     name = "browser_snapshot",
     title = "Read the browser page",
@@ -50,12 +50,60 @@ impl Execute for BrowserSnapshot {
         with_page(cx, move |tab, _| {
             let (url, title, _) = super::page_info(tab)?;
             let outline = super::page_op(tab, "read the page", "snapshot", &json!({ "max": max }))?;
+            let mut lines: Vec<String> = outline["snapshot"]
+                .as_str()
+                .unwrap_or_default()
+                .lines()
+                .map(str::to_owned)
+                .collect();
+            let mut refs = outline["refs"].as_u64().unwrap_or(0);
+            let mut truncated = outline["truncated"].as_bool().unwrap_or(false);
+            // Each cross-origin frame is read in a world of its own and its outline put
+            // under its `[frame=fK]` line, its refs prefixed `fK`.
+            for index in 1..=outline["frames"].as_u64().unwrap_or(0) as usize {
+                let marker = format!("[frame=f{index}]");
+                let Some(at) = lines.iter().position(|l| l.contains(&marker)) else {
+                    continue;
+                };
+                let read = match tab.frame(index, "read a frame")? {
+                    Some((_, frame)) => {
+                        let expression = format!(
+                            "({})(\"snapshot\", {})",
+                            super::PAGE_JS,
+                            json!({ "max": max, "prefix": format!("f{index}") })
+                        );
+                        tab.evaluate_json_in(Some(&frame), "read a frame", &expression).ok()
+                    }
+                    None => None,
+                };
+                let Some(inner) = read else {
+                    lines[at].push_str(" [not readable]");
+                    continue;
+                };
+                let indent = " ".repeat(lines[at].len() - lines[at].trim_start().len() + 2);
+                let inner_lines = inner["snapshot"].as_str().unwrap_or_default().lines();
+                let spliced: Vec<String> = inner_lines.map(|l| format!("{indent}{l}")).collect();
+                refs += inner["refs"].as_u64().unwrap_or(0);
+                truncated |= inner["truncated"].as_bool().unwrap_or(false);
+                lines.splice(at + 1..at + 1, spliced);
+            }
+            let mut snapshot = String::new();
+            for line in lines {
+                if snapshot.len() + line.len() + 1 > max as usize {
+                    truncated = true;
+                    break;
+                }
+                if !snapshot.is_empty() {
+                    snapshot.push('\n');
+                }
+                snapshot.push_str(&line);
+            }
             Ok(PageSnapshot {
                 url,
                 title,
-                snapshot: outline["snapshot"].as_str().unwrap_or_default().to_owned(),
-                refs: outline["refs"].as_u64().unwrap_or(0),
-                truncated: outline["truncated"].as_bool().unwrap_or(false),
+                snapshot,
+                refs,
+                truncated,
             })
         })
         .await

@@ -18,8 +18,8 @@ use super::session::{error, with_page};
     effect = "network"
 )]
 pub struct BrowserType {
-    /// The element's ref from browser_snapshot, like `e3`.
-    #[schemars(regex(pattern = "^e[0-9]{1,9}$"))]
+    /// The element's ref from browser_snapshot, like `e3` (or `f1e3` in a cross-origin frame).
+    #[schemars(regex(pattern = "^(f[0-9]{1,4})?e[0-9]{1,9}$"))]
     pub r#ref: Option<String>,
     /// A CSS selector instead of a ref; the first match is used.
     #[schemars(length(min = 1, max = 1000))]
@@ -56,7 +56,7 @@ impl Execute for BrowserType {
         target["clear"] = (!self.append).into();
         let BrowserType { text, submit, .. } = self;
         with_page(cx, move |tab, dialogs| {
-            let answer = super::page_op(tab, "find the element", "focus", &target)?;
+            let (answer, _) = super::element_op(tab, "find the element", "focus", &target, &element)?;
             super::element_answer(&answer, &element)?;
             if answer["focused"] != true {
                 return Err(ToolError::NotActionable {
@@ -65,7 +65,7 @@ impl Execute for BrowserType {
                 });
             }
             tab.type_str(&text).map_err(|e| error("type", e))?;
-            let value = super::page_op(tab, "read the element", "value", &target)?;
+            let (value, _) = super::element_op(tab, "read the element", "value", &target, &element)?;
             let value = value["value"].as_str().unwrap_or_default().to_owned();
             if submit {
                 tab.press_key("Enter").map_err(|e| error("press Enter", e))?;
