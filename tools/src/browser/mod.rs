@@ -63,7 +63,7 @@ fn element_op(
     let Some(index) = target["ref"].as_str().and_then(frame_index) else {
         return Ok((page_op(page, operation, op, target)?, None));
     };
-    let Some((object, frame)) = page.frame(index, operation)? else {
+    let Some((object, frame)) = page.frame(index, true, operation)? else {
         return Err(ToolError::NoSuchElement {
             element: element.to_owned(),
         });

@@ -498,12 +498,18 @@ impl Driven<'_> {
         self.evaluate_json_in(None, operation, expression)
     }
 
-    /// The Kth (from 1) cross-origin frame of the latest snapshot, scrolled into view: its
-    /// element's object id and its frame id, or `None` when it is gone.
-    pub(crate) fn frame(&self, index: usize, operation: &str) -> Result<Option<(String, String)>, ToolError> {
+    /// The Kth (from 1) cross-origin frame of the latest snapshot, scrolled into view when
+    /// `scroll` (for an action in it): its element's object id and its frame id, or `None`
+    /// when it is gone.
+    pub(crate) fn frame(
+        &self,
+        index: usize,
+        scroll: bool,
+        operation: &str,
+    ) -> Result<Option<(String, String)>, ToolError> {
         let expression = format!(
             "(() => {{ const f = (window.__kyroFrames || [])[{}]; if (!f || !f.isConnected) return null; \
-             f.scrollIntoView({{ block: 'center', inline: 'center' }}); return f; }})()",
+             if ({scroll}) f.scrollIntoView({{ block: 'center', inline: 'center' }}); return f; }})()",
             index.saturating_sub(1)
         );
         let Some(object) = self.evaluate(None, operation, expression, false)?.object_id else {

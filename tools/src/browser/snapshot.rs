@@ -65,7 +65,7 @@ impl Execute for BrowserSnapshot {
                 let Some(at) = lines.iter().position(|l| l.contains(&marker)) else {
                     continue;
                 };
-                let read = match tab.frame(index, "read a frame")? {
+                let read = match tab.frame(index, false, "read a frame")? {
                     Some((_, frame)) => {
                         let expression = format!(
                             "({})(\"snapshot\", {})",
