@@ -86,6 +86,17 @@ impl Site {
                 "<html><head><title>Next</title></head><body><p>Arrived</p></body></html>".into(),
             ),
         );
+        pages.insert(
+            "/keys",
+            (
+                200,
+                vec![],
+                "<html><head><title>Keys</title></head><body>
+<input id='keyed' placeholder='keyed' onkeydown=\"document.getElementById('keys').textContent = 'keys ' + (++window.keys)\">
+<p id='keys'>keys 0</p><script>window.keys = 0;</script></body></html>"
+                    .into(),
+            ),
+        );
         Site::start(pages)
     }
 
@@ -254,6 +265,20 @@ fn type_replaces_appends_and_submits() {
     assert_eq!(typed["value"], "kyro");
     assert_eq!(typed["title"], "Next");
     assert!(site.requested("/next?q=kyro"), "{:?}", site.seen.lock().unwrap());
+
+    // At once by default (no key events); key by key with `slowly`.
+    h.ok("browser_navigate", json!({ "url": site.url("/keys") }));
+    let typed = h.ok("browser_type", json!({ "selector": "#keyed", "text": "abc" }));
+    assert_eq!(typed["value"], "abc");
+    let text = h.ok("browser_snapshot", json!({}))["snapshot"].to_string();
+    assert!(text.contains("keys 0"), "{text}");
+    let typed = h.ok(
+        "browser_type",
+        json!({ "selector": "#keyed", "text": "xyz", "slowly": true }),
+    );
+    assert_eq!(typed["value"], "xyz");
+    let text = h.ok("browser_snapshot", json!({}))["snapshot"].to_string();
+    assert!(text.contains("keys 3"), "{text}");
 }
 
 #[test]

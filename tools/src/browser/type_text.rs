@@ -1,13 +1,18 @@
-//! `browser_type`: type text into an editable element with real key events.
+//! `browser_type`: type text into an editable element, at once or key by key.
 
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use headless_chrome::protocol::cdp::Input::InsertText;
+
 use super::session::{error, with_page};
 
-/// Type text into an input, textarea or editable element of the browser page, with real
-/// key events, replacing its content (or appending) and optionally pressing Enter after.
+/// Type text into an input, textarea or editable element of the browser page, replacing
+/// its content (or appending) and optionally pressing Enter after.
+///
+/// The text goes in at once, as input events (like a paste); with `slowly`, one real key
+/// press per character, for pages that react to each key (slower).
 ///
 /// Name the element by `ref` from the latest browser_snapshot, or by a CSS `selector`.
 /// Refused when the element is hidden, disabled, read-only or does not take text.
@@ -33,6 +38,10 @@ pub struct BrowserType {
     /// Press Enter after typing (submits most forms); default false.
     #[serde(default)]
     pub submit: bool,
+    /// Press a key per character (keydown, keypress, keyup) instead of inserting the text at
+    /// once; default false.
+    #[serde(default)]
+    pub slowly: bool,
 }
 
 /// The element and page after typing.
@@ -54,7 +63,9 @@ impl Execute for BrowserType {
     async fn run(self, cx: &ToolContext) -> Result<Typed, ToolError> {
         let (mut target, element) = super::target(self.r#ref.as_deref(), self.selector.as_deref())?;
         target["clear"] = (!self.append).into();
-        let BrowserType { text, submit, .. } = self;
+        let BrowserType {
+            text, submit, slowly, ..
+        } = self;
         with_page(cx, move |tab, dialogs| {
             let (answer, _) = super::element_op(tab, "find the element", "focus", &target, &element)?;
             super::element_answer(&answer, &element)?;
@@ -64,7 +75,11 @@ impl Execute for BrowserType {
                     reason: "it did not take the focus".into(),
                 });
             }
-            tab.type_str(&text).map_err(|e| error("type", e))?;
+            if slowly {
+                tab.type_str(&text).map_err(|e| error("type", e))?;
+            } else {
+                tab.call_method(InsertText { text }).map_err(|e| error("type", e))?;
+            }
             let (value, _) = super::element_op(tab, "read the element", "value", &target, &element)?;
             let value = value["value"].as_str().unwrap_or_default().to_owned();
             if submit {
