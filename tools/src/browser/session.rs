@@ -70,7 +70,15 @@ const FLAGS: &[&str] = &[
     // DevTools target) of its own would make requests the page's Fetch interception never
     // sees, out of reach of the network policy.
     "--disable-site-isolation-trials",
-    "--disable-features=Translate,MediaRouter,OptimizationHints,IsolateOrigins,site-per-process",
+    "--disable-features=Translate,MediaRouter,OptimizationHints,IsolateOrigins,site-per-process,\
+NetworkTimeServiceQuerying,AutofillServerCommunication,CertificateTransparencyComponentUpdater",
+    // Chromium's own traffic, which the proxy would otherwise have to refuse (or let out).
+    "--disable-domain-reliability",
+    "--disable-client-side-phishing-detection",
+    "--no-pings",
+    "--no-service-autorun",
+    "--metrics-recording-only",
+    "--disable-field-trial-config",
     "--mute-audio",
     "--hide-scrollbars",
     "--password-store=basic",
