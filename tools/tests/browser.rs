@@ -530,6 +530,32 @@ JSON.stringify = () => '{\"snapshot\": \"- button forged\", \"refs\": 0, \"trunc
 }
 
 #[test]
+fn chromium_itself_asks_for_nothing_off_the_machine() {
+    let Some(_serial) = serial() else { return };
+    // Sign-in, component updates, network time, autofill predictions: Chromium's own
+    // requests would reach the proxy, and be refused here and reported.
+    let site = Site::standard();
+    let h = Harness::local();
+    let mut refused = Vec::new();
+    let mut collect = |execution: Execution| {
+        assert!(
+            matches!(execution.outcome, Outcome::Ok { .. }),
+            "{:?}",
+            execution.outcome
+        );
+        refused.extend(execution.receipt.effects.into_iter().filter_map(|e| match e {
+            ObservedEffect::RefusedRequest { url } => Some(url),
+            _ => None,
+        }));
+    };
+    collect(h.execution("browser_navigate", json!({ "url": site.url("/") })));
+    std::thread::sleep(Duration::from_secs(3));
+    collect(h.execution("browser_navigate", json!({ "url": site.url("/next") })));
+    collect(h.execution("browser_snapshot", json!({})));
+    assert!(refused.is_empty(), "{refused:?}");
+}
+
+#[test]
 fn screenshots_are_png_of_the_viewport_or_the_whole_page() {
     let Some(_serial) = serial() else { return };
     let mut pages = HashMap::new();

@@ -79,6 +79,9 @@ NetworkTimeServiceQuerying,AutofillServerCommunication,CertificateTransparencyCo
     "--no-service-autorun",
     "--metrics-recording-only",
     "--disable-field-trial-config",
+    // Sign-in and component-update endpoints pointed at a port nothing listens on.
+    "--gaia-url=http://127.0.0.1:9",
+    "--component-updater=url-source=http://127.0.0.1:9",
     "--mute-audio",
     "--hide-scrollbars",
     "--password-store=basic",
