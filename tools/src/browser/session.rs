@@ -27,7 +27,7 @@ use headless_chrome::protocol::cdp::DOM::{DescribeNode, GetBoxModel};
 use headless_chrome::protocol::cdp::Emulation::SetDeviceMetricsOverride;
 use headless_chrome::protocol::cdp::Fetch::FailRequest;
 use headless_chrome::protocol::cdp::Network::ErrorReason;
-use headless_chrome::protocol::cdp::Page::{CreateIsolatedWorld, FrameTree, GetFrameTree};
+use headless_chrome::protocol::cdp::Page::{CreateIsolatedWorld, GetFrameTree};
 use headless_chrome::protocol::cdp::Runtime::{Evaluate, RemoteObject};
 use headless_chrome::protocol::cdp::types::Event;
 use kyro_core::policy::NetworkPolicy;
@@ -302,6 +302,15 @@ impl Session {
         // policy of the call that installed the interceptor.
         tab.enable_fetch(None, None)
             .map_err(|e| error("intercept requests", e))?;
+        // kyro's worlds end with their documents.
+        let world = World::default();
+        let worlds = world.clone();
+        tab.add_event_listener(Arc::new(move |event: &Event| {
+            if let Event::PageFrameNavigated(navigated) = event {
+                forget_worlds(&worlds, &navigated.params.frame);
+            }
+        }))
+        .map_err(|e| error("watch for navigations", e))?;
         // alert/confirm/prompt would block the page: dismiss each one and report it.
         let dialogs = Dialogs::default();
         let (page, log) = (Arc::downgrade(&tab), dialogs.0.clone());
@@ -321,7 +330,7 @@ impl Session {
             tab,
             seen: Seen::default(),
             blocked,
-            world: World::default(),
+            world,
             dialogs,
             busy: Mutex::new(()),
             _browser: browser,
@@ -443,17 +452,17 @@ where
 /// kyro's isolated JavaScript worlds, by frame id (the main frame's and those of the
 /// cross-origin frames read), each for the document it was made in: (the document's loader
 /// id, the world's execution context).
-type World = Mutex<std::collections::HashMap<String, (String, u32)>>;
+type World = Arc<Mutex<std::collections::HashMap<Option<String>, u32>>>;
 
-/// The frame `id` (the main frame when `None`) in the tree: its id and its document's loader.
-fn find_frame(tree: &FrameTree, id: Option<&str>) -> Option<(String, String)> {
-    if id.is_none_or(|id| id == tree.frame.id) {
-        return Some((tree.frame.id.clone(), tree.frame.loader_id.clone()));
+/// Forgets the worlds of a frame that navigated to a new document (all of them when it is
+/// the main frame: its child frames went with it).
+fn forget_worlds(worlds: &World, navigated: &headless_chrome::protocol::cdp::Page::Frame) {
+    let mut worlds = worlds.lock().unwrap_or_else(|e| e.into_inner());
+    if navigated.parent_id.is_none() {
+        worlds.clear();
+    } else {
+        worlds.remove(&Some(navigated.id.clone()));
     }
-    tree.child_frames
-        .iter()
-        .flatten()
-        .find_map(|child| find_frame(child, id))
 }
 
 /// The page as the tools drive it: the tab, and kyro's own isolated world, where `page.js`
@@ -478,28 +487,34 @@ impl Driven<'_> {
     /// first use in each document (a navigation to a new document ends the old one, and
     /// its refs with it).
     fn world(&self, operation: &str, frame: Option<&str>) -> Result<u32, ToolError> {
-        let tree = self
-            .tab
-            .call_method(GetFrameTree(None))
-            .map_err(|e| error(operation, e))?
-            .frame_tree;
-        let (id, loader_id) = find_frame(&tree, frame).ok_or_else(|| error(operation, "the frame is gone"))?;
-        let mut worlds = self.world.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((loader, context)) = worlds.get(&id)
-            && *loader == loader_id
-        {
+        let key = frame.map(str::to_owned);
+        if let Some(context) = self.world.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
             return Ok(*context);
         }
+        let frame_id = match frame {
+            Some(id) => id.to_owned(),
+            None => {
+                self.tab
+                    .call_method(GetFrameTree(None))
+                    .map_err(|e| error(operation, e))?
+                    .frame_tree
+                    .frame
+                    .id
+            }
+        };
         let context = self
             .tab
             .call_method(CreateIsolatedWorld {
-                frame_id: id.clone(),
+                frame_id,
                 world_name: Some("kyro".into()),
                 grant_univeral_access: Some(true),
             })
             .map_err(|e| error(operation, e))?
             .execution_context_id;
-        worlds.insert(id, (loader_id, context));
+        self.world
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, context);
         Ok(context)
     }
 
@@ -582,8 +597,37 @@ impl Driven<'_> {
         by_value: bool,
     ) -> Result<RemoteObject, ToolError> {
         let context = self.world(operation, frame)?;
-        let evaluated = self
-            .tab
+        let evaluated = match self.evaluate_in(context, by_value, operation, expression.clone()) {
+            // The document went (a navigation whose event has not arrived yet, a removed
+            // frame): the script did not run; once more in the new document's world.
+            Err(ToolError::Browser { message, .. }) if message.contains("Cannot find context") => {
+                self.world
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&frame.map(str::to_owned));
+                let context = self.world(operation, frame)?;
+                self.evaluate_in(context, by_value, operation, expression)?
+            }
+            other => other?,
+        };
+        if let Some(exception) = evaluated.exception_details {
+            let message = exception
+                .exception
+                .and_then(|e| e.description)
+                .unwrap_or(exception.text);
+            return Err(error(operation, message));
+        }
+        Ok(evaluated.result)
+    }
+
+    fn evaluate_in(
+        &self,
+        context: u32,
+        by_value: bool,
+        operation: &str,
+        expression: String,
+    ) -> Result<headless_chrome::protocol::cdp::Runtime::EvaluateReturnObject, ToolError> {
+        self.tab
             .call_method(Evaluate {
                 expression,
                 return_by_value: Some(by_value),
@@ -602,14 +646,6 @@ impl Driven<'_> {
                 unique_context_id: None,
                 serialization_options: None,
             })
-            .map_err(|e| error(operation, e))?;
-        if let Some(exception) = evaluated.exception_details {
-            let message = exception
-                .exception
-                .and_then(|e| e.description)
-                .unwrap_or(exception.text);
-            return Err(error(operation, message));
-        }
-        Ok(evaluated.result)
+            .map_err(|e| error(operation, e))
     }
 }
