@@ -255,6 +255,15 @@ pub enum ToolError {
     },
 }
 
+impl From<crate::schema::SchemaError> for ToolError {
+    /// A tool's schema that does not compile into a validator.
+    fn from(error: crate::schema::SchemaError) -> ToolError {
+        ToolError::Schema {
+            message: error.to_string(),
+        }
+    }
+}
+
 impl ToolError {
     /// An I/O failure, with the operation and path for context.
     pub fn io(operation: &str, path: &str, err: &std::io::Error) -> ToolError {

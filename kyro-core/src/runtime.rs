@@ -396,9 +396,7 @@ impl Runtime {
                 Err(error) => {
                     return Staged::refused(Outcome::ExecutionFailed {
                         tool: name.clone(),
-                        error: ToolError::Schema {
-                            message: error.to_string(),
-                        },
+                        error: error.into(),
                     })
                     .of(name);
                 }
@@ -545,9 +543,7 @@ impl Runtime {
             Err(error) => {
                 return Outcome::ExecutionFailed {
                     tool: name,
-                    error: ToolError::Schema {
-                        message: error.to_string(),
-                    },
+                    error: error.into(),
                 };
             }
         };

@@ -39,10 +39,15 @@ fn page_info(page: &Driven) -> Result<(String, String, Option<u16>), ToolError> 
     ))
 }
 
-/// Runs one operation of `page.js`.
+/// Runs one operation of `page.js` in the page's main frame.
 fn page_op(page: &Driven, operation: &str, op: &str, arg: &Value) -> Result<Value, ToolError> {
+    page_op_in(page, None, operation, op, arg)
+}
+
+/// Runs one operation of `page.js` in kyro's world of `frame` (the main frame when `None`).
+fn page_op_in(page: &Driven, frame: Option<&str>, operation: &str, op: &str, arg: &Value) -> Result<Value, ToolError> {
     let expression = format!("({PAGE_JS})({}, {})", json!(op), arg);
-    page.evaluate_json(operation, &expression)
+    page.evaluate_json_in(frame, operation, &expression)
 }
 
 /// The cross-origin frame a ref belongs to: `f2e5` is in the snapshot's second one; page
@@ -68,11 +73,7 @@ fn element_op(
             element: element.to_owned(),
         });
     };
-    let expression = format!("({PAGE_JS})({}, {})", json!(op), target);
-    Ok((
-        page.evaluate_json_in(Some(&frame), operation, &expression)?,
-        Some(object),
-    ))
+    Ok((page_op_in(page, Some(&frame), operation, op, target)?, Some(object)))
 }
 
 /// The element an action is for: a ref from `browser_snapshot`, or a CSS selector.

@@ -518,12 +518,6 @@ impl Driven<'_> {
         Ok(context)
     }
 
-    /// Evaluates `expression` in kyro's world of the main frame and parses the JSON string
-    /// it returns.
-    pub(crate) fn evaluate_json(&self, operation: &str, expression: &str) -> Result<serde_json::Value, ToolError> {
-        self.evaluate_json_in(None, operation, expression)
-    }
-
     /// The Kth (from 1) cross-origin frame of the latest snapshot, scrolled into view when
     /// `scroll` (for an action in it): its element's object id and its frame id, or `None`
     /// when it is gone.

@@ -67,12 +67,8 @@ impl Execute for BrowserSnapshot {
                 };
                 let read = match tab.frame(index, false, "read a frame")? {
                     Some((_, frame)) => {
-                        let expression = format!(
-                            "({})(\"snapshot\", {})",
-                            super::PAGE_JS,
-                            json!({ "max": max, "prefix": format!("f{index}") })
-                        );
-                        tab.evaluate_json_in(Some(&frame), "read a frame", &expression).ok()
+                        let arg = json!({ "max": max, "prefix": format!("f{index}") });
+                        super::page_op_in(tab, Some(&frame), "read a frame", "snapshot", &arg).ok()
                     }
                     None => None,
                 };
