@@ -339,3 +339,28 @@ fn run_command_sees_only_the_environment_the_policy_passes() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn a_git_planted_in_the_workspace_never_runs_even_with_dot_on_path() {
+    use std::os::unix::fs::PermissionsExt;
+    let ws = tempfile::tempdir().unwrap();
+    let status = Command::new("git")
+        .args(["init", "--quiet"])
+        .current_dir(ws.path())
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let planted = ws.path().join("git");
+    std::fs::write(&planted, "#!/bin/sh\ntouch planted-git-ran\necho fake\n").unwrap();
+    std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(".:{}", std::env::var("PATH").unwrap());
+    let out = Command::new(env!("CARGO_BIN_EXE_kyro"))
+        .args(["call", "git_status", "{}"])
+        .current_dir(ws.path())
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    assert!(!ws.path().join("planted-git-ran").exists(), "the workspace's git ran");
+    assert_eq!(stdout_json(&out)["outcome"], "ok");
+}

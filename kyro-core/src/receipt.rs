@@ -109,6 +109,10 @@ impl std::fmt::Display for Denial {
                 PathDenial::OutsideRoots => write!(f, "`{path}` is outside the workspace roots"),
                 PathDenial::ReadOnlyRoot => write!(f, "`{path}` is in a read-only root"),
                 PathDenial::Protected => write!(f, "`{path}` is inside `.git` or `.kyro`, which tools may not write"),
+                PathDenial::GitDirectory => write!(
+                    f,
+                    "`{path}` is in, or would make, a git directory (`HEAD`, `objects/`, `refs/`), which tools may not write"
+                ),
                 PathDenial::Malformed => write!(f, "`{path}` is not a usable path"),
             },
             Denial::PolicyForbids { effect } => write!(f, "the policy denies `{effect}` tools"),

@@ -26,6 +26,35 @@ pub enum Access {
 /// kyro's state and receipts.
 const PROTECTED: &[&str] = &[".git", ".kyro"];
 
+/// What makes a directory a git directory to `git` (`HEAD`, `objects/`, `refs/`): a
+/// directory holding two of them is treated like `.git` whatever its name, and the write
+/// that would bring the second is refused, so a git directory with a config of its choosing
+/// cannot be planted through the file tools.
+const GIT_DIR_MARKERS: &[&str] = &["HEAD", "objects", "refs"];
+
+/// How many of the git directory markers `dir` holds, besides `except`.
+fn git_markers(dir: &Path, except: Option<&std::ffi::OsStr>) -> usize {
+    GIT_DIR_MARKERS
+        .iter()
+        .filter(|m| Some(std::ffi::OsStr::new(m)) != except)
+        .filter(|m| dir.join(m).symlink_metadata().is_ok())
+        .count()
+}
+
+/// Whether writing `relative` (beneath `root`) would write into a git directory or make one.
+fn writes_a_git_dir(root: &Path, relative: &Path) -> bool {
+    let mut dir = root.to_path_buf();
+    for component in relative.components() {
+        let name = component.as_os_str();
+        let is_marker = GIT_DIR_MARKERS.iter().any(|m| name == *m);
+        if git_markers(&dir, None) >= 2 || (is_marker && git_markers(&dir, Some(name)) >= 1) {
+            return true;
+        }
+        dir.push(component);
+    }
+    git_markers(&dir, None) >= 2
+}
+
 /// A granted root: its canonical path, its access and an open handle every operation
 /// resolves beneath.
 #[derive(Debug)]
@@ -104,6 +133,9 @@ pub enum PathDenial {
     ReadOnlyRoot,
     /// Writing into `.git` or `.kyro`.
     Protected,
+    /// Writing into a directory git would take for a repository's own (`HEAD`, `objects/`,
+    /// `refs/`), or making one.
+    GitDirectory,
     /// Empty, or containing a NUL byte.
     Malformed,
 }
@@ -287,6 +319,9 @@ impl Scope {
             };
             if protected(confined.relative()) || protected(confined.content()) {
                 return Err(PathDenial::Protected);
+            }
+            if writes_a_git_dir(&root.path, confined.relative()) || writes_a_git_dir(&root.path, confined.content()) {
+                return Err(PathDenial::GitDirectory);
             }
         }
         Ok(confined)

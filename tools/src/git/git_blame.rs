@@ -58,7 +58,7 @@ impl Execute for GitBlame {
                 end.map(|e| e.to_string()).unwrap_or_default()
             )),
         };
-        let mut args = vec!["blame", "--porcelain"];
+        let mut args = vec!["blame", "--porcelain", "--no-textconv", "--no-ignore-revs-file"];
         if let Some(range) = &range {
             args.push(range);
         }

@@ -7,23 +7,108 @@ use kyro_core::{ConfinedPath, ToolContext, ToolError, WorkspacePath};
 pub(crate) struct Repo {
     dir: std::path::PathBuf,
     given: String,
+    /// The repository's own settings that kyro overrides, with the value it sets.
+    overrides: Vec<(String, &'static str)>,
 }
 
-/// Options that neutralize repository-controlled execution.
-const HARDENING: &[&str] = &[
-    "--no-pager",
-    "-c",
-    "core.fsmonitor=false",
-    "-c",
-    "core.hooksPath=/dev/null",
-    "-c",
-    "protocol.ext.allow=never",
-    "-c",
-    "core.sshCommand=false",
-    "-c",
-    "diff.external=",
-    "--no-optional-locks",
+/// Options for every git command.
+const OPTIONS: &[&str] = &["--no-pager", "--no-optional-locks"];
+
+/// Settings kyro fixes for every command, whatever the repository says: nothing it names
+/// runs (hooks, fsmonitor, editors, signing, credential helpers, external diff), no file
+/// outside the repository is read (attributes, excludes, ignore-revs), planted bare
+/// repositories are not discovered, submodules are not entered.
+const FIXED: &[(&str, &str)] = &[
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", "/dev/null"),
+    ("core.sshCommand", ""),
+    ("core.editor", ":"),
+    ("sequence.editor", ":"),
+    ("core.pager", ""),
+    ("core.askPass", ""),
+    ("core.attributesFile", "/dev/null"),
+    ("core.excludesFile", "/dev/null"),
+    ("credential.helper", ""),
+    ("diff.external", ""),
+    ("protocol.ext.allow", "never"),
+    ("safe.bareRepository", "explicit"),
+    ("log.showSignature", "false"),
+    ("commit.gpgSign", "false"),
+    ("tag.gpgSign", "false"),
+    ("gpg.program", ""),
+    ("diff.ignoreSubmodules", "dirty"),
+    ("status.submoduleSummary", "false"),
+    ("submodule.recurse", "false"),
 ];
+
+/// What kyro sets a repository's own setting to, when that setting could name a program
+/// or a file outside the repository (filter and diff drivers, textconv, merge drivers,
+/// signing programs, helpers, pagers, `*.command`, `*.program`, `*.cmd`, ...).
+///
+/// `key` is as `git config --list` prints it: section and variable lowercased.
+fn neutral_value(key: &str) -> Option<&'static str> {
+    let (section, rest) = key.split_once('.')?;
+    let variable = rest.rsplit('.').next().unwrap_or(rest);
+    if section == "pager" {
+        return Some("false");
+    }
+    Some(match variable {
+        "clean"
+        | "smudge"
+        | "process"
+        | "textconv"
+        | "command"
+        | "cmd"
+        | "driver"
+        | "program"
+        | "helper"
+        | "pager"
+        | "askpass"
+        | "sshcommand"
+        | "gitproxy"
+        | "uploadpack"
+        | "receivepack"
+        | "vcs"
+        | "external"
+        | "defaultkeycommand"
+        | "packobjectshook"
+        | "alternaterefscommand"
+        | "browser"
+        | "path"
+        | "tool" => "",
+        "editor" => ":",
+        "fsmonitor" | "required" | "showsignature" | "gpgsign" => "false",
+        "hookspath" | "attributesfile" | "excludesfile" | "allowedsignersfile" | "revocationfile" | "template"
+        | "file" => "/dev/null",
+        _ => return None,
+    })
+}
+
+/// The `git` kyro runs: found once, on kyro's `PATH` at its absolute entries only, so a
+/// `git` planted in the workspace never runs whatever the working directory.
+fn git_program() -> Result<&'static std::path::Path, ToolError> {
+    static GIT: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+    GIT.get_or_init(|| {
+        use std::os::unix::fs::PermissionsExt;
+        let path = std::env::var_os("PATH")?;
+        std::env::split_paths(&path)
+            .filter(|dir| dir.is_absolute())
+            .map(|dir| dir.join("git"))
+            .find(|candidate| {
+                candidate
+                    .metadata()
+                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            })
+    })
+    .as_deref()
+    .ok_or_else(|| ToolError::NotFound { path: "git".into() })
+}
+
+/// kyro's `PATH` with relative entries dropped, for git's own children.
+fn absolute_path_var() -> std::ffi::OsString {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::join_paths(std::env::split_paths(&path).filter(|dir| dir.is_absolute())).unwrap_or_default()
+}
 
 /// Refuses a revision that could be read as an option (the schema already does; this is
 /// the second lock).
@@ -37,22 +122,54 @@ pub(crate) fn revision(value: &str) -> Result<&str, ToolError> {
 }
 
 impl Repo {
-    /// The repository at `path` (default the workspace root), whose top level must be
-    /// inside the workspace.
+    /// The repository at `path` (default the workspace root). Its work tree, its git
+    /// directory and its common directory must all be inside the roots (a `.git` file or
+    /// `core.worktree` pointing elsewhere is refused), its config may include no other
+    /// file, and every setting in it that could name a program or an outside file is
+    /// overridden for each command.
     pub fn open(cx: &ToolContext, path: Option<&WorkspacePath>) -> Result<Repo, ToolError> {
         let confined: ConfinedPath = cx.path(path.unwrap_or(&WorkspacePath::new(".")))?;
         let dir = confined.host_content_path();
-        let repo = Repo {
+        let mut repo = Repo {
             dir: dir.clone(),
             given: confined.given().to_owned(),
+            overrides: Vec::new(),
         };
-        let top = repo.run(cx, &["rev-parse", "--show-toplevel"], None)?;
-        let top = std::path::PathBuf::from(top.trim_end());
+        // rev-parse and config read settings without acting on any of them.
+        let located = repo.run(
+            cx,
+            &[
+                "rev-parse",
+                "--path-format=absolute",
+                "--show-toplevel",
+                "--absolute-git-dir",
+                "--git-common-dir",
+            ],
+            None,
+        )?;
         let roots = cx.scope().roots();
-        if !roots.iter().any(|r| top.starts_with(r.path())) {
-            return Err(ToolError::OutsideWorkspace {
-                path: top.display().to_string(),
-            });
+        for place in located.lines() {
+            let place = std::path::Path::new(place);
+            let real = place.canonicalize().unwrap_or_else(|_| place.to_path_buf());
+            if !roots.iter().any(|r| real.starts_with(r.path())) {
+                return Err(ToolError::OutsideWorkspace {
+                    path: real.display().to_string(),
+                });
+            }
+        }
+        let config = repo.run(cx, &["config", "--list", "--null"], None)?;
+        for entry in config.split('\0').filter(|e| !e.is_empty()) {
+            let key = entry.split_once('\n').map_or(entry, |(key, _)| key);
+            if key.starts_with("include.") || key.starts_with("includeif.") {
+                return Err(ToolError::Evaluation {
+                    message: format!(
+                        "the repository's config includes another file (`{key}`); kyro reads no config from outside the repository"
+                    ),
+                });
+            }
+            if let Some(value) = neutral_value(key) {
+                repo.overrides.push((key.to_owned(), value));
+            }
         }
         Ok(repo)
     }
@@ -60,23 +177,35 @@ impl Repo {
     /// Runs git with `args`; stdout on success, a typed error with stderr otherwise.
     pub fn run(&self, cx: &ToolContext, args: &[&str], stdin: Option<&str>) -> Result<String, ToolError> {
         use std::io::Write;
-        let mut command = std::process::Command::new("git");
+        let mut command = std::process::Command::new(git_program()?);
         command
-            .args(HARDENING)
+            .args(OPTIONS)
             .args(args)
             .current_dir(&self.dir)
             .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("PATH", absolute_path_var())
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_EDITOR", ":")
             .env("LC_ALL", "C")
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
-        if let Some(home) = std::env::var_os("HOME") {
-            command.env("HOME", home);
+        // Command-line settings outrank every config file; passed as key/value pairs so a
+        // subsection holding `=` cannot split differently.
+        let settings = FIXED
+            .iter()
+            .map(|&(k, v)| (k, v))
+            .chain(self.overrides.iter().map(|(k, v)| (k.as_str(), *v)));
+        let mut count = 0;
+        for (key, value) in settings {
+            command
+                .env(format!("GIT_CONFIG_KEY_{count}"), key)
+                .env(format!("GIT_CONFIG_VALUE_{count}"), value);
+            count += 1;
         }
+        command.env("GIT_CONFIG_COUNT", count.to_string());
         let mut child = command
             .spawn()
             .map_err(|e| ToolError::io("run git in", &self.given, &e))?;
@@ -99,5 +228,38 @@ impl Repo {
             });
         }
         Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::neutral_value;
+
+    #[test]
+    fn program_and_file_settings_are_neutralized_whatever_their_driver_name() {
+        for key in [
+            "filter.evil.clean",
+            "filter.evil.smudge",
+            "filter.a=b.process",
+            "diff.x.textconv",
+            "diff.x.command",
+            "merge.m.driver",
+            "gpg.ssh.program",
+            "gpg.ssh.defaultkeycommand",
+            "credential.https://h.example.helper",
+            "core.editor",
+            "pager.log",
+            "uploadpack.packobjectshook",
+            "gpg.ssh.allowedsignersfile",
+            "mailmap.file",
+            "core.hookspath",
+            "log.showsignature",
+            "commit.gpgsign",
+        ] {
+            assert!(neutral_value(key).is_some(), "{key} must be overridden");
+        }
+        for key in ["user.name", "core.bare", "diff.renames", "core.autocrlf"] {
+            assert_eq!(neutral_value(key), None, "{key} is harmless");
+        }
     }
 }
