@@ -364,3 +364,34 @@ fn a_git_planted_in_the_workspace_never_runs_even_with_dot_on_path() {
     assert!(!ws.path().join("planted-git-ran").exists(), "the workspace's git ran");
     assert_eq!(stdout_json(&out)["outcome"], "ok");
 }
+
+#[test]
+fn a_background_process_ends_with_kyro_call() {
+    let ws = tempfile::tempdir().unwrap();
+    let policy = ws.path().join("policy.toml");
+    std::fs::write(&policy, "[approvals]\nexec = \"auto\"\n").unwrap();
+    let out = kyro(
+        &[
+            "call",
+            "start_process",
+            r#"{"argv": ["sh", "-c", "setsid sleep 30.31 & sleep 30.32"]}"#,
+            "--policy",
+            policy.to_str().unwrap(),
+        ],
+        ws.path(),
+    );
+    assert_eq!(stdout_json(&out)["outcome"], "ok");
+    for arg in ["30.31", "30.32"] {
+        let alive = (0..50).all(|_| {
+            let found = std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+                std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == arg.as_bytes()))
+                    && !std::fs::read_to_string(e.path().join("stat")).is_ok_and(|s| s.contains(") Z "))
+            });
+            if found {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            found
+        });
+        assert!(!alive, "sleep {arg} outlived kyro call");
+    }
+}

@@ -152,9 +152,16 @@ pub struct ScopeRequest {
     pub roots: Option<Vec<super::RootSpec>>,
 }
 
+fn next_scope_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 /// What a caller may do: capabilities, roots, approval rules and depth.
 #[derive(Debug, Clone)]
 pub struct Scope {
+    /// This scope's id, and its ancestors' before it (the top-level scope first).
+    lineage: Arc<[u64]>,
     network: super::NetworkPolicy,
     shell: super::ShellPolicy,
     capabilities: BTreeSet<Capability>,
@@ -181,6 +188,7 @@ impl Scope {
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Scope {
+            lineage: Arc::from([next_scope_id()]),
             network: policy.network.clone(),
             shell: policy.shell.clone(),
             capabilities: policy.capabilities.iter().copied().collect(),
@@ -189,6 +197,18 @@ impl Scope {
             depth: 0,
             max_depth: policy.max_depth,
         })
+    }
+
+    /// This scope's id: unique in the process, shared by its clones, new for each child.
+    pub fn id(&self) -> u64 {
+        self.lineage[self.lineage.len() - 1]
+    }
+
+    /// This scope's id and its ancestors', the top-level scope first. Something a scope
+    /// owns (a background process, say) is within reach of a caller whose id is in the
+    /// owner's lineage: the scope itself and its ancestors, never a sibling or a child.
+    pub fn lineage(&self) -> &[u64] {
+        &self.lineage
     }
 
     /// Hosts network tools may reach.
@@ -248,7 +268,10 @@ impl Scope {
                 .map(|spec| self.narrow_root(&spec.path, spec.access))
                 .collect::<Result<Vec<_>, _>>()?,
         };
+        let mut lineage = self.lineage.to_vec();
+        lineage.push(next_scope_id());
         Ok(Scope {
+            lineage: lineage.into(),
             network: self.network.clone(),
             shell: self.shell.clone(),
             capabilities,

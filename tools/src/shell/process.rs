@@ -123,6 +123,7 @@ fn command(cx: &ToolContext, what: &Spawn) -> Result<(std::process::Command, Str
         }
     }
     command.envs(what.env.iter().map(|v| (&v.name, &v.value)));
+    super::contain::contain(&mut command);
     Ok((command, program.to_owned()))
 }
 

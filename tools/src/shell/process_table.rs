@@ -13,6 +13,9 @@ pub(crate) const BUFFER: usize = 1024 * 1024;
 /// One background process.
 pub(crate) struct Background {
     pub pid: u32,
+    /// The lineage of the scope that started it: only that scope and its ancestors may
+    /// read or stop it.
+    pub owner: Vec<u64>,
     pub output: Mutex<Output>,
     pub guard: Mutex<Option<GroupGuard>>,
 }
@@ -26,6 +29,10 @@ pub(crate) struct Output {
     pub stderr_read: usize,
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
+    /// The process was reaped and its status recorded (its output may still be coming
+    /// from a descendant holding the pipes, when kyro could not contain it).
+    pub reaped: bool,
+    /// Reaped, and both streams read to their end.
     pub exited: bool,
 }
 
@@ -45,9 +52,15 @@ pub(crate) fn insert(process: Arc<Background>) -> String {
     id
 }
 
-/// A process by id.
-pub(crate) fn get(id: &str) -> Option<Arc<Background>> {
-    table().lock().unwrap_or_else(|p| p.into_inner()).get(id).cloned()
+/// A process by id, if the caller's scope may reach it (the scope that started it or an
+/// ancestor); to any other scope it does not exist.
+pub(crate) fn get(scope: &kyro_core::policy::Scope, id: &str) -> Option<Arc<Background>> {
+    table()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(id)
+        .filter(|process| process.owner.contains(&scope.id()))
+        .cloned()
 }
 
 /// Forgets a process that has exited and been read.
@@ -64,6 +77,7 @@ impl Output {
             stderr_read: 0,
             exit_code: None,
             signal: None,
+            reaped: false,
             exited: false,
         }
     }

@@ -45,8 +45,8 @@ pub struct ProcessOutput {
 impl Execute for ReadProcessOutput {
     type Output = ProcessOutput;
 
-    async fn run(self, _cx: &ToolContext) -> Result<ProcessOutput, ToolError> {
-        let process = get(&self.id).ok_or_else(|| ToolError::NoSuchRecord {
+    async fn run(self, cx: &ToolContext) -> Result<ProcessOutput, ToolError> {
+        let process = get(cx.scope(), &self.id).ok_or_else(|| ToolError::NoSuchRecord {
             record: "process".into(),
             key: self.id.clone(),
         })?;

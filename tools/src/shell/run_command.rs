@@ -63,8 +63,8 @@ pub struct CommandResult {
     pub duration_ms: u64,
 }
 
-async fn drain(mut pipe: impl AsyncReadExt + Unpin, cap: usize) -> Capped {
-    let mut capped = Capped::new();
+/// Reads `pipe` to its end into `capped` (which keeps what came if the read is cut off).
+async fn drain(mut pipe: impl AsyncReadExt + Unpin, capped: &mut Capped, cap: usize) {
     let mut buffer = [0u8; 8192];
     while let Ok(n) = pipe.read(&mut buffer).await {
         if n == 0 {
@@ -72,7 +72,6 @@ async fn drain(mut pipe: impl AsyncReadExt + Unpin, cap: usize) -> Capped {
         }
         capped.push(&buffer[..n], cap);
     }
-    capped
 }
 
 impl Execute for RunCommand {
@@ -99,22 +98,20 @@ impl Execute for RunCommand {
             }
             drop(stdin);
         };
-        let out = drain(child.stdout.take().expect("piped"), cap);
-        let err = drain(child.stderr.take().expect("piped"), cap);
+        let (stdout, stderr) = (child.stdout.take().expect("piped"), child.stderr.take().expect("piped"));
+        let (mut out, mut err) = (Capped::new(), Capped::new());
         let limit = Duration::from_millis(self.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS));
         let run = async {
-            let ((), out, err) = tokio::join!(feed, out, err);
-            let status = child.wait().await;
-            (out, err, status)
+            tokio::join!(feed, drain(stdout, &mut out, cap), drain(stderr, &mut err, cap));
+            child.wait().await
         };
-        let finished = tokio::time::timeout(limit, run).await;
-        let (timed_out, out, err, status) = match finished {
-            Ok((out, err, status)) => (false, out, err, status),
+        // What the program printed before a time-out is kept: the drains write in place.
+        let (timed_out, status) = match tokio::time::timeout(limit, run).await {
+            Ok(status) => (false, status),
             Err(_) => {
                 // Kill the whole group, then reap the child.
                 guard.kill();
-                let status = child.wait().await;
-                (true, Capped::new(), Capped::new(), status)
+                (true, child.wait().await)
             }
         };
         if !timed_out {
@@ -142,7 +139,7 @@ mod tests {
     use kyro_core::ToolError;
     use serde_json::json;
 
-    use crate::testing::{call, denied_path, failed, ok, workspace};
+    use crate::testing::{call, denied_path, failed, ok, process_with_arg_alive, workspace};
 
     #[test]
     fn runs_argv_without_a_shell_and_keeps_arguments_intact() {
@@ -208,25 +205,65 @@ mod tests {
     }
 
     #[test]
-    fn a_timeout_kills_the_whole_group() {
+    fn a_timeout_kills_the_whole_group_and_keeps_the_output_so_far() {
         let ws = workspace();
         let r = ok(call(
             ws.path(),
             "run_command",
-            json!({"argv": ["sleep 30 & echo $! > child.pid; wait"], "shell": true, "timeout_ms": 1500}),
+            json!({"argv": ["echo before; sleep 30.11 & wait"], "shell": true, "timeout_ms": 1500}),
         ));
         assert_eq!(r["timed_out"], true);
         assert_eq!(r["signal"], 9);
-        let pid: i32 = std::fs::read_to_string(ws.path().join("child.pid"))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(200));
-        let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .map(|s| !s.contains(") Z "))
-            .unwrap_or(false);
-        assert!(!alive, "the grandchild was killed with its group");
+        assert_eq!(r["stdout"], "before\n", "output printed before the limit is returned");
+        assert!(
+            !process_with_arg_alive("30.11"),
+            "the grandchild was killed with its group"
+        );
+    }
+
+    #[test]
+    fn a_background_child_ends_with_its_command() {
+        let ws = workspace();
+        let r = ok(call(
+            ws.path(),
+            "run_command",
+            json!({"argv": ["sleep 30.12 >/dev/null 2>&1 & echo started"], "shell": true}),
+        ));
+        assert_eq!(r["stdout"], "started\n");
+        assert!(
+            !process_with_arg_alive("30.12"),
+            "a background child outlived run_command"
+        );
+    }
+
+    #[test]
+    fn a_setsid_child_ends_with_its_command_even_after_a_time_out() {
+        let ws = workspace();
+        let r = ok(call(
+            ws.path(),
+            "run_command",
+            json!({"argv": ["setsid sleep 30.13 & sleep 30"], "shell": true, "timeout_ms": 500}),
+        ));
+        assert_eq!(r["timed_out"], true);
+        assert!(
+            !process_with_arg_alive("30.13"),
+            "a setsid child escaped the time-out kill"
+        );
+    }
+
+    #[test]
+    fn a_grandchild_holding_stdout_does_not_turn_success_into_a_time_out() {
+        let ws = workspace();
+        let r = ok(call(
+            ws.path(),
+            "run_command",
+            json!({"argv": ["echo x; sleep 30.14 >&1 & exit 0"], "shell": true, "timeout_ms": 10000}),
+        ));
+        assert_eq!(
+            (r["timed_out"].clone(), r["exit_code"].clone(), r["stdout"].clone()),
+            (json!(false), json!(0), json!("x\n"))
+        );
+        assert!(!process_with_arg_alive("30.14"));
     }
 
     #[test]

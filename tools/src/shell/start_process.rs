@@ -76,6 +76,7 @@ impl Execute for StartProcess {
         let pid = child.id();
         let process = Arc::new(Background {
             pid,
+            owner: cx.scope().lineage().to_vec(),
             output: Mutex::new(Output::new()),
             guard: Mutex::new(Some(guard)),
         });
@@ -90,19 +91,22 @@ impl Execute for StartProcess {
         ];
         std::thread::spawn(move || {
             let status = child.wait();
-            for reader in readers {
-                let _ = reader.join();
+            {
+                let mut output = watched.output.lock().unwrap_or_else(|p| p.into_inner());
+                if let Ok(status) = status {
+                    output.exit_code = status.code();
+                    output.signal = status.signal();
+                }
+                output.reaped = true;
             }
-            let mut output = watched.output.lock().unwrap_or_else(|p| p.into_inner());
-            if let Ok(status) = status {
-                output.exit_code = status.code();
-                output.signal = status.signal();
-            }
-            output.exited = true;
             // The group leader is gone; nothing left to kill through it.
             if let Some(mut guard) = watched.guard.lock().unwrap_or_else(|p| p.into_inner()).take() {
                 guard.disarm();
             }
+            for reader in readers {
+                let _ = reader.join();
+            }
+            watched.output.lock().unwrap_or_else(|p| p.into_inner()).exited = true;
         });
         cx.effects().push(ObservedEffect::Process {
             argv: self.argv,

@@ -40,12 +40,12 @@ pub struct Stopped {
 impl Execute for StopProcess {
     type Output = Stopped;
 
-    async fn run(self, _cx: &ToolContext) -> Result<Stopped, ToolError> {
-        let process = get(&self.id).ok_or_else(|| ToolError::NoSuchRecord {
+    async fn run(self, cx: &ToolContext) -> Result<Stopped, ToolError> {
+        let process = get(cx.scope(), &self.id).ok_or_else(|| ToolError::NoSuchRecord {
             record: "process".into(),
             key: self.id.clone(),
         })?;
-        let exited = || process.output.lock().unwrap_or_else(|p| p.into_inner()).exited;
+        let exited = || process.output.lock().unwrap_or_else(|p| p.into_inner()).reaped;
         let group = Pid::from_raw(process.pid as i32);
         let mut killed = false;
         if !exited()
@@ -82,7 +82,7 @@ mod tests {
     use kyro_core::ToolError;
     use serde_json::json;
 
-    use crate::testing::{call, failed, ok, workspace};
+    use crate::testing::{Session, failed, ok, process_with_arg_alive, workspace};
 
     /// Whether the process still exists (running or zombie) after up to two seconds.
     fn zombie_or_alive(pid: u64) -> bool {
@@ -98,17 +98,13 @@ mod tests {
     #[test]
     fn start_read_and_reap_a_process_that_exits() {
         let ws = workspace();
-        let started = ok(call(
-            ws.path(),
+        let s = Session::new(ws.path());
+        let started = ok(s.call(
             "start_process",
             json!({"argv": ["sh", "-c", "echo 'out|put'; echo err >&2; exit 4"]}),
         ));
         let id = started["id"].as_str().unwrap().to_owned();
-        let read = ok(call(
-            ws.path(),
-            "read_process_output",
-            json!({"id": id, "wait_ms": 5000}),
-        ));
+        let read = ok(s.call("read_process_output", json!({"id": id, "wait_ms": 5000})));
         assert_eq!(
             (read["stdout"].clone(), read["stderr"].clone()),
             (json!("out|put\n"), json!("err\n"))
@@ -119,7 +115,7 @@ mod tests {
         );
         assert!(!zombie_or_alive(started["pid"].as_u64().unwrap()), "reaped, no zombie");
         assert!(matches!(
-            failed(call(ws.path(), "read_process_output", json!({"id": id}))),
+            failed(s.call("read_process_output", json!({"id": id}))),
             ToolError::NoSuchRecord { .. }
         ));
     }
@@ -127,28 +123,68 @@ mod tests {
     #[test]
     fn stop_ends_the_group_and_leaves_no_zombie() {
         let ws = workspace();
-        let started = ok(call(
-            ws.path(),
-            "start_process",
-            json!({"argv": ["sleep 30 & sleep 30"], "shell": true}),
-        ));
+        let s = Session::new(ws.path());
+        let started = ok(s.call("start_process", json!({"argv": ["sleep 30 & sleep 30"], "shell": true})));
         let id = started["id"].as_str().unwrap().to_owned();
-        let stopped = ok(call(ws.path(), "stop_process", json!({"id": id, "grace_ms": 1000})));
+        let stopped = ok(s.call("stop_process", json!({"id": id, "grace_ms": 1000})));
         assert_eq!(stopped["signal"], 15);
         assert!(!zombie_or_alive(started["pid"].as_u64().unwrap()));
-        let ignoring = ok(call(
-            ws.path(),
+        let ignoring = ok(s.call(
             "start_process",
-            json!({"argv": ["trap '' TERM; sleep 30"], "shell": true}),
+            json!({"argv": ["trap '' TERM; echo ready; sleep 30"], "shell": true}),
         ));
-        let stopped = ok(call(
-            ws.path(),
-            "stop_process",
-            json!({"id": ignoring["id"], "grace_ms": 200}),
-        ));
+        // Stop only once the trap is set.
+        while !ok(s.call("read_process_output", json!({"id": ignoring["id"]})))["stdout"]
+            .as_str()
+            .unwrap()
+            .contains("ready")
+        {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let stopped = ok(s.call("stop_process", json!({"id": ignoring["id"], "grace_ms": 200})));
         assert_eq!(
             (stopped["killed"].clone(), stopped["signal"].clone()),
             (json!(true), json!(9))
         );
+    }
+
+    #[test]
+    fn stop_returns_at_once_when_a_grandchild_escaped_the_group() {
+        let ws = workspace();
+        let s = Session::new(ws.path());
+        let started = ok(s.call(
+            "start_process",
+            json!({"argv": ["setsid sleep 30.21 & sleep 30.22"], "shell": true}),
+        ));
+        let stopped = ok(s.call("stop_process", json!({"id": started["id"], "grace_ms": 200})));
+        assert_eq!(stopped["signal"], 15);
+        assert!(
+            !process_with_arg_alive("30.21"),
+            "the escaped grandchild ended with the process"
+        );
+    }
+
+    #[test]
+    fn a_sub_agent_cannot_reach_its_parents_process() {
+        let ws = workspace();
+        let s = Session::new(ws.path());
+        std::fs::create_dir(ws.path().join("docs")).unwrap();
+        let started = ok(s.call("start_process", json!({"argv": ["sleep", "30.23"]})));
+        let id = started["id"].as_str().unwrap();
+        for (tool, args) in [
+            ("read_process_output", json!({"id": id})),
+            ("stop_process", json!({"id": id, "grace_ms": 0})),
+        ] {
+            let sub = ok(s.call(
+                "spawn_subagent",
+                json!({"description": "reach", "calls": [{"tool": tool, "arguments": args}], "roots": [{"path": "docs", "access": "read"}]}),
+            ));
+            assert!(sub.to_string().contains("no_such_record"), "{tool}: {sub}");
+        }
+        assert!(
+            process_with_arg_alive("30.23"),
+            "the sub-agent stopped its parent's process"
+        );
+        ok(s.call("stop_process", json!({"id": id, "grace_ms": 0})));
     }
 }

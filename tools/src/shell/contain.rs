@@ -1,0 +1,210 @@
+//! Every process a call starts ends with it: the program runs in a PID namespace of its
+//! own, whose init (forked from the spawned child, before exec) exits when the program
+//! does, and the kernel then kills everything left in the namespace: background children,
+//! `setsid` daemons, a grandchild holding stdout.
+//!
+//! The spawned child stays outside as the supervisor kyro waits for and signals: it ends
+//! as the program ended, ignores SIGTERM sent to the group (the program gets it and
+//! decides), and dies with the kyro thread that started it (`PR_SET_PDEATHSIG`), taking
+//! the init and so the namespace with it. As root the namespace
+//! needs no privilege; otherwise it is made inside a user namespace mapping the user to
+//! itself. Where the kernel allows neither, the program runs in its process group only,
+//! and [`contain`] says so.
+
+use std::os::unix::process::CommandExt;
+
+/// Whether this kernel lets kyro give a program a PID namespace (checked once).
+pub(crate) fn available() -> bool {
+    static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *AVAILABLE.get_or_init(|| {
+        let mut probe = std::process::Command::new("/bin/sh");
+        probe
+            .args(["-c", "exit 0"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        let maps = Maps::new();
+        // SAFETY: the closure calls only async-signal-safe functions (see `enter`).
+        unsafe {
+            probe.pre_exec(move || {
+                if enter(&maps) {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::other("no namespace"))
+                }
+            });
+        }
+        probe.status().is_ok_and(|s| s.success())
+    })
+}
+
+/// The identity maps written when a user namespace is needed, prepared before the fork.
+struct Maps {
+    uid: Vec<u8>,
+    gid: Vec<u8>,
+}
+
+impl Maps {
+    fn new() -> Maps {
+        // SAFETY: getuid and getgid cannot fail.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        Maps {
+            uid: format!("{uid} {uid} 1\n").into_bytes(),
+            gid: format!("{gid} {gid} 1\n").into_bytes(),
+        }
+    }
+}
+
+/// Makes `command` run its program in a PID namespace of its own under a supervisor, when
+/// the kernel allows it; returns whether it will.
+pub(crate) fn contain(command: &mut std::process::Command) -> bool {
+    if !available() {
+        return false;
+    }
+    let maps = Maps::new();
+    // SAFETY: the closure calls only async-signal-safe functions (see `enter`).
+    unsafe {
+        command.pre_exec(move || {
+            if enter(&maps) {
+                Ok(())
+            } else {
+                Err(std::io::Error::other("cannot make a PID namespace"))
+            }
+        });
+    }
+    true
+}
+
+/// In the freshly forked child: a new PID namespace, then two forks. The spawned child
+/// becomes the outer supervisor (what kyro waits for and signals), its child the
+/// namespace's init (PID 1), and the init's child returns `true` and goes on to exec the
+/// program as PID 2, an ordinary process that SIGTERM can end.
+///
+/// Only async-signal-safe calls (unshare, open, write, read, close, pipe, fork, prctl,
+/// signal, waitpid, kill, _exit): this runs between fork and exec in a multi-threaded
+/// process.
+fn enter(maps: &Maps) -> bool {
+    // SAFETY: raw system calls on valid, NUL-terminated paths and owned buffers.
+    unsafe {
+        if libc::unshare(libc::CLONE_NEWPID) != 0 {
+            if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWPID) != 0 {
+                return false;
+            }
+            if !write(c"/proc/self/setgroups", b"deny")
+                || !write(c"/proc/self/uid_map", &maps.uid)
+                || !write(c"/proc/self/gid_map", &maps.gid)
+            {
+                return false;
+            }
+        }
+        // The init tells the outer supervisor how the program ended.
+        let mut status_pipe = [0; 2];
+        if libc::pipe2(status_pipe.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
+            return false;
+        }
+        let [read_end, write_end] = status_pipe;
+        match libc::fork() {
+            -1 => false,
+            0 => {
+                // PID 1: dies with the outer supervisor, and takes the namespace with it.
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
+                match libc::fork() {
+                    -1 => libc::_exit(127),
+                    0 => true,
+                    program => init(program, write_end),
+                }
+            }
+            init_pid => outer(init_pid, read_end),
+        }
+    }
+}
+
+/// Closes every descriptor but `keep` (stdio and std's exec-error pipe included, which
+/// spawn() reads to its end).
+unsafe fn close_all_but(keep: libc::c_int) {
+    // SAFETY: close_range on descriptor numbers; `keep` stays open.
+    unsafe {
+        if keep > 0 {
+            libc::syscall(libc::SYS_close_range, 0u32, (keep - 1) as u32, 0u32);
+        }
+        libc::syscall(libc::SYS_close_range, (keep + 1) as u32, u32::MAX, 0u32);
+    }
+}
+
+/// The namespace's init: reaps every orphan, and when the program ends reports its wait
+/// status and exits, which makes the kernel kill whatever is left in the namespace.
+unsafe fn init(program: libc::pid_t, report: libc::c_int) -> ! {
+    // SAFETY: async-signal-safe calls only; see `enter`.
+    unsafe {
+        close_all_but(report);
+        let mut status = 0;
+        loop {
+            let reaped = libc::waitpid(-1, &mut status, 0);
+            if reaped == program {
+                let bytes = status.to_ne_bytes();
+                libc::write(report, bytes.as_ptr().cast(), bytes.len());
+                libc::_exit(0);
+            }
+            if reaped == -1 && *libc::__errno_location() != libc::EINTR {
+                libc::_exit(127);
+            }
+        }
+    }
+}
+
+/// The outer supervisor: waits for the init's report and ends as the program ended (its
+/// exit code, or its signal). It ignores SIGTERM and friends sent to the group (the
+/// program gets them and decides), and dies with the kyro thread that started it.
+unsafe fn outer(init_pid: libc::pid_t, report: libc::c_int) -> ! {
+    // SAFETY: async-signal-safe calls only; see `enter`.
+    unsafe {
+        for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT] {
+            libc::signal(signal, libc::SIG_IGN);
+        }
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
+        close_all_but(report);
+        let mut bytes = [0u8; 4];
+        let mut got = 0;
+        while got < bytes.len() {
+            let n = libc::read(report, bytes[got..].as_mut_ptr().cast(), bytes.len() - got);
+            if n > 0 {
+                got += n as usize;
+            } else if n == 0 || *libc::__errno_location() != libc::EINTR {
+                break;
+            }
+        }
+        let mut init_status = 0;
+        while libc::waitpid(init_pid, &mut init_status, 0) == -1 && *libc::__errno_location() == libc::EINTR {}
+        // No report: the init was killed (SIGKILL to the group), and so was the program.
+        let status = if got == bytes.len() {
+            i32::from_ne_bytes(bytes)
+        } else {
+            libc::SIGKILL
+        };
+        if libc::WIFEXITED(status) {
+            libc::_exit(libc::WEXITSTATUS(status));
+        }
+        let signal = libc::WTERMSIG(status);
+        libc::signal(signal, libc::SIG_DFL);
+        let mut unblock: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut unblock);
+        libc::sigaddset(&mut unblock, signal);
+        libc::sigprocmask(libc::SIG_UNBLOCK, &unblock, std::ptr::null_mut());
+        libc::kill(libc::getpid(), signal);
+        libc::_exit(128 + signal)
+    }
+}
+
+/// Writes `bytes` to `path`, whole.
+unsafe fn write(path: &std::ffi::CStr, bytes: &[u8]) -> bool {
+    // SAFETY: a valid path and buffer.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return false;
+        }
+        let written = libc::write(fd, bytes.as_ptr().cast(), bytes.len());
+        libc::close(fd);
+        written == bytes.len() as isize
+    }
+}
