@@ -395,3 +395,48 @@ fn a_background_process_ends_with_kyro_call() {
         assert!(!alive, "sleep {arg} outlived kyro call");
     }
 }
+
+#[test]
+fn receipts_never_go_through_a_planted_symlink_or_block_on_a_fifo() {
+    // A `.kyro` symlink pointing out: the call still answers, nothing is written outside.
+    let ws = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "a\n").unwrap();
+    std::os::unix::fs::symlink(outside.path(), ws.path().join(".kyro")).unwrap();
+    let out = kyro(&["call", "read_file", r#"{"path": "a.txt"}"#], ws.path());
+    assert_eq!(stdout_json(&out)["outcome"], "ok");
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+    // A symlinked receipts.jsonl: the outside file is not appended to.
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "a\n").unwrap();
+    std::fs::create_dir(ws.path().join(".kyro")).unwrap();
+    let target = outside.path().join("victim");
+    std::fs::write(&target, "untouched\n").unwrap();
+    std::os::unix::fs::symlink(&target, ws.path().join(".kyro/receipts.jsonl")).unwrap();
+    let out = kyro(&["call", "read_file", r#"{"path": "a.txt"}"#], ws.path());
+    assert_eq!(stdout_json(&out)["outcome"], "ok");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "untouched\n");
+    // A FIFO at receipts.jsonl: the call answers instead of blocking.
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "a\n").unwrap();
+    std::fs::create_dir(ws.path().join(".kyro")).unwrap();
+    let status = Command::new("mkfifo")
+        .arg(ws.path().join(".kyro/receipts.jsonl"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kyro"))
+        .args(["call", "read_file", r#"{"path": "a.txt"}"#])
+        .current_dir(ws.path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("kyro call blocked on a FIFO receipts.jsonl");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

@@ -8,7 +8,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use cap_std::fs::{Dir, OpenOptions};
+use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
+
+/// Opening flags that never block on a FIFO and never follow a final symlink.
+const NONBLOCK_NOFOLLOW: i32 = libc::O_NONBLOCK | libc::O_NOFOLLOW;
 use sha2::{Digest, Sha256};
 
 use crate::error::ToolError;
@@ -368,13 +371,39 @@ impl ConfinedPath {
         Ok(true)
     }
 
+    /// The SHA-256 of the entry when it is a regular file (symlinks not followed), read
+    /// in chunks; `None` for anything else, so a FIFO or a device is never opened.
+    fn regular_file_hash(&self) -> Option<String> {
+        use std::io::Read;
+        if !self.dir.symlink_metadata(self.target()).ok()?.is_file() {
+            return None;
+        }
+        let mut file = self
+            .dir
+            .open_with(
+                self.target(),
+                OpenOptions::new().read(true).custom_flags(NONBLOCK_NOFOLLOW),
+            )
+            .ok()?;
+        let mut hasher = Sha256::new();
+        let mut buffer = vec![0u8; 64 * 1024];
+        loop {
+            match file.read(&mut buffer) {
+                Ok(0) => return Some(hex(&hasher.finalize())),
+                Ok(n) => hasher.update(&buffer[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return None,
+            }
+        }
+    }
+
     /// Removes a file or symlink, recording its hash.
     pub fn remove_file(&self) -> Result<(), ToolError> {
-        let before = self.dir.read(self.target()).ok();
+        let before = self.regular_file_hash();
         self.dir
             .remove_file(self.target())
             .map_err(|e| self.err("delete", &e))?;
-        self.record(before.as_deref(), None);
+        self.record_hashes(before, None);
         Ok(())
     }
 
@@ -424,12 +453,12 @@ impl ConfinedPath {
                 path: destination.given.clone(),
             });
         }
-        let moved = self.dir.read(self.target()).ok();
+        let moved = self.regular_file_hash();
         self.dir
             .rename(self.target(), &destination.dir, destination.target())
             .map_err(|e| self.err("move", &e))?;
-        self.record(moved.as_deref(), None);
-        destination.record(None, moved.as_deref());
+        self.record_hashes(moved.clone(), None);
+        destination.record_hashes(None, moved);
         Ok(replaced)
     }
 
@@ -441,12 +470,12 @@ impl ConfinedPath {
         Ok(bytes.len() as u64)
     }
 
-    fn record(&self, before: Option<&[u8]>, after: Option<&[u8]>) {
+    fn record_hashes(&self, before_sha256: Option<String>, after_sha256: Option<String>) {
         if let Some(effects) = &self.effects {
             effects.push(ObservedEffect::File {
                 path: self.display(),
-                before_sha256: before.map(sha256_hex),
-                after_sha256: after.map(sha256_hex),
+                before_sha256,
+                after_sha256,
             });
         }
     }

@@ -173,10 +173,13 @@ impl ToolContext {
         &self.runtime
     }
 
-    /// Where runtime-owned state lives: `.kyro/` under the workspace (memory, graph, tasks).
-    /// Tools cannot write here through paths; only the state store does.
-    pub fn state_dir(&self) -> PathBuf {
-        self.runtime.workspace().root().join(".kyro")
+    /// Where runtime-owned state lives: `.kyro/` under the workspace (memory, graph, tasks),
+    /// created when missing. Tools cannot write here through paths; only the state store
+    /// does. A `.kyro` that is a symlink or not a directory is refused, so kyro's own files
+    /// never land outside the workspace.
+    pub fn state_dir(&self) -> Result<PathBuf, ToolError> {
+        crate::receipt::state_dir(self.runtime.workspace().root())
+            .map_err(|e| ToolError::io("open kyro's state directory in", ".kyro", &e))
     }
 
     /// Reports progress to the caller, when the caller asked for it; otherwise nothing.

@@ -189,10 +189,32 @@ pub trait Observer: Send + Sync {
     fn observe(&self, receipt: &Receipt, call: Option<&CanonicalCall>);
 }
 
+/// kyro's own directory in a workspace, `.kyro/` beneath `root`: created when missing,
+/// and refused when it is a symlink or anything but a directory, so a planted `.kyro`
+/// cannot send receipts or state outside the workspace.
+pub fn state_dir(root: &Path) -> std::io::Result<PathBuf> {
+    let dir = root.join(".kyro");
+    match std::fs::create_dir(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    let meta = dir.symlink_metadata()?;
+    if !meta.file_type().is_dir() {
+        return Err(std::io::Error::other(format!(
+            "`{}` is a symlink or not a directory; kyro keeps its files only in a real `.kyro` directory of the workspace",
+            dir.display()
+        )));
+    }
+    Ok(dir)
+}
+
 /// The built-in observer: one JSON line per receipt, appended to a file.
 #[derive(Debug)]
 pub struct JsonlReceiptLog {
     path: PathBuf,
+    /// The workspace whose `.kyro/` holds the log, checked before the first write.
+    workspace: Option<PathBuf>,
     /// Opened on the first receipt, then kept: one write per receipt.
     file: Mutex<Option<std::fs::File>>,
 }
@@ -202,13 +224,17 @@ impl JsonlReceiptLog {
     pub fn new(path: impl Into<PathBuf>) -> JsonlReceiptLog {
         JsonlReceiptLog {
             path: path.into(),
+            workspace: None,
             file: Mutex::new(None),
         }
     }
 
     /// The conventional log of a workspace: `.kyro/receipts.jsonl`.
     pub fn in_workspace(root: &Path) -> JsonlReceiptLog {
-        JsonlReceiptLog::new(root.join(".kyro").join("receipts.jsonl"))
+        JsonlReceiptLog {
+            workspace: Some(root.to_path_buf()),
+            ..JsonlReceiptLog::new(root.join(".kyro").join("receipts.jsonl"))
+        }
     }
 
     /// The file appended to.
@@ -219,10 +245,30 @@ impl JsonlReceiptLog {
     fn append(&self, line: &str) -> std::io::Result<()> {
         let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
         if file.is_none() {
-            if let Some(parent) = self.path.parent() {
-                std::fs::create_dir_all(parent)?;
+            use std::os::unix::fs::OpenOptionsExt;
+            match &self.workspace {
+                Some(root) => {
+                    state_dir(root)?;
+                }
+                None => {
+                    if let Some(parent) = self.path.parent() {
+                        std::fs::create_dir_all(parent)?;
+                    }
+                }
             }
-            *file = Some(std::fs::OpenOptions::new().create(true).append(true).open(&self.path)?);
+            // Never through a symlink, never blocking on a FIFO; only a regular file.
+            let opened = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+                .open(&self.path)?;
+            if !opened.metadata()?.is_file() {
+                return Err(std::io::Error::other(format!(
+                    "`{}` is not a regular file",
+                    self.path.display()
+                )));
+            }
+            *file = Some(opened);
         }
         match file.as_mut() {
             // One `write` of the whole line with O_APPEND: lines from several processes

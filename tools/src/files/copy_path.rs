@@ -93,6 +93,16 @@ impl Execute for CopyPath {
             }
             _ => {}
         }
+        if destination.host_content_path().starts_with(source.host_content_path()) {
+            return Err(ToolError::io(
+                "copy",
+                self.source.as_str(),
+                &std::io::Error::other(format!(
+                    "the destination `{}` is inside the source; a folder cannot be copied into itself",
+                    self.destination
+                )),
+            ));
+        }
         let mut totals = (0, 0);
         copy(&source, &destination, self.overwrite, &mut totals)?;
         Ok(Copied {
@@ -165,5 +175,24 @@ mod tests {
             json!({"source": "a", "destination": "b", "overwrite": true}),
         ));
         assert_eq!(std::fs::read_to_string(ws.path().join("b")).unwrap(), "new");
+    }
+
+    #[test]
+    fn a_folder_is_never_copied_into_itself() {
+        let ws = workspace();
+        std::fs::create_dir_all(ws.path().join("src/inner")).unwrap();
+        std::fs::write(ws.path().join("src/a.txt"), "a").unwrap();
+        for destination in ["src/inner/copy", "src", "./src/../src/x"] {
+            let error = failed(call(
+                ws.path(),
+                "copy_path",
+                json!({"source": "src", "destination": destination, "recursive": true}),
+            ));
+            assert!(
+                error.to_string().contains("inside the source"),
+                "{destination}: {error}"
+            );
+        }
+        assert!(!ws.path().join("src/inner/copy").exists());
     }
 }

@@ -101,4 +101,33 @@ mod tests {
             ToolError::NotFound { path: "nope".into() }
         );
     }
+
+    /// Runs `f` on a thread and fails the test if it has not returned within 10 seconds.
+    fn within_seconds<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(f()));
+        rx.recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the call blocked on the FIFO")
+    }
+
+    #[test]
+    fn a_fifo_is_deleted_and_moved_without_opening_it() {
+        let ws = workspace();
+        for name in ["pipe", "pipe2"] {
+            let path = std::ffi::CString::new(ws.path().join(name).to_str().unwrap()).unwrap();
+            // SAFETY: a valid path.
+            assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o644) }, 0);
+        }
+        let root = ws.path().to_path_buf();
+        within_seconds(move || ok(call(&root, "delete_path", json!({"path": "pipe"}))));
+        let root = ws.path().to_path_buf();
+        within_seconds(move || {
+            ok(call(
+                &root,
+                "move_path",
+                json!({"source": "pipe2", "destination": "moved"}),
+            ))
+        });
+        assert!(!ws.path().join("pipe").exists() && ws.path().join("moved").exists());
+    }
 }

@@ -1,6 +1,6 @@
 //! `read_file`: a window of lines from a UTF-8 text file.
 
-use kyro_core::{ConfinedPath, Execute, ToolContext, ToolError, WorkspacePath, sha256_hex, tool};
+use kyro_core::{ConfinedPath, Execute, ToolContext, ToolError, WorkspacePath, tool};
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -46,6 +46,9 @@ pub struct FileWindow {
     pub truncated: bool,
     /// The `offset` that continues after this window, when truncated.
     pub next_offset: Option<u64>,
+    /// True when the window's one line was longer than 2 MiB and is cut there (at a
+    /// character boundary); the rest of that line is not shown.
+    pub line_cut: bool,
     /// SHA-256 of the whole file, lowercase hex.
     pub sha256: String,
 }
@@ -55,13 +58,17 @@ impl Execute for ReadFile {
 
     async fn run(self, cx: &ToolContext) -> Result<FileWindow, ToolError> {
         let given = self.path.as_str().to_owned();
-        let bytes = read_text_bytes(&cx.path(&self.path)?)?;
-        let sha256 = sha256_hex(&bytes);
-        let text = String::from_utf8(bytes).map_err(|_| ToolError::BinaryFile { path: given.clone() })?;
-        let lines: Vec<&str> = text.split_inclusive('\n').collect();
-        let total = lines.len() as u64;
+        let path = cx.path(&self.path)?;
+        if path.info(true)?.kind != kyro_core::EntryType::File {
+            return Err(ToolError::NotAFile { path: given });
+        }
         let offset = self.offset.unwrap_or(1);
         let limit = self.limit.unwrap_or(DEFAULT_LIMIT);
+        let window = read_window(path.open()?, offset, limit).map_err(|e| match e {
+            WindowError::Binary => ToolError::BinaryFile { path: given.clone() },
+            WindowError::Io(e) => ToolError::io("read", &given, &e),
+        })?;
+        let total = window.total_lines;
         if offset > total && !(total == 0 && offset == 1) {
             return Err(ToolError::OffsetOutOfRange {
                 path: given,
@@ -69,24 +76,158 @@ impl Execute for ReadFile {
                 total_lines: total,
             });
         }
-        let start = (offset - 1) as usize;
-        let end = (start as u64 + limit).min(total) as usize;
-        let truncated = (end as u64) < total;
+        let truncated = window.end_line < total;
         Ok(FileWindow {
             path: given,
-            content: lines[start..end].concat(),
+            content: window.content,
             start_line: if total == 0 { 0 } else { offset },
-            end_line: end as u64,
+            end_line: window.end_line,
             total_lines: total,
             truncated,
-            next_offset: truncated.then_some(end as u64 + 1),
-            sha256,
+            next_offset: truncated.then_some(window.end_line + 1),
+            line_cut: window.line_cut,
+            sha256: window.sha256,
         })
     }
 }
 
-/// Reads a regular file, refusing files with NUL bytes as binary.
+/// Most bytes of content one window holds: the window ends at the last whole line that
+/// fits, and a first line longer than this is cut here.
+const MAX_WINDOW_BYTES: usize = 2 * 1024 * 1024;
+
+/// Most bytes read whole into memory by the tools that edit a file.
+const MAX_WHOLE_FILE_BYTES: u64 = 64 * 1024 * 1024;
+
+struct Window {
+    content: String,
+    end_line: u64,
+    total_lines: u64,
+    line_cut: bool,
+    sha256: String,
+}
+
+enum WindowError {
+    Binary,
+    Io(std::io::Error),
+}
+
+/// Reads `file` once, in fixed-size chunks, keeping only the lines of the window: the
+/// hash, the line count and the UTF-8 check cover the whole file, the memory only the
+/// window (at most [`MAX_WINDOW_BYTES`]).
+fn read_window(mut file: impl std::io::Read, offset: u64, limit: u64) -> Result<Window, WindowError> {
+    use sha2::Digest;
+    let last = offset.saturating_add(limit - 1);
+    let mut hasher = sha2::Sha256::new();
+    let mut buffer = vec![0u8; 64 * 1024];
+    let mut utf8_carry: Vec<u8> = Vec::new();
+    let mut content: Vec<u8> = Vec::new();
+    let mut line = 1u64;
+    let mut line_start = 0usize;
+    let mut full: Option<u64> = None;
+    let mut line_cut = false;
+    let mut newlines = 0u64;
+    let mut last_byte = None;
+    loop {
+        let n = match file.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(WindowError::Io(e)),
+        };
+        let chunk = &buffer[..n];
+        hasher.update(chunk);
+        if chunk.contains(&0) {
+            return Err(WindowError::Binary);
+        }
+        check_utf8(&mut utf8_carry, chunk)?;
+        last_byte = chunk.last().copied();
+        let mut start = 0;
+        loop {
+            let newline = chunk[start..].iter().position(|b| *b == b'\n').map(|i| start + i);
+            let end = newline.map_or(chunk.len(), |i| i + 1);
+            if full.is_none() && (offset..=last).contains(&line) {
+                let part = &chunk[start..end];
+                if content.len() + part.len() <= MAX_WINDOW_BYTES {
+                    content.extend_from_slice(part);
+                } else if line == offset {
+                    content.extend_from_slice(&part[..MAX_WINDOW_BYTES - content.len()]);
+                    line_cut = true;
+                    full = Some(line);
+                } else {
+                    content.truncate(line_start);
+                    full = Some(line - 1);
+                }
+            }
+            match newline {
+                Some(_) => {
+                    newlines += 1;
+                    line += 1;
+                    line_start = content.len();
+                    start = end;
+                    if start == chunk.len() {
+                        break;
+                    }
+                }
+                None => break,
+            }
+        }
+    }
+    if !utf8_carry.is_empty() {
+        return Err(WindowError::Binary);
+    }
+    let total_lines = newlines + u64::from(last_byte.is_some_and(|b| b != b'\n'));
+    if line_cut {
+        // A cut may fall inside a character: end at the last whole one.
+        let whole = std::str::from_utf8(&content).map_or_else(|e| e.valid_up_to(), str::len);
+        content.truncate(whole);
+    }
+    let end_line = full.unwrap_or_else(|| last.min(total_lines));
+    Ok(Window {
+        content: String::from_utf8(content).map_err(|_| WindowError::Binary)?,
+        end_line,
+        total_lines,
+        line_cut,
+        sha256: format!("{:x}", hasher.finalize()),
+    })
+}
+
+/// Checks that `chunk`, after what `carry` held over from the last chunk, is UTF-8; an
+/// incomplete character at the end is carried to the next chunk.
+fn check_utf8(carry: &mut Vec<u8>, chunk: &[u8]) -> Result<(), WindowError> {
+    let joined;
+    let bytes = if carry.is_empty() {
+        chunk
+    } else {
+        carry.extend_from_slice(chunk);
+        joined = std::mem::take(carry);
+        &joined[..]
+    };
+    match std::str::from_utf8(bytes) {
+        Ok(_) => {
+            carry.clear();
+            Ok(())
+        }
+        Err(e) if e.error_len().is_none() => {
+            *carry = bytes[e.valid_up_to()..].to_vec();
+            Ok(())
+        }
+        Err(_) => Err(WindowError::Binary),
+    }
+}
+
+/// Reads a regular file whole (for the tools that edit it), refusing files with NUL bytes
+/// as binary and files over 64 MiB.
 pub(crate) fn read_text_bytes(path: &ConfinedPath) -> Result<Vec<u8>, ToolError> {
+    let size = path.info(true)?.size;
+    if size > MAX_WHOLE_FILE_BYTES {
+        return Err(ToolError::io(
+            "read",
+            path.given(),
+            &std::io::Error::other(format!(
+                "the file is {size} bytes, over the {MAX_WHOLE_FILE_BYTES}-byte limit for reading it whole; read_file reads it a window at a time"
+            )),
+        ));
+    }
     let bytes = path.read()?;
     if bytes.contains(&0) {
         return Err(ToolError::BinaryFile {
@@ -240,5 +381,45 @@ mod tests {
                 Outcome::InvalidArguments { .. }
             ));
         }
+    }
+
+    #[test]
+    fn a_window_costs_what_it_shows_not_the_file() {
+        let ws = workspace();
+        // 8 GiB, sparse: one allocation of its size would abort the process.
+        let file = std::fs::File::create(ws.path().join("huge")).unwrap();
+        file.set_len(8 << 30).unwrap();
+        drop(file);
+        let mut head = std::fs::OpenOptions::new()
+            .write(true)
+            .open(ws.path().join("huge"))
+            .unwrap();
+        std::io::Write::write_all(&mut head, b"first\n").unwrap();
+        // Reading it hashes all 8 GiB; the NUL bytes after the first line make it binary,
+        // found in the first chunk, so the refusal comes at once and costs nothing.
+        assert!(matches!(
+            failed(call(ws.path(), "read_file", json!({"path": "huge", "limit": 1}))),
+            ToolError::BinaryFile { .. }
+        ));
+        // A 5 MiB one-line file: the window holds its first 2 MiB, cut at a character.
+        let line = "é".repeat(5 * 1024 * 1024 / 2);
+        std::fs::write(ws.path().join("one-line"), &line).unwrap();
+        let window = ok(call(ws.path(), "read_file", json!({"path": "one-line", "limit": 1})));
+        assert_eq!(window["line_cut"], true);
+        assert_eq!(window["content"].as_str().unwrap().len(), 2 * 1024 * 1024);
+        assert_eq!(window["total_lines"], 1);
+        assert_eq!(window["sha256"], kyro_core::sha256_hex(line.as_bytes()));
+        // Whole lines that do not fit end the window early, with the offset to go on.
+        let lines = format!("{}\n", "y".repeat(1024 * 1024)).repeat(3);
+        std::fs::write(ws.path().join("three"), &lines).unwrap();
+        let window = ok(call(ws.path(), "read_file", json!({"path": "three"})));
+        assert_eq!(
+            (
+                window["end_line"].clone(),
+                window["next_offset"].clone(),
+                window["line_cut"].clone()
+            ),
+            (json!(1), json!(2), json!(false))
+        );
     }
 }

@@ -72,13 +72,15 @@ pub(crate) fn state_error(e: rusqlite::Error) -> ToolError {
 impl Store {
     /// Opens (creating and migrating on first use) the store of the call's workspace.
     pub fn open(cx: &ToolContext) -> Result<Store, ToolError> {
-        Store::open_at(&cx.state_dir())
+        Store::open_at(&cx.state_dir()?)
     }
 
     /// Opens the store in `dir`.
     pub fn open_at(dir: &Path) -> Result<Store, ToolError> {
         std::fs::create_dir_all(dir).map_err(|e| ToolError::io("create", &dir.display().to_string(), &e))?;
-        let conn = Connection::open(dir.join("state.db")).map_err(state_error)?;
+        // No symlink at the database's name (`.kyro` itself was checked by state_dir).
+        let flags = rusqlite::OpenFlags::default() | rusqlite::OpenFlags::SQLITE_OPEN_NOFOLLOW;
+        let conn = Connection::open_with_flags(dir.join("state.db"), flags).map_err(state_error)?;
         conn.busy_timeout(std::time::Duration::from_secs(10))
             .map_err(state_error)?;
         wal(&conn)?;
@@ -171,5 +173,30 @@ mod tests {
             .pragma_query_value(None, "journal_mode", |r| r.get(0))
             .unwrap();
         assert_eq!(mode, "wal");
+    }
+}
+
+#[cfg(test)]
+mod confinement_tests {
+    use serde_json::json;
+
+    use crate::testing::{call, failed, workspace};
+
+    #[test]
+    fn a_planted_kyro_symlink_keeps_the_state_inside() {
+        let ws = workspace();
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), ws.path().join(".kyro")).unwrap();
+        let error = failed(call(
+            ws.path(),
+            "memory_store",
+            json!({"key": "k", "value": "secret note"}),
+        ));
+        assert!(error.to_string().contains("symlink"), "{error}");
+        assert_eq!(
+            std::fs::read_dir(outside.path()).unwrap().count(),
+            0,
+            "nothing written outside"
+        );
     }
 }
