@@ -11,7 +11,7 @@ use crate::descriptor::{Annotations, ArgumentAlias, ToolDescriptor};
 use crate::effect::{Capability, Effect};
 use crate::error::ToolError;
 use crate::schema::{CompiledSchema, Origin, Role, SchemaError, canonicalize, canonicalize_from};
-use crate::tool::{BoxFuture, NativeFn, ToolEntry};
+use crate::tool::{BoxFuture, NativeFn, PreviewFn, ToolEntry};
 
 /// Why a tool could not be registered or changed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -63,8 +63,8 @@ pub enum RegistryError {
 /// An executor as the registry keeps it.
 #[derive(Clone)]
 pub(crate) enum Executor {
-    /// A catalog tool, through its generated glue.
-    Builtin(NativeFn),
+    /// A catalog tool, through its generated glue, with its approval preview.
+    Builtin(NativeFn, PreviewFn),
     /// A custom native tool registered at run time.
     Custom(Arc<CustomFn>),
     /// A legacy text function behind its adapter.
@@ -74,9 +74,17 @@ pub(crate) enum Executor {
 type CustomFn = dyn for<'a> Fn(Value, &'a ToolContext) -> BoxFuture<'a, Result<Value, ToolError>> + Send + Sync;
 
 impl Executor {
+    /// What the call will change, for the person asked to approve it.
+    pub(crate) fn preview(&self, arguments: &Value, cx: &ToolContext) -> Option<String> {
+        match self {
+            Executor::Builtin(_, preview) => preview(arguments, cx),
+            Executor::Custom(_) | Executor::Compat(_) => None,
+        }
+    }
+
     pub(crate) fn run<'a>(&'a self, arguments: Value, cx: &'a ToolContext) -> BoxFuture<'a, Result<Value, ToolError>> {
         match self {
-            Executor::Builtin(f) => f(arguments, cx),
+            Executor::Builtin(f, _) => f(arguments, cx),
             Executor::Custom(f) => f(arguments, cx),
             Executor::Compat(adapter) => {
                 let result = adapter.call(&arguments);
@@ -154,7 +162,7 @@ impl ToolDefinition {
             path_arguments: spec.path_args.iter().map(|a| (*a).to_owned()).collect(),
             compatibility_only: false,
         };
-        ToolDefinition::from_parts(descriptor, Executor::Builtin(entry.execute))
+        ToolDefinition::from_parts(descriptor, Executor::Builtin(entry.execute, entry.preview))
     }
 
     /// A native tool defined by JSON schemas and an async handler.

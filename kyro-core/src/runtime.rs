@@ -22,7 +22,7 @@ use crate::effect::{Approval, Effect};
 use crate::error::ToolError;
 use crate::policy::{Access, ApprovalRule, ApprovalToken, Fingerprint, Limits, Policy, Scope, ScopeError, summarize};
 use crate::receipt::{CanonicalCall, Decision, Denial, EffectLog, Observer, Receipt};
-use crate::registry::{RegisteredTool, Registry};
+use crate::registry::{RegisteredTool, Registry, Snapshot};
 use crate::schema::Violation;
 
 /// A call as every surface hands it over: a tool name and a JSON arguments value.
@@ -291,6 +291,40 @@ impl Runtime {
         &self.registry
     }
 
+    /// The fingerprint of a call to `tool` with `arguments` under `scope` in this runtime's
+    /// workspace: what an approval of that call is bound to.
+    pub fn fingerprint(&self, tool: &str, arguments: &Value, scope: &Scope) -> Fingerprint {
+        Fingerprint::of(tool, arguments, scope, self.workspace.root()).1
+    }
+
+    /// The text a person approves: every argument, then the tool's own preview (a diff, a
+    /// command line), computed under a context that can read and never write.
+    fn approval_summary(
+        &self,
+        tool: &RegisteredTool,
+        name: &str,
+        arguments: &Value,
+        scope: &Scope,
+        snapshot: &Arc<Snapshot>,
+        call_id: &str,
+    ) -> String {
+        let mut summary = summarize(name, arguments);
+        let cx = ToolContext::new(
+            scope.clone(),
+            snapshot.clone(),
+            Access::Read,
+            Arc::new(EffectLog::default()),
+            call_id.to_owned(),
+            None,
+            self.clone(),
+        );
+        if let Some(preview) = tool.executor().preview(arguments, &cx) {
+            summary.push('\n');
+            summary.push_str(&crate::policy::escape_invisible(&preview));
+        }
+        summary
+    }
+
     /// The workspace.
     pub fn workspace(&self) -> &Workspace {
         &self.workspace
@@ -410,7 +444,7 @@ impl Runtime {
             .of(name);
         }
         // 5. Canonical snapshot and fingerprint.
-        let (canonical, fingerprint) = Fingerprint::of(&name, &arguments);
+        let (canonical, fingerprint) = Fingerprint::of(&name, &arguments, scope, self.workspace().root());
         let canonical = CanonicalCall {
             tool: name.clone(),
             canonical,
@@ -428,7 +462,7 @@ impl Runtime {
                     _ => Outcome::ApprovalRequired {
                         tool: name.clone(),
                         fingerprint: fingerprint.to_string(),
-                        summary: summarize(&name, &arguments),
+                        summary: self.approval_summary(&tool, &name, &arguments, scope, &snapshot, call_id),
                     },
                 };
                 return Staged {

@@ -30,6 +30,15 @@ pub trait Execute: Sized + Send {
 
     /// Runs the call. Nothing reaches here before the runtime validated and authorized it.
     fn run(self, cx: &ToolContext) -> impl Future<Output = Result<Self::Output, ToolError>> + Send;
+
+    /// What the call will do, shown under its arguments to the person asked to approve it
+    /// (the diff a write will make, the command line a process will run). Called only when
+    /// an approval is needed, with a context that may read and never write; `None` (the
+    /// default) shows the arguments alone. Keep it bounded: a few hundred lines at most.
+    fn preview(&self, cx: &ToolContext) -> Option<String> {
+        let _ = cx;
+        None
+    }
 }
 
 /// Implemented by `#[tool]`: the static facts about a tool. Requires [`Execute`], so a
@@ -76,6 +85,9 @@ pub struct ArgAlias {
 /// A type-erased executor: JSON arguments in, JSON result out.
 pub type NativeFn = for<'a> fn(Value, &'a ToolContext) -> BoxFuture<'a, Result<Value, ToolError>>;
 
+/// A type-erased preview: JSON arguments in, text for the approver out.
+pub type PreviewFn = for<'a> fn(&'a Value, &'a ToolContext) -> Option<String>;
+
 /// One row of a catalog: the spec plus the functions derived from the Rust types.
 #[derive(Clone, Copy)]
 pub struct ToolEntry {
@@ -87,6 +99,8 @@ pub struct ToolEntry {
     pub output_schema: fn() -> Value,
     /// Deserializes and runs.
     pub execute: NativeFn,
+    /// Deserializes and previews, for approvals.
+    pub preview: PreviewFn,
     /// Deserializes only, reporting serde's error: lets tests prove that whatever the
     /// validator accepts, serde accepts too.
     pub deserializes: fn(&Value) -> Result<(), String>,
@@ -108,6 +122,7 @@ impl ToolEntry {
             input_schema: schema::generate_input::<T>,
             output_schema: schema::generate_output::<T::Output>,
             execute: execute_native::<T>,
+            preview: preview_native::<T>,
             deserializes: deserializes::<T>,
         }
     }
@@ -121,6 +136,10 @@ fn execute_native<T: Tool>(arguments: Value, cx: &ToolContext) -> BoxFuture<'_, 
         let output = typed.run(cx).await?;
         serde_json::to_value(&output).map_err(|e| ToolError::Output { message: e.to_string() })
     })
+}
+
+fn preview_native<T: Tool>(arguments: &Value, cx: &ToolContext) -> Option<String> {
+    T::deserialize(arguments).ok()?.preview(cx)
 }
 
 fn deserializes<T: Tool>(arguments: &Value) -> Result<(), String> {

@@ -329,7 +329,7 @@ fn pending(outcome: &Outcome) -> String {
         Outcome::ApprovalRequired {
             fingerprint, summary, ..
         } => {
-            assert!(summary.starts_with("touch("), "{summary}");
+            assert!(summary.starts_with("touch\n  "), "{summary}");
             fingerprint.clone()
         }
         other => panic!("expected approval_required, got {other:?}"),
@@ -358,6 +358,33 @@ fn an_approval_bound_to_the_fingerprint_lets_exactly_that_call_run() {
     assert!(matches!(done.outcome, Outcome::Ok { .. }), "{:?}", done.outcome);
     assert_eq!(done.receipt.decision, Decision::Approved);
     assert_eq!(std::fs::read_to_string(t.root.join("a.txt")).unwrap(), "x");
+}
+
+#[test]
+fn an_approval_runs_only_in_its_own_workspace_and_scope() {
+    let (a, b) = (tree(), tree());
+    let args = json!({"path": "a.txt", "content": "x"});
+    let rt_a = runtime_in(&a.root, &Policy::default());
+    let rt_b = runtime_in(&b.root, &Policy::default());
+    let fingerprint = pending(&run(&rt_a, "touch", args.clone()));
+    // The same call in another workspace: the approval does not stand for it.
+    let call = Call::new("touch", args.clone()).approved(ApprovalToken::for_fingerprint(&fingerprint));
+    let outcome = block_on(rt_b.execute_call(call));
+    assert!(
+        matches!(
+            outcome,
+            Outcome::Denied {
+                reason: Denial::ApprovalMismatch { .. },
+                ..
+            }
+        ),
+        "{outcome:?}"
+    );
+    assert!(!b.root.join("a.txt").exists());
+    // Under a narrower scope (a sub-agent's) in the same workspace: a different fingerprint.
+    let child = rt_a.scope().child(&kyro_core::policy::ScopeRequest::default()).unwrap();
+    assert_ne!(rt_a.fingerprint("touch", &args, &child).as_str(), fingerprint);
+    assert_eq!(rt_a.fingerprint("touch", &args, rt_a.scope()).as_str(), fingerprint);
 }
 
 #[test]
@@ -449,7 +476,7 @@ fn a_deny_rule_refuses_the_effect_even_with_an_approval() {
     };
     let rt = runtime_in(&t.root, &policy);
     let args = json!({"path": "a.txt", "content": "x"});
-    let (_, fingerprint) = kyro_core::policy::Fingerprint::of("touch", &args);
+    let fingerprint = rt.fingerprint("touch", &args, rt.scope());
     let call = Call::new("touch", args).approved(ApprovalToken::for_fingerprint(fingerprint.as_str()));
     let outcome = block_on(rt.execute_call(call));
     assert!(
@@ -690,9 +717,16 @@ fn observers_get_the_same_canonical_snapshot_the_fingerprint_hashes() {
     assert_eq!(receipt, &done.receipt);
     assert_eq!(receipt.fingerprint.as_deref(), Some(call.fingerprint.as_str()));
     assert_eq!(sha256_hex(call.canonical.as_bytes()), call.fingerprint);
-    assert_eq!(
-        call.canonical,
-        r#"{"arguments":{"count":7,"tags":["b","a"]},"tool":"record"}"#
+    let canonical: Value = serde_json::from_str(&call.canonical).unwrap();
+    assert_eq!(canonical["arguments"], json!({"count": 7, "tags": ["b", "a"]}));
+    assert_eq!(canonical["tool"], "record");
+    assert_eq!(canonical["workspace"], t.root.to_str().unwrap());
+    assert_eq!(canonical["scope"]["depth"], 0);
+    assert!(
+        call.canonical
+            .starts_with(r#"{"arguments":{"count":7,"tags":["b","a"]},"scope":{"capabilities":["#),
+        "{}",
+        call.canonical
     );
 }
 

@@ -4,7 +4,7 @@
 mod approval;
 mod scope;
 
-pub use approval::{ApprovalToken, Fingerprint, summarize};
+pub use approval::{ApprovalToken, Fingerprint, escape_invisible, summarize};
 pub use scope::{Access, PathDenial, RootGrant, Scope, ScopeError, ScopeRequest};
 
 use std::path::PathBuf;

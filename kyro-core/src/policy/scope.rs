@@ -211,6 +211,20 @@ impl Scope {
         &self.lineage
     }
 
+    /// What an approval is bound to besides the call: the roots with their access, the
+    /// capabilities and the depth (part of every fingerprint).
+    pub fn describe(&self) -> serde_json::Value {
+        serde_json::json!({
+            "capabilities": self.capabilities,
+            "depth": self.depth,
+            "roots": self
+                .roots
+                .iter()
+                .map(|r| serde_json::json!({"access": r.access, "path": r.path.to_string_lossy()}))
+                .collect::<Vec<_>>(),
+        })
+    }
+
     /// Hosts network tools may reach.
     pub fn network(&self) -> &super::NetworkPolicy {
         &self.network

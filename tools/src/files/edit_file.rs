@@ -47,14 +47,7 @@ impl Execute for EditFile {
     async fn run(self, cx: &ToolContext) -> Result<Edited, ToolError> {
         let file = TextFile::load(cx.path(&self.path)?, self.expected_sha256.as_deref())?;
         let given = self.path.as_str();
-        let (new_text, replacements) = replace(
-            &file.text,
-            &self.old_text,
-            &self.new_text,
-            self.replace_all,
-            given,
-            None,
-        )?;
+        let (new_text, replacements) = self.apply(&file.text)?;
         let (sha256, diff) = file.save(&new_text)?;
         Ok(Edited {
             path: given.to_owned(),
@@ -62,6 +55,26 @@ impl Execute for EditFile {
             sha256,
             diff,
         })
+    }
+
+    fn preview(&self, cx: &ToolContext) -> Option<String> {
+        super::text_file::preview_edit(cx, &self.path, self.expected_sha256.as_deref(), |text| {
+            self.apply(text).map(|(new_text, _)| new_text)
+        })
+    }
+}
+
+impl EditFile {
+    /// The new text and the number of replacements.
+    fn apply(&self, text: &str) -> Result<(String, u64), ToolError> {
+        replace(
+            text,
+            &self.old_text,
+            &self.new_text,
+            self.replace_all,
+            self.path.as_str(),
+            None,
+        )
     }
 }
 

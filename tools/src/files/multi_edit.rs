@@ -50,20 +50,7 @@ impl Execute for MultiEdit {
     async fn run(self, cx: &ToolContext) -> Result<Edited, ToolError> {
         let file = TextFile::load(cx.path(&self.path)?, self.expected_sha256.as_deref())?;
         let given = self.path.as_str();
-        let mut text = file.text.clone();
-        let mut replacements = 0;
-        for (i, edit) in self.edits.iter().enumerate() {
-            let (next, count) = replace(
-                &text,
-                &edit.old_text,
-                &edit.new_text,
-                edit.replace_all,
-                given,
-                Some(i as u64),
-            )?;
-            text = next;
-            replacements += count;
-        }
+        let (text, replacements) = self.apply(&file.text)?;
         let (sha256, diff) = file.save(&text)?;
         Ok(Edited {
             path: given.to_owned(),
@@ -71,6 +58,33 @@ impl Execute for MultiEdit {
             sha256,
             diff,
         })
+    }
+
+    fn preview(&self, cx: &ToolContext) -> Option<String> {
+        super::text_file::preview_edit(cx, &self.path, self.expected_sha256.as_deref(), |text| {
+            self.apply(text).map(|(new_text, _)| new_text)
+        })
+    }
+}
+
+impl MultiEdit {
+    /// The text after every edit in order, and the replacements made.
+    fn apply(&self, original: &str) -> Result<(String, u64), ToolError> {
+        let mut text = original.to_owned();
+        let mut replacements = 0;
+        for (i, edit) in self.edits.iter().enumerate() {
+            let (next, count) = replace(
+                &text,
+                &edit.old_text,
+                &edit.new_text,
+                edit.replace_all,
+                self.path.as_str(),
+                Some(i as u64),
+            )?;
+            text = next;
+            replacements += count;
+        }
+        Ok((text, replacements))
     }
 }
 

@@ -39,6 +39,40 @@ impl TextFile {
     }
 }
 
+/// Most diff lines shown to a person approving a write.
+const PREVIEW_LINES: usize = 200;
+
+/// The diff a write of `new_text` to `path` will make, for the approver: bounded to 200
+/// lines, the rest counted.
+pub(crate) fn preview_diff(path: &str, old: &str, new: &str) -> String {
+    let diff = unified_diff(path, old, new);
+    if diff.is_empty() {
+        return "no change to the file".to_owned();
+    }
+    let total = diff.lines().count();
+    let mut shown: String = diff.lines().take(PREVIEW_LINES).flat_map(|l| [l, "\n"]).collect();
+    if total > PREVIEW_LINES {
+        shown.push_str(&format!("… {} more lines of diff\n", total - PREVIEW_LINES));
+    }
+    shown
+}
+
+/// The preview of an edit computed by `edit` from the file's current text: its diff, or
+/// why it will fail.
+pub(crate) fn preview_edit(
+    cx: &kyro_core::ToolContext,
+    path: &kyro_core::WorkspacePath,
+    expected: Option<&str>,
+    edit: impl FnOnce(&str) -> Result<String, ToolError>,
+) -> Option<String> {
+    let outcome = (|| {
+        let file = TextFile::load(cx.path(path)?, expected)?;
+        let new_text = edit(&file.text)?;
+        Ok::<_, ToolError>(preview_diff(&file.path.display(), &file.text, &new_text))
+    })();
+    Some(outcome.unwrap_or_else(|error| format!("this call will fail: {error}")))
+}
+
 /// A unified diff of two versions of one file, with three lines of context.
 pub(crate) fn unified_diff(path: &str, old: &str, new: &str) -> String {
     similar::TextDiff::from_lines(old, new)

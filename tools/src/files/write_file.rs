@@ -75,6 +75,18 @@ impl Execute for WriteFile {
             sha256: sha256_hex(self.content.as_bytes()),
         })
     }
+
+    fn preview(&self, cx: &ToolContext) -> Option<String> {
+        let path = cx.path(&self.path).ok()?;
+        let old = match path.entry_type().ok()? {
+            Some(EntryType::File) => match super::read_file::read_text_bytes(&path).map(String::from_utf8) {
+                Ok(Ok(text)) => text,
+                _ => return Some(format!("replaces `{}`, a binary or very large file", path.display())),
+            },
+            _ => String::new(),
+        };
+        Some(super::text_file::preview_diff(&path.display(), &old, &self.content))
+    }
 }
 
 #[cfg(test)]

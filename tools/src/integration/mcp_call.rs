@@ -1,6 +1,5 @@
 //! `mcp_call`: a tool of an upstream MCP server, by server and tool name.
 
-use kyro_core::policy::Fingerprint;
 use kyro_core::{ApprovalToken, Call, Execute, Outcome, ToolContext, ToolError, tool};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -63,7 +62,7 @@ impl Execute for McpCall {
         // This call was authorized with the server, tool and arguments in its fingerprint,
         // under the same effect as every upstream tool; the inner call is that call, so
         // it carries that approval (single-use, bound to its own fingerprint).
-        let (_, fingerprint) = Fingerprint::of(&name, &arguments);
+        let fingerprint = cx.runtime().fingerprint(&name, &arguments, cx.scope());
         let call = Call::new(name.clone(), arguments).approved(ApprovalToken::for_fingerprint(fingerprint.as_str()));
         let execution = cx.runtime().execute_in(call, cx.scope(), Some(cx.call_id())).await;
         match execution.outcome {

@@ -127,6 +127,73 @@ fn command(cx: &ToolContext, what: &Spawn) -> Result<(std::process::Command, Str
     Ok((command, program.to_owned()))
 }
 
+/// Environment variables that change which code a program runs, or how its shell reads
+/// the script: flagged to the person approving a command.
+const CODE_CHANGING_ENV: &[&str] = &[
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "LD_AUDIT",
+    "PATH",
+    "BASH_ENV",
+    "ENV",
+    "IFS",
+    "PS4",
+    "PROMPT_COMMAND",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "PYTHONPATH",
+    "PYTHONSTARTUP",
+    "PYTHONHOME",
+    "NODE_OPTIONS",
+    "NODE_PATH",
+    "PERL5OPT",
+    "PERL5LIB",
+    "RUBYOPT",
+    "RUBYLIB",
+    "JAVA_TOOL_OPTIONS",
+    "GIT_EXEC_PATH",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_CONFIG_PARAMETERS",
+    "RUSTC_WRAPPER",
+    "CARGO_BUILD_RUSTC_WRAPPER",
+];
+
+/// The command line a person approves: shell-quoted so it reads as it will run, the
+/// working directory, and every variable set, those that change which code runs flagged.
+pub(crate) fn preview_command(what: &Spawn) -> String {
+    let quote = |arg: &str| {
+        let plain = !arg.is_empty()
+            && arg
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+        if plain {
+            arg.to_owned()
+        } else {
+            format!("'{}'", arg.replace('\'', "'\\''"))
+        }
+    };
+    let mut out = String::from("$ ");
+    if what.shell {
+        out.push_str("/bin/sh -c ");
+    }
+    out.push_str(&what.argv.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" "));
+    out.push_str(&format!(
+        "\nin {}",
+        what.cwd.map_or("the workspace root".to_owned(), |c| format!("`{c}`"))
+    ));
+    for var in what.env {
+        out.push_str(&format!("\nenv {}={}", var.name, quote(&var.value)));
+        if CODE_CHANGING_ENV.contains(&var.name.as_str())
+            || var.name.starts_with("LD_")
+            || var.name.starts_with("DYLD_")
+        {
+            out.push_str(&format!("   ⚠ {} changes which code the program runs", var.name));
+        }
+    }
+    out
+}
+
 /// Keeps the first `cap` bytes of a stream and counts the rest.
 pub(crate) struct Capped {
     pub kept: Vec<u8>,

@@ -132,6 +132,15 @@ impl Execute for RunCommand {
             duration_ms: started.elapsed().as_millis() as u64,
         })
     }
+
+    fn preview(&self, _cx: &ToolContext) -> Option<String> {
+        Some(super::process::preview_command(&Spawn {
+            argv: &self.argv,
+            shell: self.shell,
+            cwd: self.cwd.as_ref(),
+            env: &self.env,
+        }))
+    }
 }
 
 #[cfg(test)]

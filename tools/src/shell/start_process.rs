@@ -117,4 +117,13 @@ impl Execute for StartProcess {
             pid,
         })
     }
+
+    fn preview(&self, _cx: &ToolContext) -> Option<String> {
+        Some(super::process::preview_command(&Spawn {
+            argv: &self.argv,
+            shell: self.shell,
+            cwd: self.cwd.as_ref(),
+            env: &self.env,
+        }))
+    }
 }
