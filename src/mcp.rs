@@ -580,7 +580,11 @@ mod tests {
             let result = write(&h).await;
             assert_ne!(result.is_error, Some(true), "{result:?}");
             let asked = next(&mut h.events).await;
-            assert!(asked.starts_with("asked: kyro asks to run write_file("), "{asked}");
+            assert!(asked.starts_with("asked: kyro asks to run write_file\n"), "{asked}");
+            assert!(
+                asked.contains("content: \"yes\"") && asked.contains("+yes"),
+                "the content and its diff: {asked}"
+            );
             assert!(asked.contains("fingerprint "), "{asked}");
             let receipts = h.receipts.0.lock().unwrap();
             let kinds: Vec<OutcomeKind> = receipts.iter().map(|r| r.outcome).collect();

@@ -95,6 +95,12 @@ fn github_tools_speak_rest_to_the_configured_server() {
             ],
             json!({"message": "API rate limit exceeded"}).to_string(),
         ),
+        // A redirect toward another host (here a private address): reported, not followed.
+        (
+            301,
+            vec![("Location", "http://10.255.0.1/steal".into())],
+            json!({"message": "Moved Permanently"}).to_string(),
+        ),
     ]);
     // SAFETY: this binary has this one test; nothing else reads the environment meanwhile.
     unsafe {
@@ -185,9 +191,29 @@ fn github_tools_speak_rest_to_the_configured_server() {
         other => panic!("{other:?}"),
     }
     seen.recv().unwrap();
+    match run("github_get_issue", json!({"owner": "o", "repo": "r", "number": 1})) {
+        Outcome::ExecutionFailed {
+            error: ToolError::Remote {
+                status: 301, message, ..
+            },
+            ..
+        } => assert!(message.contains("http://10.255.0.1/steal"), "{message}"),
+        other => panic!("{other:?}"),
+    }
+    seen.recv().unwrap();
 
     // Names that would change the path never reach the server.
-    for (owner, repo) in [("../admin", "r"), ("o", "r/../../x"), ("o?x=1", "r"), ("", "r")] {
+    for (owner, repo) in [
+        ("../admin", "r"),
+        ("o", "r/../../x"),
+        ("o?x=1", "r"),
+        ("", "r"),
+        ("..", "r"),
+        (".", "r"),
+        ("o", ".."),
+        ("o", "."),
+        ("o", "..."),
+    ] {
         let outcome = run("github_get_issue", json!({"owner": owner, "repo": repo, "number": 1}));
         assert!(matches!(outcome, Outcome::InvalidArguments { .. }), "{owner}/{repo}");
     }

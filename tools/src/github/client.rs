@@ -28,8 +28,11 @@ impl GitHub {
         let token = std::env::var("GITHUB_TOKEN")
             .or_else(|_| std::env::var("GH_TOKEN"))
             .ok();
+        // Redirects are not followed: one would leave the API (and the network policy's
+        // reach) with the token; a moved repository is reported with its new address.
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
+            .max_redirects(0)
             .timeout_global(Some(std::time::Duration::from_secs(30)))
             .build()
             .into();
@@ -42,6 +45,12 @@ impl GitHub {
 
     /// Sends one request; a refusing status becomes a typed error.
     pub fn send(&self, cx: &ToolContext, method: &str, path: &str, body: Option<&Value>) -> Result<Answer, ToolError> {
+        // The schema refuses `.` and `..` as owner or repository; this is the second lock.
+        if path.split(['/', '?']).any(|segment| segment == "." || segment == "..") {
+            return Err(ToolError::Evaluation {
+                message: format!("`{path}` is not a GitHub API path"),
+            });
+        }
         let url = format!("{}{path}", self.base);
         let unreachable = |e: ureq::Error| ToolError::Unreachable {
             service: SERVICE.into(),
@@ -87,6 +96,7 @@ impl GitHub {
         let remaining = header("x-ratelimit-remaining");
         let reset = header("x-ratelimit-reset").and_then(|r| r.parse().ok()).unwrap_or(0);
         let link = header("link");
+        let location = header("location");
         let mut response = response;
         let text = response.body_mut().read_to_string().map_err(unreachable)?;
         let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
@@ -94,6 +104,17 @@ impl GitHub {
             return Err(ToolError::RateLimited {
                 service: SERVICE.into(),
                 reset_at: reset,
+            });
+        }
+        if (300..400).contains(&status) {
+            return Err(ToolError::Remote {
+                service: SERVICE.into(),
+                status,
+                reason: RemoteReason::of(status),
+                message: format!(
+                    "moved to {}; kyro does not follow API redirects, call again with the new owner and repository",
+                    location.unwrap_or_default()
+                ),
             });
         }
         if !(200..300).contains(&status) {

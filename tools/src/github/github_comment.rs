@@ -16,10 +16,16 @@ use super::client::{GitHub, text};
 )]
 pub struct GitHubComment {
     /// Repository owner.
-    #[schemars(regex(pattern = "^[A-Za-z0-9_.-]{1,100}$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub owner: String,
     /// Repository name.
-    #[schemars(regex(pattern = "^[A-Za-z0-9_.-]{1,100}$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub repo: String,
     /// Issue or pull request number.
     #[schemars(range(min = 1))]

@@ -56,6 +56,50 @@ fn public(ip: IpAddr) -> bool {
     }
 }
 
+/// An address as the policy compares it: IPv4-mapped IPv6 as IPv4.
+fn plain(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+/// Whether `ip` reaches this machine: loopback, or unspecified (`0.0.0.0` and `::`
+/// connect to it).
+fn this_machine(ip: IpAddr) -> bool {
+    let ip = plain(ip);
+    ip.is_loopback() || ip.is_unspecified()
+}
+
+/// The addresses `deny_hosts` stands for: each entry as an address literal, or resolved.
+fn denied_addresses(policy: &NetworkPolicy) -> Vec<IpAddr> {
+    policy
+        .deny_hosts
+        .iter()
+        .flat_map(|entry| {
+            let entry = entry.trim_start_matches('[').trim_end_matches(']');
+            match entry.parse::<IpAddr>() {
+                Ok(ip) => vec![plain(ip)],
+                Err(_) => (entry, 0)
+                    .to_socket_addrs()
+                    .map(|addrs| addrs.map(|a| plain(a.ip())).collect())
+                    .unwrap_or_default(),
+            }
+        })
+        .collect()
+}
+
+/// Why `ip`, an address of `host`, is refused by `deny_hosts`, if it is: compared as
+/// addresses, not spellings (`127.1`, `2130706433`, `[::ffff:127.0.0.1]`, `0.0.0.0` and
+/// `[0:0:0:0:0:0:0:1]` are all this machine when `127.0.0.1` or `localhost` is denied).
+fn denied_by_address(denied: &[IpAddr], host: &str, ip: IpAddr) -> Option<String> {
+    let ip = plain(ip);
+    denied
+        .iter()
+        .any(|d| *d == ip || (this_machine(*d) && this_machine(ip)))
+        .then(|| format!("`{host}` resolves to {ip}, which the policy denies"))
+}
+
 /// Checks a URL against the scope's network policy; returns it parsed.
 pub(crate) fn check(cx: &ToolContext, url: &str) -> Result<ureq::http::Uri, ToolError> {
     check_with(cx.scope().network(), url)
@@ -73,7 +117,8 @@ pub(crate) fn check_with(policy: &NetworkPolicy, url: &str) -> Result<ureq::http
     if policy.denies(host) {
         return Err(refused(url, format!("host `{host}` is not allowed by the policy")));
     }
-    if !policy.allow_private && !policy.allows_explicitly(host) {
+    let check_private = !policy.allow_private && !policy.allows_explicitly(host);
+    if check_private || !policy.deny_hosts.is_empty() {
         let port = uri
             .port_u16()
             .unwrap_or(if uri.scheme_str() == Some("https") { 443 } else { 80 });
@@ -81,8 +126,12 @@ pub(crate) fn check_with(policy: &NetworkPolicy, url: &str) -> Result<ureq::http
             service: host.to_owned(),
             message: e.to_string(),
         })?;
+        let denied = denied_addresses(policy);
         for addr in addrs {
-            if !public(addr.ip()) {
+            if let Some(reason) = denied_by_address(&denied, host, addr.ip()) {
+                return Err(refused(url, reason));
+            }
+            if check_private && !public(addr.ip()) {
                 return Err(refused(
                     url,
                     format!("`{host}` resolves to {}, which is not a public address", addr.ip()),
@@ -110,6 +159,10 @@ pub(crate) fn connect_checked(
         .to_socket_addrs()
         .map_err(|e| format!("`{host}` does not resolve: {e}"))?
         .collect();
+    let denied = denied_addresses(policy);
+    if let Some(reason) = addrs.iter().find_map(|a| denied_by_address(&denied, host, a.ip())) {
+        return Err(reason);
+    }
     if !policy.allow_private
         && !policy.allows_explicitly(host)
         && let Some(addr) = addrs.iter().find(|a| !public(a.ip()))
@@ -151,6 +204,13 @@ impl ureq::unversioned::resolver::Resolver for CheckedResolver {
             .unwrap_or_default()
             .trim_start_matches('[')
             .trim_end_matches(']');
+        let denied = denied_addresses(&self.policy);
+        if let Some(reason) = addrs.iter().find_map(|a| denied_by_address(&denied, host, a.ip())) {
+            return Err(ureq::Error::Io(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                reason,
+            )));
+        }
         if self.policy.allow_private || self.policy.allows_explicitly(host) {
             return Ok(addrs);
         }
@@ -312,5 +372,35 @@ mod tests {
             ..NetworkPolicy::default()
         };
         assert!(resolve_with(private, "http://127.0.0.1:1/").is_ok());
+    }
+
+    /// With private addresses allowed and this machine denied by three spellings, no
+    /// other spelling of it gets through: addresses are compared, not strings.
+    #[test]
+    fn deny_hosts_compares_resolved_addresses_not_spellings() {
+        let policy = NetworkPolicy {
+            allow_private: true,
+            deny_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
+            ..NetworkPolicy::default()
+        };
+        for url in [
+            "http://127.1/",
+            "http://2130706433/",
+            "http://[::ffff:127.0.0.1]/",
+            "http://0.0.0.0/",
+            "http://[0:0:0:0:0:0:0:1]/",
+            "http://127.0.0.2/",
+            "http://LOCALHOST/",
+        ] {
+            assert!(
+                matches!(check_with(&policy, url), Err(ToolError::UrlRefused { .. })),
+                "{url} got through"
+            );
+            assert!(resolve_with(policy.clone(), url).is_err(), "{url} at connection time");
+        }
+        assert!(
+            check_with(&policy, "http://10.0.0.1/").is_ok(),
+            "other private addresses stay allowed"
+        );
     }
 }
