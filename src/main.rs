@@ -1,6 +1,7 @@
 //! `kyro`: the typed tool catalog on the command line (and, with `kyro mcp`, over MCP).
 
 mod cli;
+mod frames;
 mod inventory;
 mod mcp;
 mod providers;

@@ -50,7 +50,7 @@ impl KyroServer {
 
     /// Serves on stdin/stdout until the client closes the stream.
     pub async fn serve_stdio(self) -> anyhow::Result<()> {
-        let running = self.serve(rmcp::transport::stdio()).await?;
+        let running = self.serve(crate::frames::guarded_stdio()).await?;
         running.waiting().await?;
         Ok(())
     }

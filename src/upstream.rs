@@ -90,8 +90,24 @@ impl ClientHandler for Watcher {
     }
 }
 
-/// Starts the upstream, lists its tools and registers each one that can be.
+/// How long an upstream has to answer the handshake and its first `tools/list`.
+pub const START_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Starts the upstream, lists its tools and registers each one that can be, within
+/// [`START_TIMEOUT`]: an upstream that does not answer in time is stopped and reported.
 pub async fn connect(spec: &UpstreamSpec, registry: &Arc<Registry>) -> Result<Upstream, String> {
+    tokio::time::timeout(START_TIMEOUT, connect_now(spec, registry))
+        .await
+        .unwrap_or_else(|_| {
+            Err(format!(
+                "upstream `{}` did not answer the handshake and tools/list within {} s; it was stopped",
+                spec.name,
+                START_TIMEOUT.as_secs()
+            ))
+        })
+}
+
+async fn connect_now(spec: &UpstreamSpec, registry: &Arc<Registry>) -> Result<Upstream, String> {
     let mut command = tokio::process::Command::new(&spec.argv[0]);
     command.args(&spec.argv[1..]);
     let transport = TokioChildProcess::new(command)

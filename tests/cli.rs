@@ -440,3 +440,22 @@ fn receipts_never_go_through_a_planted_symlink_or_block_on_a_fifo() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+#[test]
+fn an_upstream_that_never_answers_is_a_clear_startup_error_not_a_hang() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "a\n").unwrap();
+    let out = kyro(
+        &[
+            "call",
+            "read_file",
+            r#"{"path": "a.txt"}"#,
+            "--upstream",
+            "mute=sh -c 'cat >/dev/null'",
+        ],
+        ws.path(),
+    );
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("upstream `mute` did not answer"), "{stderr}");
+}

@@ -259,3 +259,48 @@ fn children_of(parent: u32) -> Vec<u32> {
         })
         .collect()
 }
+
+#[test]
+fn malformed_messages_get_their_json_rpc_errors_and_the_server_goes_on() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "a\n").unwrap();
+    let mut server = Server::start(ws.path());
+    // Answered with the request's id.
+    for (id, params) in [
+        (20, r#"{"name":"read_file","arguments":"{\"path\":\"a.txt\"}"}"#),
+        (21, r#"{"name":"read_file","arguments":["a.txt"]}"#),
+        (
+            22,
+            r#"{"name":"read_file","name":"write_file","arguments":{"path":"a.txt"}}"#,
+        ),
+    ] {
+        server.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{params}}}"#
+        ));
+        assert_eq!(server.answer(id)["error"]["code"], -32602, "{params}");
+    }
+    // Answered with a null id: the message could not be read far enough to find one.
+    let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+    let lone = r#"{"jsonrpc":"2.0","id":23,"method":"ping","params":{"s":"\ud800"}}"#.to_owned();
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":24,"method":"ping","params":{{"p":"{}"}}}}"#,
+        "a".repeat(20 << 20)
+    );
+    for (frame, code) in [(deep, -32700), (lone, -32700), (huge, -32600)] {
+        server.send(&frame);
+        let mut line = String::new();
+        server.stdout.read_line(&mut line).unwrap();
+        let answer: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(
+            (answer["id"].clone(), answer["error"]["code"].clone()),
+            (Value::Null, json!(code))
+        );
+    }
+    // And the server still serves.
+    let read = server.request(
+        25,
+        "tools/call",
+        json!({"name": "read_file", "arguments": {"path": "a.txt"}}),
+    );
+    assert_eq!(read["result"]["structuredContent"]["content"], "a\n");
+}

@@ -193,10 +193,10 @@ fn mcp_and_execute_call_give_identical_outcomes_and_receipts() {
     let log = std::fs::read_to_string(over_mcp.path().join(".kyro/receipts.jsonl")).unwrap();
     let mcp_receipts: Vec<Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
 
-    let direct = workspace();
+    // The same workspace: a fingerprint binds it.
     let recorder = Arc::new(Recorder::default());
     let registry = Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());
-    let runtime = Runtime::new(registry, Workspace::new(direct.path()).unwrap(), &Policy::default())
+    let runtime = Runtime::new(registry, Workspace::new(over_mcp.path()).unwrap(), &Policy::default())
         .unwrap()
         .with_observer(recorder.clone());
     let outcomes: Vec<_> = block_on(async {

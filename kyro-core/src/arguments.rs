@@ -30,16 +30,21 @@ pub enum ArgumentsError {
 /// Unlike `serde_json::from_str::<Value>`, a duplicate key at any depth is an error rather
 /// than "last one wins", and numbers that overflow to infinity (`1e400`) are refused.
 pub fn parse_arguments(text: &str) -> Result<Map<String, Value>, ArgumentsError> {
-    let mut de = serde_json::Deserializer::from_str(text);
-    let value = StrictValue::deserialize_into(&mut de)
-        .and_then(|v| de.end().map(|()| v))
-        .map_err(|e| ArgumentsError::Syntax { message: e.to_string() })?;
-    match value {
+    match parse_strict(text)? {
         Value::Object(map) => Ok(map),
         other => Err(ArgumentsError::NotAnObject {
             found: json_type(&other),
         }),
     }
+}
+
+/// Parses any JSON text strictly: a duplicate key at any depth, a number that overflows to
+/// infinity, a lone surrogate or nesting deeper than 128 levels is a syntax error.
+pub fn parse_strict(text: &str) -> Result<Value, ArgumentsError> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    StrictValue::deserialize_into(&mut de)
+        .and_then(|v| de.end().map(|()| v))
+        .map_err(|e| ArgumentsError::Syntax { message: e.to_string() })
 }
 
 /// The JSON type name of a value, for messages.

@@ -197,8 +197,12 @@ impl ToolContext {
         self.scope
             .confine(path.as_str(), self.access)
             .map(|confined| confined.recording(self.effects.clone()))
-            .map_err(|_| ToolError::OutsideWorkspace {
-                path: path.as_str().to_owned(),
+            .map_err(|reason| ToolError::Denied {
+                reason: crate::receipt::Denial::Path {
+                    pointer: String::new(),
+                    path: path.as_str().to_owned(),
+                    reason,
+                },
             })
     }
 

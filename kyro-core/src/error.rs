@@ -118,11 +118,12 @@ pub enum ToolError {
         /// SQLite's message.
         message: String,
     },
-    /// A sub-agent asked for more than its parent holds.
-    #[error("the sub-agent's scope was refused: {message}")]
-    ScopeRefused {
+    /// Authorization refused something the tool found only while running (a path inside
+    /// a patch, a sub-agent's scope): the call's outcome is `denied`, with this reason.
+    #[error("{reason}")]
+    Denied {
         /// Why.
-        message: String,
+        reason: crate::receipt::Denial,
     },
     /// `git` refused the command.
     #[error("git {command} failed: {message}")]

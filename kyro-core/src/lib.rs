@@ -25,7 +25,7 @@ mod runtime;
 pub mod schema;
 mod tool;
 
-pub use arguments::{ArgumentsError, parse_arguments};
+pub use arguments::{ArgumentsError, parse_arguments, parse_strict};
 pub use confined::{ConfinedPath, Entry, EntryType, Info, sha256_hex};
 pub use context::{Progress, ProgressSink, ToolContext, Workspace, WorkspacePath};
 pub use descriptor::{Annotations, ArgumentAlias, ToolDescriptor};

@@ -97,11 +97,17 @@ pub enum Denial {
         /// This call's fingerprint.
         fingerprint: String,
     },
+    /// A sub-agent asked for a scope wider than its caller's, or nested too deep.
+    Scope {
+        /// Why.
+        error: crate::policy::ScopeError,
+    },
 }
 
 impl std::fmt::Display for Denial {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            Denial::Scope { error } => write!(f, "the sub-agent's scope is refused: {error}"),
             Denial::MissingCapability { capability } => {
                 write!(f, "the caller's scope does not grant `{capability}`")
             }

@@ -491,6 +491,10 @@ impl Runtime {
                 tool: name.clone(),
                 limit_ms: self.limits.timeout_ms,
             },
+            Some(Ok(Err(ToolError::Denied { reason }))) => Outcome::Denied {
+                tool: name.clone(),
+                reason,
+            },
             Some(Ok(Err(error))) => Outcome::ExecutionFailed {
                 tool: name.clone(),
                 error,

@@ -610,8 +610,8 @@ fn the_default_policy_refuses_loopback_before_the_browser_starts() {
 #[test]
 fn requests_a_page_makes_are_checked_against_the_policy() {
     let Some(_serial) = serial() else { return };
-    // The page is on 127.0.0.1 (allowed); a second server, reached as `localhost`, is
-    // denied by name and logs anything that gets through.
+    // The page is on 127.0.0.2 (allowed); a second server on 127.0.0.1, reached as
+    // `localhost`, is denied (by its addresses) and logs anything that gets through.
     let listener_site = Site::start(HashMap::new());
     let port = listener_site.base.rsplit(':').next().unwrap().to_owned();
     let denied = format!("http://localhost:{port}");
@@ -633,7 +633,7 @@ fn requests_a_page_makes_are_checked_against_the_policy() {
     );
     pages.insert("/hop", (302, vec![("Location", "/fine".into())], String::new()));
     pages.insert("/fine", (200, vec![], "<title>Fine</title>".into()));
-    let site = Site::start(pages);
+    let site = Site::start_on("127.0.0.2", pages);
     let h = Harness::new(NetworkPolicy {
         allow_private: true,
         deny_hosts: vec!["localhost".into()],

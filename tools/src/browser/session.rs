@@ -71,7 +71,8 @@ const FLAGS: &[&str] = &[
     // sees, out of reach of the network policy.
     "--disable-site-isolation-trials",
     "--disable-features=Translate,MediaRouter,OptimizationHints,IsolateOrigins,site-per-process,\
-NetworkTimeServiceQuerying,AutofillServerCommunication,CertificateTransparencyComponentUpdater",
+NetworkTimeServiceQuerying,AutofillServerCommunication,CertificateTransparencyComponentUpdater,\
+PreconnectToSearch,SearchEnginePreconnector,SearchEnginePreconnect2",
     // Chromium's own traffic, which the proxy would otherwise have to refuse (or let out).
     "--disable-domain-reliability",
     "--disable-client-side-phishing-detection",

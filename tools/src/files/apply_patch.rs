@@ -287,10 +287,23 @@ mod tests {
             ToolError::PatchFailed { .. }
         ));
         let escape = "--- /dev/null\n+++ b/../escaped.txt\n@@ -0,0 +1 @@\n+x\n";
-        assert!(matches!(
-            failed(call(ws.path(), "apply_patch", json!({"patch": escape}))),
-            ToolError::OutsideWorkspace { .. }
-        ));
+        assert_eq!(
+            crate::testing::denied_path(call(ws.path(), "apply_patch", json!({"patch": escape}))),
+            kyro_core::policy::PathDenial::OutsideRoots
+        );
         assert!(!ws.path().parent().unwrap().join("escaped.txt").exists());
+        // `.git` and `.kyro` inside the workspace: denied, and the outcome says why.
+        for protected in [".git/config", ".kyro/receipts.jsonl"] {
+            let patch = format!("--- /dev/null\n+++ b/{protected}\n@@ -0,0 +1 @@\n+x\n");
+            let outcome = call(ws.path(), "apply_patch", json!({"patch": patch}));
+            assert!(
+                outcome.to_json().to_string().contains("which tools may not write"),
+                "{outcome:?}"
+            );
+            assert_eq!(
+                crate::testing::denied_path(outcome),
+                kyro_core::policy::PathDenial::Protected
+            );
+        }
     }
 }

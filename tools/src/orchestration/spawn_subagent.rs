@@ -66,10 +66,9 @@ impl Execute for SpawnSubagent {
                     .collect()
             }),
         };
-        let child = cx
-            .scope()
-            .child(&request)
-            .map_err(|e| ToolError::ScopeRefused { message: e.to_string() })?;
+        let child = cx.scope().child(&request).map_err(|error| ToolError::Denied {
+            reason: kyro_core::receipt::Denial::Scope { error },
+        })?;
         let results = run_calls(
             cx.runtime(),
             &child,
@@ -128,13 +127,22 @@ mod tests {
     #[test]
     fn widening_and_nesting_too_deep_are_refused_before_anything_runs() {
         let ws = workspace();
-        let widening = failed(call(
+        let widening = call(
             ws.path(),
             "spawn_subagent",
             json!({"description": "x", "roots": [{"path": "..", "access": "read"}],
                    "calls": [{"tool": "write_file", "arguments": {"path": "w.txt", "content": "x"}}]}),
-        ));
-        assert!(matches!(widening, ToolError::ScopeRefused { .. }), "{widening:?}");
+        );
+        assert!(
+            matches!(
+                widening,
+                kyro_core::Outcome::Denied {
+                    reason: kyro_core::receipt::Denial::Scope { .. },
+                    ..
+                }
+            ),
+            "{widening:?}"
+        );
         assert!(!ws.path().join("w.txt").exists());
         // Four levels of sub-agents: the policy's default depth is 3.
         let mut nested = json!({"tool": "calculate", "arguments": {"expression": "1"}});
@@ -151,7 +159,8 @@ mod tests {
             level = &level["results"][0]["result"];
         }
         let deepest = &level["results"][0];
-        assert_eq!(deepest["outcome"], "execution_failed");
-        assert_eq!(deepest["error"]["kind"], "scope_refused");
+        assert_eq!(deepest["outcome"], "denied");
+        assert_eq!(deepest["error"]["reason"]["kind"], "scope");
+        assert_eq!(deepest["error"]["reason"]["error"]["kind"], "too_deep");
     }
 }
