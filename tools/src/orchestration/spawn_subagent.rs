@@ -87,10 +87,9 @@ impl Execute for SpawnSubagent {
 
 #[cfg(test)]
 mod tests {
-    use kyro_core::ToolError;
     use serde_json::json;
 
-    use crate::testing::{call, failed, ok, workspace};
+    use crate::testing::{call, ok, workspace};
 
     #[test]
     fn a_narrowed_sub_agent_is_held_to_its_scope() {
