@@ -4,23 +4,29 @@
 //! checkout, copied to `docs/` when its content changed. `kyro docs --check` is the guard
 //! when the copy cannot be written.
 
+#[cfg(feature = "builtins")]
 #[path = "src/inventory.rs"]
+#[allow(dead_code)]
 mod inventory;
 
+#[cfg(feature = "builtins")]
 use std::path::PathBuf;
 
+/// Without the built-ins (an author's `default-features = false`) there is nothing to render.
+#[cfg(not(feature = "builtins"))]
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+}
+
+#[cfg(feature = "builtins")]
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=src/inventory.rs");
     println!("cargo:rerun-if-changed=docs/tool-inventory.md");
-    let registry = kyro_core::Registry::with_catalog(kyro_tools::BUILTINS)
+    // Servers compile validators on first use; a built-in schema that does not register or
+    // compile fails here, at build time.
+    let text = inventory::render_catalog(kyro_tools::BUILTINS)
         .unwrap_or_else(|e| panic!("the built-in catalog does not register: {e}"));
-    // Servers compile validators on first use; a built-in schema that does not compile
-    // fails here, at build time.
-    registry
-        .compile_all()
-        .unwrap_or_else(|e| panic!("a built-in schema does not compile: {e}"));
-    let text = inventory::render(&registry.snapshot());
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     write_if_changed(&out_dir.join("tool-inventory.md"), &text);
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
@@ -30,6 +36,7 @@ fn main() {
     }
 }
 
+#[cfg(feature = "builtins")]
 fn write_if_changed(path: &std::path::Path, text: &str) {
     if std::fs::read_to_string(path).is_ok_and(|old| old == text) {
         return;

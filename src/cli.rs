@@ -11,10 +11,10 @@ use kyro_core::receipt::JsonlReceiptLog;
 use kyro_core::{ApprovalToken, Call, Outcome, OutcomeKind, Policy, Registry, Runtime, ToolDescriptor, Workspace};
 use serde_json::Value;
 
-use crate::inventory;
-use crate::providers::{self, Dialect};
-use crate::text_arguments;
-use crate::upstream::{self, UpstreamSpec};
+use kyro::dialects::{self as providers, Dialect};
+use kyro::inventory;
+use kyro::text_arguments;
+use kyro::upstream::{self, UpstreamSpec};
 
 /// Writes a line to stdout; a closed pipe (`kyro tools | head`) is not an error.
 macro_rules! out {
@@ -40,8 +40,11 @@ enum Command {
     /// List the catalog.
     Tools {
         /// Print an array of descriptors as JSON.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "names")]
         json: bool,
+        /// Print the names only, one a line (the flat list older agents expect).
+        #[arg(long)]
+        names: bool,
         /// With --json: print the definitions a provider expects instead of descriptors.
         #[arg(long, value_enum, requires = "json")]
         dialect: Option<Dialect>,
@@ -144,7 +147,13 @@ pub fn run() -> ExitCode {
         Err(e) => return fail(&format!("the built-in catalog does not register: {e}")),
     };
     match cli.command {
-        Command::Tools { json, dialect } => tools(&registry, json, dialect, &left_out),
+        Command::Tools { names: true, .. } => {
+            for name in kyro::compat::available_tools(&registry.snapshot()) {
+                out!("{name}");
+            }
+            ExitCode::SUCCESS
+        }
+        Command::Tools { json, dialect, .. } => tools(&registry, json, dialect, &left_out),
         Command::Describe { name, json, dialect } => describe(&registry, &name, json, dialect),
         Command::Call {
             name,
@@ -322,7 +331,7 @@ fn mcp(registry: Arc<Registry>, session: &Session, http: Option<std::net::Socket
         Ok(started) => started,
         Err(code) => return code,
     };
-    let server = crate::mcp::KyroServer::new(runtime);
+    let server = kyro::mcp::KyroServer::new(runtime);
     let served = match http {
         Some(addr) => executor.block_on(server.serve_http(addr)),
         None => executor.block_on(server.serve_stdio()),

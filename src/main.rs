@@ -1,12 +1,7 @@
-//! `kyro`: the typed tool catalog on the command line (and, with `kyro mcp`, over MCP).
+//! `kyro`: the built-in catalog on the command line (and, with `kyro mcp`, over MCP). A thin
+//! CLI over the `kyro` library.
 
 mod cli;
-mod frames;
-mod inventory;
-mod mcp;
-mod providers;
-mod text_arguments;
-mod upstream;
 
 fn main() -> std::process::ExitCode {
     cli::run()

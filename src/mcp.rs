@@ -1,4 +1,4 @@
-//! `kyro mcp`: the registry served over MCP on stdio, through rmcp's server handler.
+//! The registry served over MCP (stdio or Streamable HTTP), through rmcp's server handler.
 //!
 //! rmcp does the framing, initialization and capability negotiation; this module only maps
 //! descriptors to MCP tools and `tools/call` to `Runtime::execute_call`. The `arguments`
@@ -49,20 +49,25 @@ impl KyroServer {
     }
 
     /// Serves on stdin/stdout until the client closes the stream.
-    pub async fn serve_stdio(self) -> anyhow::Result<()> {
-        let running = self.serve(crate::frames::guarded_stdio()).await?;
-        running.waiting().await?;
+    pub async fn serve_stdio(self) -> Result<(), crate::ServeError> {
+        let running = self
+            .serve(crate::frames::guarded_stdio())
+            .await
+            .map_err(|e| crate::ServeError::Mcp(e.to_string()))?;
+        running
+            .waiting()
+            .await
+            .map_err(|e| crate::ServeError::Mcp(e.to_string()))?;
         Ok(())
     }
 
     /// Serves Streamable HTTP at `http://ADDR/mcp` until the process ends. Only loopback
     /// addresses are accepted, and rmcp checks the `Host` header against them (DNS
     /// rebinding). The bound address is announced on stderr, so `:0` picks a free port.
-    pub async fn serve_http(self, addr: SocketAddr) -> anyhow::Result<()> {
-        anyhow::ensure!(
-            addr.ip().is_loopback(),
-            "--http serves on loopback only (127.0.0.1 or [::1]); `{addr}` is not"
-        );
+    pub async fn serve_http(self, addr: SocketAddr) -> Result<(), crate::ServeError> {
+        if !addr.ip().is_loopback() {
+            return Err(crate::ServeError::NotLoopback(addr));
+        }
         let service: StreamableHttpService<KyroServer, LocalSessionManager> = StreamableHttpService::new(
             move || Ok(self.clone()),
             Default::default(),
@@ -122,10 +127,17 @@ fn ok_result(result: Value) -> CallToolResult {
 /// (it would not match the output schema).
 fn tool_error(outcome: &Outcome) -> CallToolResult {
     let json = outcome.to_json();
-    let message = json["error"]["message"]
-        .as_str()
-        .unwrap_or("the call failed")
-        .to_owned();
+    let message = match outcome {
+        // An author's own kind goes first, as the model reads it: `empty_text: ...`.
+        Outcome::ExecutionFailed {
+            error: error @ kyro_core::ToolError::Custom { .. },
+            ..
+        } => error.to_string(),
+        _ => json["error"]["message"]
+            .as_str()
+            .unwrap_or("the call failed")
+            .to_owned(),
+    };
     let mut text = format!(
         "{} ({}): {message}",
         json["outcome"].as_str().unwrap_or_default(),

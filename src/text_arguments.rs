@@ -15,7 +15,12 @@ pub enum TextArgumentsError {
     /// The same key twice.
     DuplicateKey(String),
     /// A non-string value that is not JSON.
-    NotJson { key: String, message: String },
+    NotJson {
+        /// The key.
+        key: String,
+        /// The JSON parser's message.
+        message: String,
+    },
 }
 
 impl std::fmt::Display for TextArgumentsError {

@@ -10,8 +10,8 @@
 
 use std::sync::Arc;
 
+use kyro_core::UPSTREAM_CATEGORY;
 use kyro_core::{CustomTool, Effect, Registry, ToolDefinition, ToolError};
-use kyro_tools::integration::UPSTREAM_CATEGORY;
 use rmcp::model::{CallToolRequestParams, ContentBlock};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::TokioChildProcess;

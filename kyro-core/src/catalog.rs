@@ -16,9 +16,9 @@ use crate::tool::ToolEntry;
 /// ```
 #[macro_export]
 macro_rules! catalog {
-    ($(#[$meta:meta])* $vis:vis const $name:ident = [$($tool:path),* $(,)?];) => {
+    ($(#[$meta:meta])* $vis:vis const $name:ident = [$($(#[$cfg:meta])* $tool:path),* $(,)?];) => {
         $(#[$meta])*
-        $vis const $name: &[$crate::ToolEntry] = &[$($crate::ToolEntry::of::<$tool>()),*];
+        $vis const $name: &[$crate::ToolEntry] = &[$($(#[$cfg])* $crate::ToolEntry::of::<$tool>()),*];
         const _: () = {
             const DUPLICATE: $crate::__private::DuplicateName = $crate::__private::find_duplicate($name);
             if let Some(message) = DUPLICATE.message() {
@@ -29,7 +29,7 @@ macro_rules! catalog {
 }
 
 const PREFIX: &[u8] = b"duplicate tool name or alias in the catalog: ";
-const CAPACITY: usize = 160;
+const CAPACITY: usize = 300;
 
 /// The message naming the first duplicate, built at compile time (const panics can only
 /// print a `&str`, so the message is assembled in a fixed buffer).
@@ -65,7 +65,7 @@ pub const fn find_duplicate(entries: &[ToolEntry]) -> DuplicateName {
                 let mut b = if j == i { a + 1 } else { 0 };
                 while b <= entries[j].spec.aliases.len() {
                     if str_eq(name, name_at(&entries[j], b)) {
-                        return duplicate(name);
+                        return duplicate(name, entries[i].spec.name, entries[j].spec.name);
                     }
                     b += 1;
                 }
@@ -81,22 +81,40 @@ pub const fn find_duplicate(entries: &[ToolEntry]) -> DuplicateName {
     }
 }
 
-const fn duplicate(name: &str) -> DuplicateName {
-    let mut buffer = [0u8; CAPACITY];
-    let mut len = 0;
-    while len < PREFIX.len() {
-        buffer[len] = PREFIX[len];
-        len += 1;
+/// `duplicate tool name or alias in the catalog: `get` (tools `a` and `b`)`.
+const fn duplicate(name: &str, first: &str, second: &str) -> DuplicateName {
+    let mut message = DuplicateName {
+        buffer: [0u8; CAPACITY],
+        len: 0,
+    };
+    // Names are at most 64 ASCII bytes (checked by the attribute); the buffer holds three.
+    let parts: [&[u8]; 7] = [
+        PREFIX,
+        b"`",
+        name.as_bytes(),
+        b"` (tools `",
+        first.as_bytes(),
+        b"` and `",
+        second.as_bytes(),
+    ];
+    let mut p = 0;
+    while p < parts.len() {
+        message = message.push(parts[p]);
+        p += 1;
     }
-    let name = name.as_bytes();
-    let mut k = 0;
-    // Names are at most 64 ASCII bytes (checked by the attribute), so they fit.
-    while k < name.len() && len < CAPACITY {
-        buffer[len] = name[k];
-        len += 1;
-        k += 1;
+    message.push(b"`)")
+}
+
+impl DuplicateName {
+    const fn push(mut self, bytes: &[u8]) -> DuplicateName {
+        let mut k = 0;
+        while k < bytes.len() && self.len < CAPACITY {
+            self.buffer[self.len] = bytes[k];
+            self.len += 1;
+            k += 1;
+        }
+        self
     }
-    DuplicateName { buffer, len }
 }
 
 const fn name_at(entry: &ToolEntry, index: usize) -> &'static str {

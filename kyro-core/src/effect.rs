@@ -47,11 +47,11 @@ impl Effect {
     /// The capability a tool of this effect needs when it declares none itself.
     pub const fn default_capabilities(self) -> &'static [Capability] {
         match self {
-            Effect::Read => &[Capability::FsRead],
-            Effect::Write => &[Capability::FsWrite],
-            Effect::Exec => &[Capability::Exec],
-            Effect::Network => &[Capability::Network],
-            Effect::State => &[Capability::State],
+            Effect::Read => DEFAULT_READ,
+            Effect::Write => DEFAULT_WRITE,
+            Effect::Exec => DEFAULT_EXEC,
+            Effect::Network => DEFAULT_NETWORK,
+            Effect::State => DEFAULT_STATE,
             Effect::None => &[],
         }
     }
@@ -67,70 +67,121 @@ pub enum Approval {
     Required,
 }
 
-/// A permission a caller's scope grants and a tool requires.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
-pub enum Capability {
-    /// Read files inside the workspace roots.
-    #[serde(rename = "fs.read")]
-    FsRead,
-    /// Create, change or delete files inside writable roots.
-    #[serde(rename = "fs.write")]
-    FsWrite,
-    /// Run programs.
-    #[serde(rename = "exec")]
-    Exec,
-    /// Reach other hosts.
-    #[serde(rename = "network")]
-    Network,
-    /// Change a Git repository (commit, checkout, branch).
-    #[serde(rename = "git.write")]
-    GitWrite,
-    /// Change runtime-owned state: memory, graph, tasks.
-    #[serde(rename = "state")]
-    State,
-    /// Run batches and sub-agents.
-    #[serde(rename = "orchestrate")]
-    Orchestrate,
-}
+const DEFAULT_READ: &[Capability] = &[Capability::FS_READ];
+const DEFAULT_WRITE: &[Capability] = &[Capability::FS_WRITE];
+const DEFAULT_EXEC: &[Capability] = &[Capability::EXEC];
+const DEFAULT_NETWORK: &[Capability] = &[Capability::NETWORK];
+const DEFAULT_STATE: &[Capability] = &[Capability::STATE];
+
+/// A permission a caller's scope grants and a tool requires: an open, dotted lowercase
+/// name (`fs.read`, `git.write`, `greet.send`). kyro's own are constants here; a tool author
+/// declares theirs in `#[tool(capabilities = [...])]` and a policy grants them by name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Capability(std::borrow::Cow<'static, str>);
+
+/// Why a capability name is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a capability name: lowercase words joined by dots (`fs.read`, `greet.send`)")]
+pub struct CapabilityNameError(pub String);
 
 impl Capability {
-    /// Every capability, in declaration order.
-    pub const ALL: [Capability; 7] = [
-        Capability::FsRead,
-        Capability::FsWrite,
-        Capability::Exec,
-        Capability::Network,
-        Capability::GitWrite,
-        Capability::State,
-        Capability::Orchestrate,
+    /// Read files inside the workspace roots.
+    pub const FS_READ: Capability = Capability::named("fs.read");
+    /// Create, change or delete files inside writable roots.
+    pub const FS_WRITE: Capability = Capability::named("fs.write");
+    /// Run programs.
+    pub const EXEC: Capability = Capability::named("exec");
+    /// Reach other hosts.
+    pub const NETWORK: Capability = Capability::named("network");
+    /// Change a Git repository (commit, checkout, branch).
+    pub const GIT_WRITE: Capability = Capability::named("git.write");
+    /// Change runtime-owned state: memory, graph, tasks.
+    pub const STATE: Capability = Capability::named("state");
+    /// Run batches and sub-agents.
+    pub const ORCHESTRATE: Capability = Capability::named("orchestrate");
+
+    /// kyro's own capabilities: what the default policy grants.
+    pub const BUILT_IN: [Capability; 7] = [
+        Capability::FS_READ,
+        Capability::FS_WRITE,
+        Capability::EXEC,
+        Capability::NETWORK,
+        Capability::GIT_WRITE,
+        Capability::STATE,
+        Capability::ORCHESTRATE,
     ];
 
-    /// The dotted name used in attributes, policies and descriptors.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Capability::FsRead => "fs.read",
-            Capability::FsWrite => "fs.write",
-            Capability::Exec => "exec",
-            Capability::Network => "network",
-            Capability::GitWrite => "git.write",
-            Capability::State => "state",
-            Capability::Orchestrate => "orchestrate",
+    /// The capability called `name`; a malformed name fails the build when called in a
+    /// constant (as `#[tool(capabilities = [...])]` does).
+    pub const fn named(name: &'static str) -> Capability {
+        if !well_formed(name.as_bytes()) {
+            panic!("a capability name is lowercase words joined by dots, like `fs.read` or `greet.send`");
         }
+        Capability(std::borrow::Cow::Borrowed(name))
     }
 
-    /// Looks a capability up by name at compile time; an unknown name fails the build.
-    ///
-    /// The `#[tool(capabilities = [...])]` expansion calls this in a constant, so a typo is a
-    /// compile error that names the known capabilities.
-    pub const fn from_name(name: &str) -> Capability {
-        let mut i = 0;
-        while i < Capability::ALL.len() {
-            if crate::catalog::str_eq(Capability::ALL[i].as_str(), name) {
-                return Capability::ALL[i];
-            }
-            i += 1;
+    /// The dotted name used in attributes, policies and descriptors.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// `^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$`, at most 64 bytes.
+const fn well_formed(name: &[u8]) -> bool {
+    if name.is_empty() || name.len() > 64 {
+        return false;
+    }
+    let mut i = 0;
+    let mut word_start = true;
+    while i < name.len() {
+        let c = name[i];
+        let ok = if word_start {
+            c.is_ascii_lowercase()
+        } else {
+            c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_' || c == b'.'
+        };
+        if !ok {
+            return false;
         }
-        panic!("unknown capability; expected one of fs.read, fs.write, exec, network, git.write, state, orchestrate")
+        word_start = c == b'.';
+        i += 1;
+    }
+    !word_start
+}
+
+impl TryFrom<String> for Capability {
+    type Error = CapabilityNameError;
+    fn try_from(name: String) -> Result<Capability, CapabilityNameError> {
+        if well_formed(name.as_bytes()) {
+            Ok(Capability(std::borrow::Cow::Owned(name)))
+        } else {
+            Err(CapabilityNameError(name))
+        }
+    }
+}
+
+impl From<Capability> for String {
+    fn from(capability: Capability) -> String {
+        capability.0.into_owned()
+    }
+}
+
+impl JsonSchema for Capability {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Capability".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "pattern": "^[a-z][a-z0-9_]*(\\.[a-z][a-z0-9_]*)*$",
+            "maxLength": 64
+        })
     }
 }
 

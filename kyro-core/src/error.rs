@@ -254,6 +254,20 @@ pub enum ToolError {
         /// The compiler's message.
         message: String,
     },
+    /// A failure the tool's author defined: a kind of their own (`quota_exceeded`), a
+    /// message, and optional structured data. Serialized as `{"kind": <their kind>,
+    /// "message", "data"}`; made with [`ToolError::custom`].
+    #[error("{kind}: {message}")]
+    #[serde(untagged)]
+    Custom {
+        /// The author's kind, snake_case.
+        kind: String,
+        /// What went wrong, for the model and the person reading.
+        message: String,
+        /// Anything structured the caller can act on.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        data: Option<Value>,
+    },
 }
 
 impl From<crate::schema::SchemaError> for ToolError {
@@ -266,6 +280,49 @@ impl From<crate::schema::SchemaError> for ToolError {
 }
 
 impl ToolError {
+    /// A failure of the author's own kind: it reaches MCP as `isError` with the kind in the
+    /// text, the CLI and the outcome JSON as `{"kind": kind, "message": ...}`, and the
+    /// receipt records the kind.
+    ///
+    /// ```
+    /// # use kyro_core::ToolError;
+    /// let error = ToolError::custom("quota_exceeded", "the daily quota of 100 calls is spent")
+    ///     .with_data(serde_json::json!({"resets_at": 1700000000}));
+    /// assert_eq!(error.kind(), "quota_exceeded");
+    /// assert_eq!(error.to_json()["data"]["resets_at"], 1700000000);
+    /// ```
+    pub fn custom(kind: impl Into<String>, message: impl Into<String>) -> ToolError {
+        ToolError::Custom {
+            kind: kind.into(),
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    /// Attaches structured data to a [`ToolError::custom`] error (other errors are
+    /// returned unchanged).
+    pub fn with_data(self, value: Value) -> ToolError {
+        match self {
+            ToolError::Custom { kind, message, .. } => ToolError::Custom {
+                kind,
+                message,
+                data: Some(value),
+            },
+            other => other,
+        }
+    }
+
+    /// The error's kind, as its JSON form names it (`not_found`, or an author's own).
+    pub fn kind(&self) -> String {
+        match self {
+            ToolError::Custom { kind, .. } => kind.clone(),
+            other => serde_json::to_value(other)
+                .ok()
+                .and_then(|v| v.get("kind").and_then(Value::as_str).map(str::to_owned))
+                .unwrap_or_default(),
+        }
+    }
+
     /// An I/O failure, with the operation and path for context.
     pub fn io(operation: &str, path: &str, err: &std::io::Error) -> ToolError {
         ToolError::Io {
@@ -278,7 +335,9 @@ impl ToolError {
     /// The JSON form: `{"kind": ..., "message": ..., <fields>}`.
     pub fn to_json(&self) -> Value {
         let mut value = serde_json::to_value(self).unwrap_or_else(|_| Value::Object(Default::default()));
-        if let Value::Object(map) = &mut value {
+        if let Value::Object(map) = &mut value
+            && !matches!(self, ToolError::Custom { .. })
+        {
             map.insert("message".into(), Value::String(self.to_string()));
         }
         value

@@ -31,10 +31,10 @@ pub use context::{Progress, ProgressSink, ToolContext, Workspace, WorkspacePath}
 pub use descriptor::{Annotations, ArgumentAlias, ToolDescriptor};
 pub use effect::{Approval, Capability, Effect};
 pub use error::{RemoteReason, ToolError};
-pub use kyro_macros::tool;
+pub use kyro_macros::{output, tool};
 pub use policy::{ApprovalToken, Policy};
 pub use receipt::{Observer, Receipt};
-pub use registry::{CustomTool, RegisteredTool, Registry, RegistryError, Snapshot, ToolDefinition};
+pub use registry::{CustomTool, RegisteredTool, Registry, RegistryError, Snapshot, ToolDefinition, UPSTREAM_CATEGORY};
 pub use runtime::{Call, Execution, Outcome, OutcomeKind, Runtime};
 pub use schema::Violation;
 pub use tool::{ArgAlias, BoxFuture, Execute, Tool, ToolEntry, ToolSpec};

@@ -170,6 +170,9 @@ pub struct Receipt {
     pub decision: Decision,
     /// The outcome kind.
     pub outcome: OutcomeKind,
+    /// For `execution_failed`, the error's kind (a built-in one or a tool author's own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<String>,
     /// Start, in milliseconds since the Unix epoch.
     pub started_at_ms: u64,
     /// Duration, in microseconds.

@@ -268,8 +268,19 @@ impl std::fmt::Debug for Runtime {
 }
 
 impl Runtime {
-    /// A runtime over `registry` in `workspace` under `policy`.
+    /// A runtime over `registry` in `workspace` under `policy`. A capability the policy
+    /// grants must be kyro's own or one a registered tool declares: a misspelt grant is an
+    /// error, not a silent no-op.
     pub fn new(registry: Arc<Registry>, workspace: Workspace, policy: &Policy) -> Result<Runtime, ScopeError> {
+        let snapshot = registry.snapshot();
+        if let Some(unknown) = policy.capabilities.iter().find(|granted| {
+            !crate::Capability::BUILT_IN.contains(granted)
+                && !snapshot.descriptors().any(|d| d.capabilities.contains(granted))
+        }) {
+            return Err(ScopeError::UnknownCapability {
+                capability: unknown.clone(),
+            });
+        }
         Ok(Runtime {
             scope: Scope::from_policy(policy, workspace.root())?,
             registry,
@@ -376,6 +387,10 @@ impl Runtime {
             fingerprint: staged.canonical.as_ref().map(|c| c.fingerprint.clone()),
             decision: staged.decision,
             outcome: staged.outcome.kind(),
+            error_kind: match &staged.outcome {
+                Outcome::ExecutionFailed { error, .. } => Some(error.kind()),
+                _ => None,
+            },
             started_at_ms,
             duration_us: start.elapsed().as_micros() as u64,
             effects: effects.take(),
@@ -520,7 +535,9 @@ impl Runtime {
         let denied = |reason| Err(Decision::Denied { reason });
         let descriptor = tool.descriptor();
         if let Some(missing) = tool.capabilities().iter().find(|c| !scope.capabilities().contains(c)) {
-            return denied(Denial::MissingCapability { capability: *missing });
+            return denied(Denial::MissingCapability {
+                capability: missing.clone(),
+            });
         }
         let access = access_for(descriptor.effect);
         for (pointer, path) in path_arguments(descriptor, arguments) {

@@ -498,7 +498,7 @@ fn a_deny_rule_refuses_the_effect_even_with_an_approval() {
 fn a_missing_capability_is_denied_before_anything_runs() {
     let t = tree();
     let policy = Policy {
-        capabilities: vec![Capability::FsRead],
+        capabilities: vec![Capability::FS_READ],
         ..open_policy()
     };
     let rt = runtime_in(&t.root, &policy);
@@ -509,7 +509,7 @@ fn a_missing_capability_is_denied_before_anything_runs() {
         Outcome::Denied {
             tool: "touch".into(),
             reason: Denial::MissingCapability {
-                capability: Capability::FsWrite
+                capability: Capability::FS_WRITE
             }
         }
     );
@@ -518,7 +518,7 @@ fn a_missing_capability_is_denied_before_anything_runs() {
 
 fn parent_scope(t: &Tree) -> Scope {
     let policy = Policy {
-        capabilities: vec![Capability::FsRead, Capability::FsWrite],
+        capabilities: vec![Capability::FS_READ, Capability::FS_WRITE],
         max_depth: 2,
         ..open_policy()
     };
@@ -529,13 +529,13 @@ fn parent_scope(t: &Tree) -> Scope {
 fn a_child_cannot_widen_its_capabilities() {
     let t = tree();
     let request = ScopeRequest {
-        capabilities: Some(vec![Capability::FsRead, Capability::Exec]),
+        capabilities: Some(vec![Capability::FS_READ, Capability::EXEC]),
         roots: None,
     };
     assert_eq!(
         parent_scope(&t).child(&request).unwrap_err(),
         ScopeError::CapabilityWidening {
-            capability: Capability::Exec
+            capability: Capability::EXEC
         }
     );
 }
@@ -621,7 +621,7 @@ fn a_narrowed_child_is_held_to_its_narrower_scope() {
     let child = rt
         .scope()
         .child(&ScopeRequest {
-            capabilities: Some(vec![Capability::FsRead]),
+            capabilities: Some(vec![Capability::FS_READ]),
             roots: Some(vec![RootSpec {
                 path: "sub".into(),
                 access: Access::Read,

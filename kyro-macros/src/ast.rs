@@ -18,6 +18,9 @@ pub struct Tool<'a> {
     pub aliases: Vec<LitStr>,
     pub capabilities: Option<Vec<LitStr>>,
     pub description: Option<String>,
+    /// The description as a `concat!` of its parts, when a doc attribute is a macro
+    /// (`#[doc = include_str!("...")]`) whose text only the compiler knows.
+    pub description_tokens: Option<TokenStream>,
     pub serde: Vec<SerdeKey>,
     /// `None` when the item is not a struct with named fields (already reported).
     pub fields: Option<Vec<Field<'a>>>,
@@ -46,6 +49,7 @@ impl<'a> Tool<'a> {
             aliases: Vec::new(),
             capabilities: None,
             description: attr::doc_comment(&item.attrs),
+            description_tokens: attr::doc_tokens(&item.attrs),
             serde: attr::serde_keys(errors, &item.attrs),
             fields: None,
         };
@@ -55,6 +59,7 @@ impl<'a> Tool<'a> {
     }
 
     fn parse_args(&mut self, errors: &Errors, args: TokenStream) {
+        let mut aliases_given = false;
         let parser = syn::meta::parser(|meta| {
             let key = meta.path.get_ident().map(|i| i.to_string()).unwrap_or_default();
             let known = [
@@ -85,10 +90,16 @@ impl<'a> Tool<'a> {
                 attr::EFFECT => &mut self.effect,
                 attr::APPROVAL => &mut self.approval,
                 attr::ALIASES => {
+                    if std::mem::replace(&mut aliases_given, true) {
+                        errors.at(&meta.path, format_args!("`{key}` is given twice; list every alias in one `{key} = [...]`"));
+                    }
                     self.aliases.extend(attr::lit_str_array(errors, &key, &value));
                     return Ok(());
                 }
                 _ => {
+                    if self.capabilities.is_some() {
+                        errors.at(&meta.path, format_args!("`{key}` is given twice; list every capability in one `{key} = [...]`"));
+                    }
                     self.capabilities = Some(attr::lit_str_array(errors, &key, &value));
                     return Ok(());
                 }

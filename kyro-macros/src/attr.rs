@@ -120,6 +120,38 @@ pub fn doc_comment(attrs: &[Attribute]) -> Option<String> {
     (!doc.is_empty()).then_some(doc)
 }
 
+/// The doc attributes as one `concat!(...)` (lines joined by newlines), when one of them is
+/// a macro such as `include_str!`; `None` when every doc attribute is a literal.
+pub fn doc_tokens(attrs: &[Attribute]) -> Option<TokenStream> {
+    let values: Vec<&Expr> = attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .filter_map(|a| match &a.meta {
+            syn::Meta::NameValue(nv) => Some(&nv.value),
+            _ => None,
+        })
+        .collect();
+    if !values.iter().any(|v| matches!(v, Expr::Macro(_))) {
+        return None;
+    }
+    let parts = values.iter().map(|value| match value {
+        Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => {
+            let line = s.value();
+            let line = line.strip_prefix(' ').unwrap_or(&line).to_owned();
+            quote::quote!(#line)
+        }
+        other => quote::quote!(#other),
+    });
+    let mut joined = Vec::new();
+    for (i, part) in parts.enumerate() {
+        if i > 0 {
+            joined.push(quote::quote!("\n"));
+        }
+        joined.push(part);
+    }
+    Some(quote::quote!(::core::concat!(#(#joined),*)))
+}
+
 /// The struct with every `#[tool(...)]` field attribute removed.
 pub fn strip_tool_attrs(item: &syn::DeriveInput) -> syn::DeriveInput {
     strip_attrs(item, &[TOOL])

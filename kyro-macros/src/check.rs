@@ -42,7 +42,7 @@ fn container(errors: &Errors, tool: &Tool) {
             "a tool's arguments cannot be generic: the schema is generated once per tool; use concrete types",
         );
     }
-    if tool.description.is_none() {
+    if tool.description.is_none() && tool.description_tokens.is_none() {
         errors.at(
             tool.ident,
             "a tool needs a doc comment: it becomes the tool's description (write `/// Verb first: what it does and returns.`)",
@@ -109,6 +109,14 @@ fn container(errors: &Errors, tool: &Tool) {
         for capability in capabilities {
             if seen.contains(&capability.value()) {
                 errors.at(capability, "capability given twice; remove the duplicate");
+            } else if !capability_name(&capability.value()) {
+                errors.at(
+                    capability,
+                    format_args!(
+                        "`{}` is not a capability name; write lowercase words joined by dots, like `fs.read` or `greet.send`",
+                        capability.value()
+                    ),
+                );
             }
             seen.push(capability.value());
         }
@@ -326,4 +334,16 @@ pub fn holds_workspace_path(ty: &Type) -> bool {
         }),
         _ => false,
     }
+}
+
+/// A capability name: lowercase words joined by dots, at most 64 bytes (the rule
+/// `kyro_core::Capability` applies).
+fn capability_name(name: &str) -> bool {
+    name.len() <= 64
+        && name.split('.').all(|word| {
+            word.starts_with(|c: char| c.is_ascii_lowercase())
+                && word
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        })
 }

@@ -9,18 +9,22 @@ use crate::ast::Tool;
 use crate::attr::strip_tool_attrs;
 
 pub fn emit(tool: &Tool) -> TokenStream {
+    let core = crate::paths::core();
+    let kc = &core.tokens;
+    let serde_crate = format!("{}::__private::serde", core.text);
+    let schemars_crate = format!("{}::__private::schemars", core.text);
     let mut item = strip_tool_attrs(tool.item);
     let ident = tool.ident;
     let has_deny = tool.serde.iter().any(|k| k.key == "deny_unknown_fields");
     let deny = (!has_deny).then(|| quote!(deny_unknown_fields,));
     let derive: syn::Attribute = syn::parse_quote! {
-        #[derive(::kyro_core::__private::serde::Deserialize, ::kyro_core::__private::schemars::JsonSchema)]
+        #[derive(#kc::__private::serde::Deserialize, #kc::__private::schemars::JsonSchema)]
     };
     let serde: syn::Attribute = syn::parse_quote! {
-        #[serde(#deny crate = "::kyro_core::__private::serde")]
+        #[serde(#deny crate = #serde_crate)]
     };
     let schemars: syn::Attribute = syn::parse_quote! {
-        #[schemars(crate = "::kyro_core::__private::schemars")]
+        #[schemars(crate = #schemars_crate)]
     };
     item.attrs.splice(0..0, [derive, serde, schemars]);
 
@@ -31,19 +35,25 @@ pub fn emit(tool: &Tool) -> TokenStream {
     let aliases = &tool.aliases;
     let approval = option(tool.approval.as_ref().map(|a| {
         let v = variant(a);
-        quote!(::kyro_core::Approval::#v)
+        quote!(#kc::Approval::#v)
     }));
     let capabilities = option(
         tool.capabilities
             .as_ref()
-            .map(|caps| quote!(&[#(::kyro_core::Capability::from_name(#caps)),*])),
+            .map(|caps| quote!(&[#(#kc::Capability::named(#caps)),*])),
     );
-    let description = tool.description.as_deref().expect("checked");
+    let description = match &tool.description_tokens {
+        Some(tokens) => tokens.clone(),
+        None => {
+            let text = tool.description.as_deref().expect("checked");
+            quote!(#text)
+        }
+    };
     let arg_aliases = tool.fields.iter().flatten().flat_map(|f| {
         let field = f.ident.unraw().to_string();
         f.aliases
             .iter()
-            .map(move |alias| quote!(::kyro_core::ArgAlias { alias: #alias, field: #field }))
+            .map(move |alias| quote!(#kc::ArgAlias { alias: #alias, field: #field }))
     });
     let path_args = tool
         .fields
@@ -53,13 +63,13 @@ pub fn emit(tool: &Tool) -> TokenStream {
         .map(|f| f.ident.unraw().to_string());
     // Spanned at the struct's name, so a missing `Execute` impl is reported there.
     let tool_impl = quote_spanned! {ident.span()=>
-        impl ::kyro_core::Tool for #ident {
-            const SPEC: ::kyro_core::ToolSpec = ::kyro_core::ToolSpec {
+        impl #kc::Tool for #ident {
+            const SPEC: #kc::ToolSpec = #kc::ToolSpec {
                 name: #name,
                 title: #title,
                 aliases: &[#(#aliases),*],
                 category: #category,
-                effect: ::kyro_core::Effect::#effect,
+                effect: #kc::Effect::#effect,
                 approval: #approval,
                 capabilities: #capabilities,
                 description: #description,

@@ -15,6 +15,7 @@ mod check;
 mod errors;
 mod expand;
 mod fallback;
+mod paths;
 
 use proc_macro::TokenStream;
 
@@ -42,4 +43,41 @@ fn expand_tool(args: proc_macro2::TokenStream, item: &syn::DeriveInput) -> syn::
     check::all(&errors, &input);
     errors.finish()?;
     Ok(expand::emit(&input))
+}
+
+/// Makes a struct (or enum) a tool's output, or part of one: adds `Serialize` and
+/// `JsonSchema` through kyro's own paths, so the author's crate needs neither serde nor
+/// schemars. Doc comments become the output schema's descriptions.
+///
+/// ```ignore
+/// /// The counts.
+/// #[output]
+/// pub struct Counts {
+///     /// Lines in the file.
+///     pub lines: u64,
+/// }
+/// ```
+#[proc_macro_attribute]
+pub fn output(args: TokenStream, item: TokenStream) -> TokenStream {
+    let args = proc_macro2::TokenStream::from(args);
+    if !args.is_empty() {
+        return syn::Error::new_spanned(args, "`output` takes no arguments; write `#[output]`")
+            .to_compile_error()
+            .into();
+    }
+    let item = match syn::parse::<syn::DeriveInput>(item) {
+        Ok(item) => item,
+        Err(err) => return err.to_compile_error().into(),
+    };
+    let core = paths::core();
+    let kc = &core.tokens;
+    let serde_crate = format!("{}::__private::serde", core.text);
+    let schemars_crate = format!("{}::__private::schemars", core.text);
+    quote::quote! {
+        #[derive(#kc::__private::serde::Serialize, #kc::__private::schemars::JsonSchema)]
+        #[serde(crate = #serde_crate)]
+        #[schemars(crate = #schemars_crate)]
+        #item
+    }
+    .into()
 }

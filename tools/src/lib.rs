@@ -5,24 +5,30 @@
 //! which live in `kyro` and `kyro-core`.
 #![deny(missing_docs)]
 
+#[cfg(feature = "browser")]
 pub mod browser;
 pub mod calculation;
 pub mod discovery;
 pub mod files;
 pub mod git;
+#[cfg(feature = "web")]
 pub mod github;
+#[cfg(feature = "state")]
 pub mod graph;
 pub mod integration;
+#[cfg(feature = "state")]
 pub mod memory;
 pub mod orchestration;
 pub mod shell;
+#[cfg(feature = "state")]
 mod state;
 
 #[cfg(test)]
 mod testing;
 
 kyro_core::catalog! {
-    /// Every built-in tool. Duplicate names or aliases fail the build; a `#[tool]` struct
+    /// Every built-in tool compiled in (the cargo features `web`, `browser` and `state`
+    /// add their families). Duplicate names or aliases fail the build; a `#[tool]` struct
     /// missing here fails the `catalog_lists_every_tool` test.
     pub const BUILTINS = [
         files::ReadFile,
@@ -49,42 +55,102 @@ kyro_core::catalog! {
         git::GitBranch,
         git::GitCheckout,
         git::GitBlame,
-        github::GitHubGetIssue,
-        github::GitHubListIssues,
-        github::GitHubCreateIssue,
-        github::GitHubGetPullRequest,
-        github::GitHubComment,
-        integration::WebFetch,
-        browser::BrowserNavigate,
-        browser::BrowserSnapshot,
-        browser::BrowserClick,
-        browser::BrowserType,
-        browser::BrowserScreenshot,
-        integration::HttpRequest,
+        #[cfg(feature = "web")] github::GitHubGetIssue,
+        #[cfg(feature = "web")] github::GitHubListIssues,
+        #[cfg(feature = "web")] github::GitHubCreateIssue,
+        #[cfg(feature = "web")] github::GitHubGetPullRequest,
+        #[cfg(feature = "web")] github::GitHubComment,
+        #[cfg(feature = "web")] integration::WebFetch,
+        #[cfg(feature = "browser")] browser::BrowserNavigate,
+        #[cfg(feature = "browser")] browser::BrowserSnapshot,
+        #[cfg(feature = "browser")] browser::BrowserClick,
+        #[cfg(feature = "browser")] browser::BrowserType,
+        #[cfg(feature = "browser")] browser::BrowserScreenshot,
+        #[cfg(feature = "web")] integration::HttpRequest,
         integration::McpCall,
         shell::RunCommand,
         shell::StartProcess,
         shell::ReadProcessOutput,
         shell::StopProcess,
         calculation::Calculate,
-        memory::MemoryStore,
-        memory::MemorySearch,
-        memory::MemoryGet,
-        memory::MemoryForget,
-        graph::GraphAddEntities,
-        graph::GraphAddRelations,
-        graph::GraphAddObservations,
-        graph::GraphSearch,
-        graph::GraphOpen,
-        graph::GraphDelete,
-        orchestration::TaskCreate,
-        orchestration::TaskUpdate,
-        orchestration::TaskList,
+        #[cfg(feature = "state")] memory::MemoryStore,
+        #[cfg(feature = "state")] memory::MemorySearch,
+        #[cfg(feature = "state")] memory::MemoryGet,
+        #[cfg(feature = "state")] memory::MemoryForget,
+        #[cfg(feature = "state")] graph::GraphAddEntities,
+        #[cfg(feature = "state")] graph::GraphAddRelations,
+        #[cfg(feature = "state")] graph::GraphAddObservations,
+        #[cfg(feature = "state")] graph::GraphSearch,
+        #[cfg(feature = "state")] graph::GraphOpen,
+        #[cfg(feature = "state")] graph::GraphDelete,
+        #[cfg(feature = "state")] orchestration::TaskCreate,
+        #[cfg(feature = "state")] orchestration::TaskUpdate,
+        #[cfg(feature = "state")] orchestration::TaskList,
         orchestration::RunBatch,
         orchestration::SpawnSubagent,
         discovery::ToolSearch,
         discovery::ToolDescribe,
     ];
+}
+
+/// The built-in families as catalogs of their own, for a server to add next to its tools
+/// (`kyro::Server::new(TOOLS).catalog(kyro_tools::catalogs::FILES)`).
+pub mod catalogs {
+    use super::*;
+
+    kyro_core::catalog! {
+        /// Files in the workspace: read, write, edit, patch, list, search, move, delete.
+        pub const FILES = [
+            files::ReadFile, files::ReadManyFiles, files::WriteFile, files::EditFile, files::MultiEdit,
+            files::ApplyPatch, files::ListDirectory, files::DirectoryTree, files::Glob, files::Grep,
+            files::FileInfo, files::MovePath, files::CopyPath, files::DeletePath, files::MakeDirectory,
+        ];
+    }
+    kyro_core::catalog! {
+        /// Programs: run to completion, or in the background, each in a PID namespace.
+        pub const SHELL = [shell::RunCommand, shell::StartProcess, shell::ReadProcessOutput, shell::StopProcess];
+    }
+    kyro_core::catalog! {
+        /// Git by argv, the repository's own programs neutralized.
+        pub const GIT = [
+            git::GitStatus, git::GitDiff, git::GitLog, git::GitShow, git::GitAdd, git::GitCommit,
+            git::GitBranch, git::GitCheckout, git::GitBlame,
+        ];
+    }
+    kyro_core::catalog! {
+        /// Arithmetic, and finding tools in the served catalog.
+        pub const UTILITIES = [calculation::Calculate, discovery::ToolSearch, discovery::ToolDescribe];
+    }
+    kyro_core::catalog! {
+        /// Batches and sub-agents through the same boundary, under narrower scopes.
+        pub const ORCHESTRATION = [orchestration::RunBatch, orchestration::SpawnSubagent];
+    }
+    #[cfg(feature = "web")]
+    kyro_core::catalog! {
+        /// HTTP out under the network policy, and the GitHub REST API.
+        pub const WEB = [
+            integration::WebFetch, integration::HttpRequest, github::GitHubGetIssue, github::GitHubListIssues,
+            github::GitHubCreateIssue, github::GitHubGetPullRequest, github::GitHubComment,
+        ];
+    }
+    #[cfg(feature = "browser")]
+    kyro_core::catalog! {
+        /// A headless Chromium, every request through the policy-checked proxy.
+        pub const BROWSER = [
+            browser::BrowserNavigate, browser::BrowserSnapshot, browser::BrowserClick, browser::BrowserType,
+            browser::BrowserScreenshot,
+        ];
+    }
+    #[cfg(feature = "state")]
+    kyro_core::catalog! {
+        /// Memory, knowledge graph and tasks in `.kyro/state.db` (SQLite).
+        pub const STATE = [
+            memory::MemoryStore, memory::MemorySearch, memory::MemoryGet, memory::MemoryForget,
+            graph::GraphAddEntities, graph::GraphAddRelations, graph::GraphAddObservations, graph::GraphSearch,
+            graph::GraphOpen, graph::GraphDelete, orchestration::TaskCreate, orchestration::TaskUpdate,
+            orchestration::TaskList,
+        ];
+    }
 }
 
 /// A built-in tool that cannot work on this machine, and why; it is not registered.
@@ -100,7 +166,10 @@ pub struct Unavailable {
 /// the browser tools need Chromium ([`browser::unavailable`]); `mcp_call` needs at least
 /// one upstream server.
 pub fn available(upstreams: bool) -> (Vec<kyro_core::ToolEntry>, Vec<Unavailable>) {
+    #[cfg(feature = "browser")]
     let browser = browser::unavailable();
+    #[cfg(not(feature = "browser"))]
+    let browser: Option<String> = None;
     let mut usable = Vec::with_capacity(BUILTINS.len());
     let mut left_out = Vec::new();
     for entry in BUILTINS {

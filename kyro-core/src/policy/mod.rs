@@ -242,7 +242,7 @@ pub struct Policy {
 impl Default for Policy {
     fn default() -> Policy {
         Policy {
-            capabilities: Capability::ALL.to_vec(),
+            capabilities: Capability::BUILT_IN.to_vec(),
             roots: vec![RootSpec {
                 path: PathBuf::from("."),
                 access: Access::ReadWrite,

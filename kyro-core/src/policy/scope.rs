@@ -99,6 +99,14 @@ pub enum ScopeError {
         /// The system's message.
         message: String,
     },
+    /// The policy grants a capability no registered tool declares and kyro does not define.
+    #[error(
+        "capability `{capability}` is granted but no tool declares it (kyro's own: fs.read, fs.write, exec, network, git.write, state, orchestrate)"
+    )]
+    UnknownCapability {
+        /// The capability.
+        capability: Capability,
+    },
     /// A child asked for a capability its parent does not hold.
     #[error("capability `{capability}` is not held by the parent scope")]
     CapabilityWidening {
@@ -191,7 +199,7 @@ impl Scope {
             lineage: Arc::from([next_scope_id()]),
             network: policy.network.clone(),
             shell: policy.shell.clone(),
-            capabilities: policy.capabilities.iter().copied().collect(),
+            capabilities: policy.capabilities.iter().cloned().collect(),
             roots,
             approvals: policy.approvals,
             depth: 0,
@@ -269,10 +277,10 @@ impl Scope {
             Some(asked) => {
                 if let Some(capability) = asked.iter().find(|c| !self.capabilities.contains(c)) {
                     return Err(ScopeError::CapabilityWidening {
-                        capability: *capability,
+                        capability: capability.clone(),
                     });
                 }
-                asked.iter().copied().collect()
+                asked.iter().cloned().collect()
             }
         };
         let roots = match &request.roots {

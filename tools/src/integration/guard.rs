@@ -144,6 +144,7 @@ pub(crate) fn check_with(policy: &NetworkPolicy, url: &str) -> Result<ureq::http
 /// Connects to `host:port` as the policy allows: the name checked, then every address of
 /// one lookup checked and the connection made to those same addresses (no second lookup a
 /// rebinding DNS answer could change). The error says why, for the one refused.
+#[cfg_attr(not(feature = "browser"), allow(dead_code))]
 pub(crate) fn connect_checked(
     policy: &NetworkPolicy,
     host: &str,

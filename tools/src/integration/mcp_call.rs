@@ -5,8 +5,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-/// The category upstream tools are registered under (`NAME.tool`).
-pub const UPSTREAM_CATEGORY: &str = "upstream";
+pub use kyro_core::UPSTREAM_CATEGORY;
 
 /// Call a tool of an upstream MCP server that kyro connects to (`kyro mcp --upstream
 /// NAME='CMD ARGS'`); the same as calling `NAME.tool` directly, for clients that cannot

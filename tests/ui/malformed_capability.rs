@@ -1,7 +1,7 @@
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 
 /// Does a thing.
-#[tool(name = "thing", category = "files", effect = "read", capabilities = ["fs.reed"])]
+#[tool(name = "thing", category = "files", effect = "read", capabilities = ["Greet Send"])]
 pub struct Args {
     /// A path.
     pub path: String,

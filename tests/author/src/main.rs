@@ -1,0 +1,5 @@
+mod tools;
+
+fn main() -> std::process::ExitCode {
+    kyro::Server::new(tools::TOOLS).run()
+}

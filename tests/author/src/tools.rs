@@ -1,0 +1,99 @@
+//! Three tools, written as an author writes them: one failing with a kind of its own, one
+//! needing a capability the author defines, one doing blocking work.
+
+use kyro::prelude::*;
+
+/// Count the words of a text.
+///
+/// Returns the number of words; an empty text fails with `empty_text`.
+#[tool(name = "word_count", category = "text", effect = "none")]
+pub struct WordCount {
+    /// The text to count the words of.
+    pub text: String,
+}
+
+/// How many words.
+#[output]
+pub struct Words {
+    /// Words in the text, split at whitespace.
+    pub words: u64,
+}
+
+impl Execute for WordCount {
+    type Output = Words;
+
+    async fn run(self, _cx: &ToolContext) -> Result<Words, ToolError> {
+        if self.text.trim().is_empty() {
+            return Err(ToolError::custom("empty_text", "the text has no words; send some text")
+                .with_data(kyro::serde_json::json!({"length": self.text.len()})));
+        }
+        Ok(Words {
+            words: self.text.split_whitespace().count() as u64,
+        })
+    }
+}
+
+/// Greet someone by name.
+///
+/// Needs the `greet.send` capability, which a policy grants.
+#[tool(name = "send_greeting", category = "greetings", effect = "none", capabilities = ["greet.send"])]
+pub struct SendGreeting {
+    /// Who to greet.
+    #[schemars(length(min = 1, max = 100))]
+    pub name: String,
+}
+
+/// The greeting sent.
+#[output]
+pub struct Greeting {
+    /// The text of the greeting.
+    pub greeting: String,
+}
+
+impl Execute for SendGreeting {
+    type Output = Greeting;
+
+    async fn run(self, _cx: &ToolContext) -> Result<Greeting, ToolError> {
+        Ok(Greeting {
+            greeting: format!("Hello, {}!", self.name),
+        })
+    }
+}
+
+/// Look a word up in a slow dictionary.
+///
+/// The lookup blocks its thread for `block_ms` milliseconds, as a synchronous client would.
+#[tool(name = "slow_lookup", category = "text", effect = "none")]
+pub struct SlowLookup {
+    /// The word to look up.
+    pub word: String,
+    /// How long the lookup blocks, in milliseconds; at most 5000.
+    #[schemars(range(max = 5000))]
+    pub block_ms: u64,
+}
+
+/// The definition found.
+#[output]
+pub struct Definition {
+    /// The word.
+    pub word: String,
+    /// What it means.
+    pub definition: String,
+}
+
+impl Execute for SlowLookup {
+    type Output = Definition;
+
+    async fn run(self, _cx: &ToolContext) -> Result<Definition, ToolError> {
+        std::thread::sleep(std::time::Duration::from_millis(self.block_ms));
+        Ok(Definition {
+            definition: format!("{} (n.): a word worth the wait", self.word),
+            word: self.word,
+        })
+    }
+}
+
+kyro::catalog! {
+    /// The server's tools.
+    pub const TOOLS = [WordCount, SendGreeting, SlowLookup];
+}

@@ -1,0 +1,137 @@
+//! The author's server over MCP stdio, driven by rmcp's client: its tools listed with
+//! their schemas, a custom error kind, a capability the policy grants, blocking work that
+//! does not stall the server, the inventory written by build.rs.
+
+use std::path::Path;
+
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
+use serde_json::{Map, Value, json};
+
+async fn client(workspace: &Path, policy: Option<&Path>) -> RunningService<RoleClient, ()> {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_kyro-author-example"));
+    command.arg("--workspace").arg(workspace);
+    if let Some(policy) = policy {
+        command.arg("--policy").arg(policy);
+    }
+    ().serve(TokioChildProcess::new(command).expect("the server starts"))
+        .await
+        .expect("initialize")
+}
+
+async fn call(client: &RunningService<RoleClient, ()>, tool: &str, args: Value) -> CallToolResult {
+    let args: Map<String, Value> = args.as_object().cloned().unwrap();
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
+        .await
+        .expect("the call is answered")
+}
+
+fn text(result: &CallToolResult) -> String {
+    result.content[0].as_text().unwrap().text.clone()
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_authors_tools_are_served_with_kyros_guarantees() {
+    let ws = tempfile::tempdir().unwrap();
+    let client = client(ws.path(), None).await;
+
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["send_greeting", "slow_lookup", "word_count"]);
+    let count = tools.iter().find(|t| t.name == "word_count").unwrap();
+    assert_eq!(count.input_schema["additionalProperties"], false, "closed schemas");
+    assert_eq!(
+        count.output_schema.as_ref().unwrap()["properties"]["words"]["type"],
+        "integer"
+    );
+
+    let ok = call(&client, "word_count", json!({"text": "one two three"})).await;
+    assert_eq!(ok.structured_content, Some(json!({"words": 3})));
+
+    // The author's own failure: isError, its kind in the text, in the receipt.
+    let empty = call(&client, "word_count", json!({"text": "  "})).await;
+    assert_eq!(empty.is_error, Some(true));
+    assert!(
+        text(&empty).contains("empty_text: the text has no words"),
+        "{}",
+        text(&empty)
+    );
+
+    // Validation is kyro's: an unknown argument never reaches the executor.
+    let bad = call(&client, "word_count", json!({"text": "a", "extra": 1})).await;
+    assert_eq!(bad.is_error, Some(true));
+    assert!(text(&bad).starts_with("invalid_arguments"), "{}", text(&bad));
+
+    // `greet.send` is the author's capability: the default policy does not grant it.
+    let refused = call(&client, "send_greeting", json!({"name": "Ada"})).await;
+    assert_eq!(refused.is_error, Some(true));
+    assert!(text(&refused).contains("greet.send"), "{}", text(&refused));
+    client.cancel().await.unwrap();
+
+    let receipts = std::fs::read_to_string(ws.path().join(".kyro/receipts.jsonl")).unwrap();
+    let kinds: Vec<Value> = receipts
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["error_kind"].clone())
+        .collect();
+    assert!(kinds.contains(&json!("empty_text")), "{receipts}");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_policy_grants_the_authors_capability() {
+    let ws = tempfile::tempdir().unwrap();
+    let policy = ws.path().join("policy.toml");
+    std::fs::write(&policy, "capabilities = [\"fs.read\", \"greet.send\"]\n").unwrap();
+    let client = client(ws.path(), Some(&policy)).await;
+    let greeted = call(&client, "send_greeting", json!({"name": "Ada"})).await;
+    assert_eq!(greeted.structured_content, Some(json!({"greeting": "Hello, Ada!"})));
+    client.cancel().await.unwrap();
+
+    // A misspelt grant is refused when the server starts, not ignored.
+    std::fs::write(&policy, "capabilities = [\"greet.sned\"]\n").unwrap();
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_kyro-author-example"))
+        .arg("--workspace")
+        .arg(ws.path())
+        .arg("--policy")
+        .arg(&policy)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!status.status.success());
+    assert!(String::from_utf8_lossy(&status.stderr).contains("greet.sned"));
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn blocking_work_does_not_stall_the_server() {
+    let ws = tempfile::tempdir().unwrap();
+    let client = client(ws.path(), None).await;
+    let peer = client.peer().clone();
+    let lookup = tokio::spawn(async move {
+        let args = json!({"word": "patience", "block_ms": 2000})
+            .as_object()
+            .cloned()
+            .unwrap();
+        peer.call_tool(CallToolRequestParams::new("slow_lookup").with_arguments(args))
+            .await
+            .unwrap()
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // While the lookup blocks its thread, other requests are answered.
+    let counted = call(&client, "word_count", json!({"text": "still here"})).await;
+    assert_eq!(counted.structured_content, Some(json!({"words": 2})));
+    assert!(!lookup.is_finished(), "the second call waited for the blocking one");
+    let looked_up = lookup.await.unwrap();
+    assert_eq!(looked_up.structured_content.unwrap()["word"], "patience");
+    client.cancel().await.unwrap();
+}
+
+#[test]
+fn build_rs_wrote_the_inventory_from_the_same_descriptors() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/tool-inventory.md")).unwrap();
+    for name in ["word_count", "send_greeting", "slow_lookup"] {
+        assert!(doc.contains(&format!("## {name}")), "{name} missing");
+    }
+    assert!(doc.contains("`greet.send`"));
+}

@@ -1,0 +1,18 @@
+use kyro_core::{Execute, ToolContext, ToolError, tool};
+
+/// Does a thing.
+#[tool(name = "thing", category = "files", effect = "read", aliases = ["a"], aliases = ["b"])]
+pub struct Args {
+    /// A path.
+    pub path: String,
+}
+
+impl Execute for Args {
+    type Output = ();
+
+    async fn run(self, _cx: &ToolContext) -> Result<(), ToolError> {
+        Ok(())
+    }
+}
+
+fn main() {}
