@@ -232,7 +232,10 @@ mod tests {
             .observer(recorder.clone())
             .runtime()
             .unwrap();
-        let executor = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let executor = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         let outcome = executor.block_on(runtime.execute_call(Call::new("calculate", json!({"expression": "6*7"}))));
         assert!(matches!(outcome, Outcome::Ok { .. }), "{outcome:?}");
         executor.block_on(runtime.execute_call(Call::new("list_directory", json!({}))));

@@ -91,14 +91,20 @@ impl<'a> Tool<'a> {
                 attr::APPROVAL => &mut self.approval,
                 attr::ALIASES => {
                     if std::mem::replace(&mut aliases_given, true) {
-                        errors.at(&meta.path, format_args!("`{key}` is given twice; list every alias in one `{key} = [...]`"));
+                        errors.at(
+                            &meta.path,
+                            format_args!("`{key}` is given twice; list every alias in one `{key} = [...]`"),
+                        );
                     }
                     self.aliases.extend(attr::lit_str_array(errors, &key, &value));
                     return Ok(());
                 }
                 _ => {
                     if self.capabilities.is_some() {
-                        errors.at(&meta.path, format_args!("`{key}` is given twice; list every capability in one `{key} = [...]`"));
+                        errors.at(
+                            &meta.path,
+                            format_args!("`{key}` is given twice; list every capability in one `{key} = [...]`"),
+                        );
                     }
                     self.capabilities = Some(attr::lit_str_array(errors, &key, &value));
                     return Ok(());
