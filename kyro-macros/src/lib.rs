@@ -5,8 +5,8 @@
 //! attribute and doc comments. It refuses, at the offending token and all at once, whatever
 //! the canonical schema could not state faithfully. It is not for use without `kyro-core`.
 //!
-//! Three passes: [`ast`] parses into our own model, [`check`] applies the rules across
-//! fields, [`expand`] emits tokens; [`errors`] collects every mistake and [`fallback`]
+//! Three passes: `ast` parses into our own model, `check` applies the rules across
+//! fields, `expand` emits tokens; `errors` collects every mistake and `fallback`
 //! re-emits the plain struct when there are any.
 
 mod ast;
