@@ -8,8 +8,8 @@ use std::sync::Mutex;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::outcome::OutcomeKind;
 use crate::policy::PathDenial;
-use crate::runtime::OutcomeKind;
 
 /// A side effect the runtime observed while a tool ran.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

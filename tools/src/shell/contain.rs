@@ -23,17 +23,7 @@ pub(crate) fn available() -> bool {
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null());
-        let maps = Maps::new();
-        // SAFETY: the closure calls only async-signal-safe functions (see `enter`).
-        unsafe {
-            probe.pre_exec(move || {
-                if enter(&maps) {
-                    Ok(())
-                } else {
-                    Err(std::io::Error::other("no namespace"))
-                }
-            });
-        }
+        enter_before_exec(&mut probe);
         probe.status().is_ok_and(|s| s.success())
     })
 }
@@ -61,6 +51,13 @@ pub(crate) fn contain(command: &mut std::process::Command) -> bool {
     if !available() {
         return false;
     }
+    enter_before_exec(command);
+    true
+}
+
+/// Has the spawned child [`enter`] its namespace before it execs; the spawn fails if it
+/// cannot.
+fn enter_before_exec(command: &mut std::process::Command) {
     let maps = Maps::new();
     // SAFETY: the closure calls only async-signal-safe functions (see `enter`).
     unsafe {
@@ -72,7 +69,6 @@ pub(crate) fn contain(command: &mut std::process::Command) -> bool {
             }
         });
     }
-    true
 }
 
 /// In the freshly forked child: a new PID namespace, then two forks. The spawned child

@@ -1,0 +1,235 @@
+//! What a call is (a tool name, its arguments, an approval, a progress sink) and what it
+//! comes to: the typed [`Outcome`], its kind, and the receipt beside it.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::context::ProgressSink;
+use crate::error::ToolError;
+use crate::policy::ApprovalToken;
+use crate::receipt::{Denial, Receipt};
+use crate::schema::Violation;
+
+/// A call as every surface hands it over: a tool name and a JSON arguments value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    /// Canonical name or alias.
+    pub tool: String,
+    /// The arguments exactly as the caller sent them; must be an object.
+    pub arguments: Value,
+    /// An approval bound to this call's fingerprint, when the caller has one.
+    pub approval: Option<ApprovalToken>,
+    /// Where a long tool's progress goes, when the caller wants it.
+    pub progress: Option<ProgressSink>,
+}
+
+impl Call {
+    /// A call of `tool` with `arguments`.
+    pub fn new(tool: impl Into<String>, arguments: Value) -> Call {
+        Call {
+            tool: tool.into(),
+            arguments,
+            approval: None,
+            progress: None,
+        }
+    }
+
+    /// The same call reporting progress to `sink`.
+    pub fn with_progress(mut self, sink: Arc<dyn crate::context::Progress>) -> Call {
+        self.progress = Some(ProgressSink(sink));
+        self
+    }
+
+    /// The same call carrying an approval.
+    pub fn approved(mut self, token: ApprovalToken) -> Call {
+        self.approval = Some(token);
+        self
+    }
+}
+
+/// The kind of an outcome, as a stable snake_case word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OutcomeKind {
+    /// The tool ran and returned a result.
+    Ok,
+    /// The arguments were refused before anything ran.
+    InvalidArguments,
+    /// No tool has that name or alias.
+    UnknownTool,
+    /// Authorization refused the call.
+    Denied,
+    /// The call needs an approval bound to its fingerprint.
+    ApprovalRequired,
+    /// The tool ran and failed.
+    ExecutionFailed,
+    /// The tool ran past its time limit and was stopped.
+    TimedOut,
+    /// The caller cancelled the call while it ran; the executor was stopped.
+    Cancelled,
+}
+
+/// The typed result of a call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// The tool's result, valid against its output schema.
+    Ok {
+        /// Canonical tool name.
+        tool: String,
+        /// The result object.
+        result: Value,
+    },
+    /// Every reason the arguments were refused.
+    InvalidArguments {
+        /// Canonical tool name.
+        tool: String,
+        /// Violations, sorted by pointer.
+        violations: Vec<Violation>,
+    },
+    /// No such tool.
+    UnknownTool {
+        /// The name asked for.
+        name: String,
+        /// Names that look close, best first.
+        suggestions: Vec<String>,
+    },
+    /// Authorization refused the call; nothing ran.
+    Denied {
+        /// Canonical tool name.
+        tool: String,
+        /// Why.
+        reason: Denial,
+    },
+    /// Nothing ran; an approval of this fingerprint would let it.
+    ApprovalRequired {
+        /// Canonical tool name.
+        tool: String,
+        /// The fingerprint to approve.
+        fingerprint: String,
+        /// What the call would do, for the human.
+        summary: String,
+    },
+    /// The executor failed.
+    ExecutionFailed {
+        /// Canonical tool name.
+        tool: String,
+        /// What went wrong.
+        error: ToolError,
+    },
+    /// The executor ran past the time limit.
+    TimedOut {
+        /// Canonical tool name.
+        tool: String,
+        /// The limit, in milliseconds.
+        limit_ms: u64,
+    },
+    /// The caller cancelled the call; the executor was stopped.
+    Cancelled {
+        /// Canonical tool name.
+        tool: String,
+    },
+}
+
+impl Outcome {
+    /// The outcome's kind.
+    pub fn kind(&self) -> OutcomeKind {
+        match self {
+            Outcome::Ok { .. } => OutcomeKind::Ok,
+            Outcome::InvalidArguments { .. } => OutcomeKind::InvalidArguments,
+            Outcome::UnknownTool { .. } => OutcomeKind::UnknownTool,
+            Outcome::Denied { .. } => OutcomeKind::Denied,
+            Outcome::ApprovalRequired { .. } => OutcomeKind::ApprovalRequired,
+            Outcome::ExecutionFailed { .. } => OutcomeKind::ExecutionFailed,
+            Outcome::TimedOut { .. } => OutcomeKind::TimedOut,
+            Outcome::Cancelled { .. } => OutcomeKind::Cancelled,
+        }
+    }
+
+    /// The canonical tool name, or the name asked for when no tool has it.
+    pub fn tool(&self) -> &str {
+        match self {
+            Outcome::Ok { tool, .. }
+            | Outcome::InvalidArguments { tool, .. }
+            | Outcome::Denied { tool, .. }
+            | Outcome::ApprovalRequired { tool, .. }
+            | Outcome::ExecutionFailed { tool, .. }
+            | Outcome::TimedOut { tool, .. }
+            | Outcome::Cancelled { tool } => tool,
+            Outcome::UnknownTool { name, .. } => name,
+        }
+    }
+
+    /// The wire form: `{"outcome": kind, "tool"?, "result"?, "error"?}`.
+    pub fn to_json(&self) -> Value {
+        let kind = self.kind();
+        match self {
+            Outcome::Ok { tool, result } => {
+                json!({"outcome": kind, "tool": tool, "result": result})
+            }
+            Outcome::InvalidArguments { tool, violations } => json!({
+                "outcome": kind,
+                "tool": tool,
+                "error": {"message": invalid_message(violations), "violations": violations},
+            }),
+            Outcome::UnknownTool { name, suggestions } => json!({
+                "outcome": kind,
+                "error": {"message": format!("no tool is named `{name}`"), "name": name, "suggestions": suggestions},
+            }),
+            Outcome::Denied { tool, reason } => json!({
+                "outcome": kind,
+                "tool": tool,
+                "error": {"message": format!("denied: {reason}"), "reason": reason},
+            }),
+            Outcome::ApprovalRequired {
+                tool,
+                fingerprint,
+                summary,
+            } => json!({
+                "outcome": kind,
+                "tool": tool,
+                "error": {
+                    "message": format!("{summary} needs approval; approve fingerprint {fingerprint}"),
+                    "fingerprint": fingerprint,
+                    "summary": summary,
+                },
+            }),
+            Outcome::ExecutionFailed { tool, error } => json!({
+                "outcome": kind,
+                "tool": tool,
+                "error": error.to_json(),
+            }),
+            Outcome::TimedOut { tool, limit_ms } => json!({
+                "outcome": kind,
+                "tool": tool,
+                "error": {"message": format!("`{tool}` ran past its {limit_ms} ms limit and was stopped"), "limit_ms": limit_ms},
+            }),
+            Outcome::Cancelled { tool } => json!({
+                "outcome": kind,
+                "tool": tool,
+                "error": {"message": format!("`{tool}` was cancelled by the caller")},
+            }),
+        }
+    }
+}
+
+fn invalid_message(violations: &[Violation]) -> String {
+    let parts: Vec<String> = violations
+        .iter()
+        .map(|v| {
+            let at = if v.pointer.is_empty() { "arguments" } else { &v.pointer };
+            format!("{at}: {}", v.message)
+        })
+        .collect();
+    format!("invalid arguments: {}", parts.join("; "))
+}
+
+/// An outcome and the receipt recorded for it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Execution {
+    /// What the caller gets.
+    pub outcome: Outcome,
+    /// What was recorded.
+    pub receipt: Receipt,
+}

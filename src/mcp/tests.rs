@@ -1,0 +1,315 @@
+//! The MCP server against rmcp's own client, in process.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kyro_core::receipt::{CanonicalCall, Observer, Receipt};
+use kyro_core::{
+    CustomTool, Effect, OutcomeKind, Policy, Registry, Runtime, ToolContext, ToolDefinition, ToolError, Workspace,
+};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest, ElicitRequestParams,
+    ElicitResult, ElicitationAction, Implementation, ProgressNotificationParam, RequestMetaObject,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RequestContext, RunningService};
+use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::KyroServer;
+
+/// A client that records notifications and answers elicitations as told.
+#[derive(Clone)]
+struct TestClient {
+    events: mpsc::UnboundedSender<String>,
+    elicitation: Option<bool>,
+}
+
+impl ClientHandler for TestClient {
+    fn get_info(&self) -> ClientConfig {
+        let capabilities = if self.elicitation.is_some() {
+            ClientCapabilities::builder().enable_elicitation().build()
+        } else {
+            ClientCapabilities::default()
+        };
+        ClientConfig::new(capabilities, Implementation::new("test-client", "1"))
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.events.send("list_changed".into());
+    }
+
+    async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
+        let _ = self.events.send(format!("progress {}", params.progress));
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        if let ElicitRequestParams::FormElicitationParams { message, .. } = &request {
+            let _ = self.events.send(format!("asked: {message}"));
+        }
+        Ok(match self.elicitation {
+            Some(answer) => ElicitResult::new(ElicitationAction::Accept).with_content(json!({"approve": answer})),
+            None => ElicitResult::new(ElicitationAction::Decline),
+        })
+    }
+}
+
+#[derive(Default)]
+struct Receipts(Mutex<Vec<Receipt>>);
+
+impl Observer for Receipts {
+    fn observe(&self, receipt: &Receipt, _call: Option<&CanonicalCall>) {
+        self.0.lock().unwrap().push(receipt.clone());
+    }
+}
+
+struct Harness {
+    registry: Arc<Registry>,
+    receipts: Arc<Receipts>,
+    client: RunningService<RoleClient, TestClient>,
+    events: mpsc::UnboundedReceiver<String>,
+    _workspace: tempfile::TempDir,
+}
+
+async fn connect(elicitation: Option<bool>) -> Harness {
+    let workspace = tempfile::tempdir().unwrap();
+    let registry = Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());
+    let receipts = Arc::new(Receipts::default());
+    let runtime = Runtime::new(
+        registry.clone(),
+        Workspace::new(workspace.path()).unwrap(),
+        &Policy::default(),
+    )
+    .unwrap()
+    .with_observer(receipts.clone());
+    let (server_io, client_io) = tokio::io::duplex(1 << 16);
+    tokio::spawn(async move {
+        if let Ok(running) = KyroServer::new(runtime).serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let (tx, events) = mpsc::unbounded_channel();
+    let client = TestClient {
+        events: tx,
+        elicitation,
+    }
+    .serve(client_io)
+    .await
+    .unwrap();
+    Harness {
+        registry,
+        receipts,
+        client,
+        events,
+        _workspace: workspace,
+    }
+}
+
+fn slow_tool(dropped: Arc<AtomicBool>) -> ToolDefinition {
+    struct Guard(Arc<AtomicBool>);
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    ToolDefinition::custom(
+        CustomTool {
+            name: "slow".into(),
+            description: "Report progress three times, then wait for `ms` milliseconds.".into(),
+            category: "testing".into(),
+            effect: Effect::None,
+            input_schema: json!({"type": "object", "properties": {"ms": {"type": "integer", "description": "How long."}}, "required": ["ms"]}),
+            output_schema: Some(json!({"type": "object"})),
+        },
+        move |args: Value, cx: &ToolContext| -> kyro_core::BoxFuture<'_, Result<Value, ToolError>> {
+            let guard = Guard(dropped.clone());
+            Box::pin(async move {
+                for step in 1..=3 {
+                    cx.report_progress(f64::from(step), Some(3.0), Some("working"));
+                }
+                tokio::time::sleep(Duration::from_millis(args["ms"].as_u64().unwrap_or(0))).await;
+                drop(guard);
+                Ok(json!({}))
+            })
+        },
+    )
+    .unwrap()
+}
+
+async fn next(events: &mut mpsc::UnboundedReceiver<String>) -> String {
+    tokio::time::timeout(Duration::from_secs(10), events.recv())
+        .await
+        .expect("an event")
+        .unwrap()
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn a_registry_change_notifies_the_client_and_the_list_follows() {
+    rt().block_on(async {
+        let mut h = connect(None).await;
+        h.registry.register(slow_tool(Arc::default())).unwrap();
+        assert_eq!(next(&mut h.events).await, "list_changed");
+        let tools = h.client.list_all_tools().await.unwrap();
+        assert!(tools.iter().any(|t| t.name == "slow"));
+        h.registry.remove("slow").unwrap();
+        assert_eq!(next(&mut h.events).await, "list_changed");
+        assert!(
+            !h.client
+                .list_all_tools()
+                .await
+                .unwrap()
+                .iter()
+                .any(|t| t.name == "slow")
+        );
+    });
+}
+
+#[test]
+fn progress_reaches_a_client_that_sent_a_token() {
+    rt().block_on(async {
+        let mut h = connect(None).await;
+        h.registry.register(slow_tool(Arc::default())).unwrap();
+        assert_eq!(next(&mut h.events).await, "list_changed");
+        let mut meta = RequestMetaObject::default();
+        meta.set_progress_token(rmcp::model::ProgressToken(rmcp::model::NumberOrString::Number(7)));
+        let mut params =
+            CallToolRequestParams::new("slow").with_arguments(json!({"ms": 0}).as_object().unwrap().clone());
+        params.meta = Some(meta);
+        let result = h.client.call_tool(params).await.unwrap();
+        assert_ne!(result.is_error, Some(true));
+        for step in 1..=3 {
+            assert_eq!(next(&mut h.events).await, format!("progress {step}"));
+        }
+    });
+}
+
+#[test]
+fn a_cancelled_call_stops_the_executor_and_is_receipted() {
+    rt().block_on(async {
+        let mut h = connect(None).await;
+        let dropped = Arc::new(AtomicBool::new(false));
+        h.registry.register(slow_tool(dropped.clone())).unwrap();
+        assert_eq!(next(&mut h.events).await, "list_changed");
+        // A progress token lets the test see the executor start before it cancels.
+        let mut meta = RequestMetaObject::default();
+        meta.set_progress_token(rmcp::model::ProgressToken(rmcp::model::NumberOrString::Number(9)));
+        let mut params =
+            CallToolRequestParams::new("slow").with_arguments(json!({"ms": 60_000}).as_object().unwrap().clone());
+        params.meta = Some(meta);
+        let handle = h
+            .client
+            .peer()
+            .send_cancellable_request(
+                ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+                PeerRequestOptions::no_options(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(next(&mut h.events).await, "progress 1");
+        handle.cancel(Some("user pressed stop".into())).await.unwrap();
+        for _ in 0..100 {
+            if h.receipts.0.lock().unwrap().iter().any(|r| r.tool == "slow") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let receipts = h.receipts.0.lock().unwrap();
+        let receipt = receipts
+            .iter()
+            .find(|r| r.tool == "slow")
+            .expect("a receipt for the cancelled call");
+        assert_eq!(receipt.outcome, OutcomeKind::Cancelled);
+        assert!(dropped.load(Ordering::SeqCst), "the executor was stopped");
+    });
+}
+
+async fn write(h: &Harness) -> rmcp::model::CallToolResult {
+    let args = json!({"path": "approved.txt", "content": "yes"});
+    h.client
+        .call_tool(CallToolRequestParams::new("write_file").with_arguments(args.as_object().unwrap().clone()))
+        .await
+        .unwrap()
+}
+
+#[test]
+fn an_approval_is_asked_of_a_client_that_can_answer() {
+    rt().block_on(async {
+        let mut h = connect(Some(true)).await;
+        let result = write(&h).await;
+        assert_ne!(result.is_error, Some(true), "{result:?}");
+        let asked = next(&mut h.events).await;
+        assert!(asked.starts_with("asked: kyro asks to run write_file\n"), "{asked}");
+        assert!(
+            asked.contains("content: \"yes\"") && asked.contains("+yes"),
+            "the content and its diff: {asked}"
+        );
+        assert!(asked.contains("fingerprint "), "{asked}");
+        let receipts = h.receipts.0.lock().unwrap();
+        let kinds: Vec<OutcomeKind> = receipts.iter().map(|r| r.outcome).collect();
+        assert_eq!(kinds, [OutcomeKind::ApprovalRequired, OutcomeKind::Ok]);
+    });
+}
+
+#[test]
+fn a_refused_or_unasked_approval_runs_nothing() {
+    rt().block_on(async {
+        for answer in [Some(false), None] {
+            let h = connect(answer).await;
+            let result = write(&h).await;
+            assert_eq!(result.is_error, Some(true));
+            let text = result.content[0].as_text().unwrap().text.clone();
+            assert!(text.starts_with("approval_required"), "{text}");
+            assert!(!h._workspace.path().join("approved.txt").exists());
+        }
+    });
+}
+
+#[test]
+fn a_long_list_is_paginated_and_a_bad_cursor_is_refused() {
+    rt().block_on(async {
+        let h = connect(None).await;
+        for i in 0..150 {
+            let mut tool = slow_tool(Arc::default()).descriptor().clone();
+            tool.name = format!("slow_{i:03}");
+            let definition = ToolDefinition::custom(
+                CustomTool {
+                    name: tool.name.clone(),
+                    description: tool.description.clone(),
+                    category: "testing".into(),
+                    effect: Effect::None,
+                    input_schema: tool.input_schema.clone(),
+                    output_schema: Some(tool.output_schema.clone()),
+                },
+                |_args: Value, _cx: &ToolContext| -> kyro_core::BoxFuture<'_, Result<Value, ToolError>> {
+                    Box::pin(async { Ok(json!({})) })
+                },
+            )
+            .unwrap();
+            h.registry.register(definition).unwrap();
+        }
+        let first = h.client.list_tools(None).await.unwrap();
+        assert_eq!(first.tools.len(), super::PAGE);
+        assert_eq!(first.next_cursor.as_deref(), Some("100"));
+        let all = h.client.list_all_tools().await.unwrap();
+        assert_eq!(all.len(), 150 + kyro_tools::BUILTINS.len());
+        let bad = h
+            .client
+            .list_tools(Some(
+                rmcp::model::PaginatedRequestParams::default().with_cursor(Some("zz".into())),
+            ))
+            .await;
+        assert!(bad.is_err());
+    });
+}
