@@ -31,6 +31,15 @@ impl Fingerprint {
         let mut canonical = String::with_capacity(256);
         canonical.push_str("{\"arguments\":");
         canonical.push_str(&canonicalize(arguments));
+        // RFC 8785 writes numbers as doubles: integers past 2^53 would collide
+        // (9007199254740992 and 9007199254740993 are one double). Their exact digits join
+        // the snapshot, by JSON pointer, so an approval of one never stands for the other.
+        let mut exact = serde_json::Map::new();
+        exact_integers(arguments, &mut String::new(), &mut exact);
+        if !exact.is_empty() {
+            canonical.push_str(",\"exact_integers\":");
+            canonical.push_str(&canonicalize(&Value::Object(exact)));
+        }
         canonical.push_str(",\"scope\":");
         canonical.push_str(&canonicalize(&scope.describe()));
         canonical.push_str(",\"tool\":");
@@ -45,6 +54,40 @@ impl Fingerprint {
     /// The hex digest.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+}
+
+/// The largest integer every double represents exactly (2^53).
+const EXACT_DOUBLE: u64 = 1 << 53;
+
+/// Every integer in `value` beyond ±2^53, as decimal digits keyed by its JSON pointer.
+fn exact_integers(value: &Value, pointer: &mut String, out: &mut serde_json::Map<String, Value>) {
+    match value {
+        Value::Number(n) => {
+            let beyond = n.as_u64().is_some_and(|u| u > EXACT_DOUBLE)
+                || n.as_i64().is_some_and(|i| i.unsigned_abs() > EXACT_DOUBLE);
+            if beyond {
+                out.insert(pointer.clone(), Value::String(n.to_string()));
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                let len = pointer.len();
+                pointer.push_str(&format!("/{i}"));
+                exact_integers(item, pointer, out);
+                pointer.truncate(len);
+            }
+        }
+        Value::Object(map) => {
+            for (key, item) in map {
+                let len = pointer.len();
+                pointer.push('/');
+                pointer.push_str(&key.replace('~', "~0").replace('/', "~1"));
+                exact_integers(item, pointer, out);
+                pointer.truncate(len);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -141,6 +184,25 @@ mod tests {
     use serde_json::json;
 
     use super::summarize;
+
+    #[test]
+    fn integers_past_two_to_the_53_keep_their_fingerprints_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let scope = super::super::Scope::from_policy(&super::super::Policy::default(), dir.path()).unwrap();
+        let of =
+            |n: u64| super::Fingerprint::of("github_comment", &json!({"number": n, "list": [n]}), &scope, dir.path());
+        let (a, b) = (of(9_007_199_254_740_992), of(9_007_199_254_740_993));
+        assert_ne!(a.1, b.1, "one approval would stand for the other call");
+        assert!(
+            b.0.contains(r#""exact_integers":{"/list/0":"9007199254740993","/number":"9007199254740993"}"#),
+            "{}",
+            b.0
+        );
+        // Ordinary numbers leave the snapshot as RFC 8785 writes it.
+        assert!(!of(7).0.contains("exact_integers"));
+        let negative = super::Fingerprint::of("t", &json!({"n": -9_007_199_254_740_993_i64}), &scope, dir.path());
+        assert!(negative.0.contains("-9007199254740993"), "{}", negative.0);
+    }
 
     #[test]
     fn a_summary_shows_every_argument_in_full_with_hidden_characters_escaped() {
