@@ -25,10 +25,14 @@ pub const MAX_FRAME: usize = 8 * 1024 * 1024;
 const OUTPUT_QUEUE: usize = 64;
 
 /// The transport rmcp serves on: stdin checked frame by frame, stdout shared with the
-/// errors this edge answers itself.
+/// errors this edge answers itself; and the writer's task, to await once rmcp is done so
+/// that the last answers reach stdout before the process ends.
 pub fn guarded_stdio() -> (
-    impl AsyncRead + Send + Unpin + 'static,
-    impl AsyncWrite + Send + Unpin + 'static,
+    (
+        impl AsyncRead + Send + Unpin + 'static,
+        impl AsyncWrite + Send + Unpin + 'static,
+    ),
+    tokio::task::JoinHandle<()>,
 ) {
     guarded(tokio::io::stdin(), tokio::io::stdout())
 }
@@ -38,16 +42,19 @@ pub fn guarded(
     input: impl AsyncRead + Send + Unpin + 'static,
     output: impl AsyncWrite + Send + Unpin + 'static,
 ) -> (
-    impl AsyncRead + Send + Unpin + 'static,
-    impl AsyncWrite + Send + Unpin + 'static,
+    (
+        impl AsyncRead + Send + Unpin + 'static,
+        impl AsyncWrite + Send + Unpin + 'static,
+    ),
+    tokio::task::JoinHandle<()>,
 ) {
     let (to_rmcp, rmcp_in) = tokio::io::duplex(64 * 1024);
     let (rmcp_out, from_rmcp) = tokio::io::duplex(64 * 1024);
     let (lines, queue) = mpsc::channel::<Vec<u8>>(OUTPUT_QUEUE);
-    tokio::spawn(write_lines(queue, output));
+    let writer = tokio::spawn(write_lines(queue, output));
     tokio::spawn(forward_answers(from_rmcp, lines.clone()));
     tokio::spawn(check_requests(input, to_rmcp, lines));
-    (rmcp_in, rmcp_out)
+    ((rmcp_in, rmcp_out), writer)
 }
 
 /// Writes whole lines to `output`, in the order they were queued.
@@ -217,7 +224,7 @@ mod tests {
     async fn through(input: Vec<u8>) -> (String, Vec<Value>) {
         let (mut client, server_in) = tokio::io::duplex(1024 * 1024);
         let (server_out, client_out) = tokio::io::duplex(1024 * 1024);
-        let (mut rmcp_in, _rmcp_out) = guarded(server_in, server_out);
+        let ((mut rmcp_in, _rmcp_out), _writer) = guarded(server_in, server_out);
         let writer = tokio::spawn(async move {
             client.write_all(&input).await.unwrap();
             client.shutdown().await.unwrap();

@@ -304,3 +304,36 @@ fn malformed_messages_get_their_json_rpc_errors_and_the_server_goes_on() {
     );
     assert_eq!(read["result"]["structuredContent"]["content"], "a\n");
 }
+
+#[test]
+fn every_answer_is_written_when_the_client_closes_stdin_right_after_its_requests() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "a\n").unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kyro"))
+        .args(["mcp", "--workspace"])
+        .arg(ws.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for line in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).to_string(),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "read_file", "arguments": {"path": "a.txt"}}}).to_string(),
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read_file","arguments":"x"}}"#.to_owned(),
+    ] {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let answers: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut ids: Vec<u64> = answers.iter().filter_map(|a| a["id"].as_u64()).collect();
+    ids.sort();
+    assert_eq!(ids, [1, 2, 3], "{answers:?}");
+}

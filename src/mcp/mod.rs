@@ -48,16 +48,21 @@ impl KyroServer {
         }
     }
 
-    /// Serves on stdin/stdout until the client closes the stream.
+    /// Serves on stdin/stdout until the client closes the stream; the answers rmcp wrote
+    /// before it stopped are flushed to stdout (for at most 5 s) before this returns.
     pub async fn serve_stdio(self) -> Result<(), crate::ServeError> {
+        let (transport, writer) = crate::frames::guarded_stdio();
         let running = self
-            .serve(crate::frames::guarded_stdio())
+            .serve(transport)
             .await
             .map_err(|e| crate::ServeError::Mcp(e.to_string()))?;
         running
             .waiting()
             .await
             .map_err(|e| crate::ServeError::Mcp(e.to_string()))?;
+        // rmcp's side of the pipe is closed now; the writer ends once it has written what
+        // was queued (and once stdin has ended, which holds the other sender).
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), writer).await;
         Ok(())
     }
 
