@@ -8,6 +8,10 @@ use kyro_core::policy::{ApprovalRule, ApprovalRules};
 use kyro_core::{Call, Outcome, Policy, Registry, Runtime, ToolError, Workspace};
 use serde_json::{Value, json};
 
+/// Hostile repositories, under the same helpers.
+#[path = "git/hostile.rs"]
+mod hostile;
+
 fn call(root: &Path, tool: &str, args: Value) -> Outcome {
     let policy = Policy {
         approvals: ApprovalRules::uniform(ApprovalRule::Auto),

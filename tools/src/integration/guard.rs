@@ -188,7 +188,19 @@ pub(crate) fn connect_checked(
 #[derive(Debug)]
 struct CheckedResolver {
     policy: NetworkPolicy,
+    /// `deny_hosts` as addresses, looked up once per request rather than once per hop.
+    denied: Vec<IpAddr>,
     inner: ureq::unversioned::resolver::DefaultResolver,
+}
+
+impl CheckedResolver {
+    fn new(policy: NetworkPolicy) -> CheckedResolver {
+        CheckedResolver {
+            denied: denied_addresses(&policy),
+            policy,
+            inner: ureq::unversioned::resolver::DefaultResolver::default(),
+        }
+    }
 }
 
 impl ureq::unversioned::resolver::Resolver for CheckedResolver {
@@ -204,8 +216,7 @@ impl ureq::unversioned::resolver::Resolver for CheckedResolver {
             .unwrap_or_default()
             .trim_start_matches('[')
             .trim_end_matches(']');
-        let denied = denied_addresses(&self.policy);
-        if let Some(reason) = addrs.iter().find_map(|a| denied_by_address(&denied, host, a.ip())) {
+        if let Some(reason) = addrs.iter().find_map(|a| denied_by_address(&self.denied, host, a.ip())) {
             return Err(ureq::Error::Io(std::io::Error::new(
                 std::io::ErrorKind::PermissionDenied,
                 reason,
@@ -263,10 +274,7 @@ pub(crate) fn send(
     let agent = ureq::Agent::with_parts(
         config,
         ureq::unversioned::transport::DefaultConnector::new(),
-        CheckedResolver {
-            policy: cx.scope().network().clone(),
-            inner: ureq::unversioned::resolver::DefaultResolver::default(),
-        },
+        CheckedResolver::new(cx.scope().network().clone()),
     );
     let mut url = url.to_owned();
     let mut method = method.to_owned();
@@ -336,10 +344,7 @@ mod tests {
     use ureq::unversioned::resolver::Resolver;
 
     fn resolve_with(policy: NetworkPolicy, url: &str) -> Result<usize, ureq::Error> {
-        let resolver = CheckedResolver {
-            policy,
-            inner: ureq::unversioned::resolver::DefaultResolver::default(),
-        };
+        let resolver = CheckedResolver::new(policy);
         let config = ureq::config::Config::default();
         let timeout = ureq::unversioned::transport::NextTimeout::default();
         resolver

@@ -74,21 +74,25 @@ async fn drain(mut pipe: impl AsyncReadExt + Unpin, capped: &mut Capped, cap: us
     }
 }
 
+impl RunCommand {
+    /// What to run, as the spawner and the approval preview both see it.
+    fn what(&self) -> Spawn<'_> {
+        Spawn {
+            argv: &self.argv,
+            shell: self.shell,
+            cwd: self.cwd.as_ref(),
+            env: &self.env,
+        }
+    }
+}
+
 impl Execute for RunCommand {
     type Output = CommandResult;
 
     async fn run(self, cx: &ToolContext) -> Result<CommandResult, ToolError> {
         use std::os::unix::process::ExitStatusExt;
         let started = Instant::now();
-        let (mut child, mut guard) = spawn(
-            cx,
-            &Spawn {
-                argv: &self.argv,
-                shell: self.shell,
-                cwd: self.cwd.as_ref(),
-                env: &self.env,
-            },
-        )?;
+        let (mut child, mut guard) = spawn(cx, &self.what())?;
         let cap = self.max_output_bytes.unwrap_or(DEFAULT_MAX_OUTPUT) as usize;
         let mut stdin = child.stdin.take();
         let input = self.stdin.clone().unwrap_or_default();
@@ -134,12 +138,7 @@ impl Execute for RunCommand {
     }
 
     fn preview(&self, _cx: &ToolContext) -> Option<String> {
-        Some(super::process::preview_command(&Spawn {
-            argv: &self.argv,
-            shell: self.shell,
-            cwd: self.cwd.as_ref(),
-            env: &self.env,
-        }))
+        Some(super::process::preview_command(&self.what()))
     }
 }
 

@@ -58,20 +58,24 @@ fn pump(mut pipe: impl Read, process: Arc<Background>, stderr: bool) {
     }
 }
 
+impl StartProcess {
+    /// What to run, as the spawner and the approval preview both see it.
+    fn what(&self) -> Spawn<'_> {
+        Spawn {
+            argv: &self.argv,
+            shell: self.shell,
+            cwd: self.cwd.as_ref(),
+            env: &self.env,
+        }
+    }
+}
+
 impl Execute for StartProcess {
     type Output = Started;
 
     async fn run(self, cx: &ToolContext) -> Result<Started, ToolError> {
         use std::os::unix::process::ExitStatusExt;
-        let (mut child, guard) = spawn_detached(
-            cx,
-            &Spawn {
-                argv: &self.argv,
-                shell: self.shell,
-                cwd: self.cwd.as_ref(),
-                env: &self.env,
-            },
-        )?;
+        let (mut child, guard) = spawn_detached(cx, &self.what())?;
         drop(child.stdin.take());
         let pid = child.id();
         let process = Arc::new(Background {
@@ -119,11 +123,6 @@ impl Execute for StartProcess {
     }
 
     fn preview(&self, _cx: &ToolContext) -> Option<String> {
-        Some(super::process::preview_command(&Spawn {
-            argv: &self.argv,
-            shell: self.shell,
-            cwd: self.cwd.as_ref(),
-            env: &self.env,
-        }))
+        Some(super::process::preview_command(&self.what()))
     }
 }

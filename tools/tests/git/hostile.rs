@@ -5,31 +5,12 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use kyro_core::policy::{ApprovalRule, ApprovalRules, PathDenial};
-use kyro_core::{Call, Outcome, Policy, Registry, Runtime, ToolError, Workspace};
-use serde_json::{Value, json};
+use kyro_core::policy::PathDenial;
+use kyro_core::{Outcome, ToolError};
+use serde_json::json;
 
-fn call(root: &Path, tool: &str, args: Value) -> Outcome {
-    let policy = Policy {
-        approvals: ApprovalRules::uniform(ApprovalRule::Auto),
-        ..Policy::default()
-    };
-    let registry = Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());
-    let runtime = Runtime::new(registry, Workspace::new(root).unwrap(), &policy).unwrap();
-    let executor = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    match executor.block_on(runtime.execute_call(Call::new(tool, args.clone()))) {
-        Outcome::ApprovalRequired { fingerprint, .. } => executor.block_on(
-            runtime
-                .execute_call(Call::new(tool, args).approved(kyro_core::ApprovalToken::for_fingerprint(&fingerprint))),
-        ),
-        other => other,
-    }
-}
+use super::{call, ok};
 
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = std::process::Command::new("git")
@@ -88,13 +69,6 @@ fn repo() -> tempfile::TempDir {
     git(ws.path(), &["commit", "--quiet", "-m", "first"]);
     std::fs::write(ws.path().join("a.txt"), "one\ntwo\n").unwrap();
     ws
-}
-
-fn ok(root: &Path, tool: &str, args: Value) -> Value {
-    match call(root, tool, args) {
-        Outcome::Ok { result, .. } => result,
-        other => panic!("{tool}: {other:?}"),
-    }
 }
 
 #[test]
