@@ -213,9 +213,10 @@ async fn call(
     arguments: Value,
     structured: bool,
 ) -> Result<Value, ToolError> {
-    let upstream_error = |message: String| ToolError::Upstream {
-        server: server.to_owned(),
-        message,
+    // The same kind and data as the built-in `mcp_call`'s upstream failures.
+    let upstream_error = |message: String| {
+        ToolError::custom("upstream", format!("upstream MCP server `{server}`: {message}"))
+            .with_data(serde_json::json!({"server": server, "message": message}))
     };
     let Value::Object(arguments) = arguments else {
         return Err(upstream_error("arguments must be an object".into()));

@@ -54,150 +54,12 @@ pub enum ToolError {
         /// The workspace path as given.
         path: String,
     },
-    /// A line window that starts past the end of the file.
-    #[error("offset {offset} is past the end of `{path}`, which has {total_lines} lines")]
-    OffsetOutOfRange {
-        /// The workspace path as given.
-        path: String,
-        /// The 1-based line asked for.
-        offset: u64,
-        /// Lines in the file.
-        total_lines: u64,
-    },
-    /// The text to replace does not occur in the file.
-    #[error("the text to replace was not found in `{path}`{}", edit_suffix(*edit))]
-    NoMatch {
-        /// The workspace path as given.
-        path: String,
-        /// Which edit of a multi-edit, 0-based.
-        edit: Option<u64>,
-    },
-    /// The text to replace occurs more than once and `replace_all` was not set.
-    #[error("the text to replace occurs {count} times in `{path}`{}; add context to make it unique or set replace_all", edit_suffix(*edit))]
-    AmbiguousMatch {
-        /// The workspace path as given.
-        path: String,
-        /// Which edit of a multi-edit, 0-based.
-        edit: Option<u64>,
-        /// How many times it occurs.
-        count: u64,
-    },
-    /// A patch that does not apply; nothing was changed.
-    #[error("the patch does not apply to `{path}`: {message}; no file was changed")]
-    PatchFailed {
-        /// The file the failing part targets.
-        path: String,
-        /// Why.
-        message: String,
-    },
-    /// A directory that is not empty, deleted without `recursive`.
-    #[error("`{path}` is a directory that is not empty; set recursive to delete it and its contents")]
-    DirectoryNotEmpty {
-        /// The workspace path as given.
-        path: String,
-    },
-    /// A search pattern that does not compile.
-    #[error("`{pattern}` is not a valid pattern: {message}")]
-    InvalidPattern {
-        /// The pattern as given.
-        pattern: String,
-        /// The compiler's message.
-        message: String,
-    },
-    /// No record with that key.
-    #[error("no {record} named `{key}`")]
-    NoSuchRecord {
-        /// What was looked up (memory, entity, task).
-        record: String,
-        /// Its key.
-        key: String,
-    },
-    /// The state database failed.
-    #[error("the state database failed: {message}")]
-    State {
-        /// SQLite's message.
-        message: String,
-    },
     /// Authorization refused something the tool found only while running (a path inside
     /// a patch, a sub-agent's scope): the call's outcome is `denied`, with this reason.
     #[error("{reason}")]
     Denied {
         /// Why.
         reason: crate::receipt::Denial,
-    },
-    /// `git` refused the command.
-    #[error("git {command} failed: {message}")]
-    Git {
-        /// The git subcommand.
-        command: String,
-        /// What git printed on stderr.
-        message: String,
-    },
-    /// A remote service refused the request.
-    #[error("{service} answered {status} ({reason}): {message}")]
-    Remote {
-        /// The service (github, ...).
-        service: String,
-        /// The HTTP status.
-        status: u16,
-        /// What the status means.
-        reason: RemoteReason,
-        /// The service's message.
-        message: String,
-    },
-    /// A remote service's rate limit is exhausted.
-    #[error("{service} rate limit exhausted; it resets at {reset_at} (Unix seconds)")]
-    RateLimited {
-        /// The service.
-        service: String,
-        /// When the limit resets, Unix seconds (0 when unknown).
-        reset_at: u64,
-    },
-    /// A URL the network policy refuses (scheme, host, or a non-public address).
-    #[error("`{url}` is refused: {reason}")]
-    UrlRefused {
-        /// The URL.
-        url: String,
-        /// Why.
-        reason: String,
-    },
-    /// A remote service could not be reached.
-    #[error("cannot reach {service}: {message}")]
-    Unreachable {
-        /// The service.
-        service: String,
-        /// Why.
-        message: String,
-    },
-    /// The browser could not do what was asked (start, navigate, evaluate, capture).
-    #[error("the browser could not {operation}: {message}")]
-    Browser {
-        /// What was being done.
-        operation: String,
-        /// Chromium's or the driver's message.
-        message: String,
-    },
-    /// No element answers to the ref or selector on the current page.
-    #[error("no element `{element}` on the page; refs come from the latest browser_snapshot of this page")]
-    NoSuchElement {
-        /// The ref or selector as given.
-        element: String,
-    },
-    /// The element exists but cannot take the action (hidden, covered, not editable).
-    #[error("element `{element}` cannot be used: {reason}")]
-    NotActionable {
-        /// The ref or selector as given.
-        element: String,
-        /// Why.
-        reason: String,
-    },
-    /// An upstream MCP server failed, or its tool reported an error.
-    #[error("upstream MCP server `{server}`: {message}")]
-    Upstream {
-        /// The upstream's configured name.
-        server: String,
-        /// What went wrong, or the upstream tool's own error text.
-        message: String,
     },
     /// An operating-system error.
     #[error("{operation} `{path}` failed: {message}")]
@@ -208,18 +70,6 @@ pub enum ToolError {
         path: String,
         /// The system's message.
         message: String,
-    },
-    /// An expression could not be evaluated.
-    #[error("cannot evaluate the expression: {message}")]
-    Evaluation {
-        /// The evaluator's message.
-        message: String,
-    },
-    /// A computation produced NaN or an infinity.
-    #[error("the result is not a finite number ({value})")]
-    NonFinite {
-        /// `NaN`, `inf` or `-inf`.
-        value: String,
     },
     /// A tool named in the arguments is not in the catalog.
     #[error("no tool is named `{name}`")]
@@ -299,6 +149,40 @@ impl ToolError {
         }
     }
 
+    /// A tool family's own typed failure in the open form: `error`'s serialized `kind`
+    /// tag becomes the kind, its `Display` the message, and its other fields the data.
+    /// Built-in families keep a typed enum (`#[serde(tag = "kind")]`) and convert at their
+    /// edge with this, so kyro-core names no tool's failures.
+    ///
+    /// ```
+    /// # use kyro_core::ToolError;
+    /// #[derive(serde::Serialize, thiserror::Error, Debug)]
+    /// #[serde(tag = "kind", rename_all = "snake_case")]
+    /// enum Weather {
+    ///     #[error("no station named `{station}`")]
+    ///     NoStation { station: String },
+    /// }
+    /// let error = ToolError::typed(&Weather::NoStation { station: "XYZ".into() });
+    /// assert_eq!(error.kind(), "no_station");
+    /// assert_eq!(error.to_json()["data"]["station"], "XYZ");
+    /// assert_eq!(error.to_string(), "no_station: no station named `XYZ`");
+    /// ```
+    pub fn typed<E: Serialize + std::fmt::Display>(error: &E) -> ToolError {
+        let mut fields = match serde_json::to_value(error) {
+            Ok(Value::Object(fields)) => fields,
+            _ => Default::default(),
+        };
+        let kind = match fields.remove("kind") {
+            Some(Value::String(kind)) => kind,
+            _ => "failed".to_owned(),
+        };
+        ToolError::Custom {
+            kind,
+            message: error.to_string(),
+            data: (!fields.is_empty()).then_some(Value::Object(fields)),
+        }
+    }
+
     /// Attaches structured data to a [`ToolError::custom`] error (other errors are
     /// returned unchanged).
     pub fn with_data(self, value: Value) -> ToolError {
@@ -341,50 +225,5 @@ impl ToolError {
             map.insert("message".into(), Value::String(self.to_string()));
         }
         value
-    }
-}
-
-fn edit_suffix(edit: Option<u64>) -> String {
-    edit.map(|i| format!(" (edit {i})")).unwrap_or_default()
-}
-
-/// What a refusing HTTP status means.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RemoteReason {
-    /// 401: missing or bad credentials.
-    Unauthorized,
-    /// 403: not allowed.
-    Forbidden,
-    /// 404: no such resource (or not visible with these credentials).
-    NotFound,
-    /// 422: the request was understood and refused (validation).
-    Unprocessable,
-    /// Any other failure status.
-    Other,
-}
-
-impl RemoteReason {
-    /// The reason of an HTTP status.
-    pub fn of(status: u16) -> RemoteReason {
-        match status {
-            401 => RemoteReason::Unauthorized,
-            403 => RemoteReason::Forbidden,
-            404 => RemoteReason::NotFound,
-            422 => RemoteReason::Unprocessable,
-            _ => RemoteReason::Other,
-        }
-    }
-}
-
-impl std::fmt::Display for RemoteReason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            RemoteReason::Unauthorized => "unauthorized",
-            RemoteReason::Forbidden => "forbidden",
-            RemoteReason::NotFound => "not found",
-            RemoteReason::Unprocessable => "unprocessable",
-            RemoteReason::Other => "failed",
-        })
     }
 }

@@ -31,7 +31,7 @@ pub use confined::{ConfinedPath, Entry, EntryType, Info, sha256_hex};
 pub use context::{Progress, ProgressSink, ToolContext, Workspace, WorkspacePath};
 pub use descriptor::{Annotations, ArgumentAlias, ToolDescriptor};
 pub use effect::{Approval, Capability, Effect};
-pub use error::{RemoteReason, ToolError};
+pub use error::ToolError;
 pub use kyro_macros::{output, tool};
 pub use outcome::{Call, Execution, Outcome, OutcomeKind};
 pub use policy::{ApprovalToken, Policy};

@@ -9,6 +9,7 @@
 pub mod browser;
 pub mod calculation;
 pub mod discovery;
+mod failure;
 pub mod files;
 pub mod git;
 #[cfg(feature = "web")]
@@ -22,6 +23,8 @@ pub mod orchestration;
 pub mod shell;
 #[cfg(feature = "state")]
 mod state;
+
+pub use failure::{Failure, RemoteReason};
 
 #[cfg(test)]
 mod testing;

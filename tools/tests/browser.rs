@@ -8,6 +8,7 @@
 
 mod common;
 
+use kyro_tools::Failure;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -291,18 +292,24 @@ fn actions_on_missing_or_unusable_elements_are_typed_refusals() {
 
     let stale = h.failed("browser_click", json!({ "ref": "e999" }));
     assert!(
-        matches!(&stale, ToolError::NoSuchElement { element } if element == "e999"),
+        matches!(Failure::of(&&stale), Some(Failure::NoSuchElement { element }) if element == "e999"),
         "{stale:?}"
     );
     let no_frame = h.failed("browser_click", json!({ "ref": "f9e1" }));
     assert!(
-        matches!(&no_frame, ToolError::NoSuchElement { element } if element == "f9e1"),
+        matches!(Failure::of(&&no_frame), Some(Failure::NoSuchElement { element }) if element == "f9e1"),
         "{no_frame:?}"
     );
     let missing = h.failed("browser_click", json!({ "selector": "#nope" }));
-    assert!(matches!(missing, ToolError::NoSuchElement { .. }), "{missing:?}");
+    assert!(
+        matches!(Failure::of(&missing), Some(Failure::NoSuchElement { .. })),
+        "{missing:?}"
+    );
     let bad = h.failed("browser_click", json!({ "selector": "button[" }));
-    assert!(matches!(bad, ToolError::InvalidPattern { .. }), "{bad:?}");
+    assert!(
+        matches!(Failure::of(&bad), Some(Failure::InvalidPattern { .. })),
+        "{bad:?}"
+    );
     for (selector, why) in [
         ("#hidden", "hidden"),
         ("#off", "disabled"),
@@ -310,21 +317,27 @@ fn actions_on_missing_or_unusable_elements_are_typed_refusals() {
     ] {
         let refused = h.failed("browser_click", json!({ "selector": selector }));
         assert!(
-            matches!(&refused, ToolError::NotActionable { reason, .. } if reason.contains(why)),
+            matches!(Failure::of(&&refused), Some(Failure::NotActionable { reason, .. }) if reason.contains(why)),
             "{selector}: {refused:?}"
         );
     }
     for (selector, why) in [("#counter", "does not take text"), ("#ro", "not editable")] {
         let refused = h.failed("browser_type", json!({ "selector": selector, "text": "x" }));
         assert!(
-            matches!(&refused, ToolError::NotActionable { reason, .. } if reason.contains(why)),
+            matches!(Failure::of(&&refused), Some(Failure::NotActionable { reason, .. }) if reason.contains(why)),
             "{selector}: {refused:?}"
         );
     }
     let neither = h.failed("browser_click", json!({}));
-    assert!(matches!(neither, ToolError::NotActionable { .. }), "{neither:?}");
+    assert!(
+        matches!(Failure::of(&neither), Some(Failure::NotActionable { .. })),
+        "{neither:?}"
+    );
     let both = h.failed("browser_click", json!({ "ref": "e1", "selector": "#q" }));
-    assert!(matches!(both, ToolError::NotActionable { .. }), "{both:?}");
+    assert!(
+        matches!(Failure::of(&both), Some(Failure::NotActionable { .. })),
+        "{both:?}"
+    );
     // Refs are checked by the schema before the page is touched.
     assert!(matches!(
         h.call("browser_click", json!({ "ref": "#counter" })),
@@ -335,8 +348,8 @@ fn actions_on_missing_or_unusable_elements_are_typed_refusals() {
     let go = ref_of(&snap, "button \"Go\"");
     h.ok("browser_navigate", json!({ "url": site.url("/next") }));
     assert!(matches!(
-        h.failed("browser_click", json!({ "ref": go })),
-        ToolError::NoSuchElement { .. }
+        Failure::of(&h.failed("browser_click", json!({ "ref": go }))),
+        Some(Failure::NoSuchElement { .. })
     ));
 }
 
@@ -594,7 +607,10 @@ fn the_default_policy_refuses_loopback_before_the_browser_starts() {
     let site = Site::standard();
     let h = Harness::new(NetworkPolicy::default());
     let refused = h.failed("browser_navigate", json!({ "url": site.url("/") }));
-    assert!(matches!(refused, ToolError::UrlRefused { .. }), "{refused:?}");
+    assert!(
+        matches!(Failure::of(&refused), Some(Failure::UrlRefused { .. })),
+        "{refused:?}"
+    );
     assert!(site.seen.lock().unwrap().is_empty());
     for url in ["file:///etc/passwd", "chrome://settings", "javascript:alert(1)"] {
         assert!(
@@ -670,7 +686,7 @@ fn requests_a_page_makes_are_checked_against_the_policy() {
     // A redirect to a denied host is refused like a direct request, and never reaches it.
     let redirect = h.failed("browser_navigate", json!({ "url": site.url("/redirect") }));
     assert!(
-        matches!(&redirect, ToolError::UrlRefused { url, .. } if url.ends_with("/landing")),
+        matches!(Failure::of(&&redirect), Some(Failure::UrlRefused { url, .. }) if url.ends_with("/landing")),
         "{redirect:?}"
     );
     assert!(!listener_site.requested("/landing"));

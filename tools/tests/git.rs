@@ -1,6 +1,7 @@
 //! The git tools against the real `git`: structured results, and every way an argument
 //! could become an option refused.
 
+use kyro_tools::Failure;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -181,11 +182,8 @@ fn paths_after_the_separator_are_never_options() {
         let outcome = call(ws.path(), "git_add", json!({"paths": [path]}));
         assert!(
             matches!(
-                outcome,
-                Outcome::ExecutionFailed {
-                    error: ToolError::Git { .. },
-                    ..
-                }
+                &outcome,
+                Outcome::ExecutionFailed { error, .. } if matches!(Failure::of(error), Some(Failure::Git { .. }))
             ),
             "{path}: {outcome:?}"
         );

@@ -3,11 +3,13 @@
 
 mod common;
 
+use kyro_tools::Failure;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
 use kyro_core::policy::{ApprovalRule, ApprovalRules};
-use kyro_core::{Call, Outcome, Policy, Registry, RemoteReason, Runtime, ToolError, Workspace};
+use kyro_core::{Call, Outcome, Policy, Registry, Runtime, Workspace};
+use kyro_tools::RemoteReason;
 use serde_json::{Value, json};
 
 use common::Request as Seen;
@@ -28,6 +30,13 @@ fn serve(answers: Vec<Answer>) -> (String, mpsc::Receiver<Seen>) {
         (status, headers, body)
     });
     (base, rx)
+}
+
+fn failure(outcome: Outcome) -> Option<Failure> {
+    match outcome {
+        Outcome::ExecutionFailed { error, .. } => Failure::of(&error),
+        _ => None,
+    }
 }
 
 fn run(tool: &str, args: Value) -> Outcome {
@@ -174,30 +183,21 @@ fn github_tools_speak_rest_to_the_configured_server() {
         RemoteReason::NotFound,
         RemoteReason::Unprocessable,
     ] {
-        match run("github_get_issue", json!({"owner": "o", "repo": "r", "number": 1})) {
-            Outcome::ExecutionFailed {
-                error: ToolError::Remote { reason: got, .. },
-                ..
-            } => assert_eq!(got, reason),
+        match failure(run("github_get_issue", json!({"owner": "o", "repo": "r", "number": 1}))) {
+            Some(Failure::Remote { reason: got, .. }) => assert_eq!(got, reason),
             other => panic!("{reason:?}: {other:?}"),
         }
         seen.recv().unwrap();
     }
-    match run("github_get_issue", json!({"owner": "o", "repo": "r", "number": 1})) {
-        Outcome::ExecutionFailed {
-            error: ToolError::RateLimited { reset_at, .. },
-            ..
-        } => assert_eq!(reset_at, 1_700_000_000),
+    match failure(run("github_get_issue", json!({"owner": "o", "repo": "r", "number": 1}))) {
+        Some(Failure::RateLimited { reset_at, .. }) => assert_eq!(reset_at, 1_700_000_000),
         other => panic!("{other:?}"),
     }
     seen.recv().unwrap();
-    match run("github_get_issue", json!({"owner": "o", "repo": "r", "number": 1})) {
-        Outcome::ExecutionFailed {
-            error: ToolError::Remote {
-                status: 301, message, ..
-            },
-            ..
-        } => assert!(message.contains("http://10.255.0.1/steal"), "{message}"),
+    match failure(run("github_get_issue", json!({"owner": "o", "repo": "r", "number": 1}))) {
+        Some(Failure::Remote {
+            status: 301, message, ..
+        }) => assert!(message.contains("http://10.255.0.1/steal"), "{message}"),
         other => panic!("{other:?}"),
     }
     seen.recv().unwrap();

@@ -4,10 +4,11 @@
 
 mod common;
 
+use kyro_tools::Failure;
 use std::sync::Arc;
 
 use kyro_core::policy::{ApprovalRule, ApprovalRules, NetworkPolicy};
-use kyro_core::{Call, Outcome, Policy, Registry, Runtime, ToolError, Workspace};
+use kyro_core::{Call, Outcome, Policy, Registry, Runtime, Workspace};
 use serde_json::{Value, json};
 
 /// Serves every connection with `route(method, path, body)` until the test ends.
@@ -68,10 +69,12 @@ fn ok(outcome: Outcome) -> Value {
 
 fn refused(outcome: Outcome) -> String {
     match outcome {
-        Outcome::ExecutionFailed {
-            error: ToolError::UrlRefused { reason, .. },
-            ..
-        } => reason,
+        Outcome::ExecutionFailed { error, .. } if matches!(Failure::of(&error), Some(Failure::UrlRefused { .. })) => {
+            let Some(Failure::UrlRefused { reason, .. }) = Failure::of(&error) else {
+                unreachable!()
+            };
+            reason
+        }
         other => panic!("expected a refused URL, got {other:?}"),
     }
 }

@@ -20,6 +20,7 @@ pub use session::{CHROMIUM_ENV, DEFAULT_CHROMIUM, chromium_path, unavailable};
 pub use snapshot::{BrowserSnapshot, PageSnapshot};
 pub use type_text::{BrowserType, Typed};
 
+use crate::Failure;
 use headless_chrome::browser::tab::Tab;
 use kyro_core::ToolError;
 use serde_json::{Value, json};
@@ -69,9 +70,10 @@ fn element_op(
         return Ok((page_op(page, operation, op, target)?, None));
     };
     let Some((object, frame)) = page.frame(index, true, operation)? else {
-        return Err(ToolError::NoSuchElement {
+        return Err(Failure::NoSuchElement {
             element: element.to_owned(),
-        });
+        }
+        .into());
     };
     Ok((page_op_in(page, Some(&frame), operation, op, target)?, Some(object)))
 }
@@ -81,31 +83,35 @@ fn target(reference: Option<&str>, selector: Option<&str>) -> Result<(Value, Str
     match (reference, selector) {
         (Some(r), None) => Ok((json!({ "ref": r }), r.to_owned())),
         (None, Some(s)) => Ok((json!({ "selector": s }), s.to_owned())),
-        _ => Err(ToolError::NotActionable {
+        _ => Err(Failure::NotActionable {
             element: reference.or(selector).unwrap_or_default().to_owned(),
             reason: "give exactly one of `ref` (from browser_snapshot) and `selector`".into(),
-        }),
+        }
+        .into()),
     }
 }
 
 /// Turns a `page.js` answer about an element into a typed error, if it is one.
 fn element_answer(answer: &Value, element: &str) -> Result<(), ToolError> {
     if answer.get("missing").is_some() {
-        return Err(ToolError::NoSuchElement {
+        return Err(Failure::NoSuchElement {
             element: element.to_owned(),
-        });
+        }
+        .into());
     }
     if let Some(message) = answer.get("invalid").and_then(Value::as_str) {
-        return Err(ToolError::InvalidPattern {
+        return Err(Failure::InvalidPattern {
             pattern: element.to_owned(),
             message: message.to_owned(),
-        });
+        }
+        .into());
     }
     if let Some(reason) = answer.get("unusable").and_then(Value::as_str) {
-        return Err(ToolError::NotActionable {
+        return Err(Failure::NotActionable {
             element: element.to_owned(),
             reason: reason.to_owned(),
-        });
+        }
+        .into());
     }
     Ok(())
 }

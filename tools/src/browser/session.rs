@@ -11,6 +11,7 @@
 //! ([`super::proxy`]), which connects only what the call's policy allows, to the addresses
 //! it checked.
 
+use crate::Failure;
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -132,10 +133,11 @@ impl Drop for Process {
 }
 
 pub(crate) fn error(operation: &str, message: impl std::fmt::Display) -> ToolError {
-    ToolError::Browser {
+    Failure::Browser {
         operation: operation.to_owned(),
         message: message.to_string(),
     }
+    .into()
 }
 
 impl Process {
@@ -378,8 +380,10 @@ pub(crate) fn request_refusal(policy: &NetworkPolicy, url: &str) -> Option<Strin
     }
     match check_url(policy, url) {
         Ok(_) => None,
-        Err(ToolError::UrlRefused { reason, .. }) => Some(reason),
-        Err(other) => Some(other.to_string()),
+        Err(error) => match Failure::of(&error) {
+            Some(Failure::UrlRefused { reason, .. }) => Some(reason),
+            _ => Some(error.to_string()),
+        },
     }
 }
 
@@ -443,8 +447,8 @@ where
     // A page load that failed because the policy refused its request (a redirect to a
     // private address, say) is reported as that refusal.
     match (result, refused) {
-        (Err(ToolError::Browser { message, .. }), Some((url, reason))) if message.contains("ERR_BLOCKED_BY_CLIENT") => {
-            Err(ToolError::UrlRefused { url, reason })
+        (Err(e), Some((url, reason))) if e.kind() == "browser" && e.to_string().contains("ERR_BLOCKED_BY_CLIENT") => {
+            Err(Failure::UrlRefused { url, reason }.into())
         }
         (result, _) => result,
     }
@@ -595,7 +599,7 @@ impl Driven<'_> {
         let evaluated = match self.evaluate_in(context, by_value, operation, expression.clone()) {
             // The document went (a navigation whose event has not arrived yet, a removed
             // frame): the script did not run; once more in the new document's world.
-            Err(ToolError::Browser { message, .. }) if message.contains("Cannot find context") => {
+            Err(e) if e.kind() == "browser" && e.to_string().contains("Cannot find context") => {
                 self.world
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())

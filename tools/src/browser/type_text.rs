@@ -1,5 +1,6 @@
 //! `browser_type`: type text into an editable element, at once or key by key.
 
+use crate::Failure;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -70,10 +71,11 @@ impl Execute for BrowserType {
             let (answer, _) = super::element_op(tab, "find the element", "focus", &target, &element)?;
             super::element_answer(&answer, &element)?;
             if answer["focused"] != true {
-                return Err(ToolError::NotActionable {
+                return Err(Failure::NotActionable {
                     element,
                     reason: "it did not take the focus".into(),
-                });
+                }
+                .into());
             }
             if slowly {
                 tab.type_str(&text).map_err(|e| error("type", e))?;

@@ -1,5 +1,6 @@
 //! `calculate`: evaluate an arithmetic or logical expression.
 
+use crate::Failure;
 use evalexpr::{DefaultNumericTypes, HashMapContext, Value as Evaluated};
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
@@ -56,18 +57,19 @@ impl Execute for Calculate {
         // An immutable, empty context: assignments and variables are refused by the evaluator.
         let context = HashMapContext::<DefaultNumericTypes>::new();
         let evaluated = evalexpr::eval_with_context(&self.expression, &context)
-            .map_err(|e| ToolError::Evaluation { message: e.to_string() })?;
+            .map_err(|e| Failure::Evaluation { message: e.to_string() })?;
         let (kind, value, text) = match evaluated {
             Evaluated::Int(i) => (ResultKind::Integer, Value::from(i), i.to_string()),
             Evaluated::Float(f) if !f.is_finite() => {
-                return Err(ToolError::NonFinite { value: f.to_string() });
+                return Err(Failure::NonFinite { value: f.to_string() }.into());
             }
             Evaluated::Float(f) => (ResultKind::Float, Value::from(f), f.to_string()),
             Evaluated::Boolean(b) => (ResultKind::Boolean, Value::Bool(b), b.to_string()),
             other => {
-                return Err(ToolError::Evaluation {
+                return Err(Failure::Evaluation {
                     message: format!("the result `{other}` is not a number or a boolean"),
-                });
+                }
+                .into());
             }
         };
         Ok(Calculation {
@@ -81,7 +83,7 @@ impl Execute for Calculate {
 
 #[cfg(test)]
 mod tests {
-    use kyro_core::ToolError;
+    use crate::Failure;
     use serde_json::json;
 
     use crate::testing::{call, failed, ok, workspace};
@@ -110,7 +112,7 @@ mod tests {
     fn overflow_division_by_zero_and_syntax_errors_are_evaluation_failures() {
         for expression in ["9223372036854775807 + 1", "1 / 0", "2 +", "x + 1", "a = 3"] {
             assert!(
-                matches!(failed(calc(expression)), ToolError::Evaluation { .. }),
+                matches!(Failure::of(&failed(calc(expression))), Some(Failure::Evaluation { .. })),
                 "{expression}"
             );
         }
@@ -120,7 +122,7 @@ mod tests {
     fn non_finite_results_are_refused() {
         for expression in ["1.0 / 0.0", "math::ln(0.0)", "0.0 / 0.0"] {
             assert!(
-                matches!(failed(calc(expression)), ToolError::NonFinite { .. }),
+                matches!(Failure::of(&failed(calc(expression))), Some(Failure::NonFinite { .. })),
                 "{expression}"
             );
         }
@@ -128,6 +130,9 @@ mod tests {
 
     #[test]
     fn a_string_result_is_not_a_number() {
-        assert!(matches!(failed(calc("\"a\" + \"b\"")), ToolError::Evaluation { .. }));
+        assert!(matches!(
+            Failure::of(&failed(calc("\"a\" + \"b\""))),
+            Some(Failure::Evaluation { .. })
+        ));
     }
 }

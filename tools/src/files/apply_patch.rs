@@ -1,5 +1,6 @@
 //! `apply_patch`: a unified diff over one or more files, applied all or none.
 
+use crate::Failure;
 use kyro_core::{EntryType, Execute, ToolContext, ToolError, WorkspacePath, sha256_hex, tool};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -106,10 +107,11 @@ fn sections(patch: &str) -> Result<Vec<Section>, ToolError> {
         i += 1;
     }
     if out.is_empty() {
-        return Err(ToolError::PatchFailed {
+        return Err(Failure::PatchFailed {
             path: String::new(),
             message: "no `--- ` / `+++ ` file header found; send a unified diff".into(),
-        });
+        }
+        .into());
     }
     Ok(out)
 }
@@ -122,9 +124,12 @@ impl Execute for ApplyPatch {
         let mut staged = Vec::new();
         for section in sections(&self.patch)? {
             let name = section.new.clone().or(section.old.clone()).unwrap_or_default();
-            let failed = |message: String| ToolError::PatchFailed {
-                path: name.clone(),
-                message,
+            let failed = |message: String| {
+                Failure::PatchFailed {
+                    path: name.clone(),
+                    message,
+                }
+                .into()
             };
             let path = cx.path(&WorkspacePath::new(name.clone()))?;
             let operation = match (&section.old, &section.new) {
@@ -198,6 +203,7 @@ impl Execute for ApplyPatch {
 
 #[cfg(test)]
 mod tests {
+    use crate::Failure;
     use kyro_core::ToolError;
     use serde_json::json;
 
@@ -257,7 +263,7 @@ mod tests {
         std::fs::write(ws.path().join("gone.txt"), "something else\n").unwrap();
         let error = failed(call(ws.path(), "apply_patch", json!({"patch": PATCH})));
         assert!(
-            matches!(error, ToolError::PatchFailed { ref path, .. } if path == "gone.txt"),
+            matches!(Failure::of(&error), Some(Failure::PatchFailed { ref path, .. }) if path == "gone.txt"),
             "{error:?}"
         );
         assert_eq!(
@@ -283,8 +289,8 @@ mod tests {
     fn text_that_is_not_a_diff_and_paths_that_escape_are_refused() {
         let ws = setup();
         assert!(matches!(
-            failed(call(ws.path(), "apply_patch", json!({"patch": "just words"}))),
-            ToolError::PatchFailed { .. }
+            Failure::of(&failed(call(ws.path(), "apply_patch", json!({"patch": "just words"})))),
+            Some(Failure::PatchFailed { .. })
         ));
         let escape = "--- /dev/null\n+++ b/../escaped.txt\n@@ -0,0 +1 @@\n+x\n";
         assert_eq!(

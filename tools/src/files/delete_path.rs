@@ -1,5 +1,6 @@
 //! `delete_path`: remove a file, a symlink, or a directory tree.
 
+use crate::Failure;
 use kyro_core::{EntryType, Execute, ToolContext, ToolError, WorkspacePath, tool};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -40,9 +41,10 @@ impl Execute for DeletePath {
         let entries = match kind {
             EntryType::Directory => {
                 if !self.recursive && !path.read_dir()?.is_empty() {
-                    return Err(ToolError::DirectoryNotEmpty {
+                    return Err(Failure::DirectoryNotEmpty {
                         path: self.path.to_string(),
-                    });
+                    }
+                    .into());
                 }
                 path.remove_dir_all()?
             }
@@ -61,6 +63,7 @@ impl Execute for DeletePath {
 
 #[cfg(test)]
 mod tests {
+    use crate::Failure;
     use std::os::unix::fs::symlink;
 
     use kyro_core::ToolError;
@@ -81,7 +84,7 @@ mod tests {
         assert!(ws.path().join("keep").exists(), "the link's target stays");
         assert_eq!(
             failed(call(ws.path(), "delete_path", json!({"path": "d"}))),
-            ToolError::DirectoryNotEmpty { path: "d".into() }
+            Failure::DirectoryNotEmpty { path: "d".into() }.into()
         );
         let tree = ok(call(ws.path(), "delete_path", json!({"path": "d", "recursive": true})));
         assert_eq!(tree["entries"], 3);

@@ -80,6 +80,7 @@ impl EditFile {
 
 #[cfg(test)]
 mod tests {
+    use crate::Failure;
     use kyro_core::{ToolError, sha256_hex};
     use serde_json::json;
 
@@ -113,11 +114,12 @@ mod tests {
                 "edit_file",
                 json!({"path": "f", "old_text": "x", "new_text": "y"})
             )),
-            ToolError::AmbiguousMatch {
+            Failure::AmbiguousMatch {
                 path: "f".into(),
                 edit: None,
                 count: 3
             }
+            .into()
         );
         assert_eq!(std::fs::read_to_string(ws.path().join("f")).unwrap(), "x x x");
         let all = ok(call(
@@ -140,10 +142,11 @@ mod tests {
                 "edit_file",
                 json!({"path": "f", "old_text": "zzz", "new_text": "y"})
             )),
-            ToolError::NoMatch {
+            Failure::NoMatch {
                 path: "f".into(),
                 edit: None
             }
+            .into()
         );
         let stale = "0".repeat(64);
         assert!(matches!(

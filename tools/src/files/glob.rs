@@ -1,5 +1,6 @@
 //! `glob`: find paths by pattern.
 
+use crate::Failure;
 use kyro_core::{EntryType, Execute, ToolContext, ToolError, WorkspacePath, tool};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -49,7 +50,7 @@ impl Execute for Glob {
         let matcher = globset::GlobBuilder::new(&self.pattern)
             .literal_separator(true)
             .build()
-            .map_err(|e| ToolError::InvalidPattern {
+            .map_err(|e| Failure::InvalidPattern {
                 pattern: self.pattern.clone(),
                 message: e.to_string(),
             })?
@@ -89,7 +90,7 @@ impl Execute for Glob {
 
 #[cfg(test)]
 mod tests {
-    use kyro_core::ToolError;
+    use crate::Failure;
     use serde_json::json;
 
     use crate::testing::{call, failed, ok, workspace};
@@ -134,8 +135,8 @@ mod tests {
     fn a_bad_pattern_is_a_typed_failure() {
         let ws = workspace();
         assert!(matches!(
-            failed(call(ws.path(), "glob", json!({"pattern": "a[b"}))),
-            ToolError::InvalidPattern { .. }
+            Failure::of(&failed(call(ws.path(), "glob", json!({"pattern": "a[b"})))),
+            Some(Failure::InvalidPattern { .. })
         ));
     }
 }

@@ -1,5 +1,6 @@
 //! `grep`: search file contents with ripgrep's own crates.
 
+use crate::Failure;
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch};
 use kyro_core::{EntryType, Execute, ToolContext, ToolError, WorkspacePath, tool};
@@ -155,14 +156,17 @@ fn globs(patterns: &[String]) -> Result<Option<globset::GlobSet>, ToolError> {
         } else {
             format!("**/{pattern}")
         };
-        set.add(globset::Glob::new(&full).map_err(|e| ToolError::InvalidPattern {
+        set.add(globset::Glob::new(&full).map_err(|e| Failure::InvalidPattern {
             pattern: pattern.clone(),
             message: e.to_string(),
         })?);
     }
-    set.build().map(Some).map_err(|e| ToolError::InvalidPattern {
-        pattern: patterns.join(", "),
-        message: e.to_string(),
+    set.build().map(Some).map_err(|e| {
+        Failure::InvalidPattern {
+            pattern: patterns.join(", "),
+            message: e.to_string(),
+        }
+        .into()
     })
 }
 
@@ -181,7 +185,7 @@ impl Execute for Grep {
                 builder.case_smart(true);
             }
         }
-        let matcher = builder.build(&self.pattern).map_err(|e| ToolError::InvalidPattern {
+        let matcher = builder.build(&self.pattern).map_err(|e| Failure::InvalidPattern {
             pattern: self.pattern.clone(),
             message: e.to_string(),
         })?;
@@ -258,7 +262,7 @@ impl Execute for Grep {
 
 #[cfg(test)]
 mod tests {
-    use kyro_core::ToolError;
+    use crate::Failure;
     use serde_json::json;
 
     use crate::testing::{call, failed, ok, workspace};
@@ -358,12 +362,16 @@ mod tests {
     fn a_bad_regex_is_a_typed_failure() {
         let ws = setup();
         assert!(matches!(
-            failed(call(ws.path(), "grep", json!({"pattern": "("}))),
-            ToolError::InvalidPattern { .. }
+            Failure::of(&failed(call(ws.path(), "grep", json!({"pattern": "("})))),
+            Some(Failure::InvalidPattern { .. })
         ));
         assert!(matches!(
-            failed(call(ws.path(), "grep", json!({"pattern": "x", "include": ["a[b"]}))),
-            ToolError::InvalidPattern { .. }
+            Failure::of(&failed(call(
+                ws.path(),
+                "grep",
+                json!({"pattern": "x", "include": ["a[b"]})
+            ))),
+            Some(Failure::InvalidPattern { .. })
         ));
     }
 }

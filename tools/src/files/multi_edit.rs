@@ -90,7 +90,7 @@ impl MultiEdit {
 
 #[cfg(test)]
 mod tests {
-    use kyro_core::ToolError;
+    use crate::Failure;
     use serde_json::json;
 
     use crate::testing::{call, failed, ok, workspace};
@@ -126,10 +126,11 @@ mod tests {
         ));
         assert_eq!(
             error,
-            ToolError::NoMatch {
+            Failure::NoMatch {
                 path: "f".into(),
                 edit: Some(1)
             }
+            .into()
         );
         assert_eq!(std::fs::read_to_string(ws.path().join("f")).unwrap(), "one two");
     }

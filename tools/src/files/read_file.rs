@@ -1,5 +1,6 @@
 //! `read_file`: a window of lines from a UTF-8 text file.
 
+use crate::Failure;
 use kyro_core::{ConfinedPath, Execute, ToolContext, ToolError, WorkspacePath, tool};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -70,11 +71,12 @@ impl Execute for ReadFile {
         })?;
         let total = window.total_lines;
         if offset > total && !(total == 0 && offset == 1) {
-            return Err(ToolError::OffsetOutOfRange {
+            return Err(Failure::OffsetOutOfRange {
                 path: given,
                 offset,
                 total_lines: total,
-            });
+            }
+            .into());
         }
         let truncated = window.end_line < total;
         Ok(FileWindow {
@@ -239,6 +241,7 @@ pub(crate) fn read_text_bytes(path: &ConfinedPath) -> Result<Vec<u8>, ToolError>
 
 #[cfg(test)]
 mod tests {
+    use crate::Failure;
     use std::os::unix::fs::symlink;
 
     use kyro_core::{Outcome, ToolError};
@@ -297,11 +300,12 @@ mod tests {
         std::fs::write(ws.path().join("f"), "one\n").unwrap();
         assert_eq!(
             failed(call(ws.path(), "read_file", json!({"path": "f", "offset": 3}))),
-            ToolError::OffsetOutOfRange {
+            Failure::OffsetOutOfRange {
                 path: "f".into(),
                 offset: 3,
                 total_lines: 1
             }
+            .into()
         );
     }
 

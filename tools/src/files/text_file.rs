@@ -1,5 +1,6 @@
 //! A text file being edited: its content, its hash, and the guard against stale edits.
 
+use crate::Failure;
 use kyro_core::{ConfinedPath, ToolError, sha256_hex};
 
 use super::read_file::read_text_bytes;
@@ -93,16 +94,18 @@ pub(crate) fn replace(
 ) -> Result<(String, u64), ToolError> {
     let count = text.matches(old).count() as u64;
     match count {
-        0 => Err(ToolError::NoMatch {
+        0 => Err(Failure::NoMatch {
             path: path.to_owned(),
             edit,
-        }),
+        }
+        .into()),
         1 => Ok((text.replacen(old, new, 1), 1)),
         _ if replace_all => Ok((text.replace(old, new), count)),
-        _ => Err(ToolError::AmbiguousMatch {
+        _ => Err(Failure::AmbiguousMatch {
             path: path.to_owned(),
             edit,
             count,
-        }),
+        }
+        .into()),
     }
 }

@@ -1,5 +1,6 @@
 //! `git_branch`: list, create or delete branches.
 
+use crate::Failure;
 use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -61,7 +62,7 @@ impl Execute for GitBranch {
     async fn run(self, cx: &ToolContext) -> Result<Branches, ToolError> {
         let repo = Repo::open(cx, self.repo.as_ref())?;
         let name = || {
-            self.name.as_deref().ok_or_else(|| ToolError::Evaluation {
+            self.name.as_deref().ok_or_else(|| Failure::InvalidRequest {
                 message: "`name` is required to create or delete a branch".into(),
             })
         };

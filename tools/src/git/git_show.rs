@@ -1,5 +1,6 @@
 //! `git_show`: one commit with its changes.
 
+use crate::Failure;
 use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -40,7 +41,7 @@ impl Execute for GitShow {
             &["log", FORMAT, "--max-count=1", "--end-of-options", rev, "--"],
             None,
         )?;
-        let commit = parse_commits(&head).into_iter().next().ok_or_else(|| ToolError::Git {
+        let commit = parse_commits(&head).into_iter().next().ok_or_else(|| Failure::Git {
             command: "show".into(),
             message: format!("no commit `{rev}`"),
         })?;

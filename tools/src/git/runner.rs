@@ -1,5 +1,6 @@
 //! Running `git` safely inside the workspace.
 
+use crate::Failure;
 use kyro_core::receipt::ObservedEffect;
 use kyro_core::{ConfinedPath, ToolContext, ToolError, WorkspacePath};
 
@@ -114,9 +115,10 @@ fn absolute_path_var() -> std::ffi::OsString {
 /// the second lock).
 pub(crate) fn revision(value: &str) -> Result<&str, ToolError> {
     if value.is_empty() || value.starts_with('-') || value.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(ToolError::Evaluation {
+        return Err(Failure::InvalidRequest {
             message: format!("`{value}` is not a revision"),
-        });
+        }
+        .into());
     }
     Ok(value)
 }
@@ -161,11 +163,11 @@ impl Repo {
         for entry in config.split('\0').filter(|e| !e.is_empty()) {
             let key = entry.split_once('\n').map_or(entry, |(key, _)| key);
             if key.starts_with("include.") || key.starts_with("includeif.") {
-                return Err(ToolError::Evaluation {
+                return Err(Failure::UnsafeRepository {
                     message: format!(
                         "the repository's config includes another file (`{key}`); kyro reads no config from outside the repository"
                     ),
-                });
+                }.into());
             }
             if let Some(value) = neutral_value(key) {
                 repo.overrides.push((key.to_owned(), value));
@@ -222,10 +224,11 @@ impl Repo {
             exit_code: output.status.code(),
         });
         if !output.status.success() {
-            return Err(ToolError::Git {
+            return Err(Failure::Git {
                 command: args.first().copied().unwrap_or_default().to_owned(),
                 message: String::from_utf8_lossy(&output.stderr).trim().to_owned(),
-            });
+            }
+            .into());
         }
         Ok(String::from_utf8_lossy(&output.stdout).into_owned())
     }

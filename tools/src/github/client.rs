@@ -1,7 +1,10 @@
 //! The REST client: one request, typed errors, the `Link` header's next page.
 
+use crate::Failure;
 use kyro_core::receipt::ObservedEffect;
-use kyro_core::{RemoteReason, ToolContext, ToolError};
+use kyro_core::{ToolContext, ToolError};
+
+use crate::RemoteReason;
 use serde_json::Value;
 
 const SERVICE: &str = "github";
@@ -47,12 +50,13 @@ impl GitHub {
     pub fn send(&self, cx: &ToolContext, method: &str, path: &str, body: Option<&Value>) -> Result<Answer, ToolError> {
         // The schema refuses `.` and `..` as owner or repository; this is the second lock.
         if path.split(['/', '?']).any(|segment| segment == "." || segment == "..") {
-            return Err(ToolError::Evaluation {
+            return Err(Failure::InvalidRequest {
                 message: format!("`{path}` is not a GitHub API path"),
-            });
+            }
+            .into());
         }
         let url = format!("{}{path}", self.base);
-        let unreachable = |e: ureq::Error| ToolError::Unreachable {
+        let unreachable = |e: ureq::Error| Failure::Unreachable {
             service: SERVICE.into(),
             message: e.to_string(),
         };
@@ -70,13 +74,13 @@ impl GitHub {
                 let request = request
                     .header("Content-Type", "application/json")
                     .body(body.to_string())
-                    .map_err(|e| ToolError::Evaluation { message: e.to_string() })?;
+                    .map_err(|e| Failure::InvalidRequest { message: e.to_string() })?;
                 self.agent.run(request)
             }
             None => {
                 let request = request
                     .body(())
-                    .map_err(|e| ToolError::Evaluation { message: e.to_string() })?;
+                    .map_err(|e| Failure::InvalidRequest { message: e.to_string() })?;
                 self.agent.run(request)
             }
         }
@@ -101,13 +105,14 @@ impl GitHub {
         let text = response.body_mut().read_to_string().map_err(unreachable)?;
         let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
         if (status == 403 || status == 429) && remaining.as_deref() == Some("0") {
-            return Err(ToolError::RateLimited {
+            return Err(Failure::RateLimited {
                 service: SERVICE.into(),
                 reset_at: reset,
-            });
+            }
+            .into());
         }
         if (300..400).contains(&status) {
-            return Err(ToolError::Remote {
+            return Err(Failure::Remote {
                 service: SERVICE.into(),
                 status,
                 reason: RemoteReason::of(status),
@@ -115,15 +120,17 @@ impl GitHub {
                     "moved to {}; kyro does not follow API redirects, call again with the new owner and repository",
                     location.unwrap_or_default()
                 ),
-            });
+            }
+            .into());
         }
         if !(200..300).contains(&status) {
-            return Err(ToolError::Remote {
+            return Err(Failure::Remote {
                 service: SERVICE.into(),
                 status,
                 reason: RemoteReason::of(status),
                 message: body["message"].as_str().unwrap_or(&text).to_owned(),
-            });
+            }
+            .into());
         }
         Ok(Answer {
             body,

@@ -1,5 +1,6 @@
 //! `graph_add_observations`: add facts to existing entities.
 
+use crate::Failure;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 use rusqlite::params;
 use schemars::JsonSchema;
@@ -49,10 +50,10 @@ impl Execute for GraphAddObservations {
                     .query_row("SELECT EXISTS(SELECT 1 FROM entities WHERE name = ?1)", params![group.entity], |r| r.get(0))
                     .map_err(state_error)?;
                 if !exists {
-                    return Err(ToolError::NoSuchRecord {
+                    return Err(Failure::NoSuchRecord {
                         record: "entity".into(),
                         key: group.entity.clone(),
-                    });
+                    }.into());
                 }
                 let mut contents = Vec::new();
                 for content in &group.contents {

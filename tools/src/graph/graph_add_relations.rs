@@ -1,5 +1,6 @@
 //! `graph_add_relations`: relate existing entities.
 
+use crate::Failure;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 use rusqlite::params;
 use schemars::JsonSchema;
@@ -39,10 +40,10 @@ impl Execute for GraphAddRelations {
                         .query_row("SELECT EXISTS(SELECT 1 FROM entities WHERE name = ?1)", params![end], |r| r.get(0))
                         .map_err(state_error)?;
                     if !exists {
-                        return Err(ToolError::NoSuchRecord {
+                        return Err(Failure::NoSuchRecord {
                             record: "entity".into(),
                             key: end.clone(),
-                        });
+                        }.into());
                     }
                 }
                 let inserted = tx

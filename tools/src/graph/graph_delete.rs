@@ -103,7 +103,7 @@ impl Execute for GraphDelete {
 
 #[cfg(test)]
 mod tests {
-    use kyro_core::ToolError;
+    use crate::Failure;
     use serde_json::json;
 
     use crate::testing::{call, failed, ok, workspace};
@@ -148,10 +148,11 @@ mod tests {
                 "graph_add_relations",
                 json!({"relations": [{"source": "alice", "target": "nobody", "relation_type": "knows"}]})
             )),
-            ToolError::NoSuchRecord {
+            Failure::NoSuchRecord {
                 record: "entity".into(),
                 key: "nobody".into()
             }
+            .into()
         );
         let added = ok(call(
             ws.path(),

@@ -2,6 +2,7 @@
 //! every resolved address checked (no loopback, private, link-local or other non-public
 //! address unless allowed), redirects followed by hand and each hop checked again.
 
+use crate::Failure;
 use std::io::Read;
 use std::net::{IpAddr, ToSocketAddrs};
 
@@ -22,10 +23,11 @@ pub(crate) struct Fetched {
 }
 
 fn refused(url: &str, reason: impl Into<String>) -> ToolError {
-    ToolError::UrlRefused {
+    Failure::UrlRefused {
         url: url.to_owned(),
         reason: reason.into(),
     }
+    .into()
 }
 
 fn public(ip: IpAddr) -> bool {
@@ -121,7 +123,7 @@ pub(crate) fn check_with(policy: &NetworkPolicy, url: &str) -> Result<ureq::http
         let port = uri
             .port_u16()
             .unwrap_or(if uri.scheme_str() == Some("https") { 443 } else { 80 });
-        let addrs = (host, port).to_socket_addrs().map_err(|e| ToolError::Unreachable {
+        let addrs = (host, port).to_socket_addrs().map_err(|e| Failure::Unreachable {
             service: host.to_owned(),
             message: e.to_string(),
         })?;
@@ -290,10 +292,11 @@ pub(crate) fn send(
             .map_err(|e| refused(&url, e.to_string()))?;
         let mut response = agent.run(request).map_err(|e| match e {
             ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::PermissionDenied => refused(&url, io.to_string()),
-            e => ToolError::Unreachable {
+            e => Failure::Unreachable {
                 service: url.clone(),
                 message: e.to_string(),
-            },
+            }
+            .into(),
         })?;
         let status = response.status().as_u16();
         cx.effects().push(ObservedEffect::Request {
@@ -321,7 +324,7 @@ pub(crate) fn send(
             .as_reader()
             .take(max_bytes + 1)
             .read_to_end(&mut bytes)
-            .map_err(|e| ToolError::Unreachable {
+            .map_err(|e| Failure::Unreachable {
                 service: url.clone(),
                 message: e.to_string(),
             })?;
@@ -397,7 +400,7 @@ mod tests {
             "http://LOCALHOST/",
         ] {
             assert!(
-                matches!(check_with(&policy, url), Err(ToolError::UrlRefused { .. })),
+                check_with(&policy, url).is_err_and(|e| matches!(Failure::of(&e), Some(Failure::UrlRefused { .. }))),
                 "{url} got through"
             );
             assert!(resolve_with(policy.clone(), url).is_err(), "{url} at connection time");

@@ -1,5 +1,6 @@
 //! `mcp_call`: a tool of an upstream MCP server, by server and tool name.
 
+use crate::Failure;
 use kyro_core::{ApprovalToken, Call, Execute, Outcome, ToolContext, ToolError, tool};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -67,10 +68,11 @@ impl Execute for McpCall {
         match execution.outcome {
             Outcome::Ok { result, .. } => Ok(McpCallResult { tool: name, result }),
             Outcome::ExecutionFailed { error, .. } => Err(error),
-            other => Err(ToolError::Upstream {
+            other => Err(Failure::Upstream {
                 server: self.server,
                 message: other.to_json().to_string(),
-            }),
+            }
+            .into()),
         }
     }
 }

@@ -1,5 +1,6 @@
 //! `web_fetch`: a page as readable text.
 
+use crate::Failure;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -68,7 +69,7 @@ impl Execute for WebFetch {
             .unwrap_or_default();
         let text = String::from_utf8_lossy(&fetched.body).into_owned();
         let text = if !self.raw && content_type.contains("html") {
-            htmd::convert(&text).map_err(|e| ToolError::Evaluation { message: e.to_string() })?
+            htmd::convert(&text).map_err(|e| Failure::Conversion { message: e.to_string() })?
         } else {
             text
         };

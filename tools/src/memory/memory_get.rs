@@ -1,5 +1,6 @@
 //! `memory_get`: one note by key.
 
+use crate::Failure;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 use rusqlite::{OptionalExtension, params};
 use schemars::JsonSchema;
@@ -60,9 +61,12 @@ impl Execute for MemoryGet {
             )
             .optional()
             .map_err(state_error)?
-            .ok_or(ToolError::NoSuchRecord {
-                record: "memory".into(),
-                key: format!("{namespace}/{}", self.key),
-            })
+            .ok_or(
+                Failure::NoSuchRecord {
+                    record: "memory".into(),
+                    key: format!("{namespace}/{}", self.key),
+                }
+                .into(),
+            )
     }
 }

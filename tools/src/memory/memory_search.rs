@@ -92,7 +92,7 @@ impl Execute for MemorySearch {
 
 #[cfg(test)]
 mod tests {
-    use kyro_core::ToolError;
+    use crate::Failure;
     use serde_json::json;
 
     use crate::testing::{call, failed, ok, workspace};
@@ -138,10 +138,11 @@ mod tests {
         );
         assert_eq!(
             failed(call(ws.path(), "memory_get", json!({"key": "db"}))),
-            ToolError::NoSuchRecord {
+            Failure::NoSuchRecord {
                 record: "memory".into(),
                 key: "default/db".into()
             }
+            .into()
         );
     }
 

@@ -45,7 +45,7 @@ impl Execute for TaskList {
 
 #[cfg(test)]
 mod tests {
-    use kyro_core::ToolError;
+    use crate::Failure;
     use serde_json::json;
 
     use crate::testing::{call, failed, ok, workspace};
@@ -82,10 +82,11 @@ mod tests {
         assert_eq!(doing["tasks"].as_array().unwrap().len(), 1);
         assert_eq!(
             failed(call(ws.path(), "task_update", json!({"id": 99, "status": "completed"}))),
-            ToolError::NoSuchRecord {
+            Failure::NoSuchRecord {
                 record: "task".into(),
                 key: "99".into()
             }
+            .into()
         );
         assert!(matches!(
             call(ws.path(), "task_update", json!({"id": 1, "status": "done"})),

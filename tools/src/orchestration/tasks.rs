@@ -1,5 +1,6 @@
 //! The task list's rows on the state database.
 
+use crate::Failure;
 use kyro_core::ToolError;
 use rusqlite::{Connection, OptionalExtension, params};
 use schemars::JsonSchema;
@@ -68,10 +69,13 @@ pub(crate) fn load_task(conn: &Connection, id: i64) -> Result<Task, ToolError> {
     )
     .optional()
     .map_err(state_error)?
-    .ok_or(ToolError::NoSuchRecord {
-        record: "task".into(),
-        key: id.to_string(),
-    })
+    .ok_or(
+        Failure::NoSuchRecord {
+            record: "task".into(),
+            key: id.to_string(),
+        }
+        .into(),
+    )
 }
 
 pub(crate) fn row_task(r: &rusqlite::Row) -> rusqlite::Result<Task> {

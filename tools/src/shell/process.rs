@@ -1,6 +1,7 @@
 //! Spawning a program safely: argv (or `sh -c` when asked), the confined working directory,
 //! a filtered environment, its own process group, and a group kill that cannot be forgotten.
 
+use crate::Failure;
 use std::process::Stdio;
 
 use kyro_core::{ToolContext, ToolError, WorkspacePath};
@@ -90,13 +91,14 @@ fn command(cx: &ToolContext, what: &Spawn) -> Result<(std::process::Command, Str
     use std::os::unix::process::CommandExt;
     let (program, args): (&str, Vec<&str>) = if what.shell {
         let [script] = what.argv else {
-            return Err(ToolError::Evaluation {
+            return Err(Failure::InvalidRequest {
                 message: "with shell: true, argv must hold exactly one string: the script".into(),
-            });
+            }
+            .into());
         };
         ("/bin/sh", vec!["-c", script.as_str()])
     } else {
-        let (first, rest) = what.argv.split_first().ok_or_else(|| ToolError::Evaluation {
+        let (first, rest) = what.argv.split_first().ok_or_else(|| Failure::InvalidRequest {
             message: "argv is empty".into(),
         })?;
         (first.as_str(), rest.iter().map(String::as_str).collect())

@@ -1,5 +1,6 @@
 //! `read_process_output`: what a background process printed since the last read.
 
+use crate::Failure;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -46,7 +47,7 @@ impl Execute for ReadProcessOutput {
     type Output = ProcessOutput;
 
     async fn run(self, cx: &ToolContext) -> Result<ProcessOutput, ToolError> {
-        let process = get(cx.scope(), &self.id).ok_or_else(|| ToolError::NoSuchRecord {
+        let process = get(cx.scope(), &self.id).ok_or_else(|| Failure::NoSuchRecord {
             record: "process".into(),
             key: self.id.clone(),
         })?;

@@ -1,5 +1,6 @@
 //! `stop_process`: end a background process and its group.
 
+use crate::Failure;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 use rustix::process::{Pid, Signal, kill_process_group};
 use schemars::JsonSchema;
@@ -41,7 +42,7 @@ impl Execute for StopProcess {
     type Output = Stopped;
 
     async fn run(self, cx: &ToolContext) -> Result<Stopped, ToolError> {
-        let process = get(cx.scope(), &self.id).ok_or_else(|| ToolError::NoSuchRecord {
+        let process = get(cx.scope(), &self.id).ok_or_else(|| Failure::NoSuchRecord {
             record: "process".into(),
             key: self.id.clone(),
         })?;
@@ -79,7 +80,7 @@ impl Execute for StopProcess {
 
 #[cfg(test)]
 mod tests {
-    use kyro_core::ToolError;
+    use crate::Failure;
     use serde_json::json;
 
     use crate::testing::{Session, failed, ok, process_with_arg_alive, workspace};
@@ -115,8 +116,8 @@ mod tests {
         );
         assert!(!zombie_or_alive(started["pid"].as_u64().unwrap()), "reaped, no zombie");
         assert!(matches!(
-            failed(s.call("read_process_output", json!({"id": id}))),
-            ToolError::NoSuchRecord { .. }
+            Failure::of(&failed(s.call("read_process_output", json!({"id": id})))),
+            Some(Failure::NoSuchRecord { .. })
         ));
     }
 

@@ -1,5 +1,6 @@
 //! Opening the state database and migrating its schema.
 
+use crate::Failure;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -66,7 +67,7 @@ pub(crate) struct Store {
 
 /// Maps a SQLite failure to the tool error.
 pub(crate) fn state_error(e: rusqlite::Error) -> ToolError {
-    ToolError::State { message: e.to_string() }
+    Failure::State { message: e.to_string() }.into()
 }
 
 impl Store {
@@ -138,9 +139,10 @@ fn wal(conn: &Connection) -> Result<(), ToolError> {
             return Ok(());
         }
         if std::time::Instant::now() >= deadline {
-            return Err(ToolError::State {
+            return Err(Failure::State {
                 message: format!("could not switch the state database to WAL (journal mode is `{mode}`)"),
-            });
+            }
+            .into());
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }

@@ -1,0 +1,252 @@
+//! The built-in tools' own failures. kyro-core names no tool's failures: each family
+//! reports a [`Failure`], converted at its edge into kyro's open error form
+//! ([`ToolError::typed`]): the variant's snake_case name is the kind, its message the
+//! text, its fields the structured data.
+
+use kyro_core::ToolError;
+use serde::{Deserialize, Serialize};
+
+/// Why a built-in tool could not do its job.
+#[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Failure {
+    /// A line window that starts past the end of the file.
+    #[error("offset {offset} is past the end of `{path}`, which has {total_lines} lines")]
+    OffsetOutOfRange {
+        /// The workspace path as given.
+        path: String,
+        /// The 1-based line asked for.
+        offset: u64,
+        /// Lines in the file.
+        total_lines: u64,
+    },
+    /// The text to replace does not occur in the file.
+    #[error("the text to replace was not found in `{path}`{}", edit_suffix(*edit))]
+    NoMatch {
+        /// The workspace path as given.
+        path: String,
+        /// Which edit of a multi-edit, 0-based.
+        edit: Option<u64>,
+    },
+    /// The text to replace occurs more than once and `replace_all` was not set.
+    #[error("the text to replace occurs {count} times in `{path}`{}; add context to make it unique or set replace_all", edit_suffix(*edit))]
+    AmbiguousMatch {
+        /// The workspace path as given.
+        path: String,
+        /// Which edit of a multi-edit, 0-based.
+        edit: Option<u64>,
+        /// How many times it occurs.
+        count: u64,
+    },
+    /// A patch that does not apply; nothing was changed.
+    #[error("the patch does not apply to `{path}`: {message}; no file was changed")]
+    PatchFailed {
+        /// The file the failing part targets.
+        path: String,
+        /// Why.
+        message: String,
+    },
+    /// A directory that is not empty, deleted without `recursive`.
+    #[error("`{path}` is a directory that is not empty; set recursive to delete it and its contents")]
+    DirectoryNotEmpty {
+        /// The workspace path as given.
+        path: String,
+    },
+    /// A search pattern that does not compile.
+    #[error("`{pattern}` is not a valid pattern: {message}")]
+    InvalidPattern {
+        /// The pattern as given.
+        pattern: String,
+        /// The compiler's message.
+        message: String,
+    },
+    /// No record with that key.
+    #[error("no {record} named `{key}`")]
+    NoSuchRecord {
+        /// What was looked up (memory, entity, task).
+        record: String,
+        /// Its key.
+        key: String,
+    },
+    /// The state database failed.
+    #[error("the state database failed: {message}")]
+    State {
+        /// SQLite's message.
+        message: String,
+    },
+    /// `git` refused the command.
+    #[error("git {command} failed: {message}")]
+    Git {
+        /// The git subcommand.
+        command: String,
+        /// What git printed on stderr.
+        message: String,
+    },
+    /// A remote service refused the request.
+    #[error("{service} answered {status} ({reason}): {message}")]
+    Remote {
+        /// The service (github, ...).
+        service: String,
+        /// The HTTP status.
+        status: u16,
+        /// What the status means.
+        reason: RemoteReason,
+        /// The service's message.
+        message: String,
+    },
+    /// A remote service's rate limit is exhausted.
+    #[error("{service} rate limit exhausted; it resets at {reset_at} (Unix seconds)")]
+    RateLimited {
+        /// The service.
+        service: String,
+        /// When the limit resets, Unix seconds (0 when unknown).
+        reset_at: u64,
+    },
+    /// A URL the network policy refuses (scheme, host, or a non-public address).
+    #[error("`{url}` is refused: {reason}")]
+    UrlRefused {
+        /// The URL.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// A remote service could not be reached.
+    #[error("cannot reach {service}: {message}")]
+    Unreachable {
+        /// The service.
+        service: String,
+        /// Why.
+        message: String,
+    },
+    /// The browser could not do what was asked (start, navigate, evaluate, capture).
+    #[error("the browser could not {operation}: {message}")]
+    Browser {
+        /// What was being done.
+        operation: String,
+        /// Chromium's or the driver's message.
+        message: String,
+    },
+    /// No element answers to the ref or selector on the current page.
+    #[error("no element `{element}` on the page; refs come from the latest browser_snapshot of this page")]
+    NoSuchElement {
+        /// The ref or selector as given.
+        element: String,
+    },
+    /// The element exists but cannot take the action (hidden, covered, not editable).
+    #[error("element `{element}` cannot be used: {reason}")]
+    NotActionable {
+        /// The ref or selector as given.
+        element: String,
+        /// Why.
+        reason: String,
+    },
+    /// The arguments are well-formed but cannot be acted on (a shell script with more than
+    /// one argv entry, a branch action without its name, a revision that reads as an option).
+    #[error("{message}")]
+    InvalidRequest {
+        /// What is wrong and what to send instead.
+        message: String,
+    },
+    /// The repository's own configuration would make kyro read or run something outside
+    /// it (an `include.path`); nothing was run.
+    #[error("{message}")]
+    UnsafeRepository {
+        /// What was found.
+        message: String,
+    },
+    /// A fetched document could not be converted (HTML to Markdown).
+    #[error("cannot convert the document: {message}")]
+    Conversion {
+        /// The converter's message.
+        message: String,
+    },
+    /// An upstream MCP server failed, or its tool reported an error.
+    #[error("upstream MCP server `{server}`: {message}")]
+    Upstream {
+        /// The upstream's configured name.
+        server: String,
+        /// What went wrong, or the upstream tool's own error text.
+        message: String,
+    },
+    /// An expression could not be evaluated.
+    #[error("cannot evaluate the expression: {message}")]
+    Evaluation {
+        /// The evaluator's message.
+        message: String,
+    },
+    /// A computation produced NaN or an infinity.
+    #[error("the result is not a finite number ({value})")]
+    NonFinite {
+        /// `NaN`, `inf` or `-inf`.
+        value: String,
+    },
+}
+
+impl From<Failure> for ToolError {
+    fn from(failure: Failure) -> ToolError {
+        ToolError::typed(&failure)
+    }
+}
+
+impl Failure {
+    /// The built-in failure a [`ToolError`] carries, if it is one (for tests and for code
+    /// that acts on a failed call's kind).
+    pub fn of(error: &ToolError) -> Option<Failure> {
+        let ToolError::Custom { kind, data, .. } = error else {
+            return None;
+        };
+        let mut fields = match data {
+            Some(serde_json::Value::Object(fields)) => fields.clone(),
+            None => Default::default(),
+            Some(_) => return None,
+        };
+        fields.insert("kind".into(), serde_json::Value::String(kind.clone()));
+        serde_json::from_value(serde_json::Value::Object(fields)).ok()
+    }
+}
+
+fn edit_suffix(edit: Option<u64>) -> String {
+    edit.map(|i| format!(" (edit {i})")).unwrap_or_default()
+}
+
+/// What a refusing HTTP status means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RemoteReason {
+    /// 401: missing or bad credentials.
+    Unauthorized,
+    /// 403: not allowed.
+    Forbidden,
+    /// 404: no such resource (or not visible with these credentials).
+    NotFound,
+    /// 422: the request was understood and refused (validation).
+    Unprocessable,
+    /// Any other failure status.
+    Other,
+}
+
+impl RemoteReason {
+    /// The reason of an HTTP status.
+    pub fn of(status: u16) -> RemoteReason {
+        match status {
+            401 => RemoteReason::Unauthorized,
+            403 => RemoteReason::Forbidden,
+            404 => RemoteReason::NotFound,
+            422 => RemoteReason::Unprocessable,
+            _ => RemoteReason::Other,
+        }
+    }
+}
+
+impl std::fmt::Display for RemoteReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RemoteReason::Unauthorized => "unauthorized",
+            RemoteReason::Forbidden => "forbidden",
+            RemoteReason::NotFound => "not found",
+            RemoteReason::Unprocessable => "unprocessable",
+            RemoteReason::Other => "failed",
+        })
+    }
+}
