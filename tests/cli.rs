@@ -323,11 +323,11 @@ fn run_command_sees_only_the_environment_the_policy_passes() {
     let withheld = run_env("");
     assert!(!withheld.contains("hunter2") && !withheld.contains("KYRO_TEST_PASSED"));
     assert!(withheld.contains("PATH="), "PATH is always passed");
-    let passed = run_env("[shell]\npass_env = [\"KYRO_TEST_PASSED\"]\n");
+    let passed = run_env("[tools.shell]\npass_env = [\"KYRO_TEST_PASSED\"]\n");
     assert!(passed.contains("KYRO_TEST_PASSED=visible"));
     assert!(!passed.contains("hunter2"), "only the listed names pass");
     // A name that cannot be an environment variable is refused with the policy.
-    std::fs::write(ws.path().join("bad.toml"), "[shell]\npass_env = [\"A=B\"]\n").unwrap();
+    std::fs::write(ws.path().join("bad.toml"), "[tools.shell]\npass_env = [\"A=B\"]\n").unwrap();
     let out = kyro(
         &["call", "run_command", r#"{"argv": ["env"]}"#, "--policy", "bad.toml"],
         ws.path(),
@@ -337,6 +337,22 @@ fn run_command_sees_only_the_environment_the_policy_passes() {
         String::from_utf8_lossy(&out.stderr).contains("not an environment variable name"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+    // A table no served tool reads (a misspelt family) is refused, not ignored.
+    std::fs::write(
+        ws.path().join("typo.toml"),
+        "[tools.shel]\npass_env = [\"KYRO_TEST_PASSED\"]\n",
+    )
+    .unwrap();
+    let out = kyro(
+        &["call", "run_command", r#"{"argv": ["env"]}"#, "--policy", "typo.toml"],
+        ws.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("[tools.shel]") && stderr.contains("network, shell"),
+        "{stderr}"
     );
 }
 

@@ -211,7 +211,7 @@ fn a_killed_server_takes_its_browser_with_it() {
     let policy = ws.path().join("policy.toml");
     std::fs::write(
         &policy,
-        "[approvals]\nnetwork = \"auto\"\n[network]\nallow_private = true\n",
+        "[approvals]\nnetwork = \"auto\"\n[tools.network]\nallow_private = true\n",
     )
     .unwrap();
     let mut server = Server::start_with(ws.path(), &["--policy", policy.to_str().unwrap()]);

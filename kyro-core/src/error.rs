@@ -71,6 +71,15 @@ pub enum ToolError {
         /// The system's message.
         message: String,
     },
+    /// A tool read a `[tools.*]` policy table it did not declare, and the table does not
+    /// fit its type (declared tables are checked when the policy loads).
+    #[error("the policy's [tools.{table}] table cannot be read: {message}")]
+    Settings {
+        /// The table's name.
+        table: String,
+        /// serde's message.
+        message: String,
+    },
     /// A tool named in the arguments is not in the catalog.
     #[error("no tool is named `{name}`")]
     UnknownTool {

@@ -10,6 +10,7 @@ use crate::context::ToolContext;
 use crate::descriptor::{Annotations, ArgumentAlias, ToolDescriptor};
 use crate::effect::{Capability, Effect};
 use crate::error::ToolError;
+use crate::policy::SettingsTable;
 use crate::schema::{CompiledSchema, Origin, Role, SchemaError, canonicalize, canonicalize_from};
 use crate::tool::{BoxFuture, NativeFn, PreviewFn, ToolEntry};
 
@@ -102,6 +103,7 @@ impl Executor {
 pub struct ToolDefinition {
     descriptor: ToolDescriptor,
     executor: Executor,
+    settings: &'static [SettingsTable],
 }
 
 impl std::fmt::Debug for ToolDefinition {
@@ -165,7 +167,9 @@ impl ToolDefinition {
             path_arguments: spec.path_args.iter().map(|a| (*a).to_owned()).collect(),
             compatibility_only: false,
         };
-        ToolDefinition::from_parts(descriptor, Executor::Builtin(entry.execute, entry.preview))
+        let mut definition = ToolDefinition::from_parts(descriptor, Executor::Builtin(entry.execute, entry.preview))?;
+        definition.settings = entry.settings;
+        Ok(definition)
     }
 
     /// A native tool defined by JSON schemas and an async handler.
@@ -228,7 +232,11 @@ impl ToolDefinition {
                 return Err(RegistryError::BadName { name: name.clone() });
             }
         }
-        Ok(ToolDefinition { descriptor, executor })
+        Ok(ToolDefinition {
+            descriptor,
+            executor,
+            settings: &[],
+        })
     }
 
     /// The descriptor that will be served.
@@ -253,6 +261,7 @@ pub struct RegisteredTool {
     input: OnceLock<Result<CompiledSchema, SchemaError>>,
     output: OnceLock<Result<CompiledSchema, SchemaError>>,
     executor: Executor,
+    settings: &'static [SettingsTable],
 }
 
 impl std::fmt::Debug for RegisteredTool {
@@ -283,6 +292,7 @@ impl RegisteredTool {
             output: OnceLock::new(),
             descriptor: definition.descriptor,
             executor: definition.executor,
+            settings: definition.settings,
         }
     }
 
@@ -316,6 +326,11 @@ impl RegisteredTool {
     /// The capabilities a scope must grant to call it.
     pub fn capabilities(&self) -> &[Capability] {
         &self.descriptor.capabilities
+    }
+
+    /// The policy tables it reads.
+    pub fn settings(&self) -> &'static [SettingsTable] {
+        self.settings
     }
 
     pub(crate) fn executor(&self) -> &Executor {

@@ -59,6 +59,35 @@ impl Runtime {
                 capability: unknown.clone(),
             });
         }
+        for (table, content) in &policy.tools {
+            let readers: Vec<_> = snapshot
+                .tools()
+                .flat_map(|t| t.settings())
+                .filter(|s| s.table == table)
+                .collect();
+            if readers.is_empty() {
+                let mut known: Vec<_> = snapshot.tools().flat_map(|t| t.settings()).map(|s| s.table).collect();
+                known.sort_unstable();
+                known.dedup();
+                return Err(ScopeError::Settings {
+                    table: table.clone(),
+                    message: format!(
+                        "no served tool reads this table (tables read: {})",
+                        if known.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            known.join(", ")
+                        }
+                    ),
+                });
+            }
+            for reader in readers {
+                reader.check(content).map_err(|message| ScopeError::Settings {
+                    table: table.clone(),
+                    message,
+                })?;
+            }
+        }
         Ok(Runtime {
             scope: Scope::from_policy(policy, workspace.root())?,
             registry,

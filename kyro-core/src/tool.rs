@@ -39,6 +39,11 @@ pub trait Execute: Sized + Send {
         let _ = cx;
         None
     }
+
+    /// The policy tables (`[tools.<name>]`) this tool reads through
+    /// [`Scope::settings`](crate::policy::Scope::settings): each is checked against its type
+    /// when the policy loads, and a table no registered tool declares is refused.
+    const SETTINGS: &'static [crate::policy::SettingsTable] = &[];
 }
 
 /// Implemented by `#[tool]`: the static facts about a tool. Requires [`Execute`], so a
@@ -104,6 +109,8 @@ pub struct ToolEntry {
     /// Deserializes only, reporting serde's error: lets tests prove that whatever the
     /// validator accepts, serde accepts too.
     pub deserializes: fn(&Value) -> Result<(), String>,
+    /// The policy tables the tool reads ([`Execute::SETTINGS`]).
+    pub settings: &'static [crate::policy::SettingsTable],
 }
 
 impl std::fmt::Debug for ToolEntry {
@@ -124,6 +131,7 @@ impl ToolEntry {
             execute: execute_native::<T>,
             preview: preview_native::<T>,
             deserializes: deserializes::<T>,
+            settings: <T as Execute>::SETTINGS,
         }
     }
 }

@@ -20,6 +20,7 @@ pub mod integration;
 #[cfg(feature = "state")]
 pub mod memory;
 pub mod orchestration;
+pub mod settings;
 pub mod shell;
 #[cfg(feature = "state")]
 mod state;

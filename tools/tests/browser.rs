@@ -13,9 +13,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use kyro_core::policy::{ApprovalRule, ApprovalRules, NetworkPolicy};
+use kyro_core::policy::{ApprovalRule, ApprovalRules};
 use kyro_core::receipt::ObservedEffect;
 use kyro_core::{Call, Execution, Outcome, Policy, Registry, Runtime, ToolError, Workspace};
+use kyro_tools::settings::NetworkSettings;
 use serde_json::{Value, json};
 
 /// Browser tests run one at a time: each starts a Chromium, and the lifetime test counts them.
@@ -118,11 +119,11 @@ struct Harness {
 }
 
 impl Harness {
-    fn new(network: NetworkPolicy) -> Harness {
+    fn new(network: NetworkSettings) -> Harness {
         let ws = tempfile::tempdir().unwrap();
         let policy = Policy {
             approvals: ApprovalRules::uniform(ApprovalRule::Auto),
-            network,
+            tools: [("network".to_owned(), serde_json::to_value(&network).unwrap())].into(),
             ..Policy::default()
         };
         let registry = Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());
@@ -140,9 +141,9 @@ impl Harness {
 
     /// Loopback allowed: the test site runs there.
     fn local() -> Harness {
-        Harness::new(NetworkPolicy {
+        Harness::new(NetworkSettings {
             allow_hosts: vec!["127.0.0.1".into()],
-            ..NetworkPolicy::default()
+            ..NetworkSettings::default()
         })
     }
 
@@ -480,9 +481,9 @@ try {{ new WebSocket('{}'); }} catch (_) {{}}
     );
     // The top page is on `localhost`, the frame on 127.0.0.1: two sites.
     let top = Site::start(pages);
-    let h = Harness::new(NetworkPolicy {
+    let h = Harness::new(NetworkSettings {
         allow_hosts: vec!["127.0.0.1".into(), "localhost".into()],
-        ..NetworkPolicy::default()
+        ..NetworkSettings::default()
     });
     let execution = h.execution(
         "browser_navigate",
@@ -605,7 +606,7 @@ fn base64_decode(text: &str) -> Vec<u8> {
 fn the_default_policy_refuses_loopback_before_the_browser_starts() {
     let Some(_serial) = serial() else { return };
     let site = Site::standard();
-    let h = Harness::new(NetworkPolicy::default());
+    let h = Harness::new(NetworkSettings::default());
     let refused = h.failed("browser_navigate", json!({ "url": site.url("/") }));
     assert!(
         matches!(Failure::of(&refused), Some(Failure::UrlRefused { .. })),
@@ -650,10 +651,10 @@ fn requests_a_page_makes_are_checked_against_the_policy() {
     pages.insert("/hop", (302, vec![("Location", "/fine".into())], String::new()));
     pages.insert("/fine", (200, vec![], "<title>Fine</title>".into()));
     let site = Site::start_on("127.0.0.2", pages);
-    let h = Harness::new(NetworkPolicy {
+    let h = Harness::new(NetworkSettings {
         allow_private: true,
         deny_hosts: vec!["localhost".into()],
-        ..NetworkPolicy::default()
+        ..NetworkSettings::default()
     });
     let leaky = site.url("/leaky");
     let execution = h.execution("browser_navigate", json!({ "url": leaky }));

@@ -7,8 +7,9 @@ mod common;
 use kyro_tools::Failure;
 use std::sync::Arc;
 
-use kyro_core::policy::{ApprovalRule, ApprovalRules, NetworkPolicy};
+use kyro_core::policy::{ApprovalRule, ApprovalRules};
 use kyro_core::{Call, Outcome, Policy, Registry, Runtime, Workspace};
+use kyro_tools::settings::NetworkSettings;
 use serde_json::{Value, json};
 
 /// Serves every connection with `route(method, path, body)` until the test ends.
@@ -37,11 +38,11 @@ fn route(method: &str, path: &str, body: &str) -> (u16, Vec<(String, String)>, S
     }
 }
 
-fn run(network: NetworkPolicy, tool: &str, args: Value) -> Outcome {
+fn run(network: NetworkSettings, tool: &str, args: Value) -> Outcome {
     let ws = tempfile::tempdir().unwrap();
     let policy = Policy {
         approvals: ApprovalRules::uniform(ApprovalRule::Auto),
-        network,
+        tools: [("network".to_owned(), serde_json::to_value(&network).unwrap())].into(),
         ..Policy::default()
     };
     let registry = Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());
@@ -53,10 +54,10 @@ fn run(network: NetworkPolicy, tool: &str, args: Value) -> Outcome {
         .block_on(runtime.execute_call(Call::new(tool, args)))
 }
 
-fn local() -> NetworkPolicy {
-    NetworkPolicy {
+fn local() -> NetworkSettings {
+    NetworkSettings {
         allow_hosts: vec!["127.0.0.1".into()],
-        ..NetworkPolicy::default()
+        ..NetworkSettings::default()
     }
 }
 
@@ -83,7 +84,7 @@ fn refused(outcome: Outcome) -> String {
 fn loopback_and_private_addresses_are_refused_by_default() {
     let base = serve(route);
     let reason = refused(run(
-        NetworkPolicy::default(),
+        NetworkSettings::default(),
         "web_fetch",
         json!({"url": format!("{base}/page")}),
     ));
@@ -95,12 +96,12 @@ fn loopback_and_private_addresses_are_refused_by_default() {
         "http://[::1]:1/",
         "http://0.0.0.0:1/",
     ] {
-        refused(run(NetworkPolicy::default(), "http_request", json!({"url": url})));
+        refused(run(NetworkSettings::default(), "http_request", json!({"url": url})));
     }
-    let denied = NetworkPolicy {
+    let denied = NetworkSettings {
         allow_private: true,
         deny_hosts: vec!["127.0.0.1".into()],
-        ..NetworkPolicy::default()
+        ..NetworkSettings::default()
     };
     refused(run(denied, "web_fetch", json!({"url": format!("{base}/page")})));
     assert!(matches!(

@@ -3,10 +3,13 @@
 
 mod approval;
 mod scope;
+mod settings;
 
 pub use approval::{ApprovalToken, Fingerprint, escape_invisible, summarize};
 pub use scope::{Access, PathDenial, RootGrant, Scope, ScopeError, ScopeRequest};
+pub use settings::{Settings, SettingsTable};
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use schemars::JsonSchema;
@@ -134,77 +137,6 @@ impl Default for Limits {
     }
 }
 
-/// Which hosts network tools may reach.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct NetworkPolicy {
-    /// When not empty, the only hosts allowed; these may also be loopback or private.
-    pub allow_hosts: Vec<String>,
-    /// Hosts never allowed (a name also covers its subdomains).
-    pub deny_hosts: Vec<String>,
-    /// Allow loopback, private, link-local and other non-public addresses for every host;
-    /// default false (they are refused, against SSRF).
-    pub allow_private: bool,
-}
-
-impl NetworkPolicy {
-    /// Whether `host` is refused by name.
-    pub fn denies(&self, host: &str) -> bool {
-        let host = host.to_ascii_lowercase();
-        self.deny_hosts.iter().any(|d| {
-            let d = d.to_ascii_lowercase();
-            host == d || host.ends_with(&format!(".{d}"))
-        }) || (!self.allow_hosts.is_empty() && !self.allows_explicitly(&host))
-    }
-
-    /// Whether `host` is on the allow list.
-    pub fn allows_explicitly(&self, host: &str) -> bool {
-        self.allow_hosts.iter().any(|a| a.eq_ignore_ascii_case(host))
-    }
-}
-
-/// What shell tools (run_command, start_process) pass from kyro's own environment.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ShellPolicy {
-    /// Variables passed through, besides PATH, HOME, LANG, LC_ALL, LC_CTYPE, TZ, TMPDIR,
-    /// USER and TERM; every other variable of kyro's environment is withheld.
-    pub pass_env: Vec<EnvName>,
-}
-
-/// The name of an environment variable: not empty, without `=` or NUL.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct EnvName(String);
-
-impl EnvName {
-    /// The name.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl TryFrom<String> for EnvName {
-    type Error = String;
-
-    fn try_from(name: String) -> Result<EnvName, String> {
-        if name.is_empty() || name.contains(['=', '\0']) {
-            Err(format!(
-                "`{}` is not an environment variable name (empty, or holds `=` or NUL)",
-                name.escape_debug()
-            ))
-        } else {
-            Ok(EnvName(name))
-        }
-    }
-}
-
-impl From<EnvName> for String {
-    fn from(name: EnvName) -> String {
-        name.0
-    }
-}
-
 /// The policy file (`--policy FILE`, TOML). Every field has a safe default.
 ///
 /// ```toml
@@ -217,7 +149,7 @@ impl From<EnvName> for String {
 /// access = "read_write"
 /// [limits]
 /// timeout_ms = 30000
-/// [shell]
+/// [tools.shell]              # a tool family's own table, checked by the tools that read it
 /// pass_env = ["CARGO_HOME"]
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -233,10 +165,10 @@ pub struct Policy {
     pub max_depth: u32,
     /// Time and output limits.
     pub limits: Limits,
-    /// Hosts network tools may reach.
-    pub network: NetworkPolicy,
-    /// What shell tools pass from kyro's environment.
-    pub shell: ShellPolicy,
+    /// Each tool family's own table (`[tools.shell]`, `[tools.network]`), checked at load
+    /// against the [`Settings`] the registered tools declare; a table no tool reads is an
+    /// error.
+    pub tools: BTreeMap<String, serde_json::Value>,
 }
 
 impl Default for Policy {
@@ -250,8 +182,7 @@ impl Default for Policy {
             approvals: ApprovalRules::default(),
             max_depth: 3,
             limits: Limits::default(),
-            network: NetworkPolicy::default(),
-            shell: ShellPolicy::default(),
+            tools: BTreeMap::new(),
         }
     }
 }

@@ -107,6 +107,14 @@ pub enum ScopeError {
         /// The capability.
         capability: Capability,
     },
+    /// A `[tools.*]` table no registered tool reads, or one its reader refuses.
+    #[error("policy table [tools.{table}]: {message}")]
+    Settings {
+        /// The table's name.
+        table: String,
+        /// What is wrong with it.
+        message: String,
+    },
     /// A child asked for a capability its parent does not hold.
     #[error("capability `{capability}` is not held by the parent scope")]
     CapabilityWidening {
@@ -170,8 +178,7 @@ fn next_scope_id() -> u64 {
 pub struct Scope {
     /// This scope's id, and its ancestors' before it (the top-level scope first).
     lineage: Arc<[u64]>,
-    network: super::NetworkPolicy,
-    shell: super::ShellPolicy,
+    tables: Arc<super::settings::Tables>,
     capabilities: BTreeSet<Capability>,
     roots: Vec<Arc<RootGrant>>,
     approvals: ApprovalRules,
@@ -197,8 +204,7 @@ impl Scope {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Scope {
             lineage: Arc::from([next_scope_id()]),
-            network: policy.network.clone(),
-            shell: policy.shell.clone(),
+            tables: Arc::new(super::settings::Tables::new(policy.tools.clone())),
             capabilities: policy.capabilities.iter().cloned().collect(),
             roots,
             approvals: policy.approvals,
@@ -233,14 +239,15 @@ impl Scope {
         })
     }
 
-    /// Hosts network tools may reach.
-    pub fn network(&self) -> &super::NetworkPolicy {
-        &self.network
-    }
-
-    /// What shell tools pass from kyro's environment.
-    pub fn shell(&self) -> &super::ShellPolicy {
-        &self.shell
+    /// A tool family's settings, from the policy's `[tools.<T::TABLE>]` (the default when
+    /// the table is absent); children read their parent's tables. The tables were checked
+    /// at load against the types the registered tools declare, so this fails only for a
+    /// type its tool did not declare.
+    pub fn settings<T: super::Settings>(&self) -> Result<Arc<T>, crate::ToolError> {
+        self.tables.get::<T>().map_err(|message| crate::ToolError::Settings {
+            table: T::TABLE.to_owned(),
+            message,
+        })
     }
 
     /// The capabilities held.
@@ -294,8 +301,7 @@ impl Scope {
         lineage.push(next_scope_id());
         Ok(Scope {
             lineage: lineage.into(),
-            network: self.network.clone(),
-            shell: self.shell.clone(),
+            tables: self.tables.clone(),
             capabilities,
             roots,
             approvals: self.approvals,

@@ -1,11 +1,13 @@
 //! `browser_click`: a real mouse click on an element.
 
 use headless_chrome::browser::tab::point::Point;
+use kyro_core::policy::SettingsTable;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::session::{error, with_page};
+use crate::settings::NetworkSettings;
 
 /// Click an element of the browser page with a real mouse click at its center, after
 /// scrolling it into view.
@@ -41,6 +43,7 @@ pub struct Clicked {
 
 impl Execute for BrowserClick {
     type Output = Clicked;
+    const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
 
     async fn run(self, cx: &ToolContext) -> Result<Clicked, ToolError> {
         let (target, element) = super::target(self.r#ref.as_deref(), self.selector.as_deref())?;

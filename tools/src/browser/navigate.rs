@@ -1,11 +1,13 @@
 //! `browser_navigate`: open a URL in the workspace's browser page.
 
+use kyro_core::policy::SettingsTable;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::session::{error, with_page};
 use crate::integration::check_url;
+use crate::settings::NetworkSettings;
 
 /// Open a URL in the browser (a headless Chromium, one page per workspace, started on
 /// first use) and wait for it to load.
@@ -40,10 +42,11 @@ pub struct Page {
 
 impl Execute for BrowserNavigate {
     type Output = Page;
+    const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
 
     async fn run(self, cx: &ToolContext) -> Result<Page, ToolError> {
         // Refused before the browser is even started.
-        check_url(cx.scope().network(), &self.url)?;
+        check_url(&*cx.scope().settings::<NetworkSettings>()?, &self.url)?;
         let url = self.url;
         with_page(cx, move |tab, dialogs| {
             tab.navigate_to(&url)

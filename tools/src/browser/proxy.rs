@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::settings::NetworkSettings;
 use kyro_core::ToolError;
-use kyro_core::policy::NetworkPolicy;
 
 use crate::integration::connect_checked;
 
@@ -30,7 +30,7 @@ const IDLE: Duration = Duration::from_secs(300);
 const MAX_HEAD: u64 = 64 * 1024;
 
 /// The policy connections are checked against; `None` refuses everything.
-type Current = Arc<Mutex<Option<NetworkPolicy>>>;
+type Current = Arc<Mutex<Option<NetworkSettings>>>;
 
 /// A running proxy on 127.0.0.1; dropping it stops accepting (open tunnels end when either
 /// side closes, as Chromium's do when it is killed).
@@ -76,7 +76,7 @@ impl Proxy {
     }
 
     /// The policy new connections are checked against from now on.
-    pub(crate) fn set_policy(&self, policy: NetworkPolicy) {
+    pub(crate) fn set_policy(&self, policy: NetworkSettings) {
         *self.policy.lock().unwrap_or_else(|e| e.into_inner()) = Some(policy);
     }
 }
@@ -90,7 +90,7 @@ impl Drop for Proxy {
 }
 
 /// One client connection: a CONNECT tunnel or one plain HTTP request.
-fn serve(client: TcpStream, policy: Option<&NetworkPolicy>, refused: &Seen) -> std::io::Result<()> {
+fn serve(client: TcpStream, policy: Option<&NetworkSettings>, refused: &Seen) -> std::io::Result<()> {
     client.set_read_timeout(Some(IDLE))?;
     client.set_write_timeout(Some(IDLE))?;
     let mut from_client = BufReader::new(client.try_clone()?);
@@ -180,7 +180,7 @@ fn splice(
     result
 }
 
-fn open(policy: Option<&NetworkPolicy>, host: &str, port: u16) -> Result<TcpStream, String> {
+fn open(policy: Option<&NetworkSettings>, host: &str, port: u16) -> Result<TcpStream, String> {
     let policy = policy.ok_or_else(|| "no call is driving the browser".to_owned())?;
     connect_checked(policy, host, port, CONNECT_TIMEOUT)
 }
@@ -289,10 +289,10 @@ mod tests {
         text
     }
 
-    fn loopback_allowed() -> NetworkPolicy {
-        NetworkPolicy {
+    fn loopback_allowed() -> NetworkSettings {
+        NetworkSettings {
             allow_hosts: vec!["127.0.0.1".into()],
-            ..NetworkPolicy::default()
+            ..NetworkSettings::default()
         }
     }
 
@@ -305,7 +305,7 @@ mod tests {
         let connect = format!("CONNECT 127.0.0.1:{port} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n");
         assert!(exchange(&proxy, &get).starts_with("HTTP/1.1 403"));
         // The default policy: loopback is not public.
-        proxy.set_policy(NetworkPolicy::default());
+        proxy.set_policy(NetworkSettings::default());
         let answer = exchange(&proxy, &get);
         assert!(
             answer.starts_with("HTTP/1.1 403") && answer.contains("not a public address"),
@@ -313,10 +313,10 @@ mod tests {
         );
         assert!(exchange(&proxy, &connect).starts_with("HTTP/1.1 403"));
         // Denied by name, whatever it resolves to.
-        proxy.set_policy(NetworkPolicy {
+        proxy.set_policy(NetworkSettings {
             deny_hosts: vec!["localhost".into()],
             allow_private: true,
-            ..NetworkPolicy::default()
+            ..NetworkSettings::default()
         });
         let named = format!("CONNECT localhost:{port} HTTP/1.1\r\n\r\n");
         assert!(exchange(&proxy, &named).starts_with("HTTP/1.1 403"));

@@ -3,11 +3,13 @@
 use base64::Engine;
 use base64::prelude::BASE64_STANDARD;
 use headless_chrome::protocol::cdp::Page::{CaptureScreenshot, CaptureScreenshotFormatOption};
+use kyro_core::policy::SettingsTable;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::session::{error, with_page};
+use crate::settings::NetworkSettings;
 
 /// Take a PNG screenshot of the browser page: the viewport (1280x800), or the whole page.
 ///
@@ -43,6 +45,7 @@ pub struct Screenshot {
 
 impl Execute for BrowserScreenshot {
     type Output = Screenshot;
+    const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
 
     async fn run(self, cx: &ToolContext) -> Result<Screenshot, ToolError> {
         let full_page = self.full_page;

@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use crate::settings::NetworkSettings;
 use headless_chrome::Browser;
 use headless_chrome::browser::tab::{RequestPausedDecision, Tab};
 use headless_chrome::protocol::cdp::DOM::{DescribeNode, GetBoxModel};
@@ -31,7 +32,6 @@ use headless_chrome::protocol::cdp::Network::ErrorReason;
 use headless_chrome::protocol::cdp::Page::{CreateIsolatedWorld, GetFrameTree};
 use headless_chrome::protocol::cdp::Runtime::{Evaluate, RemoteObject};
 use headless_chrome::protocol::cdp::types::Event;
-use kyro_core::policy::NetworkPolicy;
 use kyro_core::receipt::ObservedEffect;
 use kyro_core::{ToolContext, ToolError};
 use rustix::process::{Pid, Signal, kill_process_group};
@@ -343,7 +343,7 @@ impl Session {
     }
 
     /// Installs the interceptor that checks every request the page makes against `policy`.
-    fn guard(&self, policy: NetworkPolicy) -> Result<(), ToolError> {
+    fn guard(&self, policy: NetworkSettings) -> Result<(), ToolError> {
         self.proxy.set_policy(policy.clone());
         let seen = self.seen.clone();
         self.tab
@@ -374,7 +374,7 @@ impl Session {
 /// Why the page may not make this request, or `None` when it may: http(s) URLs pass the
 /// same checks as `web_fetch`; data and blob URLs carry no request; everything else is
 /// refused.
-pub(crate) fn request_refusal(policy: &NetworkPolicy, url: &str) -> Option<String> {
+pub(crate) fn request_refusal(policy: &NetworkSettings, url: &str) -> Option<String> {
     if url.starts_with("data:") || url.starts_with("blob:") || url == "about:blank" {
         return None;
     }
@@ -406,7 +406,7 @@ where
     F: FnOnce(&Driven, &Dialogs) -> Result<T, ToolError> + Send + 'static,
 {
     let workspace = cx.runtime().workspace().clone();
-    let policy = cx.scope().network().clone();
+    let policy = NetworkSettings::clone(&*cx.scope().settings::<NetworkSettings>()?);
     let (result, seen, blocked) = tokio::task::spawn_blocking(move || {
         let session = workspace.resource(Session::start)?;
         if !session.process.alive() {

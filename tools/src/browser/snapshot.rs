@@ -1,11 +1,13 @@
 //! `browser_snapshot`: the page as an outline with element refs.
 
+use kyro_core::policy::SettingsTable;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::json;
 
 use super::session::with_page;
+use crate::settings::NetworkSettings;
 
 const DEFAULT_MAX_CHARS: u64 = 20_000;
 
@@ -44,6 +46,7 @@ pub struct PageSnapshot {
 
 impl Execute for BrowserSnapshot {
     type Output = PageSnapshot;
+    const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
 
     async fn run(self, cx: &ToolContext) -> Result<PageSnapshot, ToolError> {
         let max = self.max_chars.unwrap_or(DEFAULT_MAX_CHARS);

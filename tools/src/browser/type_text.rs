@@ -1,6 +1,8 @@
 //! `browser_type`: type text into an editable element, at once or key by key.
 
 use crate::Failure;
+use crate::settings::NetworkSettings;
+use kyro_core::policy::SettingsTable;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -60,6 +62,7 @@ pub struct Typed {
 
 impl Execute for BrowserType {
     type Output = Typed;
+    const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
 
     async fn run(self, cx: &ToolContext) -> Result<Typed, ToolError> {
         let (mut target, element) = super::target(self.r#ref.as_deref(), self.selector.as_deref())?;

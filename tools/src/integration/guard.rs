@@ -6,7 +6,7 @@ use crate::Failure;
 use std::io::Read;
 use std::net::{IpAddr, ToSocketAddrs};
 
-use kyro_core::policy::NetworkPolicy;
+use crate::settings::NetworkSettings;
 use kyro_core::receipt::ObservedEffect;
 use kyro_core::{ToolContext, ToolError};
 
@@ -73,7 +73,7 @@ fn same_place(a: IpAddr, b: IpAddr) -> bool {
 }
 
 /// The addresses `deny_hosts` stands for: each entry as an address literal, or resolved.
-fn denied_addresses(policy: &NetworkPolicy) -> Vec<IpAddr> {
+fn denied_addresses(policy: &NetworkSettings) -> Vec<IpAddr> {
     policy
         .deny_hosts
         .iter()
@@ -103,11 +103,11 @@ fn denied_by_address(denied: &[IpAddr], host: &str, ip: IpAddr) -> Option<String
 
 /// Checks a URL against the scope's network policy; returns it parsed.
 pub(crate) fn check(cx: &ToolContext, url: &str) -> Result<ureq::http::Uri, ToolError> {
-    check_with(cx.scope().network(), url)
+    check_with(&*cx.scope().settings::<NetworkSettings>()?, url)
 }
 
 /// Checks a URL against a network policy; returns it parsed.
-pub(crate) fn check_with(policy: &NetworkPolicy, url: &str) -> Result<ureq::http::Uri, ToolError> {
+pub(crate) fn check_with(policy: &NetworkSettings, url: &str) -> Result<ureq::http::Uri, ToolError> {
     let uri: ureq::http::Uri = url.parse().map_err(|e| refused(url, format!("not a URL ({e})")))?;
     match uri.scheme_str() {
         Some("http" | "https") => {}
@@ -148,7 +148,7 @@ pub(crate) fn check_with(policy: &NetworkPolicy, url: &str) -> Result<ureq::http
 /// rebinding DNS answer could change). The error says why, for the one refused.
 #[cfg_attr(not(feature = "browser"), allow(dead_code))]
 pub(crate) fn connect_checked(
-    policy: &NetworkPolicy,
+    policy: &NetworkSettings,
     host: &str,
     port: u16,
     timeout: std::time::Duration,
@@ -189,14 +189,14 @@ pub(crate) fn connect_checked(
 /// cannot slip a private address in.
 #[derive(Debug)]
 struct CheckedResolver {
-    policy: NetworkPolicy,
+    policy: NetworkSettings,
     /// `deny_hosts` as addresses, looked up once per request rather than once per hop.
     denied: Vec<IpAddr>,
     inner: ureq::unversioned::resolver::DefaultResolver,
 }
 
 impl CheckedResolver {
-    fn new(policy: NetworkPolicy) -> CheckedResolver {
+    fn new(policy: NetworkSettings) -> CheckedResolver {
         CheckedResolver {
             denied: denied_addresses(&policy),
             policy,
@@ -276,7 +276,7 @@ pub(crate) fn send(
     let agent = ureq::Agent::with_parts(
         config,
         ureq::unversioned::transport::DefaultConnector::new(),
-        CheckedResolver::new(cx.scope().network().clone()),
+        CheckedResolver::new(NetworkSettings::clone(&*cx.scope().settings::<NetworkSettings>()?)),
     );
     let mut url = url.to_owned();
     let mut method = method.to_owned();
@@ -346,7 +346,7 @@ mod tests {
     use super::*;
     use ureq::unversioned::resolver::Resolver;
 
-    fn resolve_with(policy: NetworkPolicy, url: &str) -> Result<usize, ureq::Error> {
+    fn resolve_with(policy: NetworkSettings, url: &str) -> Result<usize, ureq::Error> {
         let resolver = CheckedResolver::new(policy);
         let config = ureq::config::Config::default();
         let timeout = ureq::unversioned::transport::NextTimeout::default();
@@ -365,19 +365,19 @@ mod tests {
             "http://[::1]:1/",
             "http://10.1.2.3:1/",
         ] {
-            match resolve_with(NetworkPolicy::default(), url) {
+            match resolve_with(NetworkSettings::default(), url) {
                 Err(ureq::Error::Io(e)) => assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied, "{url}"),
                 other => panic!("{url}: {other:?}"),
             }
         }
-        let allowed = NetworkPolicy {
+        let allowed = NetworkSettings {
             allow_hosts: vec!["localhost".into()],
-            ..NetworkPolicy::default()
+            ..NetworkSettings::default()
         };
         assert!(resolve_with(allowed, "http://localhost:1/").is_ok());
-        let private = NetworkPolicy {
+        let private = NetworkSettings {
             allow_private: true,
-            ..NetworkPolicy::default()
+            ..NetworkSettings::default()
         };
         assert!(resolve_with(private, "http://127.0.0.1:1/").is_ok());
     }
@@ -386,10 +386,10 @@ mod tests {
     /// other spelling of it gets through: addresses are compared, not strings.
     #[test]
     fn deny_hosts_compares_resolved_addresses_not_spellings() {
-        let policy = NetworkPolicy {
+        let policy = NetworkSettings {
             allow_private: true,
             deny_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
-            ..NetworkPolicy::default()
+            ..NetworkSettings::default()
         };
         for url in [
             "http://127.1/",

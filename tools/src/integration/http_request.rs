@@ -1,10 +1,12 @@
 //! `http_request`: one HTTP request with method, headers and body.
 
+use kyro_core::policy::SettingsTable;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::guard::send;
+use crate::settings::NetworkSettings;
 
 /// Send an HTTP request (GET, POST, PUT, PATCH, DELETE, HEAD) and return status, headers
 /// and body (text, capped).
@@ -87,6 +89,7 @@ pub struct HttpResponse {
 
 impl Execute for HttpRequest {
     type Output = HttpResponse;
+    const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
 
     async fn run(self, cx: &ToolContext) -> Result<HttpResponse, ToolError> {
         let method = match self.method {

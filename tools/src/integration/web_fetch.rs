@@ -1,6 +1,8 @@
 //! `web_fetch`: a page as readable text.
 
 use crate::Failure;
+use crate::settings::NetworkSettings;
+use kyro_core::policy::SettingsTable;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -49,6 +51,7 @@ pub struct Fetched {
 
 impl Execute for WebFetch {
     type Output = Fetched;
+    const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
 
     async fn run(self, cx: &ToolContext) -> Result<Fetched, ToolError> {
         let headers = [("User-Agent".to_owned(), "kyro".to_owned())];

@@ -5,10 +5,12 @@ use crate::Failure;
 use std::process::Stdio;
 
 use kyro_core::{ToolContext, ToolError, WorkspacePath};
+
+use crate::settings::ShellSettings;
 use rustix::process::{Pid, Signal, kill_process_group};
 
 /// Variables passed through from kyro's own environment, with the policy's
-/// `[shell] pass_env`; everything else (tokens, keys, credentials) stays out unless the
+/// `[tools.shell] pass_env`; everything else (tokens, keys, credentials) stays out unless the
 /// call names it in `env`.
 const INHERITED: &[&str] = &[
     "PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "USER", "TERM",
@@ -118,7 +120,8 @@ fn command(cx: &ToolContext, what: &Spawn) -> Result<(std::process::Command, Str
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    let passed = cx.scope().shell().pass_env.iter().map(|name| name.as_str());
+    let shell = cx.scope().settings::<ShellSettings>()?;
+    let passed = shell.pass_env.iter().map(|name| name.as_str());
     for name in INHERITED.iter().copied().chain(passed) {
         if let Some(value) = std::env::var_os(name) {
             command.env(name, value);

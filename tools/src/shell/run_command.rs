@@ -1,5 +1,6 @@
 //! `run_command`: run a program to completion.
 
+use kyro_core::policy::SettingsTable;
 use std::time::{Duration, Instant};
 
 use kyro_core::receipt::ObservedEffect;
@@ -9,6 +10,7 @@ use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::process::{Capped, EnvVar, Spawn, spawn};
+use crate::settings::ShellSettings;
 
 const DEFAULT_TIMEOUT_MS: u64 = 60_000;
 const DEFAULT_MAX_OUTPUT: u64 = 1024 * 1024;
@@ -88,6 +90,7 @@ impl RunCommand {
 
 impl Execute for RunCommand {
     type Output = CommandResult;
+    const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<ShellSettings>()];
 
     async fn run(self, cx: &ToolContext) -> Result<CommandResult, ToolError> {
         use std::os::unix::process::ExitStatusExt;

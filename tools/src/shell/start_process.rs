@@ -1,5 +1,6 @@
 //! `start_process`: start a long-running program in the background.
 
+use kyro_core::policy::SettingsTable;
 use std::sync::{Arc, Mutex};
 
 use kyro_core::receipt::ObservedEffect;
@@ -10,6 +11,7 @@ use std::io::Read;
 
 use super::process::{EnvVar, Spawn, spawn_detached};
 use super::process_table::{BUFFER, Background, Output, insert};
+use crate::settings::ShellSettings;
 
 /// Start a program in the background (a server, a watcher) and return its id at once.
 ///
@@ -72,6 +74,7 @@ impl StartProcess {
 
 impl Execute for StartProcess {
     type Output = Started;
+    const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<ShellSettings>()];
 
     async fn run(self, cx: &ToolContext) -> Result<Started, ToolError> {
         use std::os::unix::process::ExitStatusExt;
