@@ -214,16 +214,19 @@ mod tests {
     use super::{ServeError, Server};
 
     #[derive(Default)]
-    struct Recorder(Mutex<Vec<(Receipt, Option<CanonicalCall>)>>);
+    struct Recorder(Mutex<Vec<(Receipt, Option<CanonicalCall>, Outcome)>>);
 
     impl Observer for Recorder {
-        fn observe(&self, receipt: &Receipt, call: Option<&CanonicalCall>) {
-            self.0.lock().unwrap().push((receipt.clone(), call.cloned()));
+        fn observe(&self, receipt: &Receipt, call: Option<&CanonicalCall>, outcome: &Outcome) {
+            self.0
+                .lock()
+                .unwrap()
+                .push((receipt.clone(), call.cloned(), outcome.clone()));
         }
     }
 
     #[test]
-    fn observers_get_every_receipt_and_the_canonical_call() {
+    fn observers_get_every_receipt_the_canonical_call_and_the_outcome() {
         let ws = tempfile::tempdir().unwrap();
         let recorder = Arc::new(Recorder::default());
         let runtime = Server::new(kyro_tools::catalogs::UTILITIES)
@@ -239,12 +242,18 @@ mod tests {
         let outcome = executor.block_on(runtime.execute_call(Call::new("calculate", json!({"expression": "6*7"}))));
         assert!(matches!(outcome, Outcome::Ok { .. }), "{outcome:?}");
         executor.block_on(runtime.execute_call(Call::new("list_directory", json!({}))));
+        executor.block_on(runtime.execute_call(Call::new("read_file", json!({"path": "missing.txt"}))));
         let seen = recorder.0.lock().unwrap();
-        assert_eq!(seen.len(), 2);
+        assert_eq!(seen.len(), 3);
         assert_eq!(seen[0].0.tool, "calculate");
         let canonical = seen[0].1.as_ref().unwrap();
         assert_eq!(Some(canonical.fingerprint.clone()), seen[0].0.fingerprint);
         assert!(canonical.canonical.contains("\"expression\":\"6*7\""));
+        assert_eq!(seen[0].2, outcome, "the observer sees the result itself");
+        match &seen[2].2 {
+            Outcome::ExecutionFailed { error, .. } => assert_eq!(error.kind(), "not_found"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -152,7 +152,7 @@ fn http_refuses_a_non_loopback_address() {
 struct Recorder(Mutex<Vec<Receipt>>);
 
 impl Observer for Recorder {
-    fn observe(&self, receipt: &Receipt, _call: Option<&CanonicalCall>) {
+    fn observe(&self, receipt: &Receipt, _call: Option<&CanonicalCall>, _outcome: &kyro_core::Outcome) {
         self.0.lock().unwrap().push(receipt.clone());
     }
 }

@@ -4,14 +4,17 @@ use std::any::{Any, TypeId};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 
 use crate::confined::ConfinedPath;
+use crate::effect::Effect;
 use crate::error::ToolError;
-use crate::policy::{Access, Scope};
+use crate::outcome::{Call, Execution, ProgressSink};
+use crate::policy::{Access, ApprovalToken, Scope, ScopeError, ScopeRequest};
 use crate::receipt::EffectLog;
 use crate::registry::Snapshot;
 
@@ -111,66 +114,131 @@ impl Workspace {
     }
 }
 
-/// Receives a long tool's progress reports (MCP `notifications/progress` when the client
-/// sent a progress token).
-pub trait Progress: Send + Sync {
-    /// `done` grows with every report; `total` when known.
-    fn report(&self, done: f64, total: Option<f64>, message: Option<&str>);
+/// What a tool may ask of the runtime it runs in: child calls and its workspace. The
+/// runtime implements it; a tool never holds the runtime itself, so it cannot run a call
+/// outside its own scope or approve one.
+pub(crate) trait Dispatch: Send + Sync {
+    /// Runs `call` in `scope`, its receipt linked to `parent`.
+    fn execute<'a>(
+        &'a self,
+        call: Call,
+        scope: &'a Scope,
+        parent: &'a str,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Execution> + Send + 'a>>;
+    /// The fingerprint an approval of `tool` with `arguments` in `scope` is bound to.
+    fn fingerprint(&self, tool: &str, arguments: &serde_json::Value, scope: &Scope) -> String;
+    /// The workspace.
+    fn workspace(&self) -> &Workspace;
 }
 
-/// A shareable progress receiver; compared by identity.
-#[derive(Clone)]
-pub struct ProgressSink(pub Arc<dyn Progress>);
-
-impl std::fmt::Debug for ProgressSink {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ProgressSink")
-    }
-}
-
-impl PartialEq for ProgressSink {
-    fn eq(&self, other: &ProgressSink) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-/// The context of one call: its scope, the catalog snapshot and where effects are recorded.
+/// A scope narrowed from a call's own by [`ToolContext::narrow`]: the only scope other
+/// than its own a tool can run calls in.
 #[derive(Debug, Clone)]
+pub struct Narrowed(Scope);
+
+impl Narrowed {
+    /// The narrowed scope.
+    pub fn scope(&self) -> &Scope {
+        &self.0
+    }
+}
+
+/// The context of one call: its scope, the catalog snapshot, the paths authorization
+/// confined, and where effects are recorded.
+#[derive(Clone)]
 pub struct ToolContext {
     scope: Scope,
     catalog: Arc<Snapshot>,
     access: Access,
+    effect: Effect,
     effects: Arc<EffectLog>,
     call_id: String,
     progress: Option<ProgressSink>,
-    runtime: crate::runtime::Runtime,
+    confined: Arc<HashMap<String, ConfinedPath>>,
+    forwarded: Arc<AtomicBool>,
+    dispatch: Arc<dyn Dispatch>,
+}
+
+impl std::fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("scope", &self.scope)
+            .field("call_id", &self.call_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the runtime hands a call's context.
+pub(crate) struct CallParts {
+    pub scope: Scope,
+    pub catalog: Arc<Snapshot>,
+    pub effect: Effect,
+    pub access: Access,
+    pub effects: Arc<EffectLog>,
+    pub call_id: String,
+    pub progress: Option<ProgressSink>,
+    pub confined: HashMap<String, ConfinedPath>,
 }
 
 impl ToolContext {
-    pub(crate) fn new(
-        scope: Scope,
-        catalog: Arc<Snapshot>,
-        access: Access,
-        effects: Arc<EffectLog>,
-        call_id: String,
-        progress: Option<ProgressSink>,
-        runtime: crate::runtime::Runtime,
-    ) -> ToolContext {
+    pub(crate) fn new(parts: CallParts, dispatch: Arc<dyn Dispatch>) -> ToolContext {
         ToolContext {
-            scope,
-            catalog,
-            access,
-            effects,
-            call_id,
-            progress,
-            runtime,
+            scope: parts.scope,
+            catalog: parts.catalog,
+            access: parts.access,
+            effect: parts.effect,
+            effects: parts.effects,
+            call_id: parts.call_id,
+            progress: parts.progress,
+            confined: Arc::new(parts.confined),
+            forwarded: Arc::default(),
+            dispatch,
         }
     }
 
-    /// The runtime the call runs in, for orchestration tools that make calls of their own
-    /// (always through `execute_in`, under this call's scope or a narrower one).
-    pub fn runtime(&self) -> &crate::runtime::Runtime {
-        &self.runtime
+    /// The workspace the call runs in (for resources a tool keeps per workspace).
+    pub fn workspace(&self) -> &Workspace {
+        self.dispatch.workspace()
+    }
+
+    /// Runs a call of another tool under this call's scope, its receipt linked to this
+    /// call's. It goes through the whole boundary (validation, capabilities, paths,
+    /// approvals) and carries no approval: a tool cannot approve its own calls, so a call
+    /// that needs one comes back `approval_required`.
+    pub async fn call(&self, call: Call) -> Execution {
+        self.dispatch
+            .execute(call.unapproved(), &self.scope, &self.call_id)
+            .await
+    }
+
+    /// Like [`ToolContext::call`], in a scope narrowed from this call's own
+    /// ([`ToolContext::narrow`]).
+    pub async fn call_in(&self, call: Call, scope: &Narrowed) -> Execution {
+        self.dispatch.execute(call.unapproved(), &scope.0, &self.call_id).await
+    }
+
+    /// A child of this call's scope (fewer capabilities, narrower roots, one level deeper).
+    pub fn narrow(&self, request: &ScopeRequest) -> Result<Narrowed, ScopeError> {
+        self.scope.child(request).map(Narrowed)
+    }
+
+    /// Runs the one call this call stands for (an aggregating tool forwarding its call to
+    /// the tool that does the work), with this call's own authorization: when the forwarded
+    /// tool has this tool's effect and this call was approved, the approval covers the
+    /// forwarded call's exact arguments too. Once per call; a second forward, or one to a
+    /// tool of another effect, carries no approval.
+    pub async fn forward(&self, tool: &str, arguments: serde_json::Value) -> Execution {
+        let same_effect = self
+            .catalog
+            .get(tool)
+            .is_some_and(|t| t.descriptor().effect == self.effect);
+        let first = !self.forwarded.swap(true, Ordering::SeqCst);
+        let mut call = Call::new(tool, arguments);
+        if same_effect && first {
+            let fingerprint = self.dispatch.fingerprint(tool, &call.arguments, &self.scope);
+            call = call.approved(ApprovalToken::for_fingerprint(&fingerprint));
+        }
+        self.dispatch.execute(call, &self.scope, &self.call_id).await
     }
 
     /// Where runtime-owned state lives: `.kyro/` under the workspace (memory, graph, tasks),
@@ -178,7 +246,7 @@ impl ToolContext {
     /// does. A `.kyro` that is a symlink or not a directory is refused, so kyro's own files
     /// never land outside the workspace.
     pub fn state_dir(&self) -> Result<PathBuf, ToolError> {
-        crate::receipt::state_dir(self.runtime.workspace().root())
+        crate::receipt::state_dir(self.workspace().root())
             .map_err(|e| ToolError::io("open kyro's state directory in", ".kyro", &e))
     }
 
@@ -189,11 +257,17 @@ impl ToolContext {
         }
     }
 
-    /// Confines a path argument for this call: the only way a tool reaches the filesystem.
+    /// Confines a path for this call: the only way a tool reaches the filesystem.
     ///
-    /// Write tools get read-write access, every other tool read access; writes through the
+    /// A path argument comes back as authorization confined it before the call ran (the
+    /// same handle, not a second resolution); a path the tool found while running (inside
+    /// a patch, say) is confined now, and a refusal is the call's `denied` outcome. Write
+    /// tools get read-write access, every other tool read access; writes through the
     /// returned handle are recorded in the call's receipt.
     pub fn path(&self, path: &WorkspacePath) -> Result<ConfinedPath, ToolError> {
+        if let Some(confined) = self.confined.get(path.as_str()) {
+            return Ok(confined.clone().recording(self.effects.clone()));
+        }
         self.scope
             .confine(path.as_str(), self.access)
             .map(|confined| confined.recording(self.effects.clone()))

@@ -28,12 +28,12 @@ mod tool;
 
 pub use arguments::{ArgumentsError, parse_arguments, parse_strict};
 pub use confined::{ConfinedPath, Entry, EntryType, Info, sha256_hex};
-pub use context::{Progress, ProgressSink, ToolContext, Workspace, WorkspacePath};
+pub use context::{Narrowed, ToolContext, Workspace, WorkspacePath};
 pub use descriptor::{Annotations, ArgumentAlias, ToolDescriptor};
 pub use effect::{Approval, Capability, Effect};
 pub use error::ToolError;
 pub use kyro_macros::{output, tool};
-pub use outcome::{Call, Execution, Outcome, OutcomeKind};
+pub use outcome::{Call, Execution, Outcome, OutcomeKind, Progress, ProgressSink};
 pub use policy::{ApprovalToken, Policy};
 pub use receipt::{Observer, Receipt};
 pub use registry::{CustomTool, RegisteredTool, Registry, RegistryError, Snapshot, ToolDefinition, UPSTREAM_CATEGORY};

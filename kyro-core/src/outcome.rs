@@ -6,7 +6,6 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::context::ProgressSink;
 use crate::error::ToolError;
 use crate::policy::ApprovalToken;
 use crate::receipt::{Denial, Receipt};
@@ -26,6 +25,12 @@ pub struct Call {
 }
 
 impl Call {
+    /// The same call without its approval (what a tool's own child calls become).
+    pub fn unapproved(mut self) -> Call {
+        self.approval = None;
+        self
+    }
+
     /// A call of `tool` with `arguments`.
     pub fn new(tool: impl Into<String>, arguments: Value) -> Call {
         Call {
@@ -37,7 +42,7 @@ impl Call {
     }
 
     /// The same call reporting progress to `sink`.
-    pub fn with_progress(mut self, sink: Arc<dyn crate::context::Progress>) -> Call {
+    pub fn with_progress(mut self, sink: Arc<dyn Progress>) -> Call {
         self.progress = Some(ProgressSink(sink));
         self
     }
@@ -232,4 +237,27 @@ pub struct Execution {
     pub outcome: Outcome,
     /// What was recorded.
     pub receipt: Receipt,
+}
+
+/// Receives a long tool's progress reports (MCP `notifications/progress` when the client
+/// sent a progress token).
+pub trait Progress: Send + Sync {
+    /// `done` grows with every report; `total` when known.
+    fn report(&self, done: f64, total: Option<f64>, message: Option<&str>);
+}
+
+/// A shareable progress receiver; compared by identity.
+#[derive(Clone)]
+pub struct ProgressSink(pub Arc<dyn Progress>);
+
+impl std::fmt::Debug for ProgressSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProgressSink")
+    }
+}
+
+impl PartialEq for ProgressSink {
+    fn eq(&self, other: &ProgressSink) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }

@@ -194,8 +194,10 @@ pub struct CanonicalCall {
 
 /// Receives every receipt, with the canonical snapshot when the arguments were valid.
 pub trait Observer: Send + Sync {
-    /// Called once per call, after it finished or was refused.
-    fn observe(&self, receipt: &Receipt, call: Option<&CanonicalCall>);
+    /// Called once per call, after it finished or was refused: its receipt, its canonical
+    /// snapshot (absent when the call never got that far: an unknown tool, arguments that
+    /// are not an object) and its outcome, with the result or the error.
+    fn observe(&self, receipt: &Receipt, call: Option<&CanonicalCall>, outcome: &crate::outcome::Outcome);
 }
 
 /// kyro's own directory in a workspace, `.kyro/` beneath `root`: created when missing,
@@ -289,7 +291,7 @@ impl JsonlReceiptLog {
 }
 
 impl Observer for JsonlReceiptLog {
-    fn observe(&self, receipt: &Receipt, _call: Option<&CanonicalCall>) {
+    fn observe(&self, receipt: &Receipt, _call: Option<&CanonicalCall>, _outcome: &crate::outcome::Outcome) {
         let mut line = serde_json::to_string(receipt).unwrap_or_else(|_| Value::Null.to_string());
         line.push('\n');
         // An observer must not change the outcome; a failing log is reported, not fatal.

@@ -6,7 +6,7 @@
 //! (capabilities, paths, approvals); deserialize and execute under the limits; record a
 //! receipt; hand it to the observers. No side effect happens before authorization passed.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
@@ -15,7 +15,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde_json::{Map, Value};
 
 use crate::arguments::{json_type, rewrite_aliases};
-use crate::context::{ToolContext, Workspace};
+use crate::confined::ConfinedPath;
+use crate::context::{CallParts, Dispatch, ToolContext, Workspace};
 use crate::descriptor::ToolDescriptor;
 use crate::effect::{Approval, Effect};
 use crate::error::ToolError;
@@ -128,13 +129,17 @@ impl Runtime {
     ) -> String {
         let mut summary = summarize(name, arguments);
         let cx = ToolContext::new(
-            scope.clone(),
-            snapshot.clone(),
-            Access::Read,
-            Arc::new(EffectLog::default()),
-            call_id.to_owned(),
-            None,
-            self.clone(),
+            CallParts {
+                scope: scope.clone(),
+                catalog: snapshot.clone(),
+                effect: tool.descriptor().effect,
+                access: Access::Read,
+                effects: Arc::new(EffectLog::default()),
+                call_id: call_id.to_owned(),
+                progress: None,
+                confined: HashMap::new(),
+            },
+            Arc::new(self.clone()),
         );
         if let Some(preview) = tool.executor().preview(arguments, &cx) {
             summary.push('\n');
@@ -203,7 +208,7 @@ impl Runtime {
             effects: effects.take(),
         };
         for observer in &self.observers {
-            observer.observe(&receipt, staged.canonical.as_ref());
+            observer.observe(&receipt, staged.canonical.as_ref(), &staged.outcome);
         }
         Execution {
             outcome: staged.outcome,
@@ -273,7 +278,16 @@ impl Runtime {
             fingerprint: fingerprint.to_string(),
         };
         // 6. Authorization.
-        let decision = match self.authorize(&tool, &arguments, scope, &fingerprint, call.approval.as_ref()) {
+        let mut confined = HashMap::new();
+        let authorized = self.authorize(
+            &tool,
+            &arguments,
+            scope,
+            &fingerprint,
+            call.approval.as_ref(),
+            &mut confined,
+        );
+        let decision = match authorized {
             Ok(decision) => decision,
             Err(refusal) => {
                 let outcome = match &refusal {
@@ -295,18 +309,22 @@ impl Runtime {
                 };
             }
         };
-        // 7. Deserialize and execute, under the limits.
+        // 7. Deserialize and execute, under the limits, off the caller's thread.
         let cx = ToolContext::new(
-            scope.clone(),
-            snapshot.clone(),
-            access_for(descriptor.effect),
-            effects.clone(),
-            call_id.to_owned(),
-            call.progress,
-            self.clone(),
+            CallParts {
+                scope: scope.clone(),
+                catalog: snapshot.clone(),
+                effect: descriptor.effect,
+                access: access_for(descriptor.effect),
+                effects: effects.clone(),
+                call_id: call_id.to_owned(),
+                progress: call.progress,
+                confined,
+            },
+            Arc::new(self.clone()),
         );
         let limit = Duration::from_millis(self.limits.timeout_ms);
-        let run = tokio::time::timeout(limit, tool.executor().run(arguments, &cx));
+        let run = tokio::time::timeout(limit, run_off_thread(tool.clone(), arguments, cx));
         let outcome = match first_of(run, cancel).await {
             None => Outcome::Cancelled { tool: name.clone() },
             Some(Err(_)) => Outcome::TimedOut {
@@ -338,6 +356,7 @@ impl Runtime {
         scope: &Scope,
         fingerprint: &Fingerprint,
         approval: Option<&ApprovalToken>,
+        confined: &mut HashMap<String, ConfinedPath>,
     ) -> Result<Decision, Decision> {
         let denied = |reason| Err(Decision::Denied { reason });
         let descriptor = tool.descriptor();
@@ -348,12 +367,17 @@ impl Runtime {
         }
         let access = access_for(descriptor.effect);
         for (pointer, path) in path_arguments(descriptor, arguments) {
-            if let Err(reason) = scope.confine(path, access) {
-                return denied(Denial::Path {
-                    pointer,
-                    path: path.to_owned(),
-                    reason,
-                });
+            match scope.confine(path, access) {
+                Ok(handle) => {
+                    confined.insert(path.to_owned(), handle);
+                }
+                Err(reason) => {
+                    return denied(Denial::Path {
+                        pointer,
+                        path: path.to_owned(),
+                        reason,
+                    });
+                }
             }
         }
         let mut rule = scope.approvals().for_effect(descriptor.effect);
@@ -418,6 +442,37 @@ impl Runtime {
             };
         }
         Outcome::Ok { tool: name, result }
+    }
+}
+
+/// Runs the executor on tokio's blocking pool, so that an executor doing blocking work
+/// (std I/O, a sync HTTP client, `std::thread::sleep`, a child process waited for) never
+/// stalls the thread serving requests, whatever runtime the server runs on. Async
+/// executors are driven there too (the I/O and timers stay the server's runtime's).
+/// Dropping the returned future (the time limit or a cancellation) tells the executor to
+/// stop: it is dropped at its next await point; blocking code between two await points
+/// runs to that point, on the pool, without holding up anyone.
+async fn run_off_thread(tool: Arc<RegisteredTool>, arguments: Value, cx: ToolContext) -> Result<Value, ToolError> {
+    let handle = tokio::runtime::Handle::current();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let work = tokio::task::spawn_blocking(move || {
+        handle.block_on(async move {
+            let stopped = async {
+                // Resolves when the caller's side is dropped.
+                let _ = stopped.await;
+            };
+            first_of(tool.executor().run(arguments, &cx), stopped).await
+        })
+    });
+    let _stop = stop;
+    match work.await {
+        Ok(Some(result)) => result,
+        Ok(None) => Err(ToolError::Output {
+            message: "the executor was stopped".into(),
+        }),
+        Err(join) => Err(ToolError::Output {
+            message: format!("the executor panicked: {join}"),
+        }),
     }
 }
 
@@ -540,4 +595,23 @@ fn edit_distance(a: &str, b: &str) -> usize {
         }
     }
     row[b.len()]
+}
+
+impl Dispatch for Runtime {
+    fn execute<'a>(
+        &'a self,
+        call: Call,
+        scope: &'a Scope,
+        parent: &'a str,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Execution> + Send + 'a>> {
+        Box::pin(self.execute_in(call, scope, Some(parent)))
+    }
+
+    fn fingerprint(&self, tool: &str, arguments: &Value, scope: &Scope) -> String {
+        Runtime::fingerprint(self, tool, arguments, scope).to_string()
+    }
+
+    fn workspace(&self) -> &Workspace {
+        &self.workspace
+    }
 }

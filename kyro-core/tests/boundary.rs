@@ -78,8 +78,8 @@ fn peek(t: &Tree, path: &str) -> Outcome {
     run(&runtime_in(&t.root, &open_policy()), "peek", json!({"paths": [path]}))
 }
 
-fn assert_nothing_ran(before: u64) {
-    assert_eq!(recorded(), before, "the executor ran for a refused call");
+fn assert_nothing_ran(root: &Path, before: u64) {
+    assert_eq!(recorded(root), before, "the executor ran for a refused call");
 }
 
 // ---- paths ----------------------------------------------------------------------------
@@ -87,7 +87,7 @@ fn assert_nothing_ran(before: u64) {
 #[test]
 fn dot_dot_cannot_climb_out() {
     let t = tree();
-    let before = recorded();
+    let before = recorded(&t.root);
     for path in [
         "../outside/secret",
         "sub/../../outside/secret",
@@ -96,7 +96,7 @@ fn dot_dot_cannot_climb_out() {
     ] {
         assert_eq!(path_denial(&peek(&t, path)), PathDenial::OutsideRoots, "{path}");
     }
-    assert_nothing_ran(before);
+    assert_nothing_ran(&t.root, before);
 }
 
 #[test]
@@ -218,7 +218,7 @@ fn an_empty_path_is_invalid_before_authorization() {
 #[test]
 fn one_bad_path_in_a_list_denies_the_call_and_names_it() {
     let t = tree();
-    let before = recorded();
+    let before = recorded(&t.root);
     let outcome = run(
         &runtime_in(&t.root, &open_policy()),
         "peek",
@@ -231,7 +231,7 @@ fn one_bad_path_in_a_list_denies_the_call_and_names_it() {
         } => assert_eq!(pointer, "/paths/1"),
         other => panic!("{other:?}"),
     }
-    assert_nothing_ran(before);
+    assert_nothing_ran(&t.root, before);
 }
 
 #[test]
@@ -340,10 +340,10 @@ fn pending(outcome: &Outcome) -> String {
 fn a_write_needs_approval_by_default_and_nothing_runs_before_it() {
     let t = tree();
     let rt = runtime_in(&t.root, &Policy::default());
-    let before = recorded();
+    let before = recorded(&t.root);
     let outcome = run(&rt, "touch", json!({"path": "a.txt", "content": "x"}));
     assert_eq!(pending(&outcome).len(), 64);
-    assert_nothing_ran(before);
+    assert_nothing_ran(&t.root, before);
     assert!(!t.root.join("a.txt").exists());
 }
 
@@ -392,7 +392,7 @@ fn an_approval_replayed_with_a_changed_argument_is_denied() {
     let t = tree();
     let rt = runtime_in(&t.root, &Policy::default());
     let fingerprint = pending(&run(&rt, "touch", json!({"path": "a.txt", "content": "x"})));
-    let before = recorded();
+    let before = recorded(&t.root);
     for changed in [
         json!({"path": "a.txt", "content": "y"}),
         json!({"path": "b.txt", "content": "x"}),
@@ -411,7 +411,7 @@ fn an_approval_replayed_with_a_changed_argument_is_denied() {
             "{outcome:?}"
         );
     }
-    assert_nothing_ran(before);
+    assert_nothing_ran(&t.root, before);
     assert!(!t.root.join("a.txt").exists() && !t.root.join("b.txt").exists());
 }
 
@@ -461,10 +461,10 @@ fn the_fingerprint_ignores_key_order_whitespace_and_aliases() {
 fn a_tool_that_requires_approval_asks_even_when_the_policy_would_not() {
     let t = tree();
     let rt = runtime_in(&t.root, &open_policy());
-    let before = recorded();
+    let before = recorded(&t.root);
     let outcome = run(&rt, "guarded", json!({"value": 1}));
     assert!(matches!(outcome, Outcome::ApprovalRequired { .. }), "{outcome:?}");
-    assert_nothing_ran(before);
+    assert_nothing_ran(&t.root, before);
 }
 
 #[test]
@@ -502,7 +502,7 @@ fn a_missing_capability_is_denied_before_anything_runs() {
         ..open_policy()
     };
     let rt = runtime_in(&t.root, &policy);
-    let before = recorded();
+    let before = recorded(&t.root);
     let outcome = run(&rt, "touch", json!({"path": "a.txt", "content": "x"}));
     assert_eq!(
         outcome,
@@ -513,7 +513,7 @@ fn a_missing_capability_is_denied_before_anything_runs() {
             }
         }
     );
-    assert_nothing_ran(before);
+    assert_nothing_ran(&t.root, before);
 }
 
 fn parent_scope(t: &Tree) -> Scope {
@@ -665,7 +665,7 @@ struct Recorder {
 }
 
 impl Observer for Recorder {
-    fn observe(&self, receipt: &Receipt, call: Option<&CanonicalCall>) {
+    fn observe(&self, receipt: &Receipt, call: Option<&CanonicalCall>, _outcome: &Outcome) {
         self.seen.lock().unwrap().push((receipt.clone(), call.cloned()));
     }
 }

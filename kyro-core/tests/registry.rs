@@ -250,13 +250,9 @@ fn a_catalog_validator_is_compiled_on_first_use_and_a_broken_one_fails_typed() {
         })
     ));
     // ...and by a call, as a typed failure that never reaches the executor.
-    let runtime = Runtime::new(
-        registry,
-        Workspace::new(std::env::temp_dir()).unwrap(),
-        &Policy::default(),
-    )
-    .unwrap();
-    let before = common::recorded();
+    let ws = tempfile::tempdir().unwrap();
+    let runtime = Runtime::new(registry, Workspace::new(ws.path()).unwrap(), &Policy::default()).unwrap();
+    let before = common::recorded(ws.path());
     let outcome = block_on(runtime.execute_call(Call::new("record", json!({"count": 1}))));
     assert!(
         matches!(
@@ -268,7 +264,7 @@ fn a_catalog_validator_is_compiled_on_first_use_and_a_broken_one_fails_typed() {
         ),
         "{outcome:?}"
     );
-    assert_eq!(common::recorded(), before);
+    assert_eq!(common::recorded(ws.path()), before);
     // The sound catalog compiles whole.
     Registry::with_catalog(common::TEST_CATALOG)
         .unwrap()

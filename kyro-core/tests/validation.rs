@@ -62,8 +62,9 @@ fn valid_arguments_run_and_the_result_is_returned() {
 
 #[test]
 fn nothing_runs_when_the_arguments_are_invalid() {
-    let rt = runtime();
-    let before = recorded();
+    let ws = tempfile::tempdir().unwrap();
+    let rt = common::runtime_in(ws.path(), &kyro_core::Policy::default());
+    let before = recorded(ws.path());
     for args in [
         json!({"count": "x"}),
         json!([1]),
@@ -76,7 +77,7 @@ fn nothing_runs_when_the_arguments_are_invalid() {
         run(&rt, "no_such_tool", json!({"count": 1})),
         Outcome::UnknownTool { .. }
     ));
-    assert_eq!(recorded(), before, "the executor ran for a refused call");
+    assert_eq!(recorded(ws.path()), before, "the executor ran for a refused call");
 }
 
 #[test]

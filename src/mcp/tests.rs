@@ -63,7 +63,7 @@ impl ClientHandler for TestClient {
 struct Receipts(Mutex<Vec<Receipt>>);
 
 impl Observer for Receipts {
-    fn observe(&self, receipt: &Receipt, _call: Option<&CanonicalCall>) {
+    fn observe(&self, receipt: &Receipt, _call: Option<&CanonicalCall>, _outcome: &kyro_core::Outcome) {
         self.0.lock().unwrap().push(receipt.clone());
     }
 }

@@ -1,9 +1,10 @@
 //! Shared test fixtures: a small catalog of test tools and a runtime over it.
 #![allow(dead_code)]
 
-use std::cell::Cell;
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::Mutex;
 
 use kyro_core::{
     Call, Execute, Execution, Outcome, Policy, Registry, Runtime, ToolContext, ToolError, Workspace, WorkspacePath,
@@ -13,18 +14,22 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
-thread_local! {
-    /// How many times a counting tool ran on this thread. Each test runs on its own thread
-    /// and the current-thread runtime runs executors there, so counts never mix.
-    static RUNS: Cell<u64> = const { Cell::new(0) };
+/// How many times a counting tool ran, per workspace root. Executors run on the blocking
+/// pool, not the test's thread; each test that counts has its own workspace, so counts of
+/// tests running side by side never mix.
+static RUNS: Mutex<BTreeMap<PathBuf, u64>> = Mutex::new(BTreeMap::new());
+
+pub fn recorded(root: &Path) -> u64 {
+    let root = root.canonicalize().expect("workspace root");
+    RUNS.lock().unwrap().get(&root).copied().unwrap_or(0)
 }
 
-pub fn recorded() -> u64 {
-    RUNS.with(Cell::get)
-}
-
-fn count_run() {
-    RUNS.with(|r| r.set(r.get() + 1));
+fn count_run(cx: &ToolContext) {
+    *RUNS
+        .lock()
+        .unwrap()
+        .entry(cx.workspace().root().to_path_buf())
+        .or_default() += 1;
 }
 
 /// Record that it ran, and echo the arguments.
@@ -67,8 +72,8 @@ pub struct Echo {
 impl Execute for Record {
     type Output = Echo;
 
-    async fn run(self, _cx: &ToolContext) -> Result<Echo, ToolError> {
-        count_run();
+    async fn run(self, cx: &ToolContext) -> Result<Echo, ToolError> {
+        count_run(cx);
         Ok(Echo { count: self.count })
     }
 }
@@ -122,7 +127,7 @@ impl Execute for Touch {
     type Output = Touched;
 
     async fn run(self, cx: &ToolContext) -> Result<Touched, ToolError> {
-        count_run();
+        count_run(cx);
         let path = cx.path(&self.path)?;
         let before = path.read().ok();
         path.write_atomic(self.content.as_bytes(), before.as_deref())?;
@@ -148,7 +153,7 @@ impl Execute for Peek {
     type Output = Peeked;
 
     async fn run(self, cx: &ToolContext) -> Result<Peeked, ToolError> {
-        count_run();
+        count_run(cx);
         let mut contents = Vec::new();
         for path in &self.paths {
             contents.push(String::from_utf8_lossy(&cx.path(path)?.read()?).into_owned());
@@ -207,8 +212,8 @@ pub struct Guarded {
 impl Execute for Guarded {
     type Output = Echo;
 
-    async fn run(self, _cx: &ToolContext) -> Result<Echo, ToolError> {
-        count_run();
+    async fn run(self, cx: &ToolContext) -> Result<Echo, ToolError> {
+        count_run(cx);
         Ok(Echo { count: self.value })
     }
 }

@@ -405,7 +405,7 @@ where
     T: Send + 'static,
     F: FnOnce(&Driven, &Dialogs) -> Result<T, ToolError> + Send + 'static,
 {
-    let workspace = cx.runtime().workspace().clone();
+    let workspace = cx.workspace().clone();
     let policy = NetworkSettings::clone(&*cx.scope().settings::<NetworkSettings>()?);
     let (result, seen, blocked) = tokio::task::spawn_blocking(move || {
         let session = workspace.resource(Session::start)?;

@@ -1,7 +1,7 @@
 //! `mcp_call`: a tool of an upstream MCP server, by server and tool name.
 
 use crate::Failure;
-use kyro_core::{ApprovalToken, Call, Execute, Outcome, ToolContext, ToolError, tool};
+use kyro_core::{Execute, Outcome, ToolContext, ToolError, tool};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -58,13 +58,10 @@ impl Execute for McpCall {
         if !upstream {
             return Err(ToolError::UnknownTool { name });
         }
-        let arguments = Value::Object(self.arguments);
         // This call was authorized with the server, tool and arguments in its fingerprint,
         // under the same effect as every upstream tool; the inner call is that call, so
-        // it carries that approval (single-use, bound to its own fingerprint).
-        let fingerprint = cx.runtime().fingerprint(&name, &arguments, cx.scope());
-        let call = Call::new(name.clone(), arguments).approved(ApprovalToken::for_fingerprint(fingerprint.as_str()));
-        let execution = cx.runtime().execute_in(call, cx.scope(), Some(cx.call_id())).await;
+        // the runtime lets this call's authorization stand for it (once).
+        let execution = cx.forward(&name, Value::Object(self.arguments)).await;
         match execution.outcome {
             Outcome::Ok { result, .. } => Ok(McpCallResult { tool: name, result }),
             Outcome::ExecutionFailed { error, .. } => Err(error),

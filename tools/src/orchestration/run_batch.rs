@@ -4,8 +4,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::Poll;
 
-use kyro_core::policy::Scope;
-use kyro_core::{Call, Execute, Execution, OutcomeKind, Runtime, ToolContext, ToolError, tool};
+use kyro_core::{Call, Execute, Execution, Narrowed, OutcomeKind, ToolContext, ToolError, tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -86,22 +85,29 @@ impl CallResult {
     }
 }
 
-/// Runs `calls` in `scope`, linked to `parent`, sequentially (optionally stopping at the
-/// first failure) or concurrently.
+/// Runs `calls` as children of the call `cx` belongs to, in its scope or in `narrowed`,
+/// sequentially (optionally stopping at the first failure) or concurrently.
 pub(crate) async fn run_calls(
-    runtime: &Runtime,
-    scope: &Scope,
-    parent: &str,
+    cx: &ToolContext,
+    narrowed: Option<&Narrowed>,
     calls: &[BatchCall],
     mode: BatchMode,
     stop_on_error: bool,
 ) -> Vec<CallResult> {
-    let call_of = |c: &BatchCall| Call::new(c.tool.clone(), Value::Object(c.arguments.clone()));
+    let run = |c: &BatchCall| {
+        let call = Call::new(c.tool.clone(), Value::Object(c.arguments.clone()));
+        async move {
+            match narrowed {
+                Some(scope) => cx.call_in(call, scope).await,
+                None => cx.call(call).await,
+            }
+        }
+    };
     match mode {
         BatchMode::Sequential => {
             let mut results = Vec::new();
             for c in calls {
-                let execution = runtime.execute_in(call_of(c), scope, Some(parent)).await;
+                let execution = run(c).await;
                 let failed = execution.outcome.kind() != OutcomeKind::Ok;
                 results.push(CallResult::from_execution(&c.tool, execution));
                 if failed && stop_on_error {
@@ -113,9 +119,7 @@ pub(crate) async fn run_calls(
         BatchMode::Parallel => {
             let futures: Vec<Pin<Box<dyn Future<Output = Execution> + Send + '_>>> = calls
                 .iter()
-                .map(|c| -> Pin<Box<dyn Future<Output = Execution> + Send + '_>> {
-                    Box::pin(runtime.execute_in(call_of(c), scope, Some(parent)))
-                })
+                .map(|c| -> Pin<Box<dyn Future<Output = Execution> + Send + '_>> { Box::pin(run(c)) })
                 .collect();
             join_all(futures)
                 .await
@@ -150,15 +154,7 @@ impl Execute for RunBatch {
     type Output = BatchResult;
 
     async fn run(self, cx: &ToolContext) -> Result<BatchResult, ToolError> {
-        let results = run_calls(
-            cx.runtime(),
-            cx.scope(),
-            cx.call_id(),
-            &self.calls,
-            self.mode,
-            self.stop_on_error,
-        )
-        .await;
+        let results = run_calls(cx, None, &self.calls, self.mode, self.stop_on_error).await;
         Ok(BatchResult { results })
     }
 }

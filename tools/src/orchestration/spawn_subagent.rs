@@ -66,20 +66,12 @@ impl Execute for SpawnSubagent {
                     .collect()
             }),
         };
-        let child = cx.scope().child(&request).map_err(|error| ToolError::Denied {
+        let child = cx.narrow(&request).map_err(|error| ToolError::Denied {
             reason: kyro_core::receipt::Denial::Scope { error },
         })?;
-        let results = run_calls(
-            cx.runtime(),
-            &child,
-            cx.call_id(),
-            &self.calls,
-            BatchMode::Sequential,
-            self.stop_on_error,
-        )
-        .await;
+        let results = run_calls(cx, Some(&child), &self.calls, BatchMode::Sequential, self.stop_on_error).await;
         Ok(SubagentResult {
-            depth: child.depth(),
+            depth: child.scope().depth(),
             results,
         })
     }
