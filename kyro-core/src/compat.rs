@@ -80,7 +80,12 @@ impl LegacyTextTool {
             path_arguments: Vec::new(),
             compatibility_only: true,
         };
-        ToolDefinition::from_parts(descriptor, Executor::Compat(TextAdapter { run: self.run }))
+        let adapter = TextAdapter { run: self.run };
+        let executor = Executor::Custom(Arc::new(move |arguments, _cx| {
+            let result = adapter.call(&arguments);
+            Box::pin(async move { Ok(result) })
+        }));
+        ToolDefinition::from_parts(descriptor, executor)
     }
 }
 

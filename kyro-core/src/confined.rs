@@ -15,7 +15,7 @@ const NONBLOCK_NOFOLLOW: i32 = libc::O_NONBLOCK | libc::O_NOFOLLOW;
 use sha2::{Digest, Sha256};
 
 use crate::error::ToolError;
-use crate::receipt::{EffectLog, ObservedEffect};
+use crate::observed::{EffectLog, ObservedEffect};
 
 /// A path argument after confinement: a root handle and a path relative to it.
 #[derive(Debug, Clone)]

@@ -11,12 +11,14 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 
 use crate::confined::ConfinedPath;
+use crate::denial::{Access, Denial, ScopeError};
+use crate::descriptor::Catalog;
 use crate::effect::Effect;
 use crate::error::ToolError;
-use crate::outcome::{Call, Execution, ProgressSink};
-use crate::policy::{Access, ApprovalToken, Scope, ScopeError, ScopeRequest};
-use crate::receipt::EffectLog;
-use crate::registry::Snapshot;
+use crate::observed::EffectLog;
+use crate::outcome::{Call, ProgressSink};
+use crate::policy::{ApprovalToken, Scope, ScopeRequest};
+use crate::receipt::Execution;
 
 /// A path argument, relative to the workspace root. Resolved only through [`Workspace`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -148,7 +150,7 @@ impl Narrowed {
 #[derive(Clone)]
 pub struct ToolContext {
     scope: Scope,
-    catalog: Arc<Snapshot>,
+    catalog: Arc<dyn Catalog>,
     access: Access,
     effect: Effect,
     effects: Arc<EffectLog>,
@@ -171,7 +173,7 @@ impl std::fmt::Debug for ToolContext {
 /// What the runtime hands a call's context.
 pub(crate) struct CallParts {
     pub scope: Scope,
-    pub catalog: Arc<Snapshot>,
+    pub catalog: Arc<dyn Catalog>,
     pub effect: Effect,
     pub access: Access,
     pub effects: Arc<EffectLog>,
@@ -228,10 +230,7 @@ impl ToolContext {
     /// forwarded call's exact arguments too. Once per call; a second forward, or one to a
     /// tool of another effect, carries no approval.
     pub async fn forward(&self, tool: &str, arguments: serde_json::Value) -> Execution {
-        let same_effect = self
-            .catalog
-            .get(tool)
-            .is_some_and(|t| t.descriptor().effect == self.effect);
+        let same_effect = self.catalog.describe(tool).is_some_and(|d| d.effect == self.effect);
         let first = !self.forwarded.swap(true, Ordering::SeqCst);
         let mut call = Call::new(tool, arguments);
         if same_effect && first {
@@ -272,7 +271,7 @@ impl ToolContext {
             .confine(path.as_str(), self.access)
             .map(|confined| confined.recording(self.effects.clone()))
             .map_err(|reason| ToolError::Denied {
-                reason: crate::receipt::Denial::Path {
+                reason: Denial::Path {
                     pointer: String::new(),
                     path: path.as_str().to_owned(),
                     reason,
@@ -280,9 +279,10 @@ impl ToolContext {
             })
     }
 
-    /// The registry snapshot the call runs against (for discovery tools).
-    pub fn catalog(&self) -> &Snapshot {
-        &self.catalog
+    /// The tools of the registry snapshot the call runs against (for discovery tools, and
+    /// to check a tool before calling it).
+    pub fn catalog(&self) -> &dyn Catalog {
+        &*self.catalog
     }
 
     /// The scope the call runs in.

@@ -85,3 +85,12 @@ impl Annotations {
         }
     }
 }
+
+/// The tools a call can see, by descriptor: what discovery tools search and what a tool
+/// checks before it makes a child call. A registry snapshot is one.
+pub trait Catalog: Send + Sync {
+    /// The descriptor of the tool named `name` (its canonical name or an alias).
+    fn describe(&self, name: &str) -> Option<&ToolDescriptor>;
+    /// Every tool's descriptor, by name.
+    fn descriptors(&self) -> Box<dyn Iterator<Item = &ToolDescriptor> + '_>;
+}

@@ -59,7 +59,7 @@ pub enum ToolError {
     #[error("{reason}")]
     Denied {
         /// Why.
-        reason: crate::receipt::Denial,
+        reason: crate::denial::Denial,
     },
     /// An operating-system error.
     #[error("{operation} `{path}` failed: {message}")]

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::denial::Denial;
 use crate::error::ToolError;
 use crate::policy::ApprovalToken;
-use crate::receipt::{Denial, Receipt};
 use crate::schema::Violation;
 
 /// A call as every surface hands it over: a tool name and a JSON arguments value.
@@ -228,15 +228,6 @@ fn invalid_message(violations: &[Violation]) -> String {
         })
         .collect();
     format!("invalid arguments: {}", parts.join("; "))
-}
-
-/// An outcome and the receipt recorded for it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Execution {
-    /// What the caller gets.
-    pub outcome: Outcome,
-    /// What was recorded.
-    pub receipt: Receipt,
 }
 
 /// Receives a long tool's progress reports (MCP `notifications/progress` when the client

@@ -8,133 +8,9 @@ use std::sync::Mutex;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::outcome::OutcomeKind;
-use crate::policy::PathDenial;
-
-/// A side effect the runtime observed while a tool ran.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum ObservedEffect {
-    /// A file created or changed.
-    File {
-        /// Path relative to its root.
-        path: String,
-        /// SHA-256 before the change; absent for a new file.
-        before_sha256: Option<String>,
-        /// SHA-256 after the change; absent for a deletion.
-        after_sha256: Option<String>,
-    },
-    /// A process run.
-    Process {
-        /// The argument vector.
-        argv: Vec<String>,
-        /// Exit code, when it exited.
-        exit_code: Option<i32>,
-    },
-    /// A request to another host.
-    Request {
-        /// The URL.
-        url: String,
-        /// The HTTP status, when one came back.
-        status: Option<u16>,
-    },
-    /// A request a page tried to make and the network policy refused.
-    RefusedRequest {
-        /// The URL.
-        url: String,
-    },
-}
-
-/// Collects the effects of one call.
-#[derive(Debug, Default)]
-pub struct EffectLog {
-    effects: Mutex<Vec<ObservedEffect>>,
-}
-
-impl EffectLog {
-    /// Records an effect.
-    pub fn push(&self, effect: ObservedEffect) {
-        self.effects.lock().unwrap_or_else(|p| p.into_inner()).push(effect);
-    }
-
-    pub(crate) fn take(&self) -> Vec<ObservedEffect> {
-        std::mem::take(&mut *self.effects.lock().unwrap_or_else(|p| p.into_inner()))
-    }
-}
-
-/// Why a call was refused at authorization.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Denial {
-    /// The scope lacks a capability the tool needs.
-    MissingCapability {
-        /// The capability.
-        capability: crate::Capability,
-    },
-    /// A path argument is refused.
-    Path {
-        /// The argument's JSON pointer.
-        pointer: String,
-        /// The path as given.
-        path: String,
-        /// Why.
-        reason: PathDenial,
-    },
-    /// The policy denies this effect outright.
-    PolicyForbids {
-        /// The effect.
-        effect: crate::Effect,
-    },
-    /// The approval presented is for another call.
-    ApprovalMismatch {
-        /// The fingerprint the approval names.
-        approved: String,
-        /// This call's fingerprint.
-        fingerprint: String,
-    },
-    /// The approval was already used once.
-    ApprovalReused {
-        /// This call's fingerprint.
-        fingerprint: String,
-    },
-    /// A sub-agent asked for a scope wider than its caller's, or nested too deep.
-    Scope {
-        /// Why.
-        error: crate::policy::ScopeError,
-    },
-}
-
-impl std::fmt::Display for Denial {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Denial::Scope { error } => write!(f, "the sub-agent's scope is refused: {error}"),
-            Denial::MissingCapability { capability } => {
-                write!(f, "the caller's scope does not grant `{capability}`")
-            }
-            Denial::Path { path, reason, .. } => match reason {
-                PathDenial::OutsideRoots => write!(f, "`{path}` is outside the workspace roots"),
-                PathDenial::ReadOnlyRoot => write!(f, "`{path}` is in a read-only root"),
-                PathDenial::Protected => write!(f, "`{path}` is inside `.git` or `.kyro`, which tools may not write"),
-                PathDenial::GitDirectory => write!(
-                    f,
-                    "`{path}` is in, or would make, a git directory (`HEAD`, `objects/`, `refs/`), which tools may not write"
-                ),
-                PathDenial::Malformed => write!(f, "`{path}` is not a usable path"),
-            },
-            Denial::PolicyForbids { effect } => write!(f, "the policy denies `{effect}` tools"),
-            Denial::ApprovalMismatch { approved, fingerprint } => write!(
-                f,
-                "the approval is for call {approved}, not this call {fingerprint}; arguments changed since approval"
-            ),
-            Denial::ApprovalReused { fingerprint } => {
-                write!(
-                    f,
-                    "the approval for {fingerprint} was already used; approvals are single-use"
-                )
-            }
-        }
-    }
-}
+pub use crate::denial::Denial;
+pub use crate::observed::{EffectLog, ObservedEffect};
+use crate::outcome::{Outcome, OutcomeKind};
 
 /// How authorization decided.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -197,7 +73,7 @@ pub trait Observer: Send + Sync {
     /// Called once per call, after it finished or was refused: its receipt, its canonical
     /// snapshot (absent when the call never got that far: an unknown tool, arguments that
     /// are not an object) and its outcome, with the result or the error.
-    fn observe(&self, receipt: &Receipt, call: Option<&CanonicalCall>, outcome: &crate::outcome::Outcome);
+    fn observe(&self, receipt: &Receipt, call: Option<&CanonicalCall>, outcome: &Outcome);
 }
 
 /// kyro's own directory in a workspace, `.kyro/` beneath `root`: created when missing,
@@ -291,7 +167,7 @@ impl JsonlReceiptLog {
 }
 
 impl Observer for JsonlReceiptLog {
-    fn observe(&self, receipt: &Receipt, _call: Option<&CanonicalCall>, _outcome: &crate::outcome::Outcome) {
+    fn observe(&self, receipt: &Receipt, _call: Option<&CanonicalCall>, _outcome: &Outcome) {
         let mut line = serde_json::to_string(receipt).unwrap_or_else(|_| Value::Null.to_string());
         line.push('\n');
         // An observer must not change the outcome; a failing log is reported, not fatal.
@@ -299,4 +175,13 @@ impl Observer for JsonlReceiptLog {
             eprintln!("kyro: cannot append to {}: {e}", self.path.display());
         }
     }
+}
+
+/// An outcome and the receipt recorded for it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Execution {
+    /// What the caller gets.
+    pub outcome: Outcome,
+    /// What was recorded.
+    pub receipt: Receipt,
 }

@@ -5,9 +5,8 @@ use std::sync::{Arc, OnceLock, RwLock};
 
 use serde_json::Value;
 
-use crate::compat::TextAdapter;
 use crate::context::ToolContext;
-use crate::descriptor::{Annotations, ArgumentAlias, ToolDescriptor};
+use crate::descriptor::{Annotations, ArgumentAlias, Catalog, ToolDescriptor};
 use crate::effect::{Capability, Effect};
 use crate::error::ToolError;
 use crate::policy::SettingsTable;
@@ -69,20 +68,20 @@ pub const UPSTREAM_CATEGORY: &str = "upstream";
 pub(crate) enum Executor {
     /// A catalog tool, through its generated glue, with its approval preview.
     Builtin(NativeFn, PreviewFn),
-    /// A custom native tool registered at run time.
+    /// A custom native tool registered at run time (and a legacy text function behind its
+    /// adapter, which is one).
     Custom(Arc<CustomFn>),
-    /// A legacy text function behind its adapter.
-    Compat(TextAdapter),
 }
 
-type CustomFn = dyn for<'a> Fn(Value, &'a ToolContext) -> BoxFuture<'a, Result<Value, ToolError>> + Send + Sync;
+pub(crate) type CustomFn =
+    dyn for<'a> Fn(Value, &'a ToolContext) -> BoxFuture<'a, Result<Value, ToolError>> + Send + Sync;
 
 impl Executor {
     /// What the call will change, for the person asked to approve it.
     pub(crate) fn preview(&self, arguments: &Value, cx: &ToolContext) -> Option<String> {
         match self {
             Executor::Builtin(_, preview) => preview(arguments, cx),
-            Executor::Custom(_) | Executor::Compat(_) => None,
+            Executor::Custom(_) => None,
         }
     }
 
@@ -90,10 +89,6 @@ impl Executor {
         match self {
             Executor::Builtin(f, _) => f(arguments, cx),
             Executor::Custom(f) => f(arguments, cx),
-            Executor::Compat(adapter) => {
-                let result = adapter.call(&arguments);
-                Box::pin(async move { Ok(result) })
-            }
         }
     }
 }
@@ -526,5 +521,15 @@ impl Registry {
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
         self.state.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Catalog for Snapshot {
+    fn describe(&self, name: &str) -> Option<&ToolDescriptor> {
+        self.get(name).map(|t| t.descriptor())
+    }
+
+    fn descriptors(&self) -> Box<dyn Iterator<Item = &ToolDescriptor> + '_> {
+        Box::new(Snapshot::descriptors(self))
     }
 }

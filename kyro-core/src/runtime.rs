@@ -9,7 +9,6 @@
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::task::Poll;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value};
@@ -20,9 +19,10 @@ use crate::context::{CallParts, Dispatch, ToolContext, Workspace};
 use crate::descriptor::ToolDescriptor;
 use crate::effect::{Approval, Effect};
 use crate::error::ToolError;
-use crate::outcome::{Call, Execution, Outcome};
+use crate::offload::{first_of, run_off_thread};
+use crate::outcome::{Call, Outcome};
 use crate::policy::{Access, ApprovalRule, ApprovalToken, Fingerprint, Limits, Policy, Scope, ScopeError, summarize};
-use crate::receipt::{CanonicalCall, Decision, Denial, EffectLog, Observer, Receipt};
+use crate::receipt::{CanonicalCall, Decision, Denial, EffectLog, Execution, Observer, Receipt};
 use crate::registry::{RegisteredTool, Registry, Snapshot};
 use crate::schema::Violation;
 
@@ -443,53 +443,6 @@ impl Runtime {
         }
         Outcome::Ok { tool: name, result }
     }
-}
-
-/// Runs the executor on tokio's blocking pool, so that an executor doing blocking work
-/// (std I/O, a sync HTTP client, `std::thread::sleep`, a child process waited for) never
-/// stalls the thread serving requests, whatever runtime the server runs on. Async
-/// executors are driven there too (the I/O and timers stay the server's runtime's).
-/// Dropping the returned future (the time limit or a cancellation) tells the executor to
-/// stop: it is dropped at its next await point; blocking code between two await points
-/// runs to that point, on the pool, without holding up anyone.
-async fn run_off_thread(tool: Arc<RegisteredTool>, arguments: Value, cx: ToolContext) -> Result<Value, ToolError> {
-    let handle = tokio::runtime::Handle::current();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let work = tokio::task::spawn_blocking(move || {
-        handle.block_on(async move {
-            let stopped = async {
-                // Resolves when the caller's side is dropped.
-                let _ = stopped.await;
-            };
-            first_of(tool.executor().run(arguments, &cx), stopped).await
-        })
-    });
-    let _stop = stop;
-    match work.await {
-        Ok(Some(result)) => result,
-        Ok(None) => Err(ToolError::Output {
-            message: "the executor was stopped".into(),
-        }),
-        Err(join) => Err(ToolError::Output {
-            message: format!("the executor panicked: {join}"),
-        }),
-    }
-}
-
-/// Runs `work` unless `cancel` completes first; dropping `work` stops the executor.
-async fn first_of<T>(work: impl Future<Output = T>, cancel: impl Future<Output = ()>) -> Option<T> {
-    let mut work = std::pin::pin!(work);
-    let mut cancel = std::pin::pin!(cancel);
-    std::future::poll_fn(|cx| {
-        if let Poll::Ready(value) = work.as_mut().poll(cx) {
-            return Poll::Ready(Some(value));
-        }
-        if cancel.as_mut().poll(cx).is_ready() {
-            return Poll::Ready(None);
-        }
-        Poll::Pending
-    })
-    .await
 }
 
 /// The length of a value's compact JSON, counted without building the string.

@@ -20,7 +20,7 @@ impl Fingerprint {
     pub fn of(
         tool: &str,
         arguments: &Value,
-        scope: &super::Scope,
+        scope: &super::scope::Scope,
         workspace: &std::path::Path,
     ) -> (String, Fingerprint) {
         // `{"arguments":…,"scope":…,"tool":…,"workspace":…}`: RFC 8785 sorts the keys so,

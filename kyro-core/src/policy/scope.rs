@@ -8,19 +8,11 @@ use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 use serde::{Deserialize, Serialize};
 
-use super::{ApprovalRules, Policy};
+use super::file::{ApprovalRules, Policy, RootSpec};
+use super::settings::{Settings, Tables};
 use crate::confined::ConfinedPath;
+use crate::denial::{Access, PathDenial, ScopeError};
 use crate::effect::Capability;
-
-/// How a root may be used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Access {
-    /// Read only.
-    Read,
-    /// Read and write.
-    ReadWrite,
-}
 
 /// Directories inside a writable root that tools may still not write: Git's own data and
 /// kyro's state and receipts.
@@ -87,75 +79,6 @@ impl RootGrant {
     }
 }
 
-/// Why a scope could not be built or narrowed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum ScopeError {
-    /// A root that cannot be opened.
-    #[error("root `{path}` cannot be opened: {message}")]
-    Root {
-        /// The root as given.
-        path: String,
-        /// The system's message.
-        message: String,
-    },
-    /// The policy grants a capability no registered tool declares and kyro does not define.
-    #[error(
-        "capability `{capability}` is granted but no tool declares it (kyro's own: fs.read, fs.write, exec, network, git.write, state, orchestrate)"
-    )]
-    UnknownCapability {
-        /// The capability.
-        capability: Capability,
-    },
-    /// A `[tools.*]` table no registered tool reads, or one its reader refuses.
-    #[error("policy table [tools.{table}]: {message}")]
-    Settings {
-        /// The table's name.
-        table: String,
-        /// What is wrong with it.
-        message: String,
-    },
-    /// A child asked for a capability its parent does not hold.
-    #[error("capability `{capability}` is not held by the parent scope")]
-    CapabilityWidening {
-        /// The capability.
-        capability: Capability,
-    },
-    /// A child asked for a root outside its parent's roots, or more access than the parent.
-    #[error("root `{path}` is not inside a parent root with {access:?} access")]
-    RootWidening {
-        /// The root asked for.
-        path: String,
-        /// The access asked for.
-        access: Access,
-    },
-    /// Nesting deeper than the policy allows.
-    #[error("sub-agent depth {depth} exceeds the maximum {max}")]
-    TooDeep {
-        /// The depth the child would have.
-        depth: u32,
-        /// The policy's maximum.
-        max: u32,
-    },
-}
-
-/// Why a path argument is refused.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum PathDenial {
-    /// It resolves outside every root (by `..`, an absolute path or a symlink).
-    OutsideRoots,
-    /// Writing into a read-only root.
-    ReadOnlyRoot,
-    /// Writing into `.git` or `.kyro`.
-    Protected,
-    /// Writing into a directory git would take for a repository's own (`HEAD`, `objects/`,
-    /// `refs/`), or making one.
-    GitDirectory,
-    /// Empty, or containing a NUL byte.
-    Malformed,
-}
-
 /// What a child scope asks for; `None` keeps the parent's.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -165,7 +88,7 @@ pub struct ScopeRequest {
     pub capabilities: Option<Vec<Capability>>,
     /// Roots, each inside a parent root with at least the access asked.
     #[serde(default)]
-    pub roots: Option<Vec<super::RootSpec>>,
+    pub roots: Option<Vec<RootSpec>>,
 }
 
 fn next_scope_id() -> u64 {
@@ -178,7 +101,7 @@ fn next_scope_id() -> u64 {
 pub struct Scope {
     /// This scope's id, and its ancestors' before it (the top-level scope first).
     lineage: Arc<[u64]>,
-    tables: Arc<super::settings::Tables>,
+    tables: Arc<Tables>,
     capabilities: BTreeSet<Capability>,
     roots: Vec<Arc<RootGrant>>,
     approvals: ApprovalRules,
@@ -204,7 +127,7 @@ impl Scope {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Scope {
             lineage: Arc::from([next_scope_id()]),
-            tables: Arc::new(super::settings::Tables::new(policy.tools.clone())),
+            tables: Arc::new(Tables::new(policy.tools.clone())),
             capabilities: policy.capabilities.iter().cloned().collect(),
             roots,
             approvals: policy.approvals,
@@ -243,7 +166,7 @@ impl Scope {
     /// the table is absent); children read their parent's tables. The tables were checked
     /// at load against the types the registered tools declare, so this fails only for a
     /// type its tool did not declare.
-    pub fn settings<T: super::Settings>(&self) -> Result<Arc<T>, crate::ToolError> {
+    pub fn settings<T: Settings>(&self) -> Result<Arc<T>, crate::ToolError> {
         self.tables.get::<T>().map_err(|message| crate::ToolError::Settings {
             table: T::TABLE.to_owned(),
             message,

@@ -2,9 +2,11 @@
 //! held to, and the validator compiled from it.
 
 mod canonical;
+mod error;
 mod validate;
 
-pub use canonical::{Origin, Role, SchemaError, VOCABULARY, canonicalize, canonicalize_from};
+pub use canonical::{Origin, Role, VOCABULARY, canonicalize, canonicalize_from};
+pub use error::SchemaError;
 pub use validate::{CompiledSchema, Violation};
 
 use schemars::JsonSchema;

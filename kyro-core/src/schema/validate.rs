@@ -3,7 +3,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::canonical::{SchemaError, escape};
+use super::error::{SchemaError, escape};
 
 /// One reason the arguments were refused, at a JSON pointer into them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

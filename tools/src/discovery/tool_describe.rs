@@ -33,8 +33,8 @@ impl Execute for ToolDescribe {
         let tools = self
             .names
             .into_iter()
-            .map(|name| match cx.catalog().get(&name) {
-                Some(tool) => Ok(tool.descriptor().clone()),
+            .map(|name| match cx.catalog().describe(&name) {
+                Some(descriptor) => Ok(descriptor.clone()),
                 None => Err(ToolError::UnknownTool { name }),
             })
             .collect::<Result<_, _>>()?;

@@ -51,8 +51,7 @@ impl Execute for McpCall {
         let name = format!("{}.{}", self.server, self.tool);
         // Only upstream tools, and only under this tool's own effect: the approval carried
         // below must never stand for a different kind of effect.
-        let upstream = cx.catalog().get(&name).is_some_and(|t| {
-            let d = t.descriptor();
+        let upstream = cx.catalog().describe(&name).is_some_and(|d| {
             d.category == UPSTREAM_CATEGORY && d.name == name && d.effect == <McpCall as kyro_core::Tool>::SPEC.effect
         });
         if !upstream {

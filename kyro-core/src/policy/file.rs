@@ -1,0 +1,180 @@
+//! The policy file (`--policy FILE`, TOML) and its parts.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::denial::Access;
+use crate::effect::{Capability, Effect};
+
+/// What happens to a call of a given effect once capabilities and paths allow it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalRule {
+    /// Runs without asking.
+    Auto,
+    /// Needs an approval bound to the call's fingerprint.
+    Ask,
+    /// Never runs.
+    Deny,
+}
+
+/// The approval rule for each effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ApprovalRules {
+    /// Reads inside the roots.
+    pub read: ApprovalRule,
+    /// Writes inside writable roots.
+    pub write: ApprovalRule,
+    /// Running programs.
+    pub exec: ApprovalRule,
+    /// Reaching other hosts.
+    pub network: ApprovalRule,
+    /// Runtime-owned state.
+    pub state: ApprovalRule,
+    /// Pure computation.
+    pub none: ApprovalRule,
+}
+
+impl Default for ApprovalRules {
+    /// Safe defaults: reads, state and computation run; writes, exec and network ask.
+    fn default() -> ApprovalRules {
+        ApprovalRules {
+            read: ApprovalRule::Auto,
+            write: ApprovalRule::Ask,
+            exec: ApprovalRule::Ask,
+            network: ApprovalRule::Ask,
+            state: ApprovalRule::Auto,
+            none: ApprovalRule::Auto,
+        }
+    }
+}
+
+impl ApprovalRules {
+    /// The same rule for every effect (`uniform(ApprovalRule::Auto)` for trusted automation
+    /// and tests).
+    pub fn uniform(rule: ApprovalRule) -> ApprovalRules {
+        ApprovalRules {
+            read: rule,
+            write: rule,
+            exec: rule,
+            network: rule,
+            state: rule,
+            none: rule,
+        }
+    }
+
+    /// The rule for `effect`.
+    pub fn for_effect(&self, effect: Effect) -> ApprovalRule {
+        match effect {
+            Effect::Read => self.read,
+            Effect::Write => self.write,
+            Effect::Exec => self.exec,
+            Effect::Network => self.network,
+            Effect::State => self.state,
+            Effect::None => self.none,
+        }
+    }
+
+    /// The stricter rule of the two for every effect (children never loosen approvals).
+    pub fn stricter(&self, other: &ApprovalRules) -> ApprovalRules {
+        fn max(a: ApprovalRule, b: ApprovalRule) -> ApprovalRule {
+            let rank = |r| match r {
+                ApprovalRule::Auto => 0,
+                ApprovalRule::Ask => 1,
+                ApprovalRule::Deny => 2,
+            };
+            if rank(a) >= rank(b) { a } else { b }
+        }
+        ApprovalRules {
+            read: max(self.read, other.read),
+            write: max(self.write, other.write),
+            exec: max(self.exec, other.exec),
+            network: max(self.network, other.network),
+            state: max(self.state, other.state),
+            none: max(self.none, other.none),
+        }
+    }
+}
+
+/// A root the policy grants, relative to the workspace unless absolute.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RootSpec {
+    /// The directory.
+    pub path: PathBuf,
+    /// Read, or read and write.
+    pub access: Access,
+}
+
+/// Limits the runtime enforces on every executor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Wall-clock time of one call, in milliseconds.
+    pub timeout_ms: u64,
+    /// Size of one serialized result, in bytes.
+    pub max_output_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            timeout_ms: 120_000,
+            max_output_bytes: 4 * 1024 * 1024,
+        }
+    }
+}
+
+/// The policy file (`--policy FILE`, TOML). Every field has a safe default.
+///
+/// ```toml
+/// capabilities = ["fs.read", "fs.write"]
+/// max_depth = 2
+/// [approvals]
+/// write = "auto"
+/// [[roots]]
+/// path = "."
+/// access = "read_write"
+/// [limits]
+/// timeout_ms = 30000
+/// [tools.shell]              # a tool family's own table, checked by the tools that read it
+/// pass_env = ["CARGO_HOME"]
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Policy {
+    /// Capabilities granted to the top-level caller.
+    pub capabilities: Vec<Capability>,
+    /// Roots; the first is where relative paths resolve. Default: the workspace, read-write.
+    pub roots: Vec<RootSpec>,
+    /// Approval rule per effect.
+    pub approvals: ApprovalRules,
+    /// How deep sub-agents may nest.
+    pub max_depth: u32,
+    /// Time and output limits.
+    pub limits: Limits,
+    /// Each tool family's own table (`[tools.shell]`, `[tools.network]`), checked at load
+    /// against the [`Settings`] the registered tools declare; a table no tool reads is an
+    /// error.
+    pub tools: BTreeMap<String, serde_json::Value>,
+}
+
+impl Default for Policy {
+    fn default() -> Policy {
+        Policy {
+            capabilities: Capability::BUILT_IN.to_vec(),
+            roots: vec![RootSpec {
+                path: PathBuf::from("."),
+                access: Access::ReadWrite,
+            }],
+            approvals: ApprovalRules::default(),
+            max_depth: 3,
+            limits: Limits::default(),
+            tools: BTreeMap::new(),
+        }
+    }
+}
