@@ -10,8 +10,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use kyro_core::{Call, Execute, Outcome, Policy, Registry, Runtime, ToolContext, ToolError, Workspace, tool};
-use schemars::JsonSchema;
-use serde::Serialize;
 use serde_json::json;
 
 const BATCH: usize = 2000;
@@ -27,7 +25,8 @@ pub struct Echo {
 }
 
 /// The echo.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct Echoed {
     /// The text.
     pub text: String,

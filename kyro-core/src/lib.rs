@@ -42,7 +42,7 @@ pub use receipt::{Execution, Observer, Receipt};
 pub use registry::{CustomTool, RegisteredTool, Registry, RegistryError, Snapshot, ToolDefinition, UPSTREAM_CATEGORY};
 pub use runtime::Runtime;
 pub use schema::Violation;
-pub use tool::{ArgAlias, BoxFuture, Execute, Tool, ToolEntry, ToolSpec};
+pub use tool::{ArgAlias, BoxFuture, Execute, ObjectOutput, Tool, ToolEntry, ToolSpec};
 
 /// Items the generated code names by absolute path; not part of the public API.
 #[doc(hidden)]

@@ -25,8 +25,10 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// }
 /// ```
 pub trait Execute: Sized + Send {
-    /// The result; its schema becomes the tool's `outputSchema`.
-    type Output: Serialize + JsonSchema + Send;
+    /// The result; its schema becomes the tool's `outputSchema`. It must be an object
+    /// (MCP's `structuredContent` is one): a struct carrying `#[output]`, or a
+    /// `serde_json::Map`.
+    type Output: Serialize + JsonSchema + Send + ObjectOutput;
 
     /// Runs the call. Nothing reaches here before the runtime validated and authorized it.
     fn run(self, cx: &ToolContext) -> impl Future<Output = Result<Self::Output, ToolError>> + Send;
@@ -45,6 +47,18 @@ pub trait Execute: Sized + Send {
     /// when the policy loads, and a table no registered tool declares is refused.
     const SETTINGS: &'static [crate::policy::SettingsTable] = &[];
 }
+
+/// A type that serializes to a JSON object, as every tool result must: `#[output]` marks
+/// a struct with named fields; a `serde_json::Map` is one. A non-object output (a string, a
+/// list, `()`) is refused at compile time here, not when the catalog registers.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a tool's output: a tool returns a JSON object",
+    label = "not marked as an object",
+    note = "return a struct with named fields carrying `#[output]` (or a `serde_json::Map<String, Value>`); wrap a list or a scalar in a field"
+)]
+pub trait ObjectOutput {}
+
+impl ObjectOutput for serde_json::Map<String, Value> {}
 
 /// Implemented by `#[tool]`: the static facts about a tool. Requires [`Execute`], so a
 /// `#[tool]` struct without an executor does not compile.

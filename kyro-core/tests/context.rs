@@ -10,8 +10,6 @@ use kyro_core::{
     ApprovalToken, Call, Execute, Outcome, OutcomeKind, Policy, Registry, Runtime, ToolContext, ToolError, Workspace,
     WorkspacePath, tool,
 };
-use schemars::JsonSchema;
-use serde::Serialize;
 use serde_json::{Value, json};
 
 /// Blocks its thread (as a sync client or std I/O would), then answers.
@@ -22,7 +20,7 @@ struct Block {
 }
 
 /// Done.
-#[derive(Serialize, JsonSchema)]
+#[kyro_core::output]
 struct Done {
     /// Always true.
     done: bool,
@@ -86,7 +84,7 @@ struct Relay {
 }
 
 /// The child calls' outcome kinds.
-#[derive(Serialize, JsonSchema)]
+#[kyro_core::output]
 struct Relayed {
     /// One per child call.
     outcomes: Vec<String>,

@@ -5,8 +5,7 @@ use std::sync::Arc;
 
 use kyro_core::policy::{ScopeError, Settings, SettingsTable};
 use kyro_core::{Call, Execute, Outcome, Policy, Registry, Runtime, ToolContext, ToolError, Workspace, tool};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 #[derive(Debug, Deserialize)]
@@ -41,7 +40,7 @@ impl Settings for Weather {
 struct Station {}
 
 /// The station.
-#[derive(Serialize, JsonSchema)]
+#[kyro_core::output]
 struct Named {
     /// From `[tools.weather]`.
     station: String,

@@ -18,6 +18,7 @@ mod fallback;
 mod paths;
 
 use proc_macro::TokenStream;
+use quote::ToTokens;
 
 /// Declares a tool. See the crate documentation of `kyro-core` for a complete example.
 ///
@@ -45,9 +46,11 @@ fn expand_tool(args: proc_macro2::TokenStream, item: &syn::DeriveInput) -> syn::
     Ok(expand::emit(&input))
 }
 
-/// Makes a struct (or enum) a tool's output, or part of one: adds `Serialize` and
-/// `JsonSchema` through kyro's own paths, so the author's crate needs neither serde nor
-/// schemars. Doc comments become the output schema's descriptions.
+/// Makes a struct a tool's output, or part of one: adds `Serialize` and `JsonSchema`
+/// through kyro's own paths, so the author's crate needs neither serde nor schemars, and
+/// marks a struct with named fields as an object (`ObjectOutput`), which `Execute::Output`
+/// requires. Doc comments become the output schema's descriptions. On an enum or a tuple
+/// struct it adds the derives only (fine for a field's type, refused as a whole output).
 ///
 /// ```ignore
 /// /// The counts.
@@ -73,11 +76,26 @@ pub fn output(args: TokenStream, item: TokenStream) -> TokenStream {
     let kc = &core.tokens;
     let serde_crate = format!("{}::__private::serde", core.text);
     let schemars_crate = format!("{}::__private::schemars", core.text);
+    // A struct with named fields serializes to an object, unless serde is told otherwise.
+    let transparent = item
+        .attrs
+        .iter()
+        .any(|attr| attr.path().is_ident("serde") && attr.to_token_stream().to_string().contains("transparent"));
+    let object =
+        matches!(&item.data, syn::Data::Struct(s) if matches!(s.fields, syn::Fields::Named(_))) && !transparent;
+    let marker = object.then(|| {
+        let name = &item.ident;
+        let (impl_generics, type_generics, where_clause) = item.generics.split_for_impl();
+        quote::quote! {
+            impl #impl_generics #kc::ObjectOutput for #name #type_generics #where_clause {}
+        }
+    });
     quote::quote! {
         #[derive(#kc::__private::serde::Serialize, #kc::__private::schemars::JsonSchema)]
         #[serde(crate = #serde_crate)]
         #[schemars(crate = #schemars_crate)]
         #item
+        #marker
     }
     .into()
 }

@@ -15,18 +15,18 @@ pub struct FetchThing {
 }
 
 impl Execute for ReadThing {
-    type Output = ();
+    type Output = serde_json::Map<String, serde_json::Value>;
 
-    async fn run(self, _cx: &ToolContext) -> Result<(), ToolError> {
-        Ok(())
+    async fn run(self, _cx: &ToolContext) -> Result<Self::Output, ToolError> {
+        Ok(serde_json::Map::new())
     }
 }
 
 impl Execute for FetchThing {
-    type Output = ();
+    type Output = serde_json::Map<String, serde_json::Value>;
 
-    async fn run(self, _cx: &ToolContext) -> Result<(), ToolError> {
-        Ok(())
+    async fn run(self, _cx: &ToolContext) -> Result<Self::Output, ToolError> {
+        Ok(serde_json::Map::new())
     }
 }
 

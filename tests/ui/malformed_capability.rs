@@ -8,10 +8,10 @@ pub struct Args {
 }
 
 impl Execute for Args {
-    type Output = ();
+    type Output = serde_json::Map<String, serde_json::Value>;
 
-    async fn run(self, _cx: &ToolContext) -> Result<(), ToolError> {
-        Ok(())
+    async fn run(self, _cx: &ToolContext) -> Result<Self::Output, ToolError> {
+        Ok(serde_json::Map::new())
     }
 }
 

@@ -11,7 +11,6 @@ use kyro_core::{
     tool,
 };
 use schemars::JsonSchema;
-use serde::Serialize;
 use serde_json::Value;
 
 /// How many times a counting tool ran, per workspace root. Executors run on the blocking
@@ -63,7 +62,8 @@ pub enum Mode {
 }
 
 /// What `record` returns.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct Echo {
     /// The count.
     pub count: u32,
@@ -117,7 +117,8 @@ pub struct Touch {
 }
 
 /// What `touch` returns.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct Touched {
     /// The path written, relative to its root.
     pub path: String,
@@ -143,7 +144,8 @@ pub struct Peek {
 }
 
 /// What `peek` returns.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct Peeked {
     /// The contents, in order.
     pub contents: Vec<String>,
@@ -186,7 +188,8 @@ pub struct Big {
 }
 
 /// What `big` returns.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct Blob {
     /// The bytes.
     pub data: String,

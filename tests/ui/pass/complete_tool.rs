@@ -41,11 +41,20 @@ fn count_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({ "type": "integer", "minimum": 0, "maximum": 4294967295u64 })
 }
 
-impl Execute for FindThings {
-    type Output = Vec<String>;
+/// What was found.
+#[kyro_core::output]
+pub struct Found {
+    /// The matching paths.
+    pub paths: Vec<String>,
+}
 
-    async fn run(self, _cx: &ToolContext) -> Result<Vec<String>, ToolError> {
-        Ok(vec![self.path.to_string()])
+impl Execute for FindThings {
+    type Output = Found;
+
+    async fn run(self, _cx: &ToolContext) -> Result<Found, ToolError> {
+        Ok(Found {
+            paths: vec![self.path.to_string()],
+        })
     }
 }
 

@@ -8,7 +8,7 @@ pub struct Args {
 }
 
 /// Nothing.
-#[derive(serde::Serialize, schemars::JsonSchema)]
+#[kyro_core::output]
 pub struct Nothing {}
 
 impl Execute for Args {

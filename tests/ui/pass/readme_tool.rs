@@ -1,7 +1,5 @@
 // The "Adding a tool" example from README.md, kept compiling.
-use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
-use schemars::JsonSchema;
-use serde::Serialize;
+use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, output, tool};
 
 /// Count the lines of a UTF-8 text file in the workspace.
 ///
@@ -13,8 +11,9 @@ pub struct CountLines {
     pub path: WorkspacePath,
 }
 
-/// The counts.
-#[derive(Debug, Serialize, JsonSchema)]
+/// The counts (a tool returns an object: `#[output]` on a struct with named fields).
+#[output]
+#[derive(Debug)]
 pub struct Counts {
     /// Lines in the file.
     pub lines: u64,

@@ -3,8 +3,6 @@
 use headless_chrome::browser::tab::point::Point;
 use kyro_core::policy::SettingsTable;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::session::{error, with_page};
 use crate::settings::NetworkSettings;
@@ -31,7 +29,8 @@ pub struct BrowserClick {
 }
 
 /// The page after the click.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct Clicked {
     /// The page's URL after the click.
     pub url: String,

@@ -2,8 +2,6 @@
 
 use kyro_core::policy::SettingsTable;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::session::{error, with_page};
 use crate::integration::check_url;
@@ -28,7 +26,8 @@ pub struct BrowserNavigate {
 }
 
 /// The page after loading.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct Page {
     /// The page's URL, after redirects.
     pub url: String,

@@ -5,8 +5,6 @@ use base64::prelude::BASE64_STANDARD;
 use headless_chrome::protocol::cdp::Page::{CaptureScreenshot, CaptureScreenshotFormatOption};
 use kyro_core::policy::SettingsTable;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::session::{error, with_page};
 use crate::settings::NetworkSettings;
@@ -27,7 +25,8 @@ pub struct BrowserScreenshot {
 }
 
 /// A PNG image.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct Screenshot {
     /// Always `image/png`.
     pub mime_type: String,

@@ -2,8 +2,6 @@
 
 use kyro_core::policy::SettingsTable;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
-use schemars::JsonSchema;
-use serde::Serialize;
 use serde_json::json;
 
 use super::session::with_page;
@@ -30,7 +28,8 @@ pub struct BrowserSnapshot {
 }
 
 /// The outline of the page.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct PageSnapshot {
     /// The page's URL.
     pub url: String,

@@ -4,8 +4,6 @@ use crate::Failure;
 use crate::settings::NetworkSettings;
 use kyro_core::policy::SettingsTable;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use headless_chrome::protocol::cdp::Input::InsertText;
 
@@ -48,7 +46,8 @@ pub struct BrowserType {
 }
 
 /// The element and page after typing.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct Typed {
     /// The element's value after typing (before a submit navigates away).
     pub value: String,

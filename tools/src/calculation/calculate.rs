@@ -21,7 +21,8 @@ pub struct Calculate {
 }
 
 /// The value of an expression.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct Calculation {
     /// The expression as given.
     pub expression: String,

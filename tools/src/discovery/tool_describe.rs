@@ -1,8 +1,6 @@
 //! `tool_describe`: full descriptors, as `tools/list` serves them.
 
 use kyro_core::{Execute, ToolContext, ToolDescriptor, ToolError, tool};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 /// Describe tools fully: description, input and output schemas, annotations, effect, aliases.
 ///
@@ -20,7 +18,8 @@ pub struct ToolDescribe {
 }
 
 /// The descriptors asked for, in the order asked.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct Descriptions {
     /// One descriptor per name.
     pub tools: Vec<ToolDescriptor>,

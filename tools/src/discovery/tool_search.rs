@@ -28,7 +28,8 @@ pub struct ToolSearch {
 }
 
 /// Matching tools, best first.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct SearchResults {
     /// The matches.
     pub tools: Vec<SearchHit>,

@@ -34,7 +34,8 @@ pub struct ExpectedHash {
 }
 
 /// What the patch did.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct Patched {
     /// One entry per file, in patch order.
     pub files: Vec<PatchedFile>,

@@ -1,8 +1,6 @@
 //! `copy_path`: copy a file, or a directory tree, inside the workspace.
 
 use kyro_core::{ConfinedPath, EntryType, Execute, ToolContext, ToolError, WorkspacePath, tool};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 /// Copy a file, or with `recursive` a directory and everything below it, inside the workspace.
 ///
@@ -23,7 +21,8 @@ pub struct CopyPath {
 }
 
 /// What was copied.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct Copied {
     /// The source as given.
     pub source: String,

@@ -2,8 +2,6 @@
 
 use crate::Failure;
 use kyro_core::{EntryType, Execute, ToolContext, ToolError, WorkspacePath, tool};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::list_directory::EntryKind;
 
@@ -20,7 +18,8 @@ pub struct DeletePath {
 }
 
 /// What was deleted.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct Deleted {
     /// The path as given.
     pub path: String,

@@ -33,7 +33,8 @@ pub struct DirectoryTree {
 }
 
 /// A directory tree.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct Tree {
     /// The directory, relative to the workspace root.
     pub path: String,

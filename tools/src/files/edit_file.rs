@@ -1,8 +1,6 @@
 //! `edit_file`: replace an exact, unique piece of text in a file.
 
 use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::text_file::{TextFile, replace};
 
@@ -29,7 +27,8 @@ pub struct EditFile {
 }
 
 /// The result of an edit.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct Edited {
     /// The path as given.
     pub path: String,

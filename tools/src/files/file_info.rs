@@ -1,8 +1,6 @@
 //! `file_info`: metadata without content.
 
 use kyro_core::{EntryType, Execute, ToolContext, ToolError, WorkspacePath, tool};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::list_directory::EntryKind;
 
@@ -21,7 +19,8 @@ pub struct FileInfo {
 }
 
 /// A path's metadata.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct PathInfo {
     /// The path as given.
     pub path: String,

@@ -2,8 +2,6 @@
 
 use crate::Failure;
 use kyro_core::{EntryType, Execute, ToolContext, ToolError, WorkspacePath, tool};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::walk::{WalkOptions, walk};
 
@@ -35,7 +33,8 @@ pub struct Glob {
 }
 
 /// Matching paths.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct GlobMatches {
     /// Paths relative to the workspace root, newest first.
     pub paths: Vec<String>,

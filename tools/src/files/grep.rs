@@ -65,7 +65,8 @@ pub enum Case {
 }
 
 /// Matching lines.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct GrepMatches {
     /// Matches in path order, then line order.
     pub matches: Vec<LineMatch>,

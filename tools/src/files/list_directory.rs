@@ -29,7 +29,8 @@ pub struct ListDirectory {
 }
 
 /// A directory's entries.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct Listing {
     /// The directory, relative to the workspace root.
     pub path: String,

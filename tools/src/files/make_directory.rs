@@ -1,8 +1,6 @@
 //! `make_directory`: create a directory.
 
 use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 /// Create a directory in the workspace, with its missing parents unless `parents` is false.
 ///
@@ -17,7 +15,8 @@ pub struct MakeDirectory {
 }
 
 /// The directory.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct MadeDirectory {
     /// The path as given.
     pub path: String,

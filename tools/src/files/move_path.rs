@@ -1,8 +1,6 @@
 //! `move_path`: rename or move a file or directory inside the workspace.
 
 use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 /// Move or rename a file or directory inside the workspace.
 ///
@@ -20,7 +18,8 @@ pub struct MovePath {
 }
 
 /// What moved.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct Moved {
     /// The source as given.
     pub source: String,

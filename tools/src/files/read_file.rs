@@ -2,8 +2,6 @@
 
 use crate::Failure;
 use kyro_core::{ConfinedPath, Execute, ToolContext, ToolError, WorkspacePath, tool};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 const DEFAULT_LIMIT: u64 = 2000;
 
@@ -31,7 +29,8 @@ pub struct ReadFile {
 }
 
 /// A window of lines.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct FileWindow {
     /// The path as given.
     pub path: String,

@@ -29,7 +29,8 @@ pub struct ReadManyFiles {
 }
 
 /// The files, in the order asked.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct ManyFiles {
     /// One entry per path.
     pub files: Vec<OneFile>,

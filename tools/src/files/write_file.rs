@@ -1,8 +1,6 @@
 //! `write_file`: create or replace a text file, atomically.
 
 use kyro_core::{EntryType, Execute, ToolContext, ToolError, WorkspacePath, sha256_hex, tool};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 /// Create or overwrite a UTF-8 text file in the workspace.
 ///
@@ -25,7 +23,8 @@ pub struct WriteFile {
 }
 
 /// What was written.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct Written {
     /// The path as given.
     pub path: String,

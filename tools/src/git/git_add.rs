@@ -1,8 +1,6 @@
 //! `git_add`: stage paths.
 
 use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::runner::Repo;
 
@@ -17,7 +15,8 @@ pub struct GitAdd {
 }
 
 /// What was staged.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct Staged {
     /// The paths as given.
     pub paths: Vec<String>,

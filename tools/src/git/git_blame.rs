@@ -26,7 +26,8 @@ pub struct GitBlame {
 }
 
 /// Lines with their last change.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct Blamed {
     /// The lines.
     pub lines: Vec<BlameLine>,

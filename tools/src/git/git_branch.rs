@@ -37,7 +37,8 @@ pub enum BranchAction {
 }
 
 /// The branches after the action.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct Branches {
     /// The current branch; absent when detached.
     pub current: Option<String>,

@@ -1,8 +1,6 @@
 //! `git_checkout`: switch branches.
 
 use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::runner::{Repo, revision};
 
@@ -28,7 +26,8 @@ pub struct GitCheckout {
 }
 
 /// Where HEAD is now.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct CheckedOut {
     /// The branch.
     pub branch: String,

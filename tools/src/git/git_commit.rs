@@ -1,8 +1,6 @@
 //! `git_commit`: commit the index.
 
 use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::runner::Repo;
 
@@ -27,7 +25,8 @@ pub struct GitCommit {
 }
 
 /// The new commit.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct Committed {
     /// Its hash.
     pub sha: String,

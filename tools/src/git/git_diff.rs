@@ -1,8 +1,6 @@
 //! `git_diff`: changes of the work tree, the index, or between revisions.
 
 use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::diff_parse::{FileDiff, parse};
 use super::runner::{Repo, revision};
@@ -32,7 +30,8 @@ pub struct GitDiff {
 }
 
 /// A diff.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct Diff {
     /// Per file, in git's order.
     pub files: Vec<FileDiff>,

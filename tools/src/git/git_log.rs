@@ -24,7 +24,8 @@ pub struct GitLog {
 }
 
 /// Commits, newest first.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct History {
     /// The commits.
     pub commits: Vec<Commit>,

@@ -2,8 +2,6 @@
 
 use crate::Failure;
 use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::diff_parse::{FileDiff, parse};
 use super::git_log::{Commit, FORMAT, parse_commits};
@@ -20,7 +18,8 @@ pub struct GitShow {
 }
 
 /// A commit and its changes.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct Shown {
     /// The commit.
     pub commit: Commit,

@@ -14,7 +14,8 @@ pub struct GitStatus {
 }
 
 /// The repository's state.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct Status {
     /// The current branch; absent when detached.
     pub branch: Option<String>,

@@ -1,8 +1,6 @@
 //! `github_comment`: comment on an issue or pull request.
 
 use kyro_core::{Execute, ToolContext, ToolError, tool};
-use schemars::JsonSchema;
-use serde::Serialize;
 use serde_json::json;
 
 use super::client::{GitHub, text};
@@ -36,7 +34,8 @@ pub struct GitHubComment {
 }
 
 /// The new comment.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct Comment {
     /// Its id.
     pub id: u64,

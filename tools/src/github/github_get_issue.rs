@@ -1,8 +1,6 @@
 //! `github_get_issue`: one issue.
 
 use kyro_core::{Execute, ToolContext, ToolError, tool};
-use schemars::JsonSchema;
-use serde::Serialize;
 use serde_json::Value;
 
 use super::client::{GitHub, login, text};
@@ -33,7 +31,8 @@ pub struct GitHubGetIssue {
 }
 
 /// An issue.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct Issue {
     /// Its number.
     pub number: u64,

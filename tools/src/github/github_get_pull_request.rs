@@ -1,8 +1,6 @@
 //! `github_get_pull_request`: one pull request.
 
 use kyro_core::{Execute, ToolContext, ToolError, tool};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::client::{GitHub, login, text};
 
@@ -32,7 +30,8 @@ pub struct GitHubGetPullRequest {
 }
 
 /// A pull request.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct PullRequest {
     /// Its number.
     pub number: u64,

@@ -2,7 +2,7 @@
 
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use super::client::GitHub;
 use super::github_get_issue::Issue;
@@ -56,7 +56,8 @@ pub enum IssueState {
 }
 
 /// One page of issues.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct IssuePage {
     /// The issues.
     pub issues: Vec<Issue>,

@@ -3,7 +3,7 @@
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 use rusqlite::params;
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::state::{Store, state_error};
 
@@ -35,7 +35,8 @@ pub struct NewEntity {
 }
 
 /// The names created.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct CreatedEntities {
     /// Entities that did not exist before.
     pub created: Vec<String>,

@@ -32,7 +32,8 @@ pub struct NewObservations {
 }
 
 /// What was added.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct AddedObservations {
     /// Per entity, the facts that were new.
     pub added: Vec<NewObservations>,

@@ -3,8 +3,6 @@
 use crate::Failure;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 use rusqlite::params;
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::Relation;
 use crate::state::{Store, state_error};
@@ -21,7 +19,8 @@ pub struct GraphAddRelations {
 }
 
 /// The relations created.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct CreatedRelations {
     /// Relations that did not exist before.
     pub created: Vec<Relation>,

@@ -4,7 +4,7 @@
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 use rusqlite::params;
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use super::Relation;
 use crate::state::{Store, state_error};
@@ -40,7 +40,8 @@ pub struct ObservationsToDelete {
 }
 
 /// How much went.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct GraphDeleted {
     /// Entities deleted.
     pub entities: u64,

@@ -49,7 +49,8 @@ pub struct Relation {
 }
 
 /// A part of the graph: entities and the relations among them.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct Subgraph {
     /// The entities, by name.
     pub entities: Vec<Entity>,

@@ -73,7 +73,8 @@ pub struct Header {
 }
 
 /// The response.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct HttpResponse {
     /// The final URL, after redirects.
     pub url: String,

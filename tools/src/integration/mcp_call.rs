@@ -2,8 +2,6 @@
 
 use crate::Failure;
 use kyro_core::{Execute, Outcome, ToolContext, ToolError, tool};
-use schemars::JsonSchema;
-use serde::Serialize;
 use serde_json::{Map, Value};
 
 pub use kyro_core::UPSTREAM_CATEGORY;
@@ -36,7 +34,8 @@ pub struct McpCall {
 }
 
 /// The upstream tool's result.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct McpCallResult {
     /// The tool as kyro registered it: `server.tool`.
     pub tool: String,

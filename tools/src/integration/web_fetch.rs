@@ -4,8 +4,6 @@ use crate::Failure;
 use crate::settings::NetworkSettings;
 use kyro_core::policy::SettingsTable;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::guard::send;
 
@@ -33,7 +31,8 @@ pub struct WebFetch {
 }
 
 /// A window of a fetched page.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct Fetched {
     /// The final URL, after redirects.
     pub url: String,

@@ -2,8 +2,6 @@
 
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 use rusqlite::params;
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::DEFAULT_NAMESPACE;
 use crate::state::{Store, state_error};
@@ -20,7 +18,8 @@ pub struct MemoryForget {
 }
 
 /// Whether anything was forgotten.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct Forgotten {
     /// True when a note was deleted.
     pub forgotten: bool,

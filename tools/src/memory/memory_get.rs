@@ -3,8 +3,6 @@
 use crate::Failure;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 use rusqlite::{OptionalExtension, params};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::{DEFAULT_NAMESPACE, tags_from_column};
 use crate::state::{Store, state_error};
@@ -21,7 +19,8 @@ pub struct MemoryGet {
 }
 
 /// A stored note.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct Memory {
     /// The namespace.
     pub namespace: String,

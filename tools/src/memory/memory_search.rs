@@ -28,7 +28,8 @@ pub struct MemorySearch {
 }
 
 /// Matching notes.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct MemorySearchResults {
     /// Best first.
     pub results: Vec<MemoryHit>,

@@ -2,8 +2,6 @@
 
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 use rusqlite::params;
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::{DEFAULT_NAMESPACE, tags_column};
 use crate::state::{Store, now, state_error};
@@ -30,7 +28,8 @@ pub struct MemoryStore {
 }
 
 /// What was stored.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct Stored {
     /// The namespace.
     pub namespace: String,

@@ -51,7 +51,8 @@ pub enum BatchMode {
 }
 
 /// The outcomes, in the order of the calls.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct BatchResult {
     /// One per call that ran or was refused; calls after a stop are absent.
     pub results: Vec<CallResult>,

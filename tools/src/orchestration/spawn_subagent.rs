@@ -3,7 +3,7 @@
 use kyro_core::policy::{Access, RootSpec, ScopeRequest};
 use kyro_core::{Capability, Execute, ToolContext, ToolError, tool};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use super::run_batch::{BatchCall, BatchMode, CallResult, run_calls};
 
@@ -42,7 +42,8 @@ pub struct SubagentRoot {
 }
 
 /// What the sub-agent did.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct SubagentResult {
     /// The sub-agent's nesting depth.
     pub depth: u32,

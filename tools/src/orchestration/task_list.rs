@@ -2,8 +2,6 @@
 
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 use rusqlite::params;
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::{Task, TaskStatus, row_task};
 use crate::state::{Store, state_error};
@@ -16,7 +14,8 @@ pub struct TaskList {
 }
 
 /// The tasks.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct Tasks {
     /// In list order.
     pub tasks: Vec<Task>,

@@ -43,7 +43,8 @@ impl TaskStatus {
 }
 
 /// A task.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug, Clone)]
 pub struct Task {
     /// Its id.
     pub id: i64,

@@ -2,8 +2,6 @@
 
 use crate::Failure;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::process_table::{get, remove};
 
@@ -27,7 +25,8 @@ pub struct ReadProcessOutput {
 }
 
 /// New output and the process's state.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct ProcessOutput {
     /// The id.
     pub id: String,

@@ -5,8 +5,6 @@ use std::time::{Duration, Instant};
 
 use kyro_core::receipt::ObservedEffect;
 use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
-use schemars::JsonSchema;
-use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::process::{Capped, EnvVar, Spawn, spawn};
@@ -47,7 +45,8 @@ pub struct RunCommand {
 }
 
 /// How a command ended.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct CommandResult {
     /// The exit code, when it exited.
     pub exit_code: Option<i32>,

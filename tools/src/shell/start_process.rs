@@ -5,8 +5,6 @@ use std::sync::{Arc, Mutex};
 
 use kyro_core::receipt::ObservedEffect;
 use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
-use schemars::JsonSchema;
-use serde::Serialize;
 use std::io::Read;
 
 use super::process::{EnvVar, Spawn, spawn_detached};
@@ -40,7 +38,8 @@ pub struct StartProcess {
 }
 
 /// A started process.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct Started {
     /// The id to pass to `read_process_output` and `stop_process`.
     pub id: String,

@@ -3,8 +3,6 @@
 use crate::Failure;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 use rustix::process::{Pid, Signal, kill_process_group};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::process_table::{get, remove};
 
@@ -26,7 +24,8 @@ pub struct StopProcess {
 }
 
 /// How the process ended.
-#[derive(Debug, Serialize, JsonSchema)]
+#[kyro_core::output]
+#[derive(Debug)]
 pub struct Stopped {
     /// The id.
     pub id: String,
