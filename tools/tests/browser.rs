@@ -293,12 +293,12 @@ fn actions_on_missing_or_unusable_elements_are_typed_refusals() {
 
     let stale = h.failed("browser_click", json!({ "ref": "e999" }));
     assert!(
-        matches!(Failure::of(&&stale), Some(Failure::NoSuchElement { element }) if element == "e999"),
+        matches!(Failure::of(&stale), Some(Failure::NoSuchElement { element }) if element == "e999"),
         "{stale:?}"
     );
     let no_frame = h.failed("browser_click", json!({ "ref": "f9e1" }));
     assert!(
-        matches!(Failure::of(&&no_frame), Some(Failure::NoSuchElement { element }) if element == "f9e1"),
+        matches!(Failure::of(&no_frame), Some(Failure::NoSuchElement { element }) if element == "f9e1"),
         "{no_frame:?}"
     );
     let missing = h.failed("browser_click", json!({ "selector": "#nope" }));
@@ -318,14 +318,14 @@ fn actions_on_missing_or_unusable_elements_are_typed_refusals() {
     ] {
         let refused = h.failed("browser_click", json!({ "selector": selector }));
         assert!(
-            matches!(Failure::of(&&refused), Some(Failure::NotActionable { reason, .. }) if reason.contains(why)),
+            matches!(Failure::of(&refused), Some(Failure::NotActionable { reason, .. }) if reason.contains(why)),
             "{selector}: {refused:?}"
         );
     }
     for (selector, why) in [("#counter", "does not take text"), ("#ro", "not editable")] {
         let refused = h.failed("browser_type", json!({ "selector": selector, "text": "x" }));
         assert!(
-            matches!(Failure::of(&&refused), Some(Failure::NotActionable { reason, .. }) if reason.contains(why)),
+            matches!(Failure::of(&refused), Some(Failure::NotActionable { reason, .. }) if reason.contains(why)),
             "{selector}: {refused:?}"
         );
     }
@@ -687,7 +687,7 @@ fn requests_a_page_makes_are_checked_against_the_policy() {
     // A redirect to a denied host is refused like a direct request, and never reaches it.
     let redirect = h.failed("browser_navigate", json!({ "url": site.url("/redirect") }));
     assert!(
-        matches!(Failure::of(&&redirect), Some(Failure::UrlRefused { url, .. }) if url.ends_with("/landing")),
+        matches!(Failure::of(&redirect), Some(Failure::UrlRefused { url, .. }) if url.ends_with("/landing")),
         "{redirect:?}"
     );
     assert!(!listener_site.requested("/landing"));
