@@ -158,7 +158,7 @@ pub struct Policy {
     /// Time and output limits.
     pub limits: Limits,
     /// Each tool family's own table (`[tools.shell]`, `[tools.network]`), checked at load
-    /// against the [`Settings`] the registered tools declare; a table no tool reads is an
+    /// against the [`Settings`](super::Settings) the registered tools declare; a table no tool reads is an
     /// error.
     pub tools: BTreeMap<String, serde_json::Value>,
 }

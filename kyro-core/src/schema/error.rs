@@ -9,7 +9,7 @@ pub enum SchemaError {
         /// `input` or `output`.
         role: &'static str,
     },
-    /// A keyword outside [`VOCABULARY`].
+    /// A keyword outside [`VOCABULARY`](super::VOCABULARY).
     #[error("keyword `{keyword}` at `{pointer}` is outside the canonical vocabulary")]
     UnsupportedKeyword {
         /// JSON pointer into the schema.
