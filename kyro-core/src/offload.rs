@@ -3,45 +3,67 @@
 use std::future::Future;
 use std::sync::Arc;
 use std::task::Poll;
+use std::time::Duration;
 
 use serde_json::Value;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
 
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::registry::RegisteredTool;
 
-/// Runs the executor on tokio's blocking pool, so that an executor doing blocking work
+/// How long a caller that gave up (time limit, cancellation) waits for the executor to
+/// acknowledge the stop before it answers: an async executor stops at once, so its receipt
+/// is written after it stopped; blocking code that ignores the stop is left to finish on
+/// the pool, holding up no one.
+const STOP_GRACE: Duration = Duration::from_millis(250);
+
+/// An executor running on tokio's blocking pool, so that an executor doing blocking work
 /// (std I/O, a sync HTTP client, `std::thread::sleep`, a child process waited for) never
 /// stalls the thread serving requests, whatever runtime the server runs on. Async
 /// executors are driven there too (the I/O and timers stay the server's runtime's).
-/// Dropping the returned future (the time limit or a cancellation) tells the executor to
-/// stop: it is dropped at its next await point; blocking code between two await points
-/// runs to that point, on the pool, without holding up anyone.
-pub(crate) async fn run_off_thread(
-    tool: Arc<RegisteredTool>,
-    arguments: Value,
-    cx: ToolContext,
-) -> Result<Value, ToolError> {
-    let handle = tokio::runtime::Handle::current();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let work = tokio::task::spawn_blocking(move || {
-        handle.block_on(async move {
-            let stopped = async {
-                // Resolves when the caller's side is dropped.
-                let _ = stopped.await;
-            };
-            first_of(tool.executor().run(arguments, &cx), stopped).await
-        })
-    });
-    let _stop = stop;
-    match work.await {
-        Ok(Some(result)) => result,
-        Ok(None) => Err(ToolError::Output {
-            message: "the executor was stopped".into(),
-        }),
-        Err(join) => Err(ToolError::Output {
-            message: format!("the executor panicked: {join}"),
-        }),
+pub(crate) struct Offloaded {
+    stop: Option<oneshot::Sender<()>>,
+    work: JoinHandle<Option<Result<Value, ToolError>>>,
+}
+
+impl Offloaded {
+    /// Starts the executor.
+    pub(crate) fn start(tool: Arc<RegisteredTool>, arguments: Value, cx: ToolContext) -> Offloaded {
+        let handle = tokio::runtime::Handle::current();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let work = tokio::task::spawn_blocking(move || {
+            handle.block_on(async move {
+                let stopped = async {
+                    // Resolves when told to stop (or when the caller's side is gone).
+                    let _ = stopped.await;
+                };
+                first_of(tool.executor().run(arguments, &cx), stopped).await
+            })
+        });
+        Offloaded { stop: Some(stop), work }
+    }
+
+    /// The executor's result. Cancel-safe: dropping this future leaves the executor
+    /// running until [`Offloaded::stop`].
+    pub(crate) async fn finish(&mut self) -> Result<Value, ToolError> {
+        match (&mut self.work).await {
+            Ok(Some(result)) => result,
+            Ok(None) => Err(ToolError::Output {
+                message: "the executor was stopped".into(),
+            }),
+            Err(join) => Err(ToolError::Output {
+                message: format!("the executor panicked: {join}"),
+            }),
+        }
+    }
+
+    /// Tells the executor to stop (it is dropped at its next await point) and waits for
+    /// that, [`STOP_GRACE`] at most.
+    pub(crate) async fn stop(mut self) {
+        drop(self.stop.take());
+        let _ = tokio::time::timeout(STOP_GRACE, &mut self.work).await;
     }
 }
 

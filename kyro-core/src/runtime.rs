@@ -19,7 +19,7 @@ use crate::context::{CallParts, Dispatch, ToolContext, Workspace};
 use crate::descriptor::ToolDescriptor;
 use crate::effect::{Approval, Effect};
 use crate::error::ToolError;
-use crate::offload::{first_of, run_off_thread};
+use crate::offload::{Offloaded, first_of};
 use crate::outcome::{Call, Outcome};
 use crate::policy::{Access, ApprovalRule, ApprovalToken, Fingerprint, Limits, Policy, Scope, ScopeError, summarize};
 use crate::receipt::{CanonicalCall, Decision, Denial, EffectLog, Execution, Observer, Receipt};
@@ -324,13 +324,20 @@ impl Runtime {
             Arc::new(self.clone()),
         );
         let limit = Duration::from_millis(self.limits.timeout_ms);
-        let run = tokio::time::timeout(limit, run_off_thread(tool.clone(), arguments, cx));
-        let outcome = match first_of(run, cancel).await {
-            None => Outcome::Cancelled { tool: name.clone() },
-            Some(Err(_)) => Outcome::TimedOut {
-                tool: name.clone(),
-                limit_ms: self.limits.timeout_ms,
-            },
+        let mut work = Offloaded::start(tool.clone(), arguments, cx);
+        let ended = first_of(tokio::time::timeout(limit, work.finish()), cancel).await;
+        let outcome = match ended {
+            None => {
+                work.stop().await;
+                Outcome::Cancelled { tool: name.clone() }
+            }
+            Some(Err(_)) => {
+                work.stop().await;
+                Outcome::TimedOut {
+                    tool: name.clone(),
+                    limit_ms: self.limits.timeout_ms,
+                }
+            }
             Some(Ok(Err(ToolError::Denied { reason }))) => Outcome::Denied {
                 tool: name.clone(),
                 reason,
