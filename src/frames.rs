@@ -12,10 +12,19 @@
 //!
 //! Lines that pass go to rmcp unchanged; its answers and these errors are written to
 //! stdout one whole line at a time.
+//!
+//! Backpressure: at most `max_in_flight` requests are with rmcp at once (forwarded and not
+//! yet answered or cancelled). When that many are, this edge stops reading stdin, so a
+//! burst of any size waits in the client's pipe instead of in kyro's memory (rmcp starts a
+//! task per request it reads). Responses and notifications from the client never wait
+//! behind that bound while a request is held: one request is read ahead at most.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
 /// The longest message accepted, in bytes.
 pub const MAX_FRAME: usize = 8 * 1024 * 1024;
@@ -27,20 +36,23 @@ const OUTPUT_QUEUE: usize = 64;
 /// The transport rmcp serves on: stdin checked frame by frame, stdout shared with the
 /// errors this edge answers itself; and the writer's task, to await once rmcp is done so
 /// that the last answers reach stdout before the process ends.
-pub fn guarded_stdio() -> (
+pub fn guarded_stdio(
+    max_in_flight: usize,
+) -> (
     (
         impl AsyncRead + Send + Unpin + 'static,
         impl AsyncWrite + Send + Unpin + 'static,
     ),
     tokio::task::JoinHandle<()>,
 ) {
-    guarded(tokio::io::stdin(), tokio::io::stdout())
+    guarded(tokio::io::stdin(), tokio::io::stdout(), max_in_flight)
 }
 
 /// [`guarded_stdio`] over any pair of streams.
 pub fn guarded(
     input: impl AsyncRead + Send + Unpin + 'static,
     output: impl AsyncWrite + Send + Unpin + 'static,
+    max_in_flight: usize,
 ) -> (
     (
         impl AsyncRead + Send + Unpin + 'static,
@@ -52,8 +64,9 @@ pub fn guarded(
     let (rmcp_out, from_rmcp) = tokio::io::duplex(64 * 1024);
     let (lines, queue) = mpsc::channel::<Vec<u8>>(OUTPUT_QUEUE);
     let writer = tokio::spawn(write_lines(queue, output));
-    tokio::spawn(forward_answers(from_rmcp, lines.clone()));
-    tokio::spawn(check_requests(input, to_rmcp, lines));
+    let in_flight = InFlight::new(max_in_flight);
+    tokio::spawn(forward_answers(from_rmcp, lines.clone(), in_flight.clone()));
+    tokio::spawn(check_requests(input, to_rmcp, lines, in_flight));
     ((rmcp_in, rmcp_out), writer)
 }
 
@@ -66,14 +79,62 @@ async fn write_lines(mut queue: mpsc::Receiver<Vec<u8>>, mut output: impl AsyncW
     }
 }
 
-/// rmcp's output, cut into lines for the queue.
-async fn forward_answers(from_rmcp: impl AsyncRead + Unpin, lines: mpsc::Sender<Vec<u8>>) {
+/// The requests rmcp holds: one permit each, by id, given back with the answer.
+#[derive(Clone)]
+struct InFlight {
+    permits: Arc<Semaphore>,
+    held: Arc<Mutex<HashMap<String, OwnedSemaphorePermit>>>,
+}
+
+impl InFlight {
+    fn new(max: usize) -> InFlight {
+        InFlight {
+            permits: Arc::new(Semaphore::new(max.max(1))),
+            held: Arc::default(),
+        }
+    }
+
+    /// Counts `id` in with its permit (a reused id gives back the permit it replaces).
+    fn admit(&self, id: String, permit: OwnedSemaphorePermit) {
+        self.held.lock().unwrap_or_else(|e| e.into_inner()).insert(id, permit);
+    }
+
+    /// Counts `id` out (answered or cancelled); an unknown id is nothing.
+    fn leave(&self, id: &str) {
+        self.held.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+    }
+}
+
+/// The id of a response line from rmcp (`id` and no `method`), as [`id_key`] spells it.
+fn answered_id(line: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Head {
+        id: Option<Value>,
+        method: Option<serde::de::IgnoredAny>,
+    }
+    let head: Head = serde_json::from_slice(line).ok()?;
+    if head.method.is_some() {
+        return None;
+    }
+    head.id.as_ref().map(id_key)
+}
+
+/// A request id as a map key: numbers and strings kept apart (`1` is not `"1"`).
+fn id_key(id: &Value) -> String {
+    id.to_string()
+}
+
+/// rmcp's output, cut into lines for the queue; each answer gives its request's permit back.
+async fn forward_answers(from_rmcp: impl AsyncRead + Unpin, lines: mpsc::Sender<Vec<u8>>, in_flight: InFlight) {
     let mut reader = BufReader::new(from_rmcp);
     loop {
         let mut line = Vec::new();
         match reader.read_until(b'\n', &mut line).await {
             Ok(0) | Err(_) => return,
             Ok(_) => {
+                if let Some(id) = answered_id(&line) {
+                    in_flight.leave(&id);
+                }
                 if lines.send(line).await.is_err() {
                     return;
                 }
@@ -82,61 +143,183 @@ async fn forward_answers(from_rmcp: impl AsyncRead + Unpin, lines: mpsc::Sender<
     }
 }
 
-/// Reads the client's lines, answers the malformed ones, passes the rest to rmcp.
+/// Reads the client's lines, answers the malformed ones, passes the rest to rmcp, holding
+/// requests back while rmcp has the maximum in flight.
 async fn check_requests(
     input: impl AsyncRead + Unpin,
     mut to_rmcp: impl AsyncWrite + Unpin,
     lines: mpsc::Sender<Vec<u8>>,
+    in_flight: InFlight,
 ) {
-    let mut reader = BufReader::with_capacity(64 * 1024, input);
-    let mut frame = Vec::new();
-    let mut oversized = false;
+    let mut reader = Frames::new(input);
+    // A request read while rmcp holds the maximum: it waits here (one at most) while the
+    // lines behind it that need no room (responses, notifications) still pass.
+    let mut held: Option<(String, Vec<u8>)> = None;
     loop {
-        let chunk = match reader.fill_buf().await {
-            Ok([]) | Err(_) => return,
-            Ok(chunk) => chunk,
-        };
-        let (part, complete) = match chunk.iter().position(|b| *b == b'\n') {
-            Some(i) => (&chunk[..=i], true),
-            None => (chunk, false),
-        };
-        let used = part.len();
-        if !oversized {
-            if frame.len() + used > MAX_FRAME + 1 {
-                oversized = true;
-                frame = Vec::new();
-            } else {
-                frame.extend_from_slice(part);
+        let frame = match held.take() {
+            None => reader.next().await,
+            Some((id, request)) => {
+                tokio::select! {
+                    biased;
+                    permit = in_flight.permits.clone().acquire_owned() => {
+                        let Ok(permit) = permit else { return };
+                        in_flight.admit(id, permit);
+                        if to_rmcp.write_all(&request).await.is_err() {
+                            return;
+                        }
+                        continue;
+                    }
+                    frame = reader.next() => {
+                        held = Some((id, request));
+                        frame
+                    }
+                }
             }
-        }
-        reader.consume(used);
-        if !complete {
-            continue;
-        }
-        let answer = if std::mem::take(&mut oversized) {
-            Some(error(
+        };
+        let Some(frame) = frame else { return };
+        let passed = match frame {
+            Frame::Oversized => Err(error(
                 Value::Null,
                 -32600,
                 format!("Invalid Request: the message is over the {MAX_FRAME}-byte limit"),
-            ))
-        } else {
-            let checked = check(&frame);
-            if checked.is_none() && to_rmcp.write_all(&frame).await.is_err() {
-                return;
-            }
-            checked
+            )),
+            Frame::Line(line) => check(&line).map(|passed| (passed, line)),
         };
-        frame.clear();
-        if let Some(answer) = answer
-            && lines.send(answer).await.is_err()
-        {
+        let (passed, line) = match passed {
+            Ok(passed) => passed,
+            Err(answer) => {
+                if lines.send(answer).await.is_err() {
+                    return;
+                }
+                continue;
+            }
+        };
+        match passed {
+            Passed::Request(id) => {
+                if let Some((held_id, request)) = held.take() {
+                    // A second request while one is held: wait for room for the first.
+                    let Ok(permit) = in_flight.permits.clone().acquire_owned().await else {
+                        return;
+                    };
+                    in_flight.admit(held_id, permit);
+                    if to_rmcp.write_all(&request).await.is_err() {
+                        return;
+                    }
+                }
+                match in_flight.permits.clone().try_acquire_owned() {
+                    Ok(permit) => in_flight.admit(id, permit),
+                    Err(_) => {
+                        held = Some((id, line));
+                        continue;
+                    }
+                }
+            }
+            Passed::Cancelled(id) => {
+                if held.as_ref().is_some_and(|(held_id, _)| *held_id == id) {
+                    // Cancelled before rmcp saw it: it never runs, and needs no answer.
+                    held = None;
+                    continue;
+                }
+                in_flight.leave(&id);
+            }
+            Passed::Other => {}
+        }
+        if to_rmcp.write_all(&line).await.is_err() {
             return;
         }
     }
 }
 
+/// One line the client sent, or the fact that it was over [`MAX_FRAME`].
+enum Frame {
+    Line(Vec<u8>),
+    Oversized,
+}
+
+/// The client's stream cut into lines; `next` is cancel-safe (a partial line stays here).
+struct Frames<R> {
+    reader: BufReader<R>,
+    frame: Vec<u8>,
+    oversized: bool,
+}
+
+impl<R: AsyncRead + Unpin> Frames<R> {
+    fn new(input: R) -> Frames<R> {
+        Frames {
+            reader: BufReader::with_capacity(64 * 1024, input),
+            frame: Vec::new(),
+            oversized: false,
+        }
+    }
+
+    /// The next whole line; `None` at the end of the stream.
+    async fn next(&mut self) -> Option<Frame> {
+        loop {
+            let chunk = match self.reader.fill_buf().await {
+                Ok([]) | Err(_) => return None,
+                Ok(chunk) => chunk,
+            };
+            let (part, complete) = match chunk.iter().position(|b| *b == b'\n') {
+                Some(i) => (&chunk[..=i], true),
+                None => (chunk, false),
+            };
+            let used = part.len();
+            if !self.oversized {
+                if self.frame.len() + used > MAX_FRAME + 1 {
+                    self.oversized = true;
+                    self.frame = Vec::new();
+                } else {
+                    self.frame.extend_from_slice(part);
+                }
+            }
+            self.reader.consume(used);
+            if complete {
+                return Some(if std::mem::take(&mut self.oversized) {
+                    Frame::Oversized
+                } else {
+                    Frame::Line(std::mem::take(&mut self.frame))
+                });
+            }
+        }
+    }
+}
+
+/// What a frame that may go to rmcp is.
+#[derive(Debug, PartialEq)]
+enum Passed {
+    /// A request: rmcp answers it (keyed by [`id_key`]).
+    Request(String),
+    /// `notifications/cancelled` for a request (no answer will come).
+    Cancelled(String),
+    /// A notification, a response to kyro's own request, or a blank line.
+    Other,
+}
+
+/// The error line for a malformed frame, or what the frame is when it may go to rmcp.
+fn check(frame: &[u8]) -> Result<Passed, Vec<u8>> {
+    match check_frame(frame) {
+        Some(answer) => Err(answer),
+        None => Ok(classify(frame)),
+    }
+}
+
+/// What a well-formed frame is (read again, loosely: it passed the strict parse).
+fn classify(frame: &[u8]) -> Passed {
+    let Ok(Value::Object(message)) = serde_json::from_slice::<Value>(frame) else {
+        return Passed::Other;
+    };
+    match (message.get("method").and_then(Value::as_str), message.get("id")) {
+        (Some("notifications/cancelled"), None) => message
+            .get("params")
+            .and_then(|p| p.get("requestId"))
+            .map_or(Passed::Other, |id| Passed::Cancelled(id_key(id))),
+        (Some(_), Some(id)) => Passed::Request(id_key(id)),
+        _ => Passed::Other,
+    }
+}
+
 /// The error line for a malformed frame, or `None` when it may go to rmcp.
-fn check(frame: &[u8]) -> Option<Vec<u8>> {
+fn check_frame(frame: &[u8]) -> Option<Vec<u8>> {
     let text = match std::str::from_utf8(frame) {
         Ok(text) => text.trim(),
         Err(_) => {
@@ -179,6 +362,13 @@ fn check(frame: &[u8]) -> Option<Vec<u8>> {
     let Some(method) = method.as_str() else {
         return Some(error(id, -32600, "Invalid Request: `method` must be a string".into()));
     };
+    if object.contains_key("id") && !(id.is_string() || id.is_i64() || id.is_u64()) {
+        return Some(error(
+            Value::Null,
+            -32600,
+            "Invalid Request: `id` must be a string or an integer".into(),
+        ));
+    }
     let params = object.get("params");
     if params.is_some_and(|p| !p.is_object() && !p.is_array()) {
         return Some(error(
@@ -224,7 +414,7 @@ mod tests {
     async fn through(input: Vec<u8>) -> (String, Vec<Value>) {
         let (mut client, server_in) = tokio::io::duplex(1024 * 1024);
         let (server_out, client_out) = tokio::io::duplex(1024 * 1024);
-        let ((mut rmcp_in, _rmcp_out), _writer) = guarded(server_in, server_out);
+        let ((mut rmcp_in, _rmcp_out), _writer) = guarded(server_in, server_out, 64);
         let writer = tokio::spawn(async move {
             client.write_all(&input).await.unwrap();
             client.shutdown().await.unwrap();
@@ -274,6 +464,85 @@ mod tests {
                 assert_eq!(answers.len(), 1, "{answers:?}");
                 assert_eq!(answers[0]["error"]["code"], code, "{}", answers[0]);
                 assert_eq!(answers[0]["id"], id, "{}", answers[0]);
+            }
+        });
+    }
+
+    /// Lines rmcp receives, read with a deadline (`None`: nothing came in 200 ms).
+    async fn next_line<R: tokio::io::AsyncBufRead + Unpin>(lines: &mut tokio::io::Lines<R>) -> Option<Value> {
+        match tokio::time::timeout(std::time::Duration::from_millis(200), lines.next_line()).await {
+            Ok(Ok(Some(line))) => Some(serde_json::from_str(&line).unwrap()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn past_the_bound_requests_wait_while_responses_and_cancellations_pass() {
+        rt().block_on(async {
+            let (mut client, server_in) = tokio::io::duplex(1024 * 1024);
+            let (server_out, _client_out) = tokio::io::duplex(1024 * 1024);
+            let ((rmcp_in, mut rmcp_out), _writer) = guarded(server_in, server_out, 2);
+            let mut rmcp = BufReader::new(rmcp_in).lines();
+            let request = |id: u64| format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n");
+            let mut burst = String::new();
+            for id in 1..=3 {
+                burst.push_str(&request(id));
+            }
+            // Behind the held request: the client's answer to one of kyro's requests, and
+            // the cancellation of the held request itself.
+            burst.push_str("{\"jsonrpc\":\"2.0\",\"id\":\"k1\",\"result\":{}}\n");
+            burst.push_str(
+                "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":3}}\n",
+            );
+            for id in 4..=6 {
+                burst.push_str(&request(id));
+            }
+            client.write_all(burst.as_bytes()).await.unwrap();
+
+            assert_eq!(next_line(&mut rmcp).await.unwrap()["id"], 1);
+            assert_eq!(next_line(&mut rmcp).await.unwrap()["id"], 2);
+            assert_eq!(
+                next_line(&mut rmcp).await.unwrap()["id"],
+                "k1",
+                "a response passes a held request"
+            );
+            // 3 was cancelled while held: it never reaches rmcp. 4 waits for room, and 5
+            // and 6 are not even read.
+            assert_eq!(next_line(&mut rmcp).await, None, "two in flight: nothing more");
+
+            rmcp_out
+                .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n")
+                .await
+                .unwrap();
+            assert_eq!(next_line(&mut rmcp).await.unwrap()["id"], 4);
+            assert_eq!(next_line(&mut rmcp).await, None);
+            // A notification from rmcp (no id) gives no room back; an answer does.
+            rmcp_out
+                .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n")
+                .await
+                .unwrap();
+            assert_eq!(next_line(&mut rmcp).await, None);
+            rmcp_out
+                .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n")
+                .await
+                .unwrap();
+            assert_eq!(next_line(&mut rmcp).await.unwrap()["id"], 5);
+            rmcp_out
+                .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{}}\n")
+                .await
+                .unwrap();
+            assert_eq!(next_line(&mut rmcp).await.unwrap()["id"], 6);
+        });
+    }
+
+    #[test]
+    fn an_id_rmcp_could_not_echo_is_refused_here() {
+        rt().block_on(async {
+            for id in ["1.5", "null", "[1]", "{}", "true"] {
+                let input = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n").into_bytes();
+                let (passed, answers) = through(input).await;
+                assert_eq!(passed, "", "{id}");
+                assert_eq!(answers[0]["error"]["code"], -32600, "{id}");
             }
         });
     }

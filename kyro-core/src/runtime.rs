@@ -153,6 +153,11 @@ impl Runtime {
         &self.workspace
     }
 
+    /// The limits every call runs under, and the transports' (requests in flight).
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
     /// The top-level scope.
     pub fn scope(&self) -> &Scope {
         &self.scope

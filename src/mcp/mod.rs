@@ -48,10 +48,14 @@ impl KyroServer {
         }
     }
 
+    fn max_in_flight(&self) -> usize {
+        self.runtime.limits().max_in_flight as usize
+    }
+
     /// Serves on stdin/stdout until the client closes the stream; the answers rmcp wrote
     /// before it stopped are flushed to stdout (for at most 5 s) before this returns.
     pub async fn serve_stdio(self) -> Result<(), crate::ServeError> {
-        let (transport, writer) = crate::frames::guarded_stdio();
+        let (transport, writer) = crate::frames::guarded_stdio(self.max_in_flight());
         let running = self
             .serve(transport)
             .await

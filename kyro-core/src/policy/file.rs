@@ -118,6 +118,9 @@ pub struct Limits {
     pub timeout_ms: u64,
     /// Size of one serialized result, in bytes.
     pub max_output_bytes: u64,
+    /// Requests one MCP session may have in flight; past it the server stops reading
+    /// until one is answered, so a burst of any size runs in bounded memory.
+    pub max_in_flight: u32,
 }
 
 impl Default for Limits {
@@ -125,6 +128,7 @@ impl Default for Limits {
         Limits {
             timeout_ms: 120_000,
             max_output_bytes: 4 * 1024 * 1024,
+            max_in_flight: 64,
         }
     }
 }
