@@ -3,8 +3,10 @@
 //!
 //! - more than [`MAX_FRAME`] bytes without a newline: `-32600`, the rest of the line is
 //!   skipped without being kept;
-//! - not JSON, a lone surrogate, nesting past 128 levels, a duplicate key: `-32700` (or
-//!   `-32602` with the request's id, when the duplicate is inside its `params`);
+//! - not JSON, a lone surrogate, nesting past 128 levels, a duplicate key, a number out of
+//!   range (`1e400`): `-32700`, or `-32602` with the request's id when its `id` and
+//!   `method` can still be read (the fault is inside its `params`), so that every request
+//!   gets its one answer;
 //! - not a JSON-RPC object (an array, `jsonrpc` not "2.0", `method` not a string, `params`
 //!   neither object nor array): `-32600`;
 //! - `tools/call` whose `name` is not a string or whose `arguments` is not an object:
@@ -117,6 +119,19 @@ fn answered_id(line: &[u8]) -> Option<String> {
         return None;
     }
     head.id.as_ref().map(id_key)
+}
+
+/// The id of a request whose params do not parse strictly (a duplicate key, `1e400`):
+/// read with everything but `id` and `method` skipped unconverted.
+fn request_id(text: &str) -> Option<Value> {
+    #[derive(serde::Deserialize)]
+    struct Head {
+        id: Option<Value>,
+        method: Option<serde::de::IgnoredAny>,
+    }
+    let head: Head = serde_json::from_str(text).ok()?;
+    head.method?;
+    head.id.filter(|id| id.is_string() || id.is_i64() || id.is_u64())
 }
 
 /// A request id as a map key: numbers and strings kept apart (`1` is not `"1"`).
@@ -336,11 +351,10 @@ fn check_frame(frame: &[u8]) -> Option<Vec<u8>> {
     let message = match kyro_core::parse_strict(text) {
         Ok(message) => message,
         Err(strict) => {
-            // A duplicate key inside a request's params: answer that request.
-            if let Ok(loose) = serde_json::from_str::<Value>(text)
-                && let Some(id) = loose.get("id").filter(|id| id.is_string() || id.is_number())
-            {
-                return Some(error(id.clone(), -32602, format!("Invalid params: {strict}")));
+            // A duplicate key or a number out of range inside a request's params: answer
+            // that request, so that every request gets its one answer.
+            if let Some(id) = request_id(text) {
+                return Some(error(id, -32602, format!("Invalid params: {strict}")));
             }
             return Some(error(Value::Null, -32700, format!("Parse error: {strict}")));
         }
@@ -451,11 +465,13 @@ mod tests {
                 (r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read_file","name":"write_file","arguments":{}}}"#.into(), -32602, json!(3)),
                 (r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"a","arguments":{"path":"x","path":"y"}}}"#.into(), -32602, json!(4)),
                 (deep, -32700, Value::Null),
-                (r#"{"jsonrpc":"2.0","id":5,"method":"ping","params":{"s":"\ud800"}}"#.into(), -32700, Value::Null),
+                (r#"{"jsonrpc":"2.0","id":5,"method":"ping","params":{"s":"\ud800"}}"#.into(), -32602, json!(5)),
                 (huge, -32600, Value::Null),
                 ("[1,2]".into(), -32600, Value::Null),
                 (r#"{"jsonrpc":"2.0","id":6,"method":7}"#.into(), -32600, json!(6)),
                 ("not json".into(), -32700, Value::Null),
+                (r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"a","arguments":{"x":1e400}}}"#.into(), -32602, json!(7)),
+                (r#"{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"a","arguments":{"x":-1e999}}}"#.into(), -32602, json!("s")),
             ];
             for (message, code, id) in cases {
                 let input = format!("{message}\n{good}\n").into_bytes();
