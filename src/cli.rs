@@ -86,6 +86,8 @@ enum Command {
         /// Serve Streamable HTTP on this loopback address (`127.0.0.1:PORT`) instead of stdio.
         #[arg(long, value_name = "ADDR")]
         http: Option<std::net::SocketAddr>,
+        #[command(flatten)]
+        auth: kyro::mcp::HttpAuthFlags,
     },
     /// Print the tool inventory document, or check the committed copy.
     Docs {
@@ -174,7 +176,7 @@ pub fn run() -> ExitCode {
             from,
         ),
         Command::Docs { check, path } => docs(&registry, check, &path),
-        Command::Mcp { session, http } => mcp(registry, &session, http),
+        Command::Mcp { session, http, auth } => mcp(registry, &session, http, &auth),
     }
 }
 
@@ -326,15 +328,24 @@ fn start(
     Ok((runtime, executor, upstreams))
 }
 
-fn mcp(registry: Arc<Registry>, session: &Session, http: Option<std::net::SocketAddr>) -> ExitCode {
+fn mcp(
+    registry: Arc<Registry>,
+    session: &Session,
+    http: Option<std::net::SocketAddr>,
+    auth: &kyro::mcp::HttpAuthFlags,
+) -> ExitCode {
+    let auth = match http.map(|_| auth.resolve()).transpose() {
+        Ok(auth) => auth,
+        Err(e) => return fail(&format!("mcp: the HTTP token: {e}")),
+    };
     let (runtime, executor, _upstreams) = match start(&registry, session) {
         Ok(started) => started,
         Err(code) => return code,
     };
     let server = kyro::mcp::KyroServer::new(runtime);
-    let served = match http {
-        Some(addr) => executor.block_on(server.serve_http(addr)),
-        None => executor.block_on(server.serve_stdio()),
+    let served = match (http, auth) {
+        (Some(addr), Some(auth)) => executor.block_on(server.serve_http(addr, auth)),
+        _ => executor.block_on(server.serve_stdio()),
     };
     match served {
         Ok(()) => ExitCode::SUCCESS,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use kyro_core::receipt::JsonlReceiptLog;
 use kyro_core::{Observer, Policy, Registry, RegistryError, Runtime, ToolDefinition, ToolEntry, Workspace};
 
-use crate::mcp::KyroServer;
+use crate::mcp::{HttpAuth, HttpAuthFlags, KyroServer};
 
 /// Why a server could not start or stopped serving.
 #[derive(Debug, thiserror::Error)]
@@ -61,6 +61,7 @@ pub struct Server {
     workspace: Option<PathBuf>,
     policy: Option<Policy>,
     observers: Vec<Arc<dyn Observer>>,
+    http_auth: Option<HttpAuth>,
 }
 
 impl Server {
@@ -72,6 +73,7 @@ impl Server {
             workspace: None,
             policy: None,
             observers: Vec::new(),
+            http_auth: None,
         }
     }
 
@@ -131,9 +133,21 @@ impl Server {
         KyroServer::new(self.runtime()?).serve_stdio().await
     }
 
-    /// Serves MCP Streamable HTTP at `http://ADDR/mcp` (loopback addresses only).
-    pub async fn serve_http(self, addr: SocketAddr) -> Result<(), ServeError> {
-        KyroServer::new(self.runtime()?).serve_http(addr).await
+    /// How HTTP clients authenticate: by default a bearer token from `KYRO_HTTP_TOKEN`, or
+    /// one kyro makes and prints on stderr; [`HttpAuth::None`] for none (loopback only).
+    pub fn http_auth(mut self, auth: HttpAuth) -> Server {
+        self.http_auth = Some(auth);
+        self
+    }
+
+    /// Serves MCP Streamable HTTP at `http://ADDR/mcp` (loopback addresses only), every
+    /// request carrying the bearer token (see [`Server::http_auth`]).
+    pub async fn serve_http(mut self, addr: SocketAddr) -> Result<(), ServeError> {
+        let auth = match self.http_auth.take() {
+            Some(auth) => auth,
+            None => HttpAuth::from_env_or_new()?,
+        };
+        KyroServer::new(self.runtime()?).serve_http(addr, auth).await
     }
 
     /// The whole `main` of a tool server: reads `--workspace DIR`, `--policy FILE` and
@@ -149,6 +163,15 @@ impl Server {
         };
         if let Some(dir) = args.workspace {
             self.workspace = Some(dir);
+        }
+        if args.http.is_some() {
+            match args.auth.resolve() {
+                Ok(auth) => self.http_auth = Some(auth),
+                Err(e) => {
+                    eprintln!("--token-file: {e}");
+                    return ExitCode::from(2);
+                }
+            }
         }
         if let Some(file) = args.policy {
             match load_policy(&file) {
@@ -193,6 +216,8 @@ struct Args {
     /// Serve Streamable HTTP on this loopback address (`127.0.0.1:PORT`) instead of stdio.
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
+    #[command(flatten)]
+    auth: HttpAuthFlags,
 }
 
 impl Args {

@@ -11,6 +11,7 @@ use kyro_core::receipt::{CanonicalCall, Observer, Receipt};
 use kyro_core::{Call, Policy, Registry, Runtime, Workspace};
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::{RoleClient, RunningService, ServiceError};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ServiceExt, model::ErrorCode};
 use serde_json::{Map, Value, json};
@@ -42,9 +43,19 @@ struct HttpServer {
 
 impl HttpServer {
     fn start(workspace: &Path) -> HttpServer {
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kyro"))
+        HttpServer::start_with(workspace, &[], Some(TOKEN))
+    }
+
+    fn start_with(workspace: &Path, flags: &[&str], token: Option<&str>) -> HttpServer {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_kyro"));
+        command.env_remove("KYRO_HTTP_TOKEN");
+        if let Some(token) = token {
+            command.env("KYRO_HTTP_TOKEN", token);
+        }
+        let mut child = command
             .args(["mcp", "--http", "127.0.0.1:0", "--workspace"])
             .arg(workspace)
+            .args(flags)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -130,10 +141,96 @@ fn rmcp_client_over_streamable_http() {
     let ws = workspace();
     let server = HttpServer::start(ws.path());
     block_on(async {
-        let client = ().serve(StreamableHttpClientTransport::from_uri(server.url.clone())).await.unwrap();
+        let config = StreamableHttpClientTransportConfig::with_uri(server.url.clone()).auth_header(TOKEN);
+        let client = ().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
         exercise(&client).await;
         client.cancel().await.unwrap();
     });
+}
+
+/// The bearer token the HTTP tests' servers take from KYRO_HTTP_TOKEN.
+const TOKEN: &str = "kyro-test-token-0123456789";
+
+/// A raw `initialize` POST to `url` with an optional `Authorization` value: the status line
+/// and the headers, lowercased.
+fn post_initialize(url: &str, authorization: Option<&str>) -> String {
+    use std::io::{Read, Write};
+    let address = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    if let Some(value) = authorization {
+        request.push_str(&format!("Authorization: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    let mut buffer = [0u8; 4096];
+    // The headers are enough; an SSE body may stay open.
+    while !answer.windows(4).any(|w| w == b"\r\n\r\n") {
+        match stream.read(&mut buffer) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => answer.extend_from_slice(&buffer[..n]),
+        }
+    }
+    let text = String::from_utf8_lossy(&answer).to_lowercase();
+    text.split("\r\n\r\n").next().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn http_requires_the_bearer_token() {
+    let ws = workspace();
+    let server = HttpServer::start(ws.path());
+    for refused in [
+        None,
+        Some("Bearer wrong-token-0123456789"),
+        Some(TOKEN),
+        Some("Basic a3lybzp4"),
+    ] {
+        let head = post_initialize(&server.url, refused);
+        assert!(head.starts_with("http/1.1 401"), "{refused:?}: {head}");
+        assert!(head.contains("www-authenticate: bearer"), "{head}");
+    }
+    let head = post_initialize(&server.url, Some(&format!("Bearer {TOKEN}")));
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+}
+
+#[test]
+fn http_without_a_token_set_makes_one_and_no_auth_is_explicit() {
+    let ws = workspace();
+    // No KYRO_HTTP_TOKEN: kyro makes a token and prints it; without it, 401.
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_kyro"));
+    let mut child = command
+        .env_remove("KYRO_HTTP_TOKEN")
+        .args(["mcp", "--http", "127.0.0.1:0", "--workspace"])
+        .arg(ws.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let (mut serving, mut token) = (String::new(), String::new());
+    stderr.read_line(&mut serving).unwrap();
+    stderr.read_line(&mut token).unwrap();
+    let url = serving.trim().rsplit(' ').next().unwrap().to_owned();
+    let token = token.split_whitespace().nth(3).unwrap().to_owned();
+    assert_eq!(token.len(), 64, "32 random bytes, hex");
+    assert!(post_initialize(&url, None).starts_with("http/1.1 401"));
+    assert!(post_initialize(&url, Some(&format!("Bearer {token}"))).starts_with("http/1.1 200"));
+    let _ = child.kill();
+    let _ = child.wait();
+    // --no-auth: no token asked, and the server says so.
+    let open = HttpServer::start_with(ws.path(), &["--no-auth"], None);
+    let head = post_initialize(&open.url, None);
+    assert!(head.starts_with("http/1.1 200"), "{head}");
 }
 
 #[test]

@@ -4,6 +4,10 @@
 //! descriptors to MCP tools and `tools/call` to `Runtime::execute_call`. The `arguments`
 //! object is handed over unchanged: no string round trip.
 
+mod auth;
+
+pub use auth::{HttpAuth, HttpAuthFlags};
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -72,8 +76,9 @@ impl KyroServer {
 
     /// Serves Streamable HTTP at `http://ADDR/mcp` until the process ends. Only loopback
     /// addresses are accepted, and rmcp checks the `Host` header against them (DNS
-    /// rebinding). The bound address is announced on stderr, so `:0` picks a free port.
-    pub async fn serve_http(self, addr: SocketAddr) -> Result<(), crate::ServeError> {
+    /// rebinding); every request must carry `auth`'s bearer token. The bound address is
+    /// announced on stderr (so `:0` picks a free port), then the token when kyro made it.
+    pub async fn serve_http(self, addr: SocketAddr, auth: HttpAuth) -> Result<(), crate::ServeError> {
         if !addr.ip().is_loopback() {
             return Err(crate::ServeError::NotLoopback(addr));
         }
@@ -82,9 +87,28 @@ impl KyroServer {
             Default::default(),
             StreamableHttpServerConfig::default(),
         );
-        let router = axum::Router::new().nest_service("/mcp", service);
+        let mut router = axum::Router::new().nest_service("/mcp", service);
         let listener = tokio::net::TcpListener::bind(addr).await?;
-        eprintln!("kyro: serving MCP on http://{}/mcp", listener.local_addr()?);
+        // One write, and a closed stderr is no reason to stop serving.
+        let mut announce = format!("kyro: serving MCP on http://{}/mcp\n", listener.local_addr()?);
+        match auth {
+            HttpAuth::Token(token) => {
+                router = router.layer(axum::middleware::from_fn_with_state(token, auth::require_token));
+            }
+            HttpAuth::Generated(token) => {
+                announce.push_str(&format!(
+                    "kyro: bearer token {token} (send `Authorization: Bearer {token}`)\n"
+                ));
+                router = router.layer(axum::middleware::from_fn_with_state(token, auth::require_token));
+            }
+            HttpAuth::None => {
+                announce.push_str("kyro: --no-auth: any local process can use this server, approvals included\n");
+            }
+        }
+        {
+            use std::io::Write;
+            let _ = std::io::stderr().write_all(announce.as_bytes());
+        }
         axum::serve(listener, router).await?;
         Ok(())
     }
