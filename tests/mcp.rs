@@ -279,14 +279,24 @@ fn malformed_messages_get_their_json_rpc_errors_and_the_server_goes_on() {
         ));
         assert_eq!(server.answer(id)["error"]["code"], -32602, "{params}");
     }
+    // A fault inside a request's params (a lone surrogate, a number no double holds) is
+    // answered to that request.
+    for (id, params) in [
+        (23, r#"{"s":"\ud800"}"#),
+        (25, r#"{"name":"calculate","arguments":{"expression":"1","x":1e400}}"#),
+    ] {
+        server.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{params}}}"#
+        ));
+        assert_eq!(server.answer(id)["error"]["code"], -32602, "{params}");
+    }
     // Answered with a null id: the message could not be read far enough to find one.
     let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
-    let lone = r#"{"jsonrpc":"2.0","id":23,"method":"ping","params":{"s":"\ud800"}}"#.to_owned();
     let huge = format!(
         r#"{{"jsonrpc":"2.0","id":24,"method":"ping","params":{{"p":"{}"}}}}"#,
         "a".repeat(20 << 20)
     );
-    for (frame, code) in [(deep, -32700), (lone, -32700), (huge, -32600)] {
+    for (frame, code) in [(deep, -32700), (huge, -32600)] {
         server.send(&frame);
         let mut line = String::new();
         server.stdout.read_line(&mut line).unwrap();
