@@ -64,12 +64,11 @@ pub fn from_words(
         let value = if wants_string {
             Value::String(raw.to_owned())
         } else {
-            kyro_core::parse_arguments(&format!("{{\"v\":{raw}}}"))
-                .map(|mut m| m.remove("v").unwrap_or(Value::Null))
-                .map_err(|e| TextArgumentsError::NotJson {
-                    key: key.to_owned(),
-                    message: e.to_string(),
-                })?
+            // The value alone, to its end: `5,"x":1` is not a value followed by more keys.
+            kyro_core::parse_strict(raw).map_err(|e| TextArgumentsError::NotJson {
+                key: key.to_owned(),
+                message: e.to_string(),
+            })?
         };
         arguments.insert(key.to_owned(), value);
     }
@@ -136,5 +135,19 @@ mod tests {
             from_words(&words(&["limit=five"]), &schema()),
             Err(TextArgumentsError::NotJson { .. })
         ));
+    }
+
+    #[test]
+    fn a_value_is_one_json_value_and_nothing_after_it() {
+        for trailing in [r#"limit=5,"x":1"#, "limit=5 6", "limit=5}", r#"limit={"a":1,"a":2}"#] {
+            assert!(
+                matches!(
+                    from_words(&words(&[trailing]), &schema()),
+                    Err(TextArgumentsError::NotJson { .. })
+                ),
+                "{trailing}"
+            );
+        }
+        assert_eq!(from_words(&words(&["limit= 5 "]), &schema()).unwrap()["limit"], 5);
     }
 }
