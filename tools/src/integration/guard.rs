@@ -4,7 +4,7 @@
 
 use crate::Failure;
 use std::io::Read;
-use std::net::{IpAddr, ToSocketAddrs};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, ToSocketAddrs};
 
 use crate::settings::NetworkSettings;
 use kyro_core::receipt::ObservedEffect;
@@ -30,8 +30,13 @@ fn refused(url: &str, reason: impl Into<String>) -> ToolError {
     .into()
 }
 
+/// Whether an address is globally reachable. The ranges are those of std's
+/// `IpAddr::is_global` (unstable, so mirrored here from the IANA special-purpose
+/// registries it follows), plus multicast; an IPv6 address that carries an IPv4 one
+/// (mapped, compatible, NAT64 `64:ff9b::/96`, 6to4 `2002::/16`) is judged by the IPv4
+/// address it reaches.
 fn public(ip: IpAddr) -> bool {
-    match ip {
+    match plain(ip) {
         IpAddr::V4(v4) => {
             let o = v4.octets();
             !(v4.is_loopback()
@@ -42,26 +47,49 @@ fn public(ip: IpAddr) -> bool {
                 || v4.is_multicast()
                 || v4.is_documentation()
                 || o[0] == 0
-                || (o[0] == 100 && (64..128).contains(&o[1])))
+                || (o[0] == 100 && (64..128).contains(&o[1])) // shared address space
+                || (o[0] == 192 && o[1] == 0 && o[2] == 0) // IETF protocol assignments
+                || (o[0] == 198 && (o[1] & 0xfe) == 18) // benchmarking
+                || o[0] >= 240) // reserved
         }
         IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return public(IpAddr::V4(v4));
-            }
-            let first = v6.segments()[0];
+            let s = v6.segments();
             !(v6.is_loopback()
                 || v6.is_unspecified()
                 || v6.is_multicast()
-                || (first & 0xfe00) == 0xfc00
-                || (first & 0xffc0) == 0xfe80)
+                || (s[0] & 0xfe00) == 0xfc00 // unique local
+                || (s[0] & 0xffc0) == 0xfe80 // link local
+                || (s[0] & 0xffc0) == 0xfec0 // site local (deprecated)
+                || (s[0] == 0x64 && s[1] == 0xff9b && s[2] == 1) // local-use NAT64
+                || (s[0] == 0x100 && s[1] == 0 && s[2] == 0 && s[3] == 0) // discard only
+                || (s[0] == 0x2001 && s[1] < 0x200) // IETF protocol assignments, Teredo
+                || (s[0] == 0x2001 && s[1] == 0xdb8) // documentation
+                || (s[0] & 0xfff0) == 0x3ff0 // documentation (3fff::/20)
+                || s[0] == 0x5f00) // segment routing
         }
     }
 }
 
-/// An address as the policy compares it: IPv4-mapped IPv6 as IPv4.
+/// The IPv4 address an IPv6 address reaches, when it carries one: IPv4-mapped
+/// (`::ffff:a.b.c.d`), IPv4-compatible (`::a.b.c.d`), NAT64 (`64:ff9b::a.b.c.d`) or 6to4
+/// (`2002:aabb:ccdd::`).
+fn embedded_v4(v6: Ipv6Addr) -> Option<Ipv4Addr> {
+    let v4 = |hi: u16, lo: u16| Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo));
+    match v6.segments() {
+        [0, 0, 0, 0, 0, 0xffff, hi, lo] => Some(v4(hi, lo)),
+        // `::` and `::1` are IPv6's own unspecified and loopback addresses.
+        [0, 0, 0, 0, 0, 0, hi, lo] if hi != 0 || lo > 1 => Some(v4(hi, lo)),
+        [0x64, 0xff9b, 0, 0, 0, 0, hi, lo] => Some(v4(hi, lo)),
+        [0x2002, hi, lo, ..] => Some(v4(hi, lo)),
+        _ => None,
+    }
+}
+
+/// An address as the policy compares it: an IPv6 address that carries an IPv4 one as
+/// that IPv4 address.
 fn plain(ip: IpAddr) -> IpAddr {
     match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        IpAddr::V6(v6) => embedded_v4(v6).map_or(ip, IpAddr::V4),
         v4 => v4,
     }
 }
@@ -384,6 +412,45 @@ mod tests {
 
     /// With private addresses allowed and this machine denied by three spellings, no
     /// other spelling of it gets through: addresses are compared, not strings.
+    #[test]
+    fn every_special_purpose_range_is_private_whatever_its_spelling() {
+        let policy = NetworkSettings::default();
+        for url in [
+            "http://[64:ff9b::7f00:1]/",   // NAT64 of 127.0.0.1
+            "http://[64:ff9b::a00:1]/",    // NAT64 of 10.0.0.1
+            "http://[2002:7f00:1::]/",     // 6to4 of 127.0.0.1
+            "http://[2002:a9fe:a9fe::1]/", // 6to4 of 169.254.169.254
+            "http://[::7f00:1]/",          // IPv4-compatible 127.0.0.1
+            "http://[64:ff9b:1::1]/",
+            "http://[2001::1]/", // Teredo
+            "http://[2001:db8::1]/",
+            "http://[3fff::1]/",
+            "http://[fec0::1]/",
+            "http://[100::1]/",
+            "http://[5f00::1]/",
+            "http://198.18.0.1/",
+            "http://198.19.255.255/",
+            "http://240.0.0.1/",
+            "http://192.0.0.8/",
+            "http://192.0.2.1/",
+            "http://203.0.113.7/",
+        ] {
+            assert!(
+                check_with(&policy, url).is_err_and(|e| matches!(Failure::of(&e), Some(Failure::UrlRefused { .. }))),
+                "{url} got through"
+            );
+        }
+        // The same forms around public addresses stay public.
+        for url in [
+            "http://[64:ff9b::808:808]/",
+            "http://[2002:808:808::1]/",
+            "http://198.20.0.1/",
+            "http://[2606:4700::1111]/",
+        ] {
+            assert!(check_with(&policy, url).is_ok(), "{url} was refused");
+        }
+    }
+
     #[test]
     fn deny_hosts_compares_resolved_addresses_not_spellings() {
         let policy = NetworkSettings {
