@@ -57,6 +57,8 @@ kyro_core::catalog! {
         git::GitAdd,
         git::GitCommit,
         git::GitBranch,
+        git::GitCreateBranch,
+        git::GitDeleteBranch,
         git::GitCheckout,
         git::GitBlame,
         #[cfg(feature = "web")] github::GitHubGetIssue,
@@ -118,7 +120,7 @@ pub mod catalogs {
         /// Git by argv, the repository's own programs neutralized.
         pub const GIT = [
             git::GitStatus, git::GitDiff, git::GitLog, git::GitShow, git::GitAdd, git::GitCommit,
-            git::GitBranch, git::GitCheckout, git::GitBlame,
+            git::GitBranch, git::GitCreateBranch, git::GitDeleteBranch, git::GitCheckout, git::GitBlame,
         ];
     }
     kyro_core::catalog! {

@@ -122,11 +122,7 @@ fn log_show_diff_and_blame_are_structured() {
 #[test]
 fn branches_are_listed_created_switched_and_deleted() {
     let ws = repo_with_history();
-    let created = ok(
-        ws.path(),
-        "git_branch",
-        json!({"action": "create", "name": "feature/x"}),
-    );
+    let created = ok(ws.path(), "git_create_branch", json!({"name": "feature/x"}));
     let names: Vec<&str> = created["branches"]
         .as_array()
         .unwrap()
@@ -139,9 +135,11 @@ fn branches_are_listed_created_switched_and_deleted() {
     assert_eq!(ok(ws.path(), "git_status", json!({}))["branch"], "feature/x");
     ok(ws.path(), "git_checkout", json!({"branch": "topic", "create": true}));
     ok(ws.path(), "git_checkout", json!({"branch": "main"}));
-    let deleted = ok(ws.path(), "git_branch", json!({"action": "delete", "name": "topic"}));
+    let deleted = ok(ws.path(), "git_delete_branch", json!({"name": "topic"}));
     assert_eq!(deleted["current"], "main");
     assert_eq!(deleted["branches"].as_array().unwrap().len(), 2);
+    let listed = ok(ws.path(), "git_branch", json!({}));
+    assert_eq!(listed["branches"], deleted["branches"]);
 }
 
 #[test]
@@ -157,11 +155,13 @@ fn option_shaped_revisions_are_refused_before_git_runs() {
         ("git_log", json!({"revision": "--output=/tmp/x"})),
         ("git_show", json!({"revision": "--output=x"})),
         ("git_blame", json!({"path": "a.txt", "revision": "-L1"})),
-        ("git_branch", json!({"action": "create", "name": "-D"})),
-        (
-            "git_branch",
-            json!({"action": "create", "name": "x", "start_point": "--orphan"}),
-        ),
+        ("git_create_branch", json!({"name": "-D"})),
+        ("git_create_branch", json!({"name": "x", "start_point": "--orphan"})),
+        ("git_delete_branch", json!({"name": "--force"})),
+        // The rule that a change names its branch lives in the schema now.
+        ("git_create_branch", json!({})),
+        ("git_delete_branch", json!({})),
+        ("git_branch", json!({"action": "delete", "name": "main"})),
         ("git_checkout", json!({"branch": "--detach"})),
         ("git_checkout", json!({"branch": "a b"})),
     ] {

@@ -1,42 +1,21 @@
-//! `git_branch`: list, create or delete branches.
+//! `git_branch`: list the local branches (read-only; `git_create_branch` and
+//! `git_delete_branch` change them).
 
-use crate::Failure;
 use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use super::runner::{Repo, revision};
+use super::runner::Repo;
 
-/// List branches, or create or delete one. Creating does not switch to it (see `git_checkout`).
-#[tool(name = "git_branch", title = "Git branch", category = "git", effect = "write", capabilities = ["git.write"])]
+/// List the local branches, the commit each points to and its upstream, and the current
+/// branch. Changes nothing (`git_create_branch`, `git_delete_branch` and `git_checkout` do).
+#[tool(name = "git_branch", title = "Git branches", category = "git", effect = "read")]
 pub struct GitBranch {
     /// The repository, relative to the workspace root; default the root.
     pub repo: Option<WorkspacePath>,
-    /// `list` (default), `create` or `delete`.
-    #[serde(default)]
-    pub action: BranchAction,
-    /// The branch to create or delete.
-    #[schemars(regex(pattern = "^[^-\\s][^\\s]*$"))]
-    pub name: Option<String>,
-    /// Where a new branch starts; default HEAD.
-    #[schemars(regex(pattern = "^[^-\\s][^\\s]*$"))]
-    pub start_point: Option<String>,
 }
 
-/// What to do with branches.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum BranchAction {
-    /// List them.
-    #[default]
-    List,
-    /// Create one.
-    Create,
-    /// Delete one (only when merged).
-    Delete,
-}
-
-/// The branches after the action.
+/// The local branches.
 #[kyro_core::output]
 #[derive(Debug)]
 pub struct Branches {
@@ -62,25 +41,12 @@ impl Execute for GitBranch {
 
     async fn run(self, cx: &ToolContext) -> Result<Branches, ToolError> {
         let repo = Repo::open(cx, self.repo.as_ref())?;
-        let name = || {
-            self.name.as_deref().ok_or_else(|| Failure::InvalidRequest {
-                message: "`name` is required to create or delete a branch".into(),
-            })
-        };
-        match self.action {
-            BranchAction::List => {}
-            BranchAction::Create => {
-                let start = revision(self.start_point.as_deref().unwrap_or("HEAD"))?;
-                repo.run(cx, &["branch", "--end-of-options", revision(name()?)?, start], None)?;
-            }
-            BranchAction::Delete => {
-                repo.run(
-                    cx,
-                    &["branch", "--delete", "--end-of-options", revision(name()?)?],
-                    None,
-                )?;
-            }
-        }
+        branches(&repo, cx)
+    }
+}
+
+/// The repository's local branches and the current one.
+pub(crate) fn branches(repo: &Repo, cx: &ToolContext) -> Result<Branches, ToolError> {
         let listed = repo.run(
             cx,
             &[
@@ -106,5 +72,4 @@ impl Execute for GitBranch {
             current: (!current.is_empty()).then_some(current),
             branches,
         })
-    }
 }
