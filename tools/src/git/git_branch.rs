@@ -47,29 +47,29 @@ impl Execute for GitBranch {
 
 /// The repository's local branches and the current one.
 pub(crate) fn branches(repo: &Repo, cx: &ToolContext) -> Result<Branches, ToolError> {
-        let listed = repo.run(
-            cx,
-            &[
-                "for-each-ref",
-                "--format=%(refname:short)%1f%(objectname)%1f%(upstream:short)",
-                "refs/heads",
-            ],
-            None,
-        )?;
-        let branches = listed
-            .lines()
-            .filter_map(|line| {
-                let f: Vec<&str> = line.split('\u{1f}').collect();
-                (f.len() == 3).then(|| Branch {
-                    name: f[0].to_owned(),
-                    sha: f[1].to_owned(),
-                    upstream: (!f[2].is_empty()).then(|| f[2].to_owned()),
-                })
+    let listed = repo.run(
+        cx,
+        &[
+            "for-each-ref",
+            "--format=%(refname:short)%1f%(objectname)%1f%(upstream:short)",
+            "refs/heads",
+        ],
+        None,
+    )?;
+    let branches = listed
+        .lines()
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split('\u{1f}').collect();
+            (f.len() == 3).then(|| Branch {
+                name: f[0].to_owned(),
+                sha: f[1].to_owned(),
+                upstream: (!f[2].is_empty()).then(|| f[2].to_owned()),
             })
-            .collect();
-        let current = repo.run(cx, &["branch", "--show-current"], None)?.trim().to_owned();
-        Ok(Branches {
-            current: (!current.is_empty()).then_some(current),
-            branches,
         })
+        .collect();
+    let current = repo.run(cx, &["branch", "--show-current"], None)?.trim().to_owned();
+    Ok(Branches {
+        current: (!current.is_empty()).then_some(current),
+        branches,
+    })
 }

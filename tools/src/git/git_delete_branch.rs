@@ -27,7 +27,11 @@ impl Execute for GitDeleteBranch {
 
     async fn run(self, cx: &ToolContext) -> Result<Branches, ToolError> {
         let repo = Repo::open(cx, self.repo.as_ref())?;
-        repo.run(cx, &["branch", "--delete", "--end-of-options", revision(&self.name)?], None)?;
+        repo.run(
+            cx,
+            &["branch", "--delete", "--end-of-options", revision(&self.name)?],
+            None,
+        )?;
         branches(&repo, cx)
     }
 }
