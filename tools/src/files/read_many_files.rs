@@ -11,8 +11,10 @@ const DEFAULT_MAX_BYTES: u64 = 256 * 1024;
 /// Read several UTF-8 text files from the workspace in one call.
 ///
 /// Each file comes back with its content and SHA-256, or with its own error (missing,
-/// binary, outside the workspace); one failure does not fail the others. Content past
-/// `max_bytes_per_file` is cut at a character boundary and marked truncated.
+/// binary, not a file); one failure does not fail the others. Every path is checked
+/// against the workspace roots before anything is read: a path outside them denies the
+/// whole call, naming it, and nothing is read. Content past `max_bytes_per_file` is cut at
+/// a character boundary and marked truncated.
 #[tool(
     name = "read_many_files",
     title = "Read several files",
@@ -117,6 +119,19 @@ mod tests {
         assert_eq!(files[2]["error_kind"], "binary_file");
         assert_eq!(files[3]["error_kind"], "not_found");
         assert!(files[3]["content"].is_null());
+    }
+
+    #[test]
+    fn a_path_outside_the_roots_denies_the_call_before_anything_is_read() {
+        let ws = workspace();
+        std::fs::write(ws.path().join("a"), "a").unwrap();
+        match call(ws.path(), "read_many_files", json!({"paths": ["a", "../outside"]})) {
+            kyro_core::Outcome::Denied {
+                reason: kyro_core::receipt::Denial::Path { pointer, .. },
+                ..
+            } => assert_eq!(pointer, "/paths/1"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
