@@ -224,6 +224,20 @@ mod tests {
     }
 
     #[test]
+    fn openai_export_nulls_mean_absent_at_every_depth() {
+        let d = descriptors().into_iter().find(|d| d.name == "multi_edit").unwrap();
+        let args = super::openai::arguments(
+            &d,
+            r#"{"path": "a", "edits": [{"old_text": "x", "new_text": "y", "replace_all": null}, {"old_text": "p", "new_text": "q", "replace_all": true}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            Value::Object(args),
+            json!({"path": "a", "edits": [{"old_text": "x", "new_text": "y"}, {"old_text": "p", "new_text": "q", "replace_all": true}]})
+        );
+    }
+
+    #[test]
     fn anthropic_takes_the_canonical_schema_and_the_input_object_as_is() {
         let d = descriptors().into_iter().find(|d| d.name == "calculate").unwrap();
         let exported = export(&d, Dialect::Anthropic).unwrap();

@@ -197,23 +197,70 @@ fn make_nullable(property: &mut Value) {
 }
 
 /// Parses an OpenAI tool call's `arguments` string once, at the edge, and undoes the
-/// export's nullability: `null` for an optional argument the canonical schema does not
-/// let be null means "absent".
+/// export's nullability at every depth: `null` for an optional property the canonical
+/// schema does not let be null means "absent" (in nested objects and list items too).
 pub fn arguments(d: &ToolDescriptor, text: &str) -> Result<Map<String, Value>, ArgumentsError> {
-    let mut arguments = parse_arguments(text)?;
-    let properties = d.input_schema.get("properties").and_then(Value::as_object);
-    let required: Vec<&str> = d
-        .input_schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    arguments.retain(|key, value| {
-        let exported_nullable = !required.contains(&key.as_str())
-            && properties
-                .and_then(|p| p.get(key))
-                .is_some_and(|schema| !admits_null(schema));
-        !(value.is_null() && exported_nullable)
-    });
-    Ok(arguments)
+    let mut arguments = Value::Object(parse_arguments(text)?);
+    strip_export_nulls(&mut arguments, &d.input_schema);
+    match arguments {
+        Value::Object(arguments) => Ok(arguments),
+        _ => unreachable!("an object stays an object"),
+    }
+}
+
+/// Removes the nulls the strict export added for optional properties, following the
+/// canonical schema into properties, list items and the one union branch that fits.
+fn strip_export_nulls(value: &mut Value, schema: &Value) {
+    match value {
+        Value::Object(map) => {
+            let schema = branch_for(map, schema).unwrap_or(schema);
+            let properties = schema.get("properties").and_then(Value::as_object);
+            let required: Vec<&str> = schema
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            map.retain(|key, value| {
+                let exported_nullable = !required.contains(&key.as_str())
+                    && properties
+                        .and_then(|p| p.get(key))
+                        .is_some_and(|schema| !admits_null(schema));
+                !(value.is_null() && exported_nullable)
+            });
+            if let Some(properties) = properties {
+                for (key, value) in map.iter_mut() {
+                    if let Some(schema) = properties.get(key) {
+                        strip_export_nulls(value, schema);
+                    }
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(schema) = schema.get("items") {
+                for item in items {
+                    strip_export_nulls(item, schema);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The branch of a `oneOf`/`anyOf` an object belongs to: the first whose properties hold
+/// every key of the object (tagged unions differ by their tag's `const`, checked too).
+fn branch_for<'s>(map: &Map<String, Value>, schema: &'s Value) -> Option<&'s Value> {
+    let branches = schema
+        .get("oneOf")
+        .or_else(|| schema.get("anyOf"))
+        .and_then(Value::as_array)?;
+    branches.iter().find(|branch| {
+        let Some(properties) = branch.get("properties").and_then(Value::as_object) else {
+            return false;
+        };
+        map.iter().all(|(key, value)| {
+            properties
+                .get(key)
+                .is_some_and(|p| p.get("const").is_none_or(|c| c == value))
+        })
+    })
 }
