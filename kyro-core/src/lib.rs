@@ -39,7 +39,9 @@ pub use kyro_macros::{output, tool};
 pub use outcome::{Call, Outcome, OutcomeKind, Progress, ProgressSink};
 pub use policy::{ApprovalToken, Policy};
 pub use receipt::{Execution, Observer, Receipt};
-pub use registry::{CustomTool, RegisteredTool, Registry, RegistryError, Snapshot, ToolDefinition, UPSTREAM_CATEGORY};
+pub use registry::{
+    CustomTool, KEPT_VERSIONS, RegisteredTool, Registry, RegistryError, Snapshot, ToolDefinition, UPSTREAM_CATEGORY,
+};
 pub use runtime::Runtime;
 pub use schema::Violation;
 pub use tool::{ArgAlias, BoxFuture, Execute, ObjectOutput, Tool, ToolEntry, ToolSpec};

@@ -396,6 +396,10 @@ impl Default for Registry {
     }
 }
 
+/// How many earlier snapshots [`Registry::restore`] can go back to; older ones are
+/// dropped, so a registry that changes all day holds a bounded history.
+pub const KEPT_VERSIONS: usize = 32;
+
 #[derive(Debug, Default)]
 struct State {
     current: Arc<Snapshot>,
@@ -493,7 +497,8 @@ impl Registry {
         })
     }
 
-    /// Makes the tools of an earlier snapshot current again, as a new version.
+    /// Makes the tools of an earlier snapshot current again, as a new version (one of the
+    /// last [`KEPT_VERSIONS`]).
     pub fn restore(&self, version: u64) -> Result<Arc<Snapshot>, RegistryError> {
         let old = {
             let state = self.read();
@@ -515,6 +520,10 @@ impl Registry {
         let next = Arc::new(Snapshot::build(state.current.version + 1, tools)?);
         let previous = std::mem::replace(&mut state.current, next.clone());
         state.history.push(previous);
+        if state.history.len() > KEPT_VERSIONS {
+            let excess = state.history.len() - KEPT_VERSIONS;
+            state.history.drain(..excess);
+        }
         self.changes.send_replace(next.version);
         Ok(next)
     }

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use kyro_core::compat::{LegacyTextTool, adapter_calls};
 use kyro_core::schema::SchemaError;
 use kyro_core::{
-    Call, CustomTool, Effect, Outcome, Policy, Registry, RegistryError, Runtime, ToolContext, ToolDefinition,
-    ToolError, Workspace,
+    Call, CustomTool, Effect, KEPT_VERSIONS, Outcome, Policy, Registry, RegistryError, Runtime, ToolContext,
+    ToolDefinition, ToolError, Workspace,
 };
 use serde_json::{Value, json};
 
@@ -86,6 +86,30 @@ fn snapshots_are_immutable_and_restorable() {
         registry.restore(999).unwrap_err(),
         RegistryError::UnknownVersion { version: 999 }
     );
+}
+
+#[test]
+fn the_history_keeps_the_last_versions_only() {
+    let registry = Registry::new();
+    let first = registry
+        .register(custom("echo", echo_input(), Some(echo_output())).unwrap())
+        .unwrap();
+    let mut last = first.clone();
+    for _ in 0..(KEPT_VERSIONS + 10) / 2 {
+        registry.remove("echo").unwrap();
+        last = registry
+            .register(custom("echo", echo_input(), Some(echo_output())).unwrap())
+            .unwrap();
+    }
+    assert_eq!(
+        registry.restore(first.version()).unwrap_err(),
+        RegistryError::UnknownVersion {
+            version: first.version()
+        },
+        "a version past the kept history is gone"
+    );
+    let oldest_kept = last.version() - KEPT_VERSIONS as u64;
+    assert!(registry.restore(oldest_kept).is_ok());
 }
 
 #[test]
