@@ -107,31 +107,32 @@ impl InFlight {
     }
 }
 
-/// The id of a response line from rmcp (`id` and no `method`), as [`id_key`] spells it.
-fn answered_id(line: &[u8]) -> Option<String> {
+/// A message's `id` and whether it has a `method`, read with everything else skipped
+/// unconverted (so a params value no strict parse accepts, `1e400`, does not hide them).
+fn head(line: &[u8]) -> Option<(Option<Value>, bool)> {
     #[derive(serde::Deserialize)]
     struct Head {
         id: Option<Value>,
         method: Option<serde::de::IgnoredAny>,
     }
     let head: Head = serde_json::from_slice(line).ok()?;
-    if head.method.is_some() {
-        return None;
-    }
-    head.id.as_ref().map(id_key)
+    Some((head.id, head.method.is_some()))
 }
 
-/// The id of a request whose params do not parse strictly (a duplicate key, `1e400`):
-/// read with everything but `id` and `method` skipped unconverted.
-fn request_id(text: &str) -> Option<Value> {
-    #[derive(serde::Deserialize)]
-    struct Head {
-        id: Option<Value>,
-        method: Option<serde::de::IgnoredAny>,
+/// The id of a response line from rmcp (`id` and no `method`), as [`id_key`] spells it.
+fn answered_id(line: &[u8]) -> Option<String> {
+    match head(line)? {
+        (Some(id), false) => Some(id_key(&id)),
+        _ => None,
     }
-    let head: Head = serde_json::from_str(text).ok()?;
-    head.method?;
-    head.id.filter(|id| id.is_string() || id.is_i64() || id.is_u64())
+}
+
+/// The id of a request whose params do not parse strictly (a duplicate key, `1e400`).
+fn request_id(text: &str) -> Option<Value> {
+    match head(text.as_bytes())? {
+        (Some(id), true) if id.is_string() || id.is_i64() || id.is_u64() => Some(id),
+        _ => None,
+    }
 }
 
 /// A request id as a map key: numbers and strings kept apart (`1` is not `"1"`).
@@ -310,35 +311,13 @@ enum Passed {
     Other,
 }
 
-/// The error line for a malformed frame, or what the frame is when it may go to rmcp.
+/// The error line for a malformed frame, or what the frame is when it may go to rmcp
+/// (read once: the strict parse that checks it also says what it is).
 fn check(frame: &[u8]) -> Result<Passed, Vec<u8>> {
-    match check_frame(frame) {
-        Some(answer) => Err(answer),
-        None => Ok(classify(frame)),
-    }
-}
-
-/// What a well-formed frame is (read again, loosely: it passed the strict parse).
-fn classify(frame: &[u8]) -> Passed {
-    let Ok(Value::Object(message)) = serde_json::from_slice::<Value>(frame) else {
-        return Passed::Other;
-    };
-    match (message.get("method").and_then(Value::as_str), message.get("id")) {
-        (Some("notifications/cancelled"), None) => message
-            .get("params")
-            .and_then(|p| p.get("requestId"))
-            .map_or(Passed::Other, |id| Passed::Cancelled(id_key(id))),
-        (Some(_), Some(id)) => Passed::Request(id_key(id)),
-        _ => Passed::Other,
-    }
-}
-
-/// The error line for a malformed frame, or `None` when it may go to rmcp.
-fn check_frame(frame: &[u8]) -> Option<Vec<u8>> {
     let text = match std::str::from_utf8(frame) {
         Ok(text) => text.trim(),
         Err(_) => {
-            return Some(error(
+            return Err(error(
                 Value::Null,
                 -32700,
                 "Parse error: the message is not UTF-8".into(),
@@ -346,7 +325,7 @@ fn check_frame(frame: &[u8]) -> Option<Vec<u8>> {
         }
     };
     if text.is_empty() {
-        return None;
+        return Ok(Passed::Other);
     }
     let message = match kyro_core::parse_strict(text) {
         Ok(message) => message,
@@ -354,13 +333,13 @@ fn check_frame(frame: &[u8]) -> Option<Vec<u8>> {
             // A duplicate key or a number out of range inside a request's params: answer
             // that request, so that every request gets its one answer.
             if let Some(id) = request_id(text) {
-                return Some(error(id, -32602, format!("Invalid params: {strict}")));
+                return Err(error(id, -32602, format!("Invalid params: {strict}")));
             }
-            return Some(error(Value::Null, -32700, format!("Parse error: {strict}")));
+            return Err(error(Value::Null, -32700, format!("Parse error: {strict}")));
         }
     };
     let Some(object) = message.as_object() else {
-        return Some(error(
+        return Err(error(
             Value::Null,
             -32600,
             "Invalid Request: a message is one JSON object (batches are not part of MCP)".into(),
@@ -368,16 +347,16 @@ fn check_frame(frame: &[u8]) -> Option<Vec<u8>> {
     };
     let id = object.get("id").cloned().unwrap_or(Value::Null);
     if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return Some(error(id, -32600, "Invalid Request: `jsonrpc` must be \"2.0\"".into()));
+        return Err(error(id, -32600, "Invalid Request: `jsonrpc` must be \"2.0\"".into()));
     }
     let Some(method) = object.get("method") else {
-        return None; // a response to one of kyro's own requests
+        return Ok(Passed::Other); // a response to one of kyro's own requests
     };
     let Some(method) = method.as_str() else {
-        return Some(error(id, -32600, "Invalid Request: `method` must be a string".into()));
+        return Err(error(id, -32600, "Invalid Request: `method` must be a string".into()));
     };
     if object.contains_key("id") && !(id.is_string() || id.is_i64() || id.is_u64()) {
-        return Some(error(
+        return Err(error(
             Value::Null,
             -32600,
             "Invalid Request: `id` must be a string or an integer".into(),
@@ -385,7 +364,7 @@ fn check_frame(frame: &[u8]) -> Option<Vec<u8>> {
     }
     let params = object.get("params");
     if params.is_some_and(|p| !p.is_object() && !p.is_array()) {
-        return Some(error(
+        return Err(error(
             id,
             -32600,
             "Invalid Request: `params` must be an object or an array".into(),
@@ -394,20 +373,26 @@ fn check_frame(frame: &[u8]) -> Option<Vec<u8>> {
     if method == "tools/call" {
         let params = params.and_then(Value::as_object);
         let Some(params) = params else {
-            return Some(error(id, -32602, "Invalid params: tools/call takes an object".into()));
+            return Err(error(id, -32602, "Invalid params: tools/call takes an object".into()));
         };
         if !params.get("name").is_some_and(Value::is_string) {
-            return Some(error(id, -32602, "Invalid params: `name` must be a string".into()));
+            return Err(error(id, -32602, "Invalid params: `name` must be a string".into()));
         }
         if params.get("arguments").is_some_and(|a| !a.is_object() && !a.is_null()) {
-            return Some(error(
+            return Err(error(
                 id,
                 -32602,
                 "Invalid params: `arguments` must be a JSON object of the tool's arguments".into(),
             ));
         }
     }
-    None
+    Ok(match (method, object.get("id")) {
+        ("notifications/cancelled", None) => params
+            .and_then(|p| p.get("requestId"))
+            .map_or(Passed::Other, |id| Passed::Cancelled(id_key(id))),
+        (_, Some(id)) => Passed::Request(id_key(id)),
+        _ => Passed::Other,
+    })
 }
 
 fn error(id: Value, code: i64, message: String) -> Vec<u8> {

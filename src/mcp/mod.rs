@@ -91,19 +91,21 @@ impl KyroServer {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         // One write, and a closed stderr is no reason to stop serving.
         let mut announce = format!("kyro: serving MCP on http://{}/mcp\n", listener.local_addr()?);
-        match auth {
-            HttpAuth::Token(token) => {
-                router = router.layer(axum::middleware::from_fn_with_state(token, auth::require_token));
-            }
+        let token = match auth {
+            HttpAuth::Token(token) => Some(token),
             HttpAuth::Generated(token) => {
                 announce.push_str(&format!(
                     "kyro: bearer token {token} (send `Authorization: Bearer {token}`)\n"
                 ));
-                router = router.layer(axum::middleware::from_fn_with_state(token, auth::require_token));
+                Some(token)
             }
             HttpAuth::None => {
                 announce.push_str("kyro: --no-auth: any local process can use this server, approvals included\n");
+                None
             }
+        };
+        if let Some(token) = token {
+            router = router.layer(axum::middleware::from_fn_with_state(token, auth::require_token));
         }
         {
             use std::io::Write;
