@@ -347,3 +347,40 @@ fn every_answer_is_written_when_the_client_closes_stdin_right_after_its_requests
     ids.sort();
     assert_eq!(ids, [1, 2, 3], "{answers:?}");
 }
+
+#[test]
+fn a_stalled_fetch_ends_at_the_time_limit_and_pings_are_answered_meanwhile() {
+    // A server that accepts and never answers.
+    let stalled = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/slow", stalled.local_addr().unwrap());
+    let ws = tempfile::tempdir().unwrap();
+    let policy = ws.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "[approvals]\nnetwork = \"auto\"\n[limits]\ntimeout_ms = 300\n[tools.network]\nallow_hosts = [\"127.0.0.1\"]\n",
+    )
+    .unwrap();
+    let mut server = Server::start_with(ws.path(), &["--policy", policy.to_str().unwrap()]);
+    let started = std::time::Instant::now();
+    server.send(
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "web_fetch", "arguments": {"url": url}}})
+        .to_string(),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let pong = server.request(3, "ping", json!({}));
+    let pinged = started.elapsed();
+    assert_eq!(pong["result"], json!({}));
+    assert!(
+        !server.pending.contains_key(&2),
+        "the ping was answered before the stalled call"
+    );
+    let fetched = server.answer(2);
+    let ended = started.elapsed();
+    assert_eq!(fetched["result"]["isError"], true, "{fetched}");
+    let text = fetched["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.starts_with("timed_out (web_fetch)"), "{fetched}");
+    assert!(pinged < ended, "ping at {pinged:?}, fetch at {ended:?}");
+    // The limit, not the stall: the listener never answers at all.
+    assert!(ended < std::time::Duration::from_secs(3), "{ended:?}");
+}

@@ -19,6 +19,7 @@ use crate::observed::EffectLog;
 use crate::outcome::{Call, ProgressSink};
 use crate::policy::{ApprovalToken, Scope, ScopeRequest};
 use crate::receipt::Execution;
+use crate::stop::StopSignal;
 
 /// A path argument, relative to the workspace root. Resolved only through [`Workspace`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -120,12 +121,12 @@ impl Workspace {
 /// runtime implements it; a tool never holds the runtime itself, so it cannot run a call
 /// outside its own scope or approve one.
 pub(crate) trait Dispatch: Send + Sync {
-    /// Runs `call` in `scope`, its receipt linked to `parent`.
+    /// Runs `call` in `scope`, its receipt linked to `parent`'s call, stopped with it.
     fn execute<'a>(
         &'a self,
         call: Call,
         scope: &'a Scope,
-        parent: &'a str,
+        parent: (&'a str, &'a StopSignal),
     ) -> std::pin::Pin<Box<dyn Future<Output = Execution> + Send + 'a>>;
     /// The fingerprint an approval of `tool` with `arguments` in `scope` is bound to.
     fn fingerprint(&self, tool: &str, arguments: &serde_json::Value, scope: &Scope) -> String;
@@ -158,6 +159,7 @@ pub struct ToolContext {
     progress: Option<ProgressSink>,
     confined: Arc<HashMap<String, ConfinedPath>>,
     forwarded: Arc<AtomicBool>,
+    stop: StopSignal,
     dispatch: Arc<dyn Dispatch>,
 }
 
@@ -180,6 +182,7 @@ pub(crate) struct CallParts {
     pub call_id: String,
     pub progress: Option<ProgressSink>,
     pub confined: HashMap<String, ConfinedPath>,
+    pub stop: StopSignal,
 }
 
 impl ToolContext {
@@ -194,6 +197,7 @@ impl ToolContext {
             progress: parts.progress,
             confined: Arc::new(parts.confined),
             forwarded: Arc::default(),
+            stop: parts.stop,
             dispatch,
         }
     }
@@ -209,14 +213,16 @@ impl ToolContext {
     /// that needs one comes back `approval_required`.
     pub async fn call(&self, call: Call) -> Execution {
         self.dispatch
-            .execute(call.unapproved(), &self.scope, &self.call_id)
+            .execute(call.unapproved(), &self.scope, (&self.call_id, &self.stop))
             .await
     }
 
     /// Like [`ToolContext::call`], in a scope narrowed from this call's own
     /// ([`ToolContext::narrow`]).
     pub async fn call_in(&self, call: Call, scope: &Narrowed) -> Execution {
-        self.dispatch.execute(call.unapproved(), &scope.0, &self.call_id).await
+        self.dispatch
+            .execute(call.unapproved(), &scope.0, (&self.call_id, &self.stop))
+            .await
     }
 
     /// A child of this call's scope (fewer capabilities, narrower roots, one level deeper).
@@ -237,7 +243,9 @@ impl ToolContext {
             let fingerprint = self.dispatch.fingerprint(tool, &call.arguments, &self.scope);
             call = call.approved(ApprovalToken::for_fingerprint(&fingerprint));
         }
-        self.dispatch.execute(call, &self.scope, &self.call_id).await
+        self.dispatch
+            .execute(call, &self.scope, (&self.call_id, &self.stop))
+            .await
     }
 
     /// Where runtime-owned state lives: `.kyro/` under the workspace (memory, graph, tasks),
@@ -294,6 +302,12 @@ impl ToolContext {
     /// requests).
     pub fn effects(&self) -> &EffectLog {
         &self.effects
+    }
+
+    /// The call's stop signal: set when its caller gives up (time limit, cancellation).
+    /// Blocking work checks it or registers what ends it; async work needs nothing.
+    pub fn stop(&self) -> &StopSignal {
+        &self.stop
     }
 
     /// The id of this call, for linking child calls.

@@ -113,6 +113,11 @@ pub enum ToolError {
         /// The compiler's message.
         message: String,
     },
+    /// The call's caller gave up (time limit, cancellation) and the tool stopped its work
+    /// (`StopSignal::check`). Never a call's outcome: that is already `timed_out` or
+    /// `cancelled`.
+    #[error("the call was stopped: its caller gave up")]
+    Stopped {},
     /// A failure the tool's author defined: a kind of their own (`quota_exceeded`), a
     /// message, and optional structured data. Serialized as `{"kind": <their kind>,
     /// "message", "data"}`; made with [`ToolError::custom`].

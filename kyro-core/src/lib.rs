@@ -27,6 +27,7 @@ pub mod receipt;
 mod registry;
 mod runtime;
 pub mod schema;
+mod stop;
 mod tool;
 
 pub use arguments::{ArgumentsError, parse_arguments, parse_strict};
@@ -44,6 +45,7 @@ pub use registry::{
 };
 pub use runtime::Runtime;
 pub use schema::Violation;
+pub use stop::{OnStop, StopSignal};
 pub use tool::{ArgAlias, BoxFuture, Execute, ObjectOutput, Tool, ToolEntry, ToolSpec};
 
 /// Items the generated code names by absolute path; not part of the public API.

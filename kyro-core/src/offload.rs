@@ -12,6 +12,7 @@ use tokio::task::JoinHandle;
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::registry::RegisteredTool;
+use crate::stop::StopSignal;
 
 /// How long a caller that gave up (time limit, cancellation) waits for the executor to
 /// acknowledge the stop before it answers: an async executor stops at once, so its receipt
@@ -59,11 +60,13 @@ impl Offloaded {
         }
     }
 
-    /// Tells the executor to stop (it is dropped at its next await point) and waits for
-    /// that, [`STOP_GRACE`] at most.
-    pub(crate) async fn stop(mut self) {
+    /// Tells the executor to stop (an async one is dropped at its next await point, blocking
+    /// code sees `signal`) and waits for that, [`STOP_GRACE`] at most: true when it stopped,
+    /// false when it is still running (left to finish on the pool).
+    pub(crate) async fn stop(mut self, signal: &StopSignal) -> bool {
+        signal.stop();
         drop(self.stop.take());
-        let _ = tokio::time::timeout(STOP_GRACE, &mut self.work).await;
+        tokio::time::timeout(STOP_GRACE, &mut self.work).await.is_ok()
     }
 }
 

@@ -49,6 +49,11 @@ pub struct Receipt {
     /// For `execution_failed`, the error's kind (a built-in one or a tool author's own).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_kind: Option<String>,
+    /// For `timed_out` and `cancelled`: whether the tool's work stopped when told to (true),
+    /// or was still running when the receipt was written (false: blocking code that does
+    /// not check its stop signal, left to finish on its own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub work_stopped: Option<bool>,
     /// Start, in milliseconds since the Unix epoch.
     pub started_at_ms: u64,
     /// Duration, in microseconds.

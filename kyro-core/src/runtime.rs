@@ -14,6 +14,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde_json::{Map, Value};
 
 use crate::arguments::{json_type, rewrite_aliases};
+use crate::catalog::suggest;
 use crate::confined::ConfinedPath;
 use crate::context::{CallParts, Dispatch, ToolContext, Workspace};
 use crate::descriptor::ToolDescriptor;
@@ -25,6 +26,7 @@ use crate::policy::{Access, ApprovalRule, ApprovalToken, Fingerprint, Limits, Po
 use crate::receipt::{CanonicalCall, Decision, Denial, EffectLog, Execution, Observer, Receipt};
 use crate::registry::{RegisteredTool, Registry, Snapshot};
 use crate::schema::Violation;
+use crate::stop::StopSignal;
 
 /// The runtime: a registry, the workspace, the top-level scope, limits and observers.
 #[derive(Clone)]
@@ -138,6 +140,7 @@ impl Runtime {
                 call_id: call_id.to_owned(),
                 progress: None,
                 confined: HashMap::new(),
+                stop: StopSignal::default(),
             },
             Arc::new(self.clone()),
         );
@@ -189,6 +192,18 @@ impl Runtime {
         parent_call_id: Option<&str>,
         cancel: impl Future<Output = ()>,
     ) -> Execution {
+        self.run_call(call, scope, parent_call_id, None, cancel).await
+    }
+
+    /// One call; `parent_stop` is the stop signal of the call that made this one.
+    async fn run_call(
+        &self,
+        call: Call,
+        scope: &Scope,
+        parent_call_id: Option<&str>,
+        parent_stop: Option<&StopSignal>,
+        cancel: impl Future<Output = ()>,
+    ) -> Execution {
         let start = Instant::now();
         let started_at_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -196,7 +211,7 @@ impl Runtime {
         let call_id = new_call_id();
         let effects = Arc::new(EffectLog::default());
         let tool_name = call.tool.clone();
-        let staged = self.stage(call, scope, &call_id, &effects, cancel).await;
+        let staged = self.stage(call, scope, &call_id, &effects, (parent_stop, cancel)).await;
         let receipt = Receipt {
             call_id,
             parent_call_id: parent_call_id.map(str::to_owned),
@@ -208,6 +223,7 @@ impl Runtime {
                 Outcome::ExecutionFailed { error, .. } => Some(error.kind()),
                 _ => None,
             },
+            work_stopped: staged.work_stopped,
             started_at_ms,
             duration_us: start.elapsed().as_micros() as u64,
             effects: effects.take(),
@@ -227,7 +243,7 @@ impl Runtime {
         scope: &Scope,
         call_id: &str,
         effects: &Arc<EffectLog>,
-        cancel: impl Future<Output = ()>,
+        (parent_stop, cancel): (Option<&StopSignal>, impl Future<Output = ()>),
     ) -> Staged {
         // 1. Resolve the name against one snapshot, used to the end.
         let snapshot = self.registry.snapshot();
@@ -311,10 +327,13 @@ impl Runtime {
                     canonical: Some(canonical),
                     decision: refusal,
                     outcome,
+                    work_stopped: None,
                 };
             }
         };
         // 7. Deserialize and execute, under the limits, off the caller's thread.
+        let limit = Duration::from_millis(self.limits.timeout_ms);
+        let stop = StopSignal::new(parent_stop, limit);
         let cx = ToolContext::new(
             CallParts {
                 scope: scope.clone(),
@@ -325,19 +344,23 @@ impl Runtime {
                 call_id: call_id.to_owned(),
                 progress: call.progress,
                 confined,
+                stop: stop.clone(),
             },
             Arc::new(self.clone()),
         );
-        let limit = Duration::from_millis(self.limits.timeout_ms);
         let mut work = Offloaded::start(tool.clone(), arguments, cx);
-        let ended = first_of(tokio::time::timeout(limit, work.finish()), cancel).await;
+        let cancelled = async {
+            first_of(cancel, stop.stopped()).await;
+        };
+        let ended = first_of(tokio::time::timeout(limit, work.finish()), cancelled).await;
+        let mut work_stopped = None;
         let outcome = match ended {
             None => {
-                work.stop().await;
+                work_stopped = Some(work.stop(&stop).await);
                 Outcome::Cancelled { tool: name.clone() }
             }
             Some(Err(_)) => {
-                work.stop().await;
+                work_stopped = Some(work.stop(&stop).await);
                 Outcome::TimedOut {
                     tool: name.clone(),
                     limit_ms: self.limits.timeout_ms,
@@ -358,6 +381,7 @@ impl Runtime {
             canonical: Some(canonical),
             decision,
             outcome,
+            work_stopped,
         }
     }
 
@@ -507,6 +531,7 @@ struct Staged {
     canonical: Option<CanonicalCall>,
     decision: Decision,
     outcome: Outcome,
+    work_stopped: Option<bool>,
 }
 
 impl Staged {
@@ -516,6 +541,7 @@ impl Staged {
             canonical: None,
             decision: Decision::NotReached,
             outcome,
+            work_stopped: None,
         }
     }
 
@@ -537,39 +563,14 @@ fn new_call_id() -> String {
     )
 }
 
-/// Names within a small edit distance of `wanted`, closest first.
-fn suggest<'a>(wanted: &str, names: impl Iterator<Item = &'a str>) -> Vec<String> {
-    let mut scored: Vec<(usize, &str)> = names
-        .map(|n| (edit_distance(wanted, n), n))
-        .filter(|(d, n)| *d <= 2.max(n.len() / 3) || n.contains(wanted))
-        .collect();
-    scored.sort();
-    scored.into_iter().take(3).map(|(_, n)| n.to_owned()).collect()
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = if ca == *cb { prev } else { 1 + prev.min(cur).min(row[j]) };
-            prev = cur;
-        }
-    }
-    row[b.len()]
-}
-
 impl Dispatch for Runtime {
     fn execute<'a>(
         &'a self,
         call: Call,
         scope: &'a Scope,
-        parent: &'a str,
+        parent: (&'a str, &'a StopSignal),
     ) -> std::pin::Pin<Box<dyn Future<Output = Execution> + Send + 'a>> {
-        Box::pin(self.execute_in(call, scope, Some(parent)))
+        Box::pin(self.run_call(call, scope, Some(parent.0), Some(parent.1), std::future::pending()))
     }
 
     fn fingerprint(&self, tool: &str, arguments: &Value, scope: &Scope) -> String {

@@ -114,8 +114,50 @@ impl Execute for Relay {
     }
 }
 
+/// Tags of `spin` calls that saw their stop signal.
+static SAW_STOP: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Blocking work that checks its stop signal every few milliseconds (for 5 s at most).
+#[tool(name = "spin", category = "testing", effect = "none")]
+struct Spin {
+    /// Recorded in `SAW_STOP` when the signal ends the work.
+    tag: String,
+}
+
+impl Execute for Spin {
+    type Output = Done;
+
+    async fn run(self, cx: &ToolContext) -> Result<Done, ToolError> {
+        let started = std::time::Instant::now();
+        while started.elapsed() < Duration::from_secs(5) {
+            if let Err(stopped) = cx.stop().check() {
+                SAW_STOP.lock().unwrap().push(self.tag);
+                return Err(stopped);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Ok(Done { done: true })
+    }
+}
+
+/// Calls `spin` and waits for it.
+#[tool(name = "nest", category = "testing", effect = "none")]
+struct Nest {
+    /// Passed to `spin`.
+    tag: String,
+}
+
+impl Execute for Nest {
+    type Output = Done;
+
+    async fn run(self, cx: &ToolContext) -> Result<Done, ToolError> {
+        cx.call(Call::new("spin", json!({"tag": self.tag}))).await;
+        Ok(Done { done: true })
+    }
+}
+
 kyro_core::catalog! {
-    const CATALOG = [Block, Quick, Put, Launch, Relay];
+    const CATALOG = [Block, Quick, Put, Launch, Relay, Spin, Nest];
 }
 
 fn runtime(root: &std::path::Path, policy: &Policy) -> Runtime {
@@ -224,4 +266,63 @@ fn a_forward_to_another_effect_carries_no_approval() {
     };
     let (outcomes, _ws) = relay("forward_exec", asks_for_exec);
     assert_eq!(outcomes, [json!("approval_required")]);
+}
+
+fn limited(ms: u64) -> Policy {
+    Policy {
+        limits: Limits {
+            timeout_ms: ms,
+            ..Limits::default()
+        },
+        ..Policy::default()
+    }
+}
+
+fn saw_stop(tag: &str) -> bool {
+    SAW_STOP.lock().unwrap().iter().any(|t| t == tag)
+}
+
+#[test]
+fn blocking_work_that_checks_its_stop_signal_ends_at_the_limit_and_the_receipt_says_so() {
+    let ws = tempfile::tempdir().unwrap();
+    let rt = runtime(ws.path(), &limited(100));
+    let started = std::time::Instant::now();
+    let done = current_thread().block_on(rt.execute_in(Call::new("spin", json!({"tag": "limit"})), rt.scope(), None));
+    assert!(matches!(done.outcome, Outcome::TimedOut { .. }), "{:?}", done.outcome);
+    assert_eq!(done.receipt.work_stopped, Some(true));
+    assert!(saw_stop("limit"));
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+}
+
+#[test]
+fn blocking_work_that_ignores_the_signal_is_receipted_as_still_running() {
+    let ws = tempfile::tempdir().unwrap();
+    let rt = runtime(ws.path(), &limited(100));
+    let done = current_thread().block_on(rt.execute_in(Call::new("block", json!({"ms": 1500})), rt.scope(), None));
+    assert!(matches!(done.outcome, Outcome::TimedOut { .. }), "{:?}", done.outcome);
+    assert_eq!(done.receipt.work_stopped, Some(false));
+    let quick = current_thread().block_on(rt.execute_in(Call::new("quick", json!({})), rt.scope(), None));
+    assert_eq!(quick.receipt.work_stopped, None, "only stopped calls say it");
+}
+
+#[test]
+fn a_child_call_is_stopped_with_the_call_that_made_it() {
+    let ws = tempfile::tempdir().unwrap();
+    let rt = runtime(ws.path(), &limited(10_000));
+    let done = current_thread().block_on(rt.execute_until(
+        Call::new("nest", json!({"tag": "child"})),
+        rt.scope(),
+        None,
+        async { tokio::time::sleep(Duration::from_millis(200)).await },
+    ));
+    assert!(matches!(done.outcome, Outcome::Cancelled { .. }), "{:?}", done.outcome);
+    // The child's own limit is 10 s away: only the parent's signal can have stopped it.
+    let waited = std::time::Instant::now();
+    while !saw_stop("child") && waited.elapsed() < Duration::from_secs(3) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        saw_stop("child"),
+        "the child kept running after its parent was cancelled"
+    );
 }

@@ -1,6 +1,6 @@
 //! `copy_path`: copy a file, or a directory tree, inside the workspace.
 
-use kyro_core::{ConfinedPath, EntryType, Execute, ToolContext, ToolError, WorkspacePath, tool};
+use kyro_core::{ConfinedPath, EntryType, Execute, StopSignal, ToolContext, ToolError, WorkspacePath, tool};
 
 /// Copy a file, or with `recursive` a directory and everything below it, inside the workspace.
 ///
@@ -39,7 +39,9 @@ fn copy(
     destination: &ConfinedPath,
     overwrite: bool,
     totals: &mut (u64, u64),
+    stop: &StopSignal,
 ) -> Result<(), ToolError> {
+    stop.check()?;
     match source.entry_type()? {
         Some(EntryType::File) => {
             if !overwrite && destination.entry_type()?.is_some() {
@@ -59,6 +61,7 @@ fn copy(
                         &destination.join(&entry.name),
                         overwrite,
                         totals,
+                        stop,
                     )?;
                 }
             }
@@ -103,7 +106,7 @@ impl Execute for CopyPath {
             ));
         }
         let mut totals = (0, 0);
-        copy(&source, &destination, self.overwrite, &mut totals)?;
+        copy(&source, &destination, self.overwrite, &mut totals, cx.stop())?;
         Ok(Copied {
             source: self.source.to_string(),
             destination: self.destination.to_string(),

@@ -72,7 +72,7 @@ impl Execute for DirectoryTree {
             respect_gitignore: self.respect_gitignore,
             max_depth: Some(self.max_depth.unwrap_or(DEFAULT_DEPTH) as usize),
         };
-        let walked = walk(&root, &options)?;
+        let walked = walk(&root, &options, cx.stop())?;
         let limit = self.limit.unwrap_or(DEFAULT_LIMIT) as usize;
         let truncated = walked.len() > limit;
         let mut tree = String::new();

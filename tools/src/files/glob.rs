@@ -66,7 +66,7 @@ impl Execute for Glob {
             max_depth: None,
         };
         let base = root.relative().to_owned();
-        let mut found: Vec<(Option<i64>, String)> = walk(&root, &options)?
+        let mut found: Vec<(Option<i64>, String)> = walk(&root, &options, cx.stop())?
             .into_iter()
             .filter(|w| w.kind == EntryType::File || (self.include_directories && w.kind == EntryType::Directory))
             .filter(|w| {

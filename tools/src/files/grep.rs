@@ -207,7 +207,7 @@ impl Execute for Grep {
                     respect_gitignore: self.respect_gitignore,
                     max_depth: None,
                 };
-                walk(&start, &options)?
+                walk(&start, &options, cx.stop())?
                     .into_iter()
                     .filter(|w| w.kind == EntryType::File)
                     .map(|w| w.path)
@@ -230,6 +230,7 @@ impl Execute for Grep {
         let mut searched = 0;
         let mut truncated = false;
         for file in files {
+            cx.stop().check()?;
             let relative = file.relative().to_owned();
             if include.as_ref().is_some_and(|set| !set.is_match(&relative))
                 || exclude.as_ref().is_some_and(|set| set.is_match(&relative))

@@ -1,7 +1,7 @@
 //! Walking a confined directory the way ripgrep does (`ignore`): .gitignore and hidden-file
 //! rules, symlinks never followed, entries reported relative to the workspace root.
 
-use kyro_core::{ConfinedPath, EntryType, ToolError};
+use kyro_core::{ConfinedPath, EntryType, StopSignal, ToolError};
 
 /// How to walk.
 pub(crate) struct WalkOptions {
@@ -20,8 +20,9 @@ pub(crate) struct Walked {
     pub kind: EntryType,
 }
 
-/// Every entry below `start` (not `start` itself), in sorted order.
-pub(crate) fn walk(start: &ConfinedPath, options: &WalkOptions) -> Result<Vec<Walked>, ToolError> {
+/// Every entry below `start` (not `start` itself), in sorted order; ends with
+/// [`ToolError::Stopped`] as soon as `stop` is set.
+pub(crate) fn walk(start: &ConfinedPath, options: &WalkOptions, stop: &StopSignal) -> Result<Vec<Walked>, ToolError> {
     let host = start.host_path();
     let mut builder = ignore::WalkBuilder::new(&host);
     builder
@@ -37,6 +38,7 @@ pub(crate) fn walk(start: &ConfinedPath, options: &WalkOptions) -> Result<Vec<Wa
         .sort_by_file_name(|a, b| a.cmp(b));
     let mut out = Vec::new();
     for entry in builder.build() {
+        stop.check()?;
         let entry = entry.map_err(|e| ToolError::Io {
             operation: "walk".into(),
             path: start.given().to_owned(),
@@ -61,4 +63,32 @@ pub(crate) fn walk(start: &ConfinedPath, options: &WalkOptions) -> Result<Vec<Wa
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kyro_core::policy::Access;
+    use kyro_core::{Policy, Registry, Runtime, Workspace};
+    use std::sync::Arc;
+
+    #[test]
+    fn a_walk_ends_as_soon_as_it_is_told_to_stop() {
+        let ws = tempfile::tempdir().unwrap();
+        for i in 0..20 {
+            std::fs::write(ws.path().join(format!("{i}.txt")), "x").unwrap();
+        }
+        let registry = Arc::new(Registry::with_catalog(&[]).unwrap());
+        let runtime = Runtime::new(registry, Workspace::new(ws.path()).unwrap(), &Policy::default()).unwrap();
+        let start = runtime.scope().confine(".", Access::Read).unwrap();
+        let options = WalkOptions {
+            include_hidden: false,
+            respect_gitignore: true,
+            max_depth: None,
+        };
+        let running = StopSignal::default();
+        assert_eq!(walk(&start, &options, &running).unwrap().len(), 20);
+        running.stop();
+        assert!(matches!(walk(&start, &options, &running), Err(ToolError::Stopped {})));
+    }
 }

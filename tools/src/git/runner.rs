@@ -12,6 +12,10 @@ pub(crate) struct Repo {
     overrides: Vec<(String, &'static str)>,
 }
 
+/// The most git may print for one command (stdout); past it git is killed and the call
+/// fails, so a huge log or diff never fills memory.
+const MAX_OUTPUT: usize = if cfg!(test) { 64 << 10 } else { 32 << 20 };
+
 /// Options for every git command.
 const OPTIONS: &[&str] = &["--no-pager", "--no-optional-locks"];
 
@@ -176,9 +180,73 @@ impl Repo {
         Ok(repo)
     }
 
+    /// Feeds `stdin`, reads the output (stdout up to [`MAX_OUTPUT`], stderr up to 64 KiB) and
+    /// reaps the child; killed when the call is stopped or the output is over the cap.
+    fn collect(
+        &self,
+        cx: &ToolContext,
+        child: &mut std::process::Child,
+        args: &[&str],
+        stdin: &str,
+    ) -> Result<std::process::Output, ToolError> {
+        use std::io::{Read, Write};
+        use std::sync::{Arc, Mutex};
+        let pid = rustix::process::Pid::from_child(child);
+        // True until the child exited; it is reaped only after this turns false, so the
+        // kill below never reaches a process that reused the pid.
+        let alive = Arc::new(Mutex::new(true));
+        let kill = {
+            let alive = alive.clone();
+            move || {
+                if *alive.lock().unwrap_or_else(|e| e.into_inner()) {
+                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+                }
+            }
+        };
+        let _on_stop = cx.stop().on_stop(kill.clone());
+        let (mut out, mut err) = (child.stdout.take().expect("piped"), child.stderr.take().expect("piped"));
+        let mut pipe = child.stdin.take().expect("piped");
+        let input = stdin.to_owned();
+        let side = std::thread::spawn(move || {
+            let _ = pipe.write_all(input.as_bytes());
+            drop(pipe);
+            let mut kept = Vec::new();
+            let _ = (&mut err).take(64 * 1024).read_to_end(&mut kept);
+            let _ = std::io::copy(&mut err, &mut std::io::sink());
+            kept
+        });
+        let mut stdout = Vec::new();
+        let read = (&mut out).take(MAX_OUTPUT as u64 + 1).read_to_end(&mut stdout);
+        let over = stdout.len() > MAX_OUTPUT;
+        if over {
+            kill();
+        }
+        drop(out);
+        let stderr = side.join().unwrap_or_default();
+        let exited = rustix::process::waitid(
+            rustix::process::WaitId::Pid(pid),
+            rustix::process::WaitIdOptions::EXITED | rustix::process::WaitIdOptions::NOWAIT,
+        );
+        *alive.lock().unwrap_or_else(|e| e.into_inner()) = false;
+        let _ = exited;
+        let status = child.wait().map_err(|e| ToolError::io("run git in", &self.given, &e))?;
+        cx.stop().check()?;
+        read.map_err(|e| ToolError::io("read git's output in", &self.given, &e))?;
+        if over {
+            return Err(Failure::Git {
+                command: args.first().copied().unwrap_or_default().to_owned(),
+                message: format!(
+                    "git printed more than {} KiB; ask for less (fewer commits, a path, a smaller range)",
+                    MAX_OUTPUT >> 10
+                ),
+            }
+            .into());
+        }
+        Ok(std::process::Output { status, stdout, stderr })
+    }
+
     /// Runs git with `args`; stdout on success, a typed error with stderr otherwise.
     pub fn run(&self, cx: &ToolContext, args: &[&str], stdin: Option<&str>) -> Result<String, ToolError> {
-        use std::io::Write;
         let mut command = std::process::Command::new(git_program()?);
         command
             .args(OPTIONS)
@@ -211,18 +279,14 @@ impl Repo {
         let mut child = command
             .spawn()
             .map_err(|e| ToolError::io("run git in", &self.given, &e))?;
-        if let Some(mut pipe) = child.stdin.take() {
-            let _ = pipe.write_all(stdin.unwrap_or_default().as_bytes());
-        }
-        let output = child
-            .wait_with_output()
-            .map_err(|e| ToolError::io("run git in", &self.given, &e))?;
+        let output = self.collect(cx, &mut child, args, stdin.unwrap_or_default());
         let mut argv = vec!["git".to_owned()];
         argv.extend(args.iter().map(|a| (*a).to_owned()));
         cx.effects().push(ObservedEffect::Process {
             argv,
-            exit_code: output.status.code(),
+            exit_code: output.as_ref().ok().and_then(|o| o.status.code()),
         });
+        let output = output?;
         if !output.status.success() {
             return Err(Failure::Git {
                 command: args.first().copied().unwrap_or_default().to_owned(),
@@ -237,6 +301,34 @@ impl Repo {
 #[cfg(test)]
 mod tests {
     use super::neutral_value;
+
+    #[test]
+    fn git_output_past_the_cap_kills_git_and_fails_the_call() {
+        let ws = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let done = std::process::Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+                .args(args)
+                .current_dir(ws.path())
+                .output()
+                .unwrap();
+            assert!(done.status.success(), "{done:?}");
+        };
+        git(&["init", "-q"]);
+        std::fs::write(ws.path().join("big.txt"), "a line of text\n".repeat(10_000)).unwrap();
+        git(&["add", "big.txt"]);
+        git(&["commit", "-q", "-m", "big"]);
+        let error = crate::testing::failed(crate::testing::call(
+            ws.path(),
+            "git_show",
+            serde_json::json!({"revision": "HEAD"}),
+        ));
+        let message = error.to_string();
+        assert!(message.contains("git printed more than 64 KiB"), "{message}");
+        // Under the cap, the same repository answers.
+        let log = crate::testing::call(ws.path(), "git_log", serde_json::json!({}));
+        assert!(matches!(log, kyro_core::Outcome::Ok { .. }), "{log:?}");
+    }
 
     #[test]
     fn program_and_file_settings_are_neutralized_whatever_their_driver_name() {

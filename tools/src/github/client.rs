@@ -10,6 +10,9 @@ use serde_json::Value;
 const SERVICE: &str = "github";
 const DEFAULT_BASE: &str = "https://api.github.com";
 
+/// The longest a GitHub request may take.
+const TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// A GitHub API endpoint and credentials.
 pub(crate) struct GitHub {
     base: String,
@@ -36,13 +39,29 @@ impl GitHub {
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .max_redirects(0)
-            .timeout_global(Some(std::time::Duration::from_secs(30)))
+            .timeout_global(Some(TIMEOUT))
             .build()
             .into();
         GitHub {
             base: base.trim_end_matches('/').to_owned(),
             token,
             agent,
+        }
+    }
+
+    /// The request, ending by the call's time limit when that comes before the agent's.
+    fn within_limit<S: ureq::AsSendBody>(
+        &self,
+        cx: &ToolContext,
+        request: ureq::http::Request<S>,
+    ) -> ureq::http::Request<S> {
+        match cx.stop().remaining() {
+            Some(left) => self
+                .agent
+                .configure_request(request)
+                .timeout_global(Some(left.min(TIMEOUT)))
+                .build(),
+            None => request,
         }
     }
 
@@ -75,13 +94,13 @@ impl GitHub {
                     .header("Content-Type", "application/json")
                     .body(body.to_string())
                     .map_err(|e| Failure::InvalidRequest { message: e.to_string() })?;
-                self.agent.run(request)
+                self.agent.run(self.within_limit(cx, request))
             }
             None => {
                 let request = request
                     .body(())
                     .map_err(|e| Failure::InvalidRequest { message: e.to_string() })?;
-                self.agent.run(request)
+                self.agent.run(self.within_limit(cx, request))
             }
         }
         .map_err(unreachable)?;

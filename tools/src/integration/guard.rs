@@ -296,6 +296,8 @@ pub(crate) fn send(
     max_bytes: u64,
     timeout: std::time::Duration,
 ) -> Result<Fetched, ToolError> {
+    // The request ends by the call's time limit, so a stalled server never outlives it.
+    let timeout = cx.stop().remaining().map_or(timeout, |left| left.min(timeout));
     let config = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .max_redirects(0)
@@ -310,6 +312,7 @@ pub(crate) fn send(
     let mut method = method.to_owned();
     let mut body = body.map(str::to_owned);
     for _ in 0..=MAX_REDIRECTS {
+        cx.stop().check()?;
         let uri = check(cx, &url)?;
         let mut request = ureq::http::Request::builder().method(method.as_str()).uri(&uri);
         for (name, value) in headers {

@@ -60,9 +60,14 @@ const MIGRATIONS: &[&str] = &[
     );",
 ];
 
+/// How long a write waits for another writer at most.
+const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// An open state database.
 pub(crate) struct Store {
     pub conn: Connection,
+    /// Interrupts the running statement when the call is stopped.
+    _on_stop: Option<kyro_core::OnStop>,
 }
 
 /// Maps a SQLite failure to the tool error.
@@ -72,8 +77,17 @@ pub(crate) fn state_error(e: rusqlite::Error) -> ToolError {
 
 impl Store {
     /// Opens (creating and migrating on first use) the store of the call's workspace.
+    /// A statement running when the call is stopped is interrupted, and waiting for another
+    /// writer's lock ends at the call's time limit.
     pub fn open(cx: &ToolContext) -> Result<Store, ToolError> {
-        Store::open_at(&cx.state_dir()?)
+        let mut store = Store::open_at(&cx.state_dir()?)?;
+        if let Some(left) = cx.stop().remaining() {
+            store.conn.busy_timeout(left.min(BUSY_TIMEOUT)).map_err(state_error)?;
+        }
+        let interrupt = store.conn.get_interrupt_handle();
+        store._on_stop = Some(cx.stop().on_stop(move || interrupt.interrupt()));
+        cx.stop().check()?;
+        Ok(store)
     }
 
     /// Opens the store in `dir`.
@@ -82,11 +96,10 @@ impl Store {
         // No symlink at the database's name (`.kyro` itself was checked by state_dir).
         let flags = rusqlite::OpenFlags::default() | rusqlite::OpenFlags::SQLITE_OPEN_NOFOLLOW;
         let conn = Connection::open_with_flags(dir.join("state.db"), flags).map_err(state_error)?;
-        conn.busy_timeout(std::time::Duration::from_secs(10))
-            .map_err(state_error)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(state_error)?;
         wal(&conn)?;
         conn.pragma_update(None, "foreign_keys", true).map_err(state_error)?;
-        let mut store = Store { conn };
+        let mut store = Store { conn, _on_stop: None };
         store.migrate()?;
         Ok(store)
     }
