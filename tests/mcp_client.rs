@@ -333,3 +333,180 @@ fn mcp_and_execute_call_give_identical_outcomes_and_receipts() {
         }
     }
 }
+
+/// One raw HTTP exchange with `kyro mcp --http`: the request is written, the stream kept.
+struct Raw(std::net::TcpStream);
+
+impl Raw {
+    fn post(url: &str, session: Option<&str>, body: &[u8]) -> Raw {
+        use std::io::Write;
+        let address = url.trim_start_matches("http://").trim_end_matches("/mcp");
+        let mut head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+            body.len()
+        );
+        if let Some(id) = session {
+            head.push_str(&format!("Mcp-Session-Id: {id}\r\nMcp-Protocol-Version: 2025-06-18\r\n"));
+        }
+        head.push_str("\r\n");
+        let mut stream = std::net::TcpStream::connect(address).unwrap();
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        stream.write_all(head.as_bytes()).unwrap();
+        let _ = stream.write_all(body);
+        Raw(stream)
+    }
+
+    /// The status line and headers, lowercased.
+    fn head(&mut self) -> String {
+        use std::io::Read;
+        let mut answer = Vec::new();
+        let mut byte = [0u8; 1];
+        while !answer.ends_with(b"\r\n\r\n") {
+            match self.0.read(&mut byte) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => answer.push(byte[0]),
+            }
+        }
+        String::from_utf8_lossy(&answer).to_lowercase()
+    }
+
+    /// Everything after the head, to the end of the stream.
+    fn rest(&mut self) -> String {
+        use std::io::Read;
+        let mut rest = String::new();
+        let _ = self.0.read_to_string(&mut rest);
+        rest
+    }
+}
+
+/// Opens a session on `url`: its id.
+fn open_session(url: &str) -> String {
+    let mut init = Raw::post(
+        url,
+        None,
+        br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#,
+    );
+    let head = init.head();
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    let id = head
+        .lines()
+        .find_map(|l| l.strip_prefix("mcp-session-id: "))
+        .expect("a session id")
+        .trim()
+        .to_owned();
+    let mut ready = Raw::post(
+        url,
+        Some(&id),
+        br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    assert!(ready.head().starts_with("http/1.1 202"));
+    id
+}
+
+fn limited_server(ws: &Path, limits: &str) -> HttpServer {
+    let policy = ws.join("policy.toml");
+    std::fs::write(
+        &policy,
+        format!(
+            "[approvals]\nnetwork = \"auto\"\n[limits]\n{limits}\n[tools.network]\nallow_hosts = [\"127.0.0.1\"]\n"
+        ),
+    )
+    .unwrap();
+    HttpServer::start_with(ws, &["--no-auth", "--policy", policy.to_str().unwrap()], None)
+}
+
+#[test]
+fn http_refuses_sessions_past_the_bound_with_503() {
+    let ws = workspace();
+    let server = limited_server(ws.path(), "max_sessions = 2");
+    open_session(&server.url);
+    open_session(&server.url);
+    let mut third = Raw::post(
+        &server.url,
+        None,
+        br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#,
+    );
+    assert!(third.head().starts_with("http/1.1 503"));
+    let error: Value = serde_json::from_str(&third.rest()).unwrap();
+    assert_eq!(error["error"]["code"], -32000);
+    assert!(
+        error["error"]["message"].as_str().unwrap().contains("max_sessions"),
+        "{error}"
+    );
+}
+
+#[test]
+fn http_bounds_requests_in_flight_per_session_and_lets_cancellations_through() {
+    let stalled = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/slow", stalled.local_addr().unwrap());
+    let ws = workspace();
+    let server = limited_server(ws.path(), "max_in_flight = 1\ntimeout_ms = 20000");
+    let session = open_session(&server.url);
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                      "params": {"name": "web_fetch", "arguments": {"url": url}}});
+    let mut slow = Raw::post(&server.url, Some(&session), call.to_string().as_bytes());
+    assert!(slow.head().starts_with("http/1.1 200"));
+    // The one place is taken: another request is refused at once, with its id.
+    let mut second = Raw::post(
+        &server.url,
+        Some(&session),
+        br#"{"jsonrpc":"2.0","id":8,"method":"ping"}"#,
+    );
+    assert!(second.head().starts_with("http/1.1 429"));
+    let refused: Value = serde_json::from_str(&second.rest()).unwrap();
+    assert_eq!(refused["id"], 8);
+    assert!(
+        refused["error"]["message"].as_str().unwrap().contains("max_in_flight"),
+        "{refused}"
+    );
+    // Another session has its own places.
+    let other = open_session(&server.url);
+    let mut ping = Raw::post(
+        &server.url,
+        Some(&other),
+        br#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#,
+    );
+    assert!(ping.head().starts_with("http/1.1 200"));
+    // A cancellation is not a request: it passes, and frees the place.
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}});
+    let mut cancelled = Raw::post(&server.url, Some(&session), cancel.to_string().as_bytes());
+    assert!(cancelled.head().starts_with("http/1.1 202"));
+    drop(slow);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let mut again = Raw::post(
+            &server.url,
+            Some(&session),
+            br#"{"jsonrpc":"2.0","id":10,"method":"ping"}"#,
+        );
+        let head = again.head();
+        if head.starts_with("http/1.1 200") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the place was never freed: {head}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn http_refuses_a_body_over_the_cap_with_413() {
+    let ws = workspace();
+    let server = limited_server(ws.path(), "");
+    let session = open_session(&server.url);
+    let mut body = br#"{"jsonrpc":"2.0","id":2,"method":"ping","params":{"pad":""#.to_vec();
+    body.resize(body.len() + 9 * 1024 * 1024, b'x');
+    body.extend_from_slice(br#""}}"#);
+    let mut big = Raw::post(&server.url, Some(&session), &body);
+    assert!(big.head().starts_with("http/1.1 413"));
+    let mut ping = Raw::post(
+        &server.url,
+        Some(&session),
+        br#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#,
+    );
+    assert!(ping.head().starts_with("http/1.1 200"), "the session goes on");
+}

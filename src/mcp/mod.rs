@@ -5,6 +5,7 @@
 //! object is handed over unchanged: no string round trip.
 
 mod auth;
+mod http_limits;
 
 pub use auth::{HttpAuth, HttpAuthFlags};
 
@@ -82,12 +83,22 @@ impl KyroServer {
         if !addr.ip().is_loopback() {
             return Err(crate::ServeError::NotLoopback(addr));
         }
+        let limits = *self.runtime.limits();
+        let sessions = Arc::new(LocalSessionManager::default());
         let service: StreamableHttpService<KyroServer, LocalSessionManager> = StreamableHttpService::new(
             move || Ok(self.clone()),
-            Default::default(),
-            StreamableHttpServerConfig::default(),
+            sessions.clone(),
+            StreamableHttpServerConfig::default().with_max_request_body_bytes(crate::frames::MAX_FRAME),
         );
-        let mut router = axum::Router::new().nest_service("/mcp", service);
+        let bounds = Arc::new(http_limits::HttpLimits::new(
+            sessions,
+            limits.max_sessions as usize,
+            limits.max_in_flight as usize,
+            crate::frames::MAX_FRAME,
+        ));
+        let mut router = axum::Router::new()
+            .nest_service("/mcp", service)
+            .layer(axum::middleware::from_fn_with_state(bounds, http_limits::limit));
         let listener = tokio::net::TcpListener::bind(addr).await?;
         // One write, and a closed stderr is no reason to stop serving.
         let mut announce = format!("kyro: serving MCP on http://{}/mcp\n", listener.local_addr()?);

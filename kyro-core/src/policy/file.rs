@@ -121,6 +121,9 @@ pub struct Limits {
     /// Requests one MCP session may have in flight; past it the server stops reading
     /// until one is answered, so a burst of any size runs in bounded memory.
     pub max_in_flight: u32,
+    /// MCP sessions open at once over HTTP; past it a new client gets `503` until one
+    /// closes or expires (idle sessions expire after 5 minutes).
+    pub max_sessions: u32,
 }
 
 impl Default for Limits {
@@ -129,6 +132,7 @@ impl Default for Limits {
             timeout_ms: 120_000,
             max_output_bytes: 4 * 1024 * 1024,
             max_in_flight: 64,
+            max_sessions: 16,
         }
     }
 }
