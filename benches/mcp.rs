@@ -3,10 +3,14 @@
 //!
 //! `cargo bench --bench mcp` builds the peer (release) and measures, for each server:
 //! cold start to the `initialize` answer, `tools/list` latency, sequential `tools/call`
-//! p50/p99, pipelined throughput for 50,000 calls, and peak RSS. The calls are `read_file`
-//! of the same small file on both servers. kyro's numbers include what it always does per
-//! call: validation, authorization, fingerprint and a receipt appended to
-//! `.kyro/receipts.jsonl`.
+//! p50/p99, pipelined throughput and peak RSS for 100,000 calls, and how long a `ping`
+//! waits while a blocking call runs. The calls are `read_file` of the same small file on
+//! both servers. kyro's numbers include what it always does per call: validation,
+//! authorization, fingerprint and a receipt appended to `.kyro/receipts.jsonl`.
+//!
+//! The blocking call: on the peer, a `slow` tool that sleeps its thread for 1 s (plain
+//! blocking code, as an author writes it); on kyro, `web_fetch` of a local server that
+//! accepts and never answers, under a 1 s time limit (ureq blocking on the read).
 
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -18,7 +22,8 @@ use serde_json::{Value, json};
 const COLD_STARTS: usize = 15;
 const LISTS: usize = 200;
 const SEQUENTIAL: usize = 2000;
-const PIPELINED: usize = 50_000;
+const PIPELINED: usize = 100_000;
+const SLOW_ROUNDS: u64 = 5;
 
 struct Server {
     child: Child,
@@ -107,9 +112,37 @@ struct Report {
     p99: Duration,
     throughput: f64,
     rss_kib: u64,
+    ping_while_blocked: Duration,
 }
 
-fn measure(name: &'static str, command: &[String], dir: &Path, file: &str) -> Report {
+/// How long a `ping` sent 100 ms into a blocking call waits for its answer (median).
+fn ping_while_blocked(server: &mut Server, slow: &Value) -> Duration {
+    let mut waits = Vec::new();
+    for round in 0..SLOW_ROUNDS {
+        let (slow_id, ping_id) = (900_000 + round * 10, 900_001 + round * 10);
+        server.send(&json!({"jsonrpc": "2.0", "id": slow_id, "method": "tools/call", "params": slow}));
+        std::thread::sleep(Duration::from_millis(100));
+        let begin = Instant::now();
+        server.send(&json!({"jsonrpc": "2.0", "id": ping_id, "method": "ping"}));
+        let mut slow_done = false;
+        loop {
+            let message = server.receive();
+            if message["id"] == slow_id {
+                slow_done = true;
+            }
+            if message["id"] == ping_id {
+                break;
+            }
+        }
+        waits.push(begin.elapsed());
+        while !slow_done {
+            slow_done = server.receive()["id"] == slow_id;
+        }
+    }
+    percentile(&mut waits, 0.5)
+}
+
+fn measure(name: &'static str, command: &[String], dir: &Path, file: &str, slow: &Value) -> Report {
     let mut starts = Vec::new();
     for _ in 0..COLD_STARTS {
         let begin = Instant::now();
@@ -167,6 +200,8 @@ fn measure(name: &'static str, command: &[String], dir: &Path, file: &str) -> Re
     }
     let throughput = PIPELINED as f64 / begin.elapsed().as_secs_f64();
     server.stdin = writer.join().unwrap();
+    let rss_kib = server.peak_rss_kib();
+    let ping_while_blocked = ping_while_blocked(&mut server, slow);
     Report {
         name,
         cold_start: percentile(&mut starts, 0.5),
@@ -174,7 +209,8 @@ fn measure(name: &'static str, command: &[String], dir: &Path, file: &str) -> Re
         p50: percentile(&mut sequential.clone(), 0.5),
         p99: percentile(&mut sequential, 0.99),
         throughput,
-        rss_kib: server.peak_rss_kib(),
+        rss_kib,
+        ping_while_blocked,
     }
 }
 
@@ -213,36 +249,54 @@ fn main() {
     let dir = workspace.path().canonicalize().unwrap();
     std::fs::write(dir.join("small.txt"), "line one | café\nline two\n").unwrap();
     let file = dir.join("small.txt").to_string_lossy().into_owned();
-    let kyro = vec![env!("CARGO_BIN_EXE_kyro").to_owned(), "mcp".to_owned()];
+    // A server that accepts and never answers: kyro's blocking call.
+    let stalled = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let policy = dir.join("policy.toml");
+    std::fs::write(
+        &policy,
+        "[approvals]\nnetwork = \"auto\"\n[limits]\ntimeout_ms = 1000\n[tools.network]\nallow_hosts = [\"127.0.0.1\"]\n",
+    )
+    .unwrap();
+    let kyro = vec![
+        env!("CARGO_BIN_EXE_kyro").to_owned(),
+        "mcp".to_owned(),
+        "--policy".to_owned(),
+        policy.to_string_lossy().into_owned(),
+    ];
+    let kyro_slow = json!({"name": "web_fetch", "arguments": {"url": format!("http://{}/", stalled.local_addr().unwrap())}});
     let peer = vec![peer.to_string_lossy().into_owned()];
+    let peer_slow = json!({"name": "slow", "arguments": {"ms": 1000}});
     let reports = [
-        measure("kyro mcp", &kyro, &dir, &file),
-        measure("rmcp #[tool] peer", &peer, &dir, &file),
+        measure("kyro mcp", &kyro, &dir, &file, &kyro_slow),
+        measure("rmcp #[tool] peer", &peer, &dir, &file, &peer_slow),
     ];
     println!(
-        "mcp bench: stdio, read_file of a small file; {COLD_STARTS} cold starts, {LISTS} lists, {SEQUENTIAL} sequential and {PIPELINED} pipelined calls"
+        "mcp bench: stdio, read_file of a small file; {COLD_STARTS} cold starts, {LISTS} lists, {SEQUENTIAL} sequential and {PIPELINED} pipelined calls; ping during a 1 s blocking call, median of {SLOW_ROUNDS}"
     );
     println!(
-        "{:<20} {:>12} {:>12} {:>10} {:>10} {:>14} {:>10}",
-        "server", "cold start", "tools/list", "call p50", "call p99", "pipelined", "peak RSS"
+        "{:<20} {:>12} {:>12} {:>10} {:>10} {:>14} {:>10} {:>14}",
+        "server", "cold start", "tools/list", "call p50", "call p99", "pipelined", "peak RSS", "ping (blocked)"
     );
     for r in &reports {
         println!(
-            "{:<20} {:>9.2} ms {:>9.3} ms {:>7.3} ms {:>7.3} ms {:>9.0} call/s {:>6} MiB",
+            "{:<20} {:>9.2} ms {:>9.3} ms {:>7.3} ms {:>7.3} ms {:>9.0} call/s {:>6} MiB {:>11.3} ms",
             r.name,
             ms(r.cold_start),
             ms(r.list),
             ms(r.p50),
             ms(r.p99),
             r.throughput,
-            r.rss_kib / 1024
+            r.rss_kib / 1024,
+            ms(r.ping_while_blocked)
         );
     }
     let (k, p) = (&reports[0], &reports[1]);
     println!(
-        "ratios kyro/peer: cold start {:.2}, call p50 {:.2}, pipelined throughput {:.2}",
+        "ratios kyro/peer: cold start {:.2}, call p50 {:.2}, pipelined throughput {:.2}, peak RSS {:.2}, ping while blocked {:.4}",
         ms(k.cold_start) / ms(p.cold_start),
         ms(k.p50) / ms(p.p50),
-        k.throughput / p.throughput
+        k.throughput / p.throughput,
+        k.rss_kib as f64 / p.rss_kib as f64,
+        ms(k.ping_while_blocked) / ms(p.ping_while_blocked)
     );
 }

@@ -25,6 +25,12 @@ struct ReadArgs {
     path: String,
 }
 
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct SlowArgs {
+    /// How long to block, in milliseconds.
+    ms: u64,
+}
+
 #[derive(Debug, Clone)]
 struct Peer {
     #[allow(dead_code)]
@@ -46,6 +52,12 @@ impl Peer {
     #[tool(description = "Read a UTF-8 text file")]
     async fn read_file(&self, Parameters(ReadArgs { path }): Parameters<ReadArgs>) -> String {
         std::fs::read_to_string(path).unwrap_or_else(|e| e.to_string())
+    }
+
+    #[tool(description = "Block the thread for a while (plain blocking code)")]
+    async fn slow(&self, Parameters(SlowArgs { ms }): Parameters<SlowArgs>) -> String {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+        "done".into()
     }
 }
 
