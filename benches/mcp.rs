@@ -263,7 +263,8 @@ fn main() {
         "--policy".to_owned(),
         policy.to_string_lossy().into_owned(),
     ];
-    let kyro_slow = json!({"name": "web_fetch", "arguments": {"url": format!("http://{}/", stalled.local_addr().unwrap())}});
+    let kyro_slow =
+        json!({"name": "web_fetch", "arguments": {"url": format!("http://{}/", stalled.local_addr().unwrap())}});
     let peer = vec![peer.to_string_lossy().into_owned()];
     let peer_slow = json!({"name": "slow", "arguments": {"ms": 1000}});
     let reports = [

@@ -9,8 +9,8 @@ use serde_json::Value;
 
 /// Evaluate an arithmetic or logical expression exactly.
 ///
-/// Integers are exact 64-bit (overflow is an error, not a wrap); a literal with a point is a
-/// float. Supports `+ - * / % ^`, comparisons, `&& || !`, parentheses and functions such as
+/// Integers are exact 64-bit (overflow is an error, not a wrap; `3^39` is exact); a literal
+/// with a point is a float, and so is a power with a negative or float exponent. Supports `+ - * / % ^`, comparisons, `&& || !`, parentheses and functions such as
 /// `math::sqrt`, `math::sin`, `math::ln`, `min`, `max`, `floor`, `round`. No variables or
 /// assignments. A result that is not finite is an error.
 #[tool(name = "calculate", title = "Calculate", category = "calculation", effect = "none", aliases = ["calc"])]
@@ -57,8 +57,11 @@ impl Execute for Calculate {
     async fn run(self, _cx: &ToolContext) -> Result<Calculation, ToolError> {
         // An immutable, empty context: assignments and variables are refused by the evaluator.
         let context = HashMapContext::<DefaultNumericTypes>::new();
-        let evaluated = evalexpr::eval_with_context(&self.expression, &context)
-            .map_err(|e| Failure::Evaluation { message: e.to_string() })?;
+        let failed = |e: evalexpr::EvalexprError| Failure::Evaluation { message: e.to_string() };
+        refuse_wide_literals(&self.expression)?;
+        let mut tree = evalexpr::build_operator_tree::<DefaultNumericTypes>(&self.expression).map_err(failed)?;
+        exact_powers(&mut tree, &context)?;
+        let evaluated = tree.eval_with_context(&context).map_err(failed)?;
         let (kind, value, text) = match evaluated {
             Evaluated::Int(i) => (ResultKind::Integer, Value::from(i), i.to_string()),
             Evaluated::Float(f) if !f.is_finite() => {
@@ -80,6 +83,84 @@ impl Execute for Calculate {
             text,
         })
     }
+}
+
+/// An integer literal wider than 64 bits is an error (the evaluator would read it as a float
+/// and lose digits silently).
+fn refuse_wide_literals(expression: &str) -> Result<(), ToolError> {
+    let bytes = expression.as_bytes();
+    let mut i = 0;
+    let mut in_string = false;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if in_string {
+            match b {
+                b'\\' => i += 1,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            i += 1;
+            continue;
+        }
+        if b == b'"' {
+            in_string = true;
+            i += 1;
+            continue;
+        }
+        let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'.' || c == b':';
+        if b.is_ascii_digit() && (i == 0 || !word(bytes[i - 1])) {
+            let start = i;
+            while i < bytes.len() && bytes[i].is_ascii_digit() {
+                i += 1;
+            }
+            let next = bytes.get(i).copied();
+            let literal = &expression[start..i];
+            if !next.is_some_and(word) && literal.parse::<i64>().is_err() {
+                return Err(Failure::Evaluation {
+                    message: format!(
+                        "the integer {literal} does not fit in 64 bits (the largest is {}); write {literal}.0 for a float",
+                        i64::MAX
+                    ),
+                }
+                .into());
+            }
+            continue;
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
+/// `a ^ b` of two integers is exact (the evaluator computes every power as a float): each
+/// such power, innermost first, becomes its exact value, and one past 64 bits is an
+/// overflow error. A negative exponent or a float operand stays a float power.
+fn exact_powers(
+    node: &mut evalexpr::Node<DefaultNumericTypes>,
+    context: &HashMapContext<DefaultNumericTypes>,
+) -> Result<(), ToolError> {
+    for child in node.children_mut() {
+        exact_powers(child, context)?;
+    }
+    if !matches!(node.operator(), evalexpr::Operator::Exp) || node.children().len() != 2 {
+        return Ok(());
+    }
+    let operand = |n: &evalexpr::Node<DefaultNumericTypes>| n.eval_with_context(context).ok();
+    let (Some(Evaluated::Int(base)), Some(Evaluated::Int(exponent))) =
+        (operand(&node.children()[0]), operand(&node.children()[1]))
+    else {
+        return Ok(());
+    };
+    let Ok(exponent) = u32::try_from(exponent) else {
+        return Ok(());
+    };
+    let value = base.checked_pow(exponent).ok_or_else(|| Failure::Evaluation {
+        message: format!("{base} ^ {exponent} overflows a 64-bit integer; write {base}.0 ^ {exponent} for a float"),
+    })?;
+    *node.operator_mut() = evalexpr::Operator::Const {
+        value: Evaluated::Int(value),
+    };
+    node.children_mut().clear();
+    Ok(())
 }
 
 #[cfg(test)]
@@ -107,6 +188,42 @@ mod tests {
         assert_eq!(r["value"], std::f64::consts::SQRT_2);
         let r = ok(calc("3 > 2 && !(1 == 2)"));
         assert_eq!((r["kind"].clone(), r["value"].clone()), (json!("boolean"), json!(true)));
+    }
+
+    #[test]
+    fn integer_powers_are_exact_and_wide_literals_are_refused() {
+        for (expression, text) in [
+            ("3^39", "4052555153018976267"),
+            ("2^3", "8"),
+            ("(-2)^3", "-8"),
+            ("2^(2^3)", "256"),
+            ("max(2^10, 3)", "1024"),
+        ] {
+            let r = ok(calc(expression));
+            assert_eq!(
+                (r["kind"].clone(), r["text"].clone()),
+                (json!("integer"), json!(text)),
+                "{expression}"
+            );
+        }
+        assert_eq!(ok(calc("3^39"))["value"], json!(4052555153018976267_i64));
+        for (expression, value) in [("2^-1", 0.5), ("2.0^3", 8.0), ("4^0.5", 2.0)] {
+            let r = ok(calc(expression));
+            assert_eq!(
+                (r["kind"].clone(), r["value"].clone()),
+                (json!("float"), json!(value)),
+                "{expression}"
+            );
+        }
+        for expression in ["2^64", "3^40", "9223372036854775808", "1 + 99999999999999999999 * 0"] {
+            let error = failed(calc(expression));
+            assert!(
+                matches!(Failure::of(&error), Some(Failure::Evaluation { .. })),
+                "{expression}: {error}"
+            );
+        }
+        assert_eq!(ok(calc("9223372036854775808.0"))["kind"], "float");
+        assert_eq!(ok(calc("\"9223372036854775808\" == \"x\""))["kind"], "boolean");
     }
 
     #[test]
