@@ -12,7 +12,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -28,6 +28,9 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 const IDLE: Duration = Duration::from_secs(300);
 /// The longest request or response head read.
 const MAX_HEAD: u64 = 64 * 1024;
+/// Connections served at once (two threads each); past it a connection is answered `503`
+/// at once and logged as refused, so a page cannot make kyro start threads without bound.
+const MAX_CONNECTIONS: usize = 64;
 
 /// The policy connections are checked against; `None` refuses everything.
 type Current = Arc<Mutex<Option<NetworkSettings>>>;
@@ -49,6 +52,7 @@ impl Proxy {
         let policy: Current = Arc::default();
         let stop = Arc::new(AtomicBool::new(false));
         let (current, stopping) = (policy.clone(), stop.clone());
+        let open = Arc::new(AtomicUsize::new(0));
         std::thread::Builder::new()
             .name("kyro-browser-proxy".into())
             .spawn(move || {
@@ -57,11 +61,21 @@ impl Proxy {
                         break;
                     }
                     let Ok(client) = client else { continue };
+                    let Some(place) = Place::take(&open) else {
+                        let reason = format!("{MAX_CONNECTIONS} connections are open through kyro's proxy, its limit");
+                        if let Ok(mut log) = refused.lock() {
+                            log.push(("(a new connection)".into(), Some(reason.clone())));
+                        }
+                        let _ = client.set_write_timeout(Some(Duration::from_secs(1)));
+                        let _ = answer(&client, 503, &reason);
+                        continue;
+                    };
                     let policy = current.lock().unwrap_or_else(|e| e.into_inner()).clone();
                     let refused = refused.clone();
                     let _ = std::thread::Builder::new()
                         .name("kyro-browser-proxy-conn".into())
                         .spawn(move || {
+                            let _place = place;
                             let _ = serve(client, policy.as_ref(), &refused);
                         });
                 }
@@ -86,6 +100,25 @@ impl Drop for Proxy {
         self.stop.store(true, Ordering::SeqCst);
         // Wake the accept loop so that it sees the flag.
         let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
+    }
+}
+
+/// One of the [`MAX_CONNECTIONS`] places, given back when dropped.
+struct Place(Arc<AtomicUsize>);
+
+impl Place {
+    fn take(open: &Arc<AtomicUsize>) -> Option<Place> {
+        open.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+            (n < MAX_CONNECTIONS).then_some(n + 1)
+        })
+        .ok()
+        .map(|_| Place(open.clone()))
+    }
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -293,6 +326,38 @@ mod tests {
         NetworkSettings {
             allow_hosts: vec!["127.0.0.1".into()],
             ..NetworkSettings::default()
+        }
+    }
+
+    #[test]
+    fn connections_past_the_bound_are_answered_503_and_a_freed_place_is_reused() {
+        let (port, _) = origin();
+        let refused: Seen = Arc::default();
+        let proxy = Proxy::start(refused.clone()).unwrap();
+        proxy.set_policy(loopback_allowed());
+        // Each idle connection holds a place (and its thread) while its head is awaited.
+        let mut idle: Vec<TcpStream> = (0..MAX_CONNECTIONS)
+            .map(|_| TcpStream::connect(proxy.addr()).unwrap())
+            .collect();
+        let get = format!("GET http://127.0.0.1:{port}/x HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n");
+        let answer = exchange(&proxy, &get);
+        assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+        assert!(
+            refused
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|(_, r)| r.as_deref().is_some_and(|r| r.contains("limit")))
+        );
+        drop(idle.pop());
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let answer = exchange(&proxy, &get);
+            if answer.starts_with("HTTP/1.1 200") {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "{answer}");
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 
