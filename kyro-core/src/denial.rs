@@ -120,6 +120,13 @@ pub enum Denial {
         /// This call's fingerprint.
         fingerprint: String,
     },
+    /// The approval was given longer ago than approvals last.
+    ApprovalExpired {
+        /// This call's fingerprint.
+        fingerprint: String,
+        /// How long approvals last, in seconds.
+        lifetime_s: u64,
+    },
     /// A sub-agent asked for a scope wider than its caller's, or nested too deep.
     Scope {
         /// Why.
@@ -153,6 +160,15 @@ impl std::fmt::Display for Denial {
                 write!(
                     f,
                     "the approval for {fingerprint} was already used; approvals are single-use"
+                )
+            }
+            Denial::ApprovalExpired {
+                fingerprint,
+                lifetime_s,
+            } => {
+                write!(
+                    f,
+                    "the approval for {fingerprint} has expired (approvals last {lifetime_s} s); ask again"
                 )
             }
         }

@@ -6,7 +6,7 @@
 //! (capabilities, paths, approvals); deserialize and execute under the limits; record a
 //! receipt; hand it to the observers. No side effect happens before authorization passed.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -22,7 +22,9 @@ use crate::effect::{Approval, Effect};
 use crate::error::ToolError;
 use crate::offload::{Offloaded, first_of};
 use crate::outcome::{Call, Outcome};
-use crate::policy::{Access, ApprovalRule, ApprovalToken, Fingerprint, Limits, Policy, Scope, ScopeError, summarize};
+use crate::policy::{
+    Access, ApprovalRule, ApprovalToken, Fingerprint, Limits, Policy, Scope, ScopeError, UsedApprovals, summarize,
+};
 use crate::receipt::{CanonicalCall, Decision, Denial, EffectLog, Execution, Observer, Receipt};
 use crate::registry::{RegisteredTool, Registry, Snapshot};
 use crate::schema::Violation;
@@ -36,7 +38,7 @@ pub struct Runtime {
     scope: Scope,
     limits: Limits,
     observers: Vec<Arc<dyn Observer>>,
-    used_approvals: Arc<Mutex<HashSet<ApprovalToken>>>,
+    used_approvals: Arc<Mutex<UsedApprovals>>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -432,12 +434,16 @@ impl Runtime {
                     fingerprint: fingerprint.to_string(),
                 })
             }
+            (ApprovalRule::Ask, Some(token)) if token.expired() => denied(Denial::ApprovalExpired {
+                fingerprint: fingerprint.to_string(),
+                lifetime_s: crate::policy::APPROVAL_LIFETIME.as_secs(),
+            }),
             (ApprovalRule::Ask, Some(token)) => {
                 let fresh = self
                     .used_approvals
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
-                    .insert(token.clone());
+                    .spend(token);
                 if fresh {
                     Ok(Decision::Approved)
                 } else {

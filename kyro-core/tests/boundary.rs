@@ -416,6 +416,33 @@ fn an_approval_replayed_with_a_changed_argument_is_denied() {
 }
 
 #[test]
+fn an_approval_given_too_long_ago_is_refused_and_runs_nothing() {
+    let t = tree();
+    let rt = runtime_in(&t.root, &Policy::default());
+    let args = json!({"path": "a.txt", "content": "x"});
+    let fingerprint = pending(&run(&rt, "touch", args.clone()));
+    let lifetime = kyro_core::policy::APPROVAL_LIFETIME + std::time::Duration::from_secs(1);
+    // A machine up for less than the lifetime has no instant that old.
+    let Some(long_ago) = std::time::Instant::now().checked_sub(lifetime) else {
+        return;
+    };
+    let before = recorded(&t.root);
+    let stale =
+        block_on(rt.execute_call(Call::new("touch", args).approved(ApprovalToken::given_at(&fingerprint, long_ago))));
+    assert!(
+        matches!(
+            stale,
+            Outcome::Denied {
+                reason: Denial::ApprovalExpired { .. },
+                ..
+            }
+        ),
+        "{stale:?}"
+    );
+    assert_nothing_ran(&t.root, before);
+}
+
+#[test]
 fn an_approval_is_single_use() {
     let t = tree();
     let rt = runtime_in(&t.root, &Policy::default());

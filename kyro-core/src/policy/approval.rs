@@ -1,5 +1,8 @@
 //! Fingerprints of calls and the approvals bound to them.
 
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
 use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -97,27 +100,69 @@ impl std::fmt::Display for Fingerprint {
     }
 }
 
-/// A human's approval of one call, identified by its fingerprint. Single use: each token
-/// carries a nonce, and the runtime refuses a token it has already honoured.
+/// How long an approval can be used after it was given.
+pub const APPROVAL_LIFETIME: Duration = Duration::from_secs(10 * 60);
+
+/// A human's approval of one call, identified by its fingerprint. Single use (each token
+/// carries a nonce, and the runtime refuses a token it has already honoured) and short-lived
+/// ([`APPROVAL_LIFETIME`]), so the record of honoured tokens stays bounded.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ApprovalToken {
     fingerprint: String,
     nonce: u64,
+    given: Instant,
 }
 
 impl ApprovalToken {
-    /// A fresh approval of the call whose fingerprint is `hex` (case-insensitive).
+    /// A fresh approval of the call whose fingerprint is `hex` (case-insensitive), given now.
     pub fn for_fingerprint(hex: &str) -> ApprovalToken {
+        ApprovalToken::given_at(hex, Instant::now())
+    }
+
+    /// An approval given at `given` (to see one expire).
+    pub fn given_at(hex: &str, given: Instant) -> ApprovalToken {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         ApprovalToken {
             fingerprint: hex.trim().to_ascii_lowercase(),
             nonce: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            given,
         }
+    }
+
+    /// True once the approval is older than [`APPROVAL_LIFETIME`].
+    pub fn expired(&self) -> bool {
+        self.given.elapsed() > APPROVAL_LIFETIME
     }
 
     /// The fingerprint approved.
     pub fn fingerprint(&self) -> &str {
         &self.fingerprint
+    }
+}
+
+/// The approvals honoured so far, each kept only while it could still be presented (an
+/// expired one is refused anyway), so the record holds at most the approvals given in the
+/// last [`APPROVAL_LIFETIME`].
+#[derive(Debug, Default)]
+pub(crate) struct UsedApprovals {
+    honoured: HashMap<u64, Instant>,
+    /// Size after the last pruning; the next one comes when the record has doubled.
+    kept: usize,
+}
+
+impl UsedApprovals {
+    /// Records `token` as used: false when it already was.
+    pub(crate) fn spend(&mut self, token: &ApprovalToken) -> bool {
+        if self.honoured.len() >= (2 * self.kept).max(64) {
+            self.honoured.retain(|_, given| given.elapsed() <= APPROVAL_LIFETIME);
+            self.kept = self.honoured.len();
+        }
+        self.honoured.insert(token.nonce, token.given).is_none()
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.honoured.len()
     }
 }
 
@@ -219,5 +264,27 @@ mod tests {
             summary.contains("(1002 more characters, in the call's arguments)"),
             "{summary}"
         );
+    }
+}
+
+#[cfg(test)]
+mod used_tests {
+    use super::*;
+
+    #[test]
+    fn a_token_is_spent_once_and_expired_ones_are_forgotten() {
+        let mut used = UsedApprovals::default();
+        let token = ApprovalToken::for_fingerprint("ab");
+        assert!(used.spend(&token));
+        assert!(!used.spend(&token), "single use");
+        // A machine up for less than the lifetime has no instant that old.
+        let Some(long_ago) = Instant::now().checked_sub(APPROVAL_LIFETIME + Duration::from_secs(1)) else {
+            return;
+        };
+        for _ in 0..10_000 {
+            assert!(used.spend(&ApprovalToken::given_at("cd", long_ago)));
+        }
+        assert!(used.len() <= 130, "expired approvals are pruned: {}", used.len());
+        assert!(!used.spend(&token), "a live one is still remembered");
     }
 }
