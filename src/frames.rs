@@ -128,7 +128,7 @@ fn answered_id(line: &[u8]) -> Option<String> {
 }
 
 /// The id of a request whose params do not parse strictly (a duplicate key, `1e400`).
-fn request_id(text: &str) -> Option<Value> {
+pub(crate) fn request_id(text: &str) -> Option<Value> {
     match head(text.as_bytes())? {
         (Some(id), true) if id.is_string() || id.is_i64() || id.is_u64() => Some(id),
         _ => None,
@@ -302,7 +302,7 @@ impl<R: AsyncRead + Unpin> Frames<R> {
 
 /// What a frame that may go to rmcp is.
 #[derive(Debug, PartialEq)]
-enum Passed {
+pub(crate) enum Passed {
     /// A request: rmcp answers it (keyed by [`id_key`]).
     Request(String),
     /// `notifications/cancelled` for a request (no answer will come).
@@ -313,7 +313,7 @@ enum Passed {
 
 /// The error line for a malformed frame, or what the frame is when it may go to rmcp
 /// (read once: the strict parse that checks it also says what it is).
-fn check(frame: &[u8]) -> Result<Passed, Vec<u8>> {
+pub(crate) fn check(frame: &[u8]) -> Result<Passed, Vec<u8>> {
     let text = match std::str::from_utf8(frame) {
         Ok(text) => text.trim(),
         Err(_) => {

@@ -510,3 +510,32 @@ fn http_refuses_a_body_over_the_cap_with_413() {
     );
     assert!(ping.head().starts_with("http/1.1 200"), "the session goes on");
 }
+
+#[test]
+fn http_answers_a_duplicate_key_or_an_out_of_range_number_with_its_id() {
+    let ws = workspace();
+    let server = limited_server(ws.path(), "");
+    let session = open_session(&server.url);
+    for (id, body) in [
+        (
+            4,
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"missing.txt","path":"a.txt"}}}"#,
+        ),
+        (
+            5,
+            r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"a.txt","limit":1e400}}}"#,
+        ),
+    ] {
+        let mut answer = Raw::post(&server.url, Some(&session), body.as_bytes());
+        assert!(answer.head().starts_with("http/1.1 200"));
+        let error: Value = serde_json::from_str(&answer.rest()).unwrap();
+        assert_eq!(error["id"], id);
+        assert_eq!(error["error"]["code"], -32602, "{error}");
+    }
+    let mut garbage = Raw::post(&server.url, Some(&session), b"{not json");
+    assert!(garbage.head().starts_with("http/1.1 400"));
+    assert_eq!(
+        serde_json::from_str::<Value>(&garbage.rest()).unwrap()["error"]["code"],
+        -32700
+    );
+}

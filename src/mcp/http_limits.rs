@@ -2,7 +2,7 @@
 //! of requests in flight. Past either, the request is refused at once with an HTTP status
 //! and a JSON-RPC error (never queued, so memory stays bounded whatever the clients send);
 //! notifications and responses (a cancellation, an elicitation answer) always pass.
-//! Request bodies are capped by rmcp itself (`413`).
+//! Bodies past the frame cap get `413`; every message is checked as strictly as on stdio.
 
 use std::collections::HashMap;
 use std::pin::Pin;
@@ -17,6 +17,8 @@ use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::{Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::frames::Passed;
 
 /// The header naming a request's session.
 const SESSION: &str = "mcp-session-id";
@@ -70,7 +72,44 @@ pub(crate) async fn limit(State(limits): State<Arc<HttpLimits>>, request: Reques
         .get(SESSION)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let Some(session) = session else {
+    // Every message is read whole (up to the cap) and checked as strictly as on stdio: a
+    // duplicate key or `1e400` in a request's params is answered -32602 with its id, before
+    // rmcp's parser collapses or refuses it without an answer.
+    let (parts, body) = request.into_parts();
+    let bytes = match axum::body::to_bytes(body, limits.max_body).await {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            return refuse(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                Value::Null,
+                format!("the request body is over {} bytes", limits.max_body),
+            );
+        }
+    };
+    let passed = match crate::frames::check(&bytes) {
+        Ok(passed) => passed,
+        Err(line) => {
+            let answered = serde_json::from_slice::<Value>(&line).is_ok_and(|v| !v["id"].is_null());
+            let status = if answered {
+                StatusCode::OK
+            } else {
+                StatusCode::BAD_REQUEST
+            };
+            return (status, [(axum::http::header::CONTENT_TYPE, "application/json")], line).into_response();
+        }
+    };
+    let id = match passed {
+        Passed::Request(_) => Some(
+            std::str::from_utf8(&bytes)
+                .ok()
+                .and_then(crate::frames::request_id)
+                .unwrap_or(Value::Null),
+        ),
+        Passed::Cancelled(_) | Passed::Other => None,
+    };
+    let opens_session = session.is_none() && method(&bytes).as_deref() == Some("initialize");
+    let request = Request::from_parts(parts, Body::from(bytes));
+    if opens_session {
         let _opening = limits.opening.lock().await;
         let open: Vec<String> = limits
             .sessions
@@ -88,7 +127,7 @@ pub(crate) async fn limit(State(limits): State<Arc<HttpLimits>>, request: Reques
         if open.len() >= limits.max_sessions {
             return refuse(
                 StatusCode::SERVICE_UNAVAILABLE,
-                Value::Null,
+                id.unwrap_or(Value::Null),
                 format!(
                     "the server has {} sessions open, its limit ([limits] max_sessions); close one \
                      (DELETE /mcp with its Mcp-Session-Id) or wait until an idle one expires",
@@ -98,21 +137,10 @@ pub(crate) async fn limit(State(limits): State<Arc<HttpLimits>>, request: Reques
         }
         // The session is made while `opening` is held.
         return next.run(request).await;
-    };
+    }
+    // Requests without a session (stateless protocol versions) share one bound.
+    let session = session.unwrap_or_default();
     // Only requests count; what else a client posts (a cancellation, an answer) passes.
-    let (parts, body) = request.into_parts();
-    let bytes = match axum::body::to_bytes(body, limits.max_body).await {
-        Ok(bytes) => bytes,
-        Err(_) => {
-            return refuse(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                Value::Null,
-                format!("the request body is over {} bytes", limits.max_body),
-            );
-        }
-    };
-    let id = request_id(&bytes);
-    let request = Request::from_parts(parts, Body::from(bytes));
     let Some(id) = id else {
         return next.run(request).await;
     };
@@ -133,22 +161,13 @@ pub(crate) async fn limit(State(limits): State<Arc<HttpLimits>>, request: Reques
         .map(|body| Body::new(Holding { body, _permit: permit }))
 }
 
-/// The id of a JSON-RPC request (`None` for a notification or a response).
-fn request_id(body: &[u8]) -> Option<Value> {
+/// The method of a message, if it has one.
+fn method(body: &[u8]) -> Option<String> {
     #[derive(serde::Deserialize)]
     struct Head {
-        id: Option<Value>,
-        method: Option<serde::de::IgnoredAny>,
+        method: Option<String>,
     }
-    match serde_json::from_slice::<Head>(body) {
-        Ok(Head {
-            id: Some(id),
-            method: Some(_),
-        }) => Some(id),
-        Ok(_) => None,
-        // Not one message: rmcp answers it; it counts as a request while it does.
-        Err(_) => Some(Value::Null),
-    }
+    serde_json::from_slice::<Head>(body).ok()?.method
 }
 
 /// A refusal: the status, and a JSON-RPC error a client can show.
