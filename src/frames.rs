@@ -547,4 +547,95 @@ mod tests {
             }
         });
     }
+
+    /// A message as a fuzzer would shape it: JSON-RPC fields present or not, of any type,
+    /// params from arbitrary JSON, then the text possibly cut or spliced with noise.
+    fn message() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        use proptest::prelude::*;
+        let scalar = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>().prop_filter_map("finite", |f| serde_json::Number::from_f64(f).map(Value::Number)),
+            "\\PC{0,8}".prop_map(Value::from),
+        ];
+        let json = scalar.prop_recursive(3, 16, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+                prop::collection::btree_map("\\PC{0,5}", inner, 0..3)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        });
+        let method = prop_oneof![
+            prop::sample::select(vec![
+                "ping",
+                "tools/call",
+                "tools/list",
+                "notifications/cancelled",
+                "initialize"
+            ])
+            .prop_map(Value::from),
+            json.clone(),
+        ];
+        (
+            proptest::option::of(prop_oneof![Just(json!("2.0")), json.clone()]),
+            proptest::option::of(prop_oneof![any::<u32>().prop_map(Value::from), json.clone()]),
+            proptest::option::of(method),
+            proptest::option::of(json),
+            0..4u8,
+            prop::collection::vec(any::<u8>(), 0..6),
+        )
+            .prop_map(|(version, id, method, params, mangle, noise)| {
+                let mut object = serde_json::Map::new();
+                for (key, value) in [("jsonrpc", version), ("id", id), ("method", method), ("params", params)] {
+                    if let Some(value) = value {
+                        object.insert(key.into(), value);
+                    }
+                }
+                let mut text = Value::Object(object).to_string().into_bytes();
+                let middle = text.len() / 2;
+                match mangle {
+                    0 => text.truncate(middle),
+                    1 => drop(text.splice(middle..middle, noise)),
+                    _ => {}
+                }
+                text.retain(|b| *b != b'\n');
+                text
+            })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config { cases: 3000, failure_persistence: None, ..Default::default() })]
+
+        /// The fuzz target over the line handler: whatever a line holds, the check neither
+        /// panics nor stays silent about a request: a request with an id rmcp can echo either
+        /// passes under that id or is answered here with one JSON-RPC error line carrying it.
+        #[test]
+        fn fuzz_every_line_is_passed_or_answered_once(line in message()) {
+            let parsed: Option<Value> = serde_json::from_slice(&line).ok();
+            let request_id = parsed.as_ref().and_then(|m| {
+                let id = m.get("id")?;
+                (m.get("method").is_some_and(Value::is_string) && (id.is_u64() || id.is_i64() || id.is_string()))
+                    .then(|| id.clone())
+            });
+            match super::check(&line) {
+                Ok(super::Passed::Request(key)) => {
+                    let id = request_id.clone();
+                    proptest::prop_assert!(id.is_some(), "passed as a request: {}", String::from_utf8_lossy(&line));
+                    proptest::prop_assert_eq!(key, super::id_key(&id.unwrap()));
+                }
+                Ok(_) => {}
+                Err(answer) => {
+                    proptest::prop_assert_eq!(answer.iter().filter(|b| **b == b'\n').count(), 1);
+                    let answer: Value = serde_json::from_slice(&answer).expect("one JSON line");
+                    proptest::prop_assert!(answer["error"]["code"].is_i64());
+                    if let Some(id) = &request_id
+                        && parsed.as_ref().is_some_and(|m| m["jsonrpc"] == "2.0")
+                    {
+                        proptest::prop_assert_eq!(&answer["id"], id);
+                    }
+                }
+            }
+        }
+    }
 }

@@ -539,3 +539,144 @@ fn http_answers_a_duplicate_key_or_an_out_of_range_number_with_its_id() {
         -32700
     );
 }
+
+/// Several rmcp clients over HTTP at once, each with its own session, sending a mix of
+/// calls: reads, invalid arguments, unknown tools, calls that run past their time limit and
+/// calls cancelled while they run. Every call that is not cancelled gets its one answer and
+/// leaves exactly one receipt line (unknown tools included), a cancelled call at most one,
+/// and memory stays bounded.
+#[test]
+fn http_soak_every_call_answered_once_and_receipted_once() {
+    use rmcp::model::{CallToolRequest, ClientRequest};
+    use rmcp::service::PeerRequestOptions;
+    const CLIENTS: usize = 4;
+    const CALLS: usize = 300;
+    const WAVE: usize = 30;
+    let stalled = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let slow_url = format!("http://{}/slow", stalled.local_addr().unwrap());
+    let ws = workspace();
+    let server = limited_server(ws.path(), "timeout_ms = 300");
+    let started = std::time::Instant::now();
+    let tallies = block_on(async {
+        let mut clients = tokio::task::JoinSet::new();
+        for _ in 0..CLIENTS {
+            let (url, slow_url) = (server.url.clone(), slow_url.clone());
+            clients.spawn(async move {
+                let config = StreamableHttpClientTransportConfig::with_uri(url);
+                let client = Arc::new(
+                    ().serve(StreamableHttpClientTransport::from_config(config))
+                        .await
+                        .unwrap(),
+                );
+                // (answered, calls, cancelled, timed out)
+                let mut tally = (0usize, 0usize, 0usize, 0usize);
+                for wave in 0..CALLS / WAVE {
+                    let mut calls = tokio::task::JoinSet::new();
+                    for i in 0..WAVE {
+                        let (client, slow_url) = (client.clone(), slow_url.clone());
+                        let kind = (wave * WAVE + i) % 20;
+                        calls.spawn(async move {
+                            let fetch = || {
+                                CallToolRequestParams::new("web_fetch").with_arguments(object(json!({"url": slow_url})))
+                            };
+                            let within = std::time::Duration::from_secs(20);
+                            match kind {
+                                1 => {
+                                    let request = ClientRequest::CallToolRequest(CallToolRequest::new(fetch()));
+                                    let handle = client
+                                        .send_cancellable_request(request, PeerRequestOptions::no_options())
+                                        .await
+                                        .unwrap();
+                                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                                    handle.cancel(Some("soak".into())).await.unwrap();
+                                    (0, 1, 1, 0)
+                                }
+                                5 => {
+                                    let unknown = CallToolRequestParams::new("no_such_tool").with_arguments(Map::new());
+                                    let answer = tokio::time::timeout(within, client.call_tool(unknown)).await;
+                                    assert!(matches!(answer, Ok(Err(ServiceError::McpError(_)))), "{answer:?}");
+                                    (1, 1, 0, 0)
+                                }
+                                _ => {
+                                    let params = match kind {
+                                        0 => fetch(),
+                                        2..=4 => CallToolRequestParams::new("read_file")
+                                            .with_arguments(object(json!({"path": "a.txt", "limit": "x"}))),
+                                        _ => CallToolRequestParams::new("read_file")
+                                            .with_arguments(object(json!({"path": "a.txt"}))),
+                                    };
+                                    let answer = tokio::time::timeout(within, client.call_tool(params))
+                                        .await
+                                        .expect("every call is answered")
+                                        .expect("a tool result");
+                                    assert_eq!(answer.is_error == Some(true), kind <= 4, "{kind}: {answer:?}");
+                                    (1, 1, 0, usize::from(kind == 0))
+                                }
+                            }
+                        });
+                    }
+                    while let Some(done) = calls.join_next().await {
+                        let (a, k, c, t) = done.unwrap();
+                        tally = (tally.0 + a, tally.1 + k, tally.2 + c, tally.3 + t);
+                    }
+                }
+                tally
+            });
+        }
+        let mut all = Vec::new();
+        while let Some(tally) = clients.join_next().await {
+            all.push(tally.unwrap());
+        }
+        all
+    });
+    let known: usize = tallies.iter().map(|t| t.1).sum();
+    let cancelled: usize = tallies.iter().map(|t| t.2).sum();
+    let timed_out: usize = tallies.iter().map(|t| t.3).sum();
+    assert_eq!(tallies.iter().map(|t| t.0).sum::<usize>(), CLIENTS * CALLS - cancelled);
+    // Receipts of cancelled calls are written once their work stopped.
+    let receipts = ws.path().join(".kyro/receipts.jsonl");
+    // Settled: every web_fetch receipted, or no new line for a second (a stopped call is
+    // receipted within the 250 ms stop grace).
+    let (mut last, mut since) = (0, std::time::Instant::now());
+    let lines = loop {
+        let text = std::fs::read_to_string(&receipts).unwrap_or_default();
+        let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let all = lines.iter().filter(|r| r["tool"] == "web_fetch").count() >= timed_out + cancelled;
+        if lines.len() != last {
+            (last, since) = (lines.len(), std::time::Instant::now());
+        }
+        if all || since.elapsed() > std::time::Duration::from_secs(1) {
+            break lines;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let mut seen = std::collections::BTreeMap::new();
+    for r in &lines {
+        *seen.entry(format!("{} {}", r["tool"], r["outcome"])).or_insert(0) += 1;
+    }
+    let ids: std::collections::HashSet<&str> = lines.iter().map(|r| r["call_id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), lines.len(), "no call was receipted twice");
+    // rmcp's client aborts the POST of a request it cancels, so a cancelled call may never
+    // reach the server; every other call is receipted exactly once.
+    let count = |kind: &str| lines.iter().filter(|r| r["outcome"] == kind).count();
+    let stopped = count("cancelled") + count("timed_out");
+    assert_eq!(lines.len() - stopped, known - cancelled - timed_out, "{seen:?}");
+    assert!(
+        stopped >= timed_out && stopped <= timed_out + cancelled && count("cancelled") > 0,
+        "{seen:?}"
+    );
+    let status = std::fs::read_to_string(format!("/proc/{}/status", server.child.id())).unwrap();
+    let peak_kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    assert!(peak_kib < 256 * 1024, "peak RSS {peak_kib} KiB");
+    eprintln!(
+        "soak: {} calls from {CLIENTS} clients in {:?}, peak RSS {} MiB",
+        CLIENTS * CALLS,
+        started.elapsed(),
+        peak_kib / 1024
+    );
+}

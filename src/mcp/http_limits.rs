@@ -78,12 +78,21 @@ pub(crate) async fn limit(State(limits): State<Arc<HttpLimits>>, request: Reques
     let (parts, body) = request.into_parts();
     let bytes = match axum::body::to_bytes(body, limits.max_body).await {
         Ok(bytes) => bytes,
-        Err(_) => {
-            return refuse(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                Value::Null,
-                format!("the request body is over {} bytes", limits.max_body),
-            );
+        Err(error) => {
+            let over = std::error::Error::source(&error).is_some_and(|e| e.is::<http_body_util::LengthLimitError>());
+            return if over {
+                refuse(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    Value::Null,
+                    format!("the request body is over {} bytes", limits.max_body),
+                )
+            } else {
+                refuse(
+                    StatusCode::BAD_REQUEST,
+                    Value::Null,
+                    format!("the request body could not be read: {error}"),
+                )
+            };
         }
     };
     let passed = match crate::frames::check(&bytes) {

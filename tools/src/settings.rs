@@ -83,3 +83,8 @@ impl Settings for NetworkSettings {
 impl Settings for ShellSettings {
     const TABLE: &'static str = "shell";
 }
+
+/// How long past a call's time limit a blocking client's own timeout is set: the runtime's
+/// limit fires first (the outcome is `timed_out`), and the blocking work ends soon after,
+/// well within the grace the runtime waits for it.
+pub(crate) const PAST_THE_LIMIT: std::time::Duration = std::time::Duration::from_millis(50);

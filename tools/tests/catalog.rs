@@ -228,3 +228,88 @@ fn every_descriptor_is_complete_and_consistent() {
         assert!(!text.contains("$ref") && !text.contains("$defs"), "{}", d.name);
     }
 }
+
+/// Arbitrary JSON a few levels deep, with strings a hostile caller would try.
+fn any_json() -> impl proptest::strategy::Strategy<Value = Value> {
+    use proptest::prelude::*;
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        any::<u64>().prop_map(Value::from),
+        any::<f64>().prop_filter_map("finite", |f| serde_json::Number::from_f64(f).map(Value::Number)),
+        "\\PC{0,12}".prop_map(Value::from),
+        prop::sample::select(vec![
+            "..",
+            "/etc/passwd",
+            "a/../../b",
+            "-rf",
+            "--upload-pack=touch x",
+            "\u{202e}gnp.exe",
+            "",
+            "read_file",
+            "a.txt",
+            "HEAD",
+        ])
+        .prop_map(Value::from),
+    ];
+    leaf.prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::btree_map("\\PC{0,6}", inner, 0..4).prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+static FUZZ_REGISTRY: std::sync::LazyLock<Registry> =
+    std::sync::LazyLock::new(|| Registry::with_catalog(BUILTINS).expect("built-ins register"));
+
+proptest::proptest! {
+    #![proptest_config(proptest::test_runner::Config { cases: 4000, failure_persistence: None, ..Default::default() })]
+
+    /// The fuzz target over arguments: from each built-in's sampled object, set properties
+    /// (known or not) to arbitrary values, near misses or valid samples, or remove them.
+    /// Validation never panics, and whatever it accepts, serde accepts.
+    #[test]
+    fn fuzz_validation_then_deserialization_of_every_builtin(
+        which in 0..BUILTINS.len(),
+        edits in proptest::collection::vec(
+            (proptest::arbitrary::any::<proptest::sample::Index>(), proptest::arbitrary::any::<proptest::sample::Index>(), any_json(), 0..3u8),
+            0..6,
+        ),
+    ) {
+        let entry = &BUILTINS[which];
+        let snapshot = FUZZ_REGISTRY.snapshot();
+        let tool = snapshot.get(entry.spec.name).expect("registered");
+        let schema = &tool.descriptor().input_schema;
+        let properties = schema["properties"].as_object().cloned().unwrap_or_default();
+        let mut names: Vec<String> = properties.keys().cloned().collect();
+        names.push("unknown_key".into());
+        let Value::Object(mut object) = sample(schema) else { unreachable!("inputs are objects") };
+        for (key, pick, value, how) in edits {
+            let name = key.get(&names).clone();
+            match how {
+                0 => { object.remove(&name); }
+                1 => {
+                    let near = candidates(properties.get(&name).unwrap_or(&Value::Null));
+                    object.insert(name, pick.get(&near).clone());
+                }
+                _ => { object.insert(name, value); }
+            }
+        }
+        let object = Value::Object(object);
+        let valid = tool.input().unwrap().is_valid(&object);
+        let violations = tool.input().unwrap().violations(&object);
+        proptest::prop_assert_eq!(valid, violations.is_empty(), "{}: {}", entry.spec.name, object);
+        if valid {
+            let deserialized = (entry.deserializes)(&object);
+            proptest::prop_assert!(
+                deserialized.is_ok(),
+                "{}: the validator accepts {} but serde refuses it: {:?}",
+                entry.spec.name,
+                object,
+                deserialized
+            );
+        }
+    }
+}

@@ -59,7 +59,7 @@ impl GitHub {
             Some(left) => self
                 .agent
                 .configure_request(request)
-                .timeout_global(Some(left.min(TIMEOUT)))
+                .timeout_global(Some((left + crate::settings::PAST_THE_LIMIT).min(TIMEOUT)))
                 .build(),
             None => request,
         }

@@ -296,8 +296,12 @@ pub(crate) fn send(
     max_bytes: u64,
     timeout: std::time::Duration,
 ) -> Result<Fetched, ToolError> {
-    // The request ends by the call's time limit, so a stalled server never outlives it.
-    let timeout = cx.stop().remaining().map_or(timeout, |left| left.min(timeout));
+    // The request ends just after the call's time limit (so the limit, not the client,
+    // decides the outcome: `timed_out`), and a stalled server never outlives the call.
+    let timeout = cx
+        .stop()
+        .remaining()
+        .map_or(timeout, |left| (left + crate::settings::PAST_THE_LIMIT).min(timeout));
     let config = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .max_redirects(0)
