@@ -1,10 +1,10 @@
 //! `read_many_files`: several text files at once, each with its own outcome.
 
-use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, sha256_hex, tool};
+use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::read_file::read_text_bytes;
+use super::read_file::read_prefix;
 
 const DEFAULT_MAX_BYTES: u64 = 256 * 1024;
 
@@ -56,18 +56,13 @@ pub struct OneFile {
 }
 
 fn read_one(cx: &ToolContext, path: &WorkspacePath, max: usize) -> Result<OneFile, ToolError> {
-    let bytes = read_text_bytes(&cx.path(path)?)?;
-    let sha256 = sha256_hex(&bytes);
-    let text = String::from_utf8(bytes).map_err(|_| ToolError::BinaryFile { path: path.to_string() })?;
-    let mut cut = text.len().min(max);
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
+    cx.stop().check()?;
+    let prefix = read_prefix(&cx.path(path)?, max)?;
     Ok(OneFile {
         path: path.to_string(),
-        truncated: cut < text.len(),
-        content: Some(text[..cut].to_owned()),
-        sha256: Some(sha256),
+        truncated: prefix.truncated,
+        content: Some(prefix.content),
+        sha256: Some(prefix.sha256),
         error_kind: None,
         error: None,
     })
@@ -132,6 +127,29 @@ mod tests {
             } => assert_eq!(pointer, "/paths/1"),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_file_is_hashed_whole_but_only_its_first_bytes_are_kept() {
+        let ws = workspace();
+        let text = "line of text\n".repeat(200_000);
+        std::fs::write(ws.path().join("big"), &text).unwrap();
+        let r = ok(call(
+            ws.path(),
+            "read_many_files",
+            json!({"paths": ["big"], "max_bytes_per_file": 100}),
+        ));
+        assert_eq!(r["files"][0]["content"], &text[..100]);
+        assert_eq!(r["files"][0]["truncated"], true);
+        assert_eq!(r["files"][0]["sha256"], kyro_core::sha256_hex(text.as_bytes()));
+        // A NUL past the kept part still makes the file binary.
+        std::fs::write(ws.path().join("late_nul"), format!("{text}\0")).unwrap();
+        let r = ok(call(
+            ws.path(),
+            "read_many_files",
+            json!({"paths": ["late_nul"], "max_bytes_per_file": 100}),
+        ));
+        assert_eq!(r["files"][0]["error_kind"], "binary_file");
     }
 
     #[test]

@@ -166,6 +166,41 @@ mod tests {
 
     use crate::testing::{call, ok, workspace};
 
+    /// (start, end) in nanoseconds of each call of a batch of three that print the time,
+    /// sleep, and print it again.
+    fn intervals(mode: &str) -> Vec<(u128, u128)> {
+        let ws = workspace();
+        let timed =
+            json!({"tool": "run_command", "arguments": {"argv": ["sh", "-c", "date +%s%N; sleep 0.3; date +%s%N"]}});
+        let r = ok(call(
+            ws.path(),
+            "run_batch",
+            json!({"mode": mode, "calls": [timed, timed, timed]}),
+        ));
+        r["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                let out = c["result"]["stdout"].as_str().unwrap_or_else(|| panic!("{c}"));
+                let mut times = out.lines().map(|l| l.trim().parse::<u128>().unwrap());
+                (times.next().unwrap(), times.next().unwrap())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn parallel_calls_run_at_the_same_time_and_sequential_ones_one_after_another() {
+        let parallel = intervals("parallel");
+        let latest_start = parallel.iter().map(|i| i.0).max().unwrap();
+        let earliest_end = parallel.iter().map(|i| i.1).min().unwrap();
+        assert!(latest_start < earliest_end, "the three calls overlap: {parallel:?}");
+        let sequential = intervals("sequential");
+        for pair in sequential.windows(2) {
+            assert!(pair[0].1 <= pair[1].0, "one after another: {sequential:?}");
+        }
+    }
+
     #[test]
     fn runs_each_call_through_the_boundary_with_its_own_outcome() {
         let ws = workspace();
