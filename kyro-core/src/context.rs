@@ -160,6 +160,7 @@ pub struct ToolContext {
     confined: Arc<HashMap<String, ConfinedPath>>,
     forwarded: Arc<AtomicBool>,
     stop: StopSignal,
+    output_limit: u64,
     dispatch: Arc<dyn Dispatch>,
 }
 
@@ -183,6 +184,7 @@ pub(crate) struct CallParts {
     pub progress: Option<ProgressSink>,
     pub confined: HashMap<String, ConfinedPath>,
     pub stop: StopSignal,
+    pub output_limit: u64,
 }
 
 impl ToolContext {
@@ -198,6 +200,7 @@ impl ToolContext {
             confined: Arc::new(parts.confined),
             forwarded: Arc::default(),
             stop: parts.stop,
+            output_limit: parts.output_limit,
             dispatch,
         }
     }
@@ -308,6 +311,13 @@ impl ToolContext {
     /// Blocking work checks it or registers what ends it; async work needs nothing.
     pub fn stop(&self) -> &StopSignal {
         &self.stop
+    }
+
+    /// The most bytes the call's serialized result may hold (the policy's
+    /// `max_output_bytes`): a tool that builds a large result stops adding to it here and
+    /// says it was cut, rather than building what the runtime would refuse.
+    pub fn output_limit(&self) -> u64 {
+        self.output_limit
     }
 
     /// The id of this call, for linking child calls.

@@ -143,6 +143,7 @@ impl Runtime {
                 progress: None,
                 confined: HashMap::new(),
                 stop: StopSignal::default(),
+                output_limit: self.limits.max_output_bytes,
             },
             Arc::new(self.clone()),
         );
@@ -347,6 +348,7 @@ impl Runtime {
                 progress: call.progress,
                 confined,
                 stop: stop.clone(),
+                output_limit: self.limits.max_output_bytes,
             },
             Arc::new(self.clone()),
         );

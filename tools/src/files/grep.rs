@@ -110,7 +110,23 @@ struct Collector<'a> {
     out: &'a mut Vec<LineMatch>,
     pending_before: Vec<String>,
     limit: usize,
+    /// Bytes of text the result may still take (the call's output limit).
+    bytes_left: &'a mut usize,
     over: bool,
+}
+
+impl Collector<'_> {
+    /// Takes `text`'s size from the budget; false once it is spent.
+    fn spend(&mut self, text: &str) -> bool {
+        // Path, numbers and JSON punctuation cost about this much per line.
+        let cost = text.len() + 64;
+        if cost > *self.bytes_left {
+            self.over = true;
+            return false;
+        }
+        *self.bytes_left -= cost;
+        true
+    }
 }
 
 impl Sink for Collector<'_> {
@@ -121,10 +137,14 @@ impl Sink for Collector<'_> {
             self.over = true;
             return Ok(false);
         }
+        let line = line_text(m.bytes());
+        if !self.spend(&line) {
+            return Ok(false);
+        }
         self.out.push(LineMatch {
             path: self.path.clone(),
             line_number: m.line_number().unwrap_or(0),
-            line: line_text(m.bytes()),
+            line,
             before: std::mem::take(&mut self.pending_before),
             after: Vec::new(),
         });
@@ -132,11 +152,15 @@ impl Sink for Collector<'_> {
     }
 
     fn context(&mut self, _: &Searcher, c: &SinkContext<'_>) -> Result<bool, std::io::Error> {
+        let text = line_text(c.bytes());
+        if !self.spend(&text) {
+            return Ok(false);
+        }
         match c.kind() {
-            SinkContextKind::Before => self.pending_before.push(line_text(c.bytes())),
+            SinkContextKind::Before => self.pending_before.push(text),
             SinkContextKind::After => {
                 if let Some(last) = self.out.last_mut().filter(|l| l.path == self.path) {
-                    last.after.push(line_text(c.bytes()));
+                    last.after.push(text);
                 }
             }
             SinkContextKind::Other => {}
@@ -229,6 +253,8 @@ impl Execute for Grep {
         let mut matches = Vec::new();
         let mut searched = 0;
         let mut truncated = false;
+        // Three quarters of the output limit for the lines, the rest for JSON escapes.
+        let mut bytes_left = (cx.output_limit() / 4 * 3) as usize;
         for file in files {
             cx.stop().check()?;
             let relative = file.relative().to_owned();
@@ -244,6 +270,7 @@ impl Execute for Grep {
                 out: &mut matches,
                 pending_before: Vec::new(),
                 limit,
+                bytes_left: &mut bytes_left,
                 over: false,
             };
             searcher
@@ -324,6 +351,18 @@ mod tests {
             json!({"pattern": "TODO", "respect_gitignore": false}),
         ));
         assert_eq!(lines(&r).len(), 2, "target/ searched, the binary file still skipped");
+    }
+
+    #[test]
+    fn matches_stop_at_the_output_limit_instead_of_failing_the_call() {
+        let ws = workspace();
+        // 5,000 matching lines of 1,900 bytes: 9.5 MB of lines, over the 4 MiB limit.
+        let line = format!("needle {}\n", "x".repeat(1892));
+        std::fs::write(ws.path().join("big.txt"), line.repeat(5000)).unwrap();
+        let r = ok(call(ws.path(), "grep", json!({"pattern": "needle", "max_results": 5000})));
+        let found = r["matches"].as_array().unwrap().len();
+        assert!(found > 1000 && found < 5000, "{found}");
+        assert_eq!(r["truncated"], true);
     }
 
     #[test]

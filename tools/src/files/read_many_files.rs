@@ -47,7 +47,8 @@ pub struct OneFile {
     pub content: Option<String>,
     /// SHA-256 of the whole file, when read.
     pub sha256: Option<String>,
-    /// True when the content was cut at `max_bytes_per_file`.
+    /// True when the content was cut at `max_bytes_per_file`, or to keep the whole result
+    /// within the output limit (read the file again on its own for the rest).
     pub truncated: bool,
     /// The error kind (`not_found`, `binary_file`, ...), when not read.
     pub error_kind: Option<String>,
@@ -73,11 +74,20 @@ impl Execute for ReadManyFiles {
 
     async fn run(self, cx: &ToolContext) -> Result<ManyFiles, ToolError> {
         let max = self.max_bytes_per_file.unwrap_or(DEFAULT_MAX_BYTES) as usize;
+        // Three quarters of the output limit for contents, the rest for JSON escapes.
+        let mut room = (cx.output_limit() / 4 * 3) as usize;
         let files = self
             .paths
             .iter()
             .map(|path| {
-                read_one(cx, path, max).unwrap_or_else(|error| OneFile {
+                let one = read_one(cx, path, max.min(room));
+                if let Ok(OneFile {
+                    content: Some(text), ..
+                }) = &one
+                {
+                    room -= text.len();
+                }
+                one.unwrap_or_else(|error| OneFile {
                     path: path.to_string(),
                     content: None,
                     sha256: None,
@@ -150,6 +160,28 @@ mod tests {
             json!({"paths": ["late_nul"], "max_bytes_per_file": 100}),
         ));
         assert_eq!(r["files"][0]["error_kind"], "binary_file");
+    }
+
+    #[test]
+    fn the_files_share_the_output_limit_instead_of_passing_it() {
+        let ws = workspace();
+        let text = "x".repeat(300 * 1024);
+        let mut paths = Vec::new();
+        for i in 0..20 {
+            std::fs::write(ws.path().join(format!("f{i}")), &text).unwrap();
+            paths.push(format!("f{i}"));
+        }
+        // 20 files of 300 KiB, 256 KiB each asked: 5 MiB, over the 4 MiB output limit.
+        let r = ok(call(ws.path(), "read_many_files", json!({"paths": paths})));
+        let files = r["files"].as_array().unwrap();
+        let total: usize = files.iter().map(|f| f["content"].as_str().unwrap().len()).sum();
+        assert!(total <= 3 * 1024 * 1024, "{total}");
+        assert!(files.iter().all(|f| f["truncated"] == true));
+        assert_eq!(files[19]["content"], "", "the last ones are left for another call");
+        assert_eq!(
+            files[19]["sha256"], files[0]["sha256"],
+            "but each is still hashed whole"
+        );
     }
 
     #[test]
