@@ -151,37 +151,14 @@ fn rmcp_client_over_streamable_http() {
 /// The bearer token the HTTP tests' servers take from KYRO_HTTP_TOKEN.
 const TOKEN: &str = "kyro-test-token-0123456789";
 
+/// The body of a raw `initialize`.
+const INITIALIZE: &[u8] = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+
 /// A raw `initialize` POST to `url` with an optional `Authorization` value: the status line
 /// and the headers, lowercased.
 fn post_initialize(url: &str, authorization: Option<&str>) -> String {
-    use std::io::{Read, Write};
-    let address = url.trim_start_matches("http://").trim_end_matches("/mcp");
-    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
-    let mut request = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
-        body.len()
-    );
-    if let Some(value) = authorization {
-        request.push_str(&format!("Authorization: {value}\r\n"));
-    }
-    request.push_str("\r\n");
-    request.push_str(body);
-    let mut stream = std::net::TcpStream::connect(address).unwrap();
-    stream
-        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
-        .unwrap();
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut answer = Vec::new();
-    let mut buffer = [0u8; 4096];
-    // The headers are enough; an SSE body may stay open.
-    while !answer.windows(4).any(|w| w == b"\r\n\r\n") {
-        match stream.read(&mut buffer) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => answer.extend_from_slice(&buffer[..n]),
-        }
-    }
-    let text = String::from_utf8_lossy(&answer).to_lowercase();
-    text.split("\r\n\r\n").next().unwrap_or_default().to_owned()
+    let extra: Vec<(&str, &str)> = authorization.map(|a| ("Authorization", a)).into_iter().collect();
+    Raw::send(url, &extra, INITIALIZE).head()
 }
 
 #[test]
@@ -338,15 +315,25 @@ fn mcp_and_execute_call_give_identical_outcomes_and_receipts() {
 struct Raw(std::net::TcpStream);
 
 impl Raw {
+    /// A POST in `session` (none: a new client).
     fn post(url: &str, session: Option<&str>, body: &[u8]) -> Raw {
+        let headers = match session {
+            Some(id) => vec![("Mcp-Session-Id", id), ("Mcp-Protocol-Version", "2025-06-18")],
+            None => Vec::new(),
+        };
+        Raw::send(url, &headers, body)
+    }
+
+    /// A POST with `headers` besides the usual ones.
+    fn send(url: &str, headers: &[(&str, &str)], body: &[u8]) -> Raw {
         use std::io::Write;
         let address = url.trim_start_matches("http://").trim_end_matches("/mcp");
         let mut head = format!(
             "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
             body.len()
         );
-        if let Some(id) = session {
-            head.push_str(&format!("Mcp-Session-Id: {id}\r\nMcp-Protocol-Version: 2025-06-18\r\n"));
+        for (name, value) in headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
         }
         head.push_str("\r\n");
         let mut stream = std::net::TcpStream::connect(address).unwrap();
@@ -383,11 +370,7 @@ impl Raw {
 
 /// Opens a session on `url`: its id.
 fn open_session(url: &str) -> String {
-    let mut init = Raw::post(
-        url,
-        None,
-        br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#,
-    );
+    let mut init = Raw::post(url, None, INITIALIZE);
     let head = init.head();
     assert!(head.starts_with("http/1.1 200"), "{head}");
     let id = head
@@ -423,11 +406,7 @@ fn http_refuses_sessions_past_the_bound_with_503() {
     let server = limited_server(ws.path(), "max_sessions = 2");
     open_session(&server.url);
     open_session(&server.url);
-    let mut third = Raw::post(
-        &server.url,
-        None,
-        br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#,
-    );
+    let mut third = Raw::post(&server.url, None, INITIALIZE);
     assert!(third.head().starts_with("http/1.1 503"));
     let error: Value = serde_json::from_str(&third.rest()).unwrap();
     assert_eq!(error["error"]["code"], -32000);

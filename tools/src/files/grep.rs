@@ -359,7 +359,11 @@ mod tests {
         // 5,000 matching lines of 1,900 bytes: 9.5 MB of lines, over the 4 MiB limit.
         let line = format!("needle {}\n", "x".repeat(1892));
         std::fs::write(ws.path().join("big.txt"), line.repeat(5000)).unwrap();
-        let r = ok(call(ws.path(), "grep", json!({"pattern": "needle", "max_results": 5000})));
+        let r = ok(call(
+            ws.path(),
+            "grep",
+            json!({"pattern": "needle", "max_results": 5000}),
+        ));
         let found = r["matches"].as_array().unwrap().len();
         assert!(found > 1000 && found < 5000, "{found}");
         assert_eq!(r["truncated"], true);
