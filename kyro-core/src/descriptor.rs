@@ -84,6 +84,23 @@ impl Annotations {
             open_world_hint: open_world,
         }
     }
+
+    /// The effect's annotations with the hints a tool states put over them. A tool stated
+    /// read-only is never destructive.
+    pub fn stated(effect: Effect, hints: crate::tool::Hints) -> Annotations {
+        let base = Annotations::for_effect(effect);
+        let pick = |stated: Option<bool>, default: bool| match stated {
+            Some(value) => value,
+            None => default,
+        };
+        let read_only = pick(hints.read_only, base.read_only_hint);
+        Annotations {
+            read_only_hint: read_only,
+            destructive_hint: !read_only && pick(hints.destructive, base.destructive_hint),
+            idempotent_hint: pick(hints.idempotent, base.idempotent_hint),
+            open_world_hint: pick(hints.open_world, base.open_world_hint),
+        }
+    }
 }
 
 /// The tools a call can see, by descriptor: what discovery tools search and what a tool

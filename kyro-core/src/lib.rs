@@ -46,7 +46,7 @@ pub use registry::{
 pub use runtime::Runtime;
 pub use schema::Violation;
 pub use stop::{OnStop, StopSignal};
-pub use tool::{ArgAlias, BoxFuture, Execute, ObjectOutput, Tool, ToolEntry, ToolSpec};
+pub use tool::{ArgAlias, BoxFuture, Execute, Hints, ObjectOutput, Tool, ToolEntry, ToolSpec};
 
 /// Items the generated code names by absolute path; not part of the public API.
 #[doc(hidden)]

@@ -145,7 +145,7 @@ impl ToolDefinition {
             description: spec.description.to_owned(),
             input_schema,
             output_schema,
-            annotations: Annotations::for_effect(spec.effect),
+            annotations: Annotations::stated(spec.effect, spec.hints),
             capabilities: spec
                 .capabilities
                 .unwrap_or_else(|| spec.effect.default_capabilities())

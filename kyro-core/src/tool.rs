@@ -90,6 +90,23 @@ pub struct ToolSpec {
     pub arg_aliases: &'static [ArgAlias],
     /// Fields typed `WorkspacePath` (or a list of them): confined at authorization.
     pub path_args: &'static [&'static str],
+    /// Annotation hints stated in the attribute; the rest follow from the effect.
+    pub hints: Hints,
+}
+
+/// The MCP annotation hints a `#[tool(...)]` states (`read_only`, `destructive`,
+/// `idempotent`, `open_world`); `None` takes the effect's default
+/// ([`crate::Annotations::for_effect`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Hints {
+    /// Changes nothing.
+    pub read_only: Option<bool>,
+    /// May destroy or overwrite data.
+    pub destructive: Option<bool>,
+    /// A repeat with the same arguments changes nothing more.
+    pub idempotent: Option<bool>,
+    /// Reaches outside the workspace and the machine.
+    pub open_world: Option<bool>,
 }
 
 /// Another key accepted for an argument, rewritten to the field's key before validation.

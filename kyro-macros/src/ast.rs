@@ -15,6 +15,8 @@ pub struct Tool<'a> {
     pub category: Option<LitStr>,
     pub effect: Option<LitStr>,
     pub approval: Option<LitStr>,
+    /// `read_only`, `destructive`, `idempotent`, `open_world`, as stated.
+    pub hints: [Option<syn::LitBool>; 4],
     pub aliases: Vec<LitStr>,
     pub capabilities: Option<Vec<LitStr>>,
     pub description: Option<String>,
@@ -46,6 +48,7 @@ impl<'a> Tool<'a> {
             category: None,
             effect: None,
             approval: None,
+            hints: [None, None, None, None],
             aliases: Vec::new(),
             capabilities: None,
             description: attr::doc_comment(&item.attrs),
@@ -71,6 +74,14 @@ impl<'a> Tool<'a> {
                 attr::CAPABILITIES,
                 attr::APPROVAL,
             ];
+            if let Some(i) = attr::HINTS.iter().position(|h| *h == key) {
+                let value: Expr = meta.value()?.parse()?;
+                if self.hints[i].is_some() {
+                    errors.at(&meta.path, format_args!("`{key}` is given twice; keep one"));
+                }
+                self.hints[i] = attr::lit_bool(errors, &key, &value);
+                return Ok(());
+            }
             if !known.contains(&key.as_str()) {
                 errors.at(
                     &meta.path,

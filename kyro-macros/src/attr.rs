@@ -16,11 +16,18 @@ pub const EFFECT: &str = "effect";
 pub const ALIASES: &str = "aliases";
 pub const CAPABILITIES: &str = "capabilities";
 pub const APPROVAL: &str = "approval";
+pub const READ_ONLY: &str = "read_only";
+pub const DESTRUCTIVE: &str = "destructive";
+pub const IDEMPOTENT: &str = "idempotent";
+pub const OPEN_WORLD: &str = "open_world";
+/// The annotation hint keys, in the order `Hints` lists them.
+pub const HINTS: [&str; 4] = [READ_ONLY, DESTRUCTIVE, IDEMPOTENT, OPEN_WORLD];
 pub const ALIAS: &str = "alias";
 pub const ANY_VALUE: &str = "any_value";
 
 /// The container keys, for messages.
-pub const CONTAINER_KEYS: &str = "name, category, effect, aliases, title, capabilities or approval";
+pub const CONTAINER_KEYS: &str =
+    "name, category, effect, aliases, title, capabilities, approval, read_only, destructive, idempotent or open_world";
 
 /// A `key` found in a `serde` attribute, with the span of its path.
 pub struct SerdeKey {
@@ -83,6 +90,17 @@ pub fn lit_str(errors: &Errors, key: &str, expr: &Expr) -> Option<LitStr> {
                 other,
                 format_args!("`{key}` takes a string literal, like {key} = \"...\""),
             );
+            None
+        }
+    }
+}
+
+/// A boolean literal value: `key = true`.
+pub fn lit_bool(errors: &Errors, key: &str, expr: &Expr) -> Option<syn::LitBool> {
+    match expr {
+        Expr::Lit(ExprLit { lit: Lit::Bool(b), .. }) => Some(b.clone()),
+        other => {
+            errors.at(other, format_args!("`{key}` takes true or false, like {key} = true"));
             None
         }
     }

@@ -87,6 +87,7 @@ fn container(errors: &Errors, tool: &Tool) {
             format_args!("unknown approval `{}`; expected auto or required", approval.value()),
         );
     }
+    check_hints(errors, tool);
     if let Some(title) = tool.title.as_ref().filter(|t| t.value().trim().is_empty()) {
         errors.at(title, "`title` cannot be empty");
     }
@@ -346,4 +347,42 @@ fn capability_name(name: &str) -> bool {
                     .chars()
                     .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
         })
+}
+
+/// The stated hints must agree with the effect and with each other: a tool whose effect
+/// changes something (write, exec, state) cannot say it is read-only, one whose effect
+/// changes nothing (read, none) cannot say it is not, and only a tool that changes
+/// something can be destructive.
+fn check_hints(errors: &Errors, tool: &Tool) {
+    let [read_only, destructive, ..] = &tool.hints;
+    let effect = tool.effect.as_ref().map(LitStr::value);
+    let changes = matches!(effect.as_deref(), Some("write" | "exec" | "state"));
+    let reads = matches!(effect.as_deref(), Some("read" | "none"));
+    if let Some(stated) = read_only {
+        let effect = effect.as_deref().unwrap_or_default();
+        if stated.value && changes {
+            errors.at(
+                stated,
+                format_args!(
+                    "a tool with effect `{effect}` changes its environment, so it cannot be read_only; \
+                     use effect = \"read\" (or \"network\" for a network read)"
+                ),
+            );
+        } else if !stated.value && reads {
+            errors.at(
+                stated,
+                format_args!(
+                    "a tool with effect `{effect}` changes nothing, so read_only = false contradicts it; \
+                     give it the effect of what it changes"
+                ),
+            );
+        }
+    }
+    let read_only = read_only.as_ref().map_or(reads, |b| b.value);
+    if let Some(stated) = destructive.as_ref().filter(|d| d.value && read_only) {
+        errors.at(
+            stated,
+            "a read-only tool cannot be destructive; remove `destructive` or `read_only`",
+        );
+    }
 }

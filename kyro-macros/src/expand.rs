@@ -42,6 +42,8 @@ pub fn emit(tool: &Tool) -> TokenStream {
             .as_ref()
             .map(|caps| quote!(&[#(#kc::Capability::named(#caps)),*])),
     );
+    let [read_only, destructive, idempotent, open_world] =
+        tool.hints.clone().map(|hint| option(hint.map(|b| quote!(#b))));
     let description = match &tool.description_tokens {
         Some(tokens) => tokens.clone(),
         None => {
@@ -75,6 +77,12 @@ pub fn emit(tool: &Tool) -> TokenStream {
                 description: #description,
                 arg_aliases: &[#(#arg_aliases),*],
                 path_args: &[#(#path_args),*],
+                hints: #kc::Hints {
+                    read_only: #read_only,
+                    destructive: #destructive,
+                    idempotent: #idempotent,
+                    open_world: #open_world,
+                },
             };
         }
     };

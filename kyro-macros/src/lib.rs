@@ -23,9 +23,12 @@ use quote::ToTokens;
 /// Declares a tool. See the crate documentation of `kyro-core` for a complete example.
 ///
 /// Keys: `name`, `category`, `effect` (read | write | exec | network | state | none),
-/// `aliases = [...]`, optional `title`, `capabilities = [...]` and `approval`
-/// (auto | required). On fields: `#[tool(alias = "...")]`, and `#[tool(any_value)]` to
-/// accept an untyped `serde_json::Value`.
+/// `aliases = [...]`, optional `title`, `capabilities = [...]`, `approval`
+/// (auto | required), and the MCP annotation hints `read_only`, `destructive`, `idempotent`
+/// and `open_world` (true | false; each defaults from the effect, and must agree with it:
+/// a `write` tool cannot be `read_only`, a read-only tool cannot be `destructive`). On
+/// fields: `#[tool(alias = "...")]`, and `#[tool(any_value)]` to accept an untyped
+/// `serde_json::Value`.
 #[proc_macro_attribute]
 pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
     let item = match syn::parse::<syn::DeriveInput>(item) {

@@ -313,3 +313,97 @@ proptest::proptest! {
         }
     }
 }
+
+/// Every built-in's four MCP hints, pinned: [readOnly, destructive, idempotent, openWorld].
+/// Clients decide approvals from them, so a change here is a change users see.
+const HINTS: &[(&str, [bool; 4])] = &[
+    ("apply_patch", [false, true, false, false]),
+    ("browser_click", [false, true, false, true]),
+    ("browser_navigate", [false, false, false, true]),
+    ("browser_screenshot", [true, false, true, true]),
+    ("browser_snapshot", [true, false, true, true]),
+    ("browser_type", [false, true, false, true]),
+    ("calculate", [true, false, true, false]),
+    ("copy_path", [false, true, true, false]),
+    ("delete_path", [false, true, true, false]),
+    ("directory_tree", [true, false, true, false]),
+    ("edit_file", [false, true, false, false]),
+    ("file_info", [true, false, true, false]),
+    ("git_add", [false, false, true, false]),
+    ("git_blame", [true, false, true, false]),
+    ("git_branch", [true, false, true, false]),
+    ("git_checkout", [false, true, true, false]),
+    ("git_commit", [false, false, false, false]),
+    ("git_create_branch", [false, false, false, false]),
+    ("git_delete_branch", [false, true, true, false]),
+    ("git_diff", [true, false, true, false]),
+    ("git_log", [true, false, true, false]),
+    ("git_show", [true, false, true, false]),
+    ("git_status", [true, false, true, false]),
+    ("github_comment", [false, false, false, true]),
+    ("github_create_issue", [false, false, false, true]),
+    ("github_get_issue", [true, false, true, true]),
+    ("github_get_pull_request", [true, false, true, true]),
+    ("github_list_issues", [true, false, true, true]),
+    ("glob", [true, false, true, false]),
+    ("graph_add_entities", [false, false, true, false]),
+    ("graph_add_observations", [false, false, true, false]),
+    ("graph_add_relations", [false, false, true, false]),
+    ("graph_delete", [false, true, true, false]),
+    ("graph_open", [true, false, true, false]),
+    ("graph_search", [true, false, true, false]),
+    ("grep", [true, false, true, false]),
+    ("http_request", [false, true, false, true]),
+    ("list_directory", [true, false, true, false]),
+    ("make_directory", [false, false, true, false]),
+    ("mcp_call", [false, true, false, true]),
+    ("memory_forget", [false, true, true, false]),
+    ("memory_get", [true, false, true, false]),
+    ("memory_search", [true, false, true, false]),
+    ("memory_store", [false, true, true, false]),
+    ("move_path", [false, true, false, false]),
+    ("multi_edit", [false, true, false, false]),
+    ("read_file", [true, false, true, false]),
+    ("read_many_files", [true, false, true, false]),
+    ("read_process_output", [false, false, false, false]),
+    ("run_batch", [false, true, false, true]),
+    ("run_command", [false, true, false, true]),
+    ("spawn_subagent", [false, true, false, true]),
+    ("start_process", [false, true, false, true]),
+    ("stop_process", [false, true, true, false]),
+    ("task_create", [false, false, false, false]),
+    ("task_list", [true, false, true, false]),
+    ("task_update", [false, true, true, false]),
+    ("tool_describe", [true, false, true, false]),
+    ("tool_search", [true, false, true, false]),
+    ("web_fetch", [true, false, true, true]),
+    ("write_file", [false, true, true, false]),
+];
+
+#[test]
+fn every_builtin_states_honest_annotations() {
+    let registry = Registry::with_catalog(BUILTINS).expect("built-ins register");
+    let snapshot = registry.snapshot();
+    let mut named: Vec<&str> = HINTS.iter().map(|(name, _)| *name).collect();
+    named.sort_unstable();
+    let mut builtins: Vec<&str> = BUILTINS.iter().map(|e| e.spec.name).collect();
+    builtins.sort_unstable();
+    assert_eq!(named, builtins, "the table names every built-in once");
+    for (name, [read_only, destructive, idempotent, open_world]) in HINTS {
+        let a = snapshot.get(name).unwrap().descriptor().annotations;
+        assert_eq!(
+            [
+                a.read_only_hint,
+                a.destructive_hint,
+                a.idempotent_hint,
+                a.open_world_hint
+            ],
+            [*read_only, *destructive, *idempotent, *open_world],
+            "{name}"
+        );
+        assert!(
+            !(a.read_only_hint && a.destructive_hint),
+            "{name}: read-only and destructive"
+        );
+    }
+}

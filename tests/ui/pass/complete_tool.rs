@@ -12,7 +12,11 @@ use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
     effect = "read",
     aliases = ["find", "search_things"],
     capabilities = ["fs.read"],
-    approval = "auto"
+    approval = "auto",
+    read_only = true,
+    destructive = false,
+    idempotent = true,
+    open_world = false
 )]
 pub struct FindThings {
     /// Where to look.

@@ -17,7 +17,8 @@ use crate::settings::NetworkSettings;
     name = "browser_click",
     title = "Click in the browser",
     category = "browser",
-    effect = "network"
+    effect = "network",
+    destructive = true
 )]
 pub struct BrowserClick {
     /// The element's ref from browser_snapshot, like `e3` (or `f1e3` in a cross-origin frame).

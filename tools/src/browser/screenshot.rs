@@ -16,7 +16,9 @@ use crate::settings::NetworkSettings;
     name = "browser_screenshot",
     title = "Screenshot the browser page",
     category = "browser",
-    effect = "network"
+    effect = "network",
+    read_only = true,
+    idempotent = true
 )]
 pub struct BrowserScreenshot {
     /// Capture the whole scrollable page instead of the viewport; default false.

@@ -19,7 +19,9 @@ const DEFAULT_MAX_CHARS: u64 = 20_000;
     name = "browser_snapshot",
     title = "Read the browser page",
     category = "browser",
-    effect = "network"
+    effect = "network",
+    read_only = true,
+    idempotent = true
 )]
 pub struct BrowserSnapshot {
     /// Most characters of outline to return; default 20000, at most 200000.

@@ -21,7 +21,8 @@ use super::session::{error, with_page};
     name = "browser_type",
     title = "Type in the browser",
     category = "browser",
-    effect = "network"
+    effect = "network",
+    destructive = true
 )]
 pub struct BrowserType {
     /// The element's ref from browser_snapshot, like `e3` (or `f1e3` in a cross-origin frame).

@@ -6,7 +6,7 @@ use kyro_core::{ConfinedPath, EntryType, Execute, StopSignal, ToolContext, ToolE
 ///
 /// Refuses to replace an existing destination unless `overwrite` is set; symlinks inside a
 /// copied tree are skipped, not followed.
-#[tool(name = "copy_path", title = "Copy path", category = "files", effect = "write", aliases = ["cp"])]
+#[tool(name = "copy_path", title = "Copy path", category = "files", effect = "write", aliases = ["cp"], idempotent = true)]
 pub struct CopyPath {
     /// What to copy, relative to the workspace root.
     pub source: WorkspacePath,

@@ -8,7 +8,7 @@ use super::list_directory::EntryKind;
 /// Delete a file or symlink, or with `recursive` a directory and everything below it.
 ///
 /// A symlink is removed, never followed. The workspace root itself cannot be deleted.
-#[tool(name = "delete_path", title = "Delete path", category = "files", effect = "write", aliases = ["rm"])]
+#[tool(name = "delete_path", title = "Delete path", category = "files", effect = "write", aliases = ["rm"], idempotent = true)]
 pub struct DeletePath {
     /// What to delete, relative to the workspace root.
     pub path: WorkspacePath,

@@ -5,7 +5,7 @@ use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
 /// Create a directory in the workspace, with its missing parents unless `parents` is false.
 ///
 /// An existing directory is not an error: `created` says whether anything was made.
-#[tool(name = "make_directory", title = "Make directory", category = "files", effect = "write", aliases = ["mkdir"])]
+#[tool(name = "make_directory", title = "Make directory", category = "files", effect = "write", aliases = ["mkdir"], destructive = false, idempotent = true)]
 pub struct MakeDirectory {
     /// The directory, relative to the workspace root.
     pub path: WorkspacePath,

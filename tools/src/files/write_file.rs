@@ -7,7 +7,13 @@ use kyro_core::{EntryType, Execute, ToolContext, ToolError, WorkspacePath, sha25
 /// The content is written exactly as given, through a temporary file renamed into place, so
 /// a reader never sees half a file. With `expected_sha256`, the write is refused when the
 /// file changed since it was read.
-#[tool(name = "write_file", title = "Write file", category = "files", effect = "write")]
+#[tool(
+    name = "write_file",
+    title = "Write file",
+    category = "files",
+    effect = "write",
+    idempotent = true
+)]
 pub struct WriteFile {
     /// Path of the file, relative to the workspace root.
     #[tool(alias = "file_path")]

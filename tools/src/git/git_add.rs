@@ -5,7 +5,7 @@ use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
 use super::runner::Repo;
 
 /// Stage paths for the next commit (`["."]` stages everything).
-#[tool(name = "git_add", title = "Git add", category = "git", effect = "write", capabilities = ["git.write"])]
+#[tool(name = "git_add", title = "Git add", category = "git", effect = "write", capabilities = ["git.write"], destructive = false, idempotent = true)]
 pub struct GitAdd {
     /// The repository, relative to the workspace root; default the root.
     pub repo: Option<WorkspacePath>,

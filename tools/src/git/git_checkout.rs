@@ -12,7 +12,8 @@ use super::runner::{Repo, revision};
     category = "git",
     effect = "write",
     capabilities = ["git.write"],
-    approval = "required"
+    approval = "required",
+    idempotent = true,
 )]
 pub struct GitCheckout {
     /// The repository, relative to the workspace root; default the root.

@@ -11,7 +11,8 @@ use super::runner::Repo;
     category = "git",
     effect = "write",
     capabilities = ["git.write"],
-    approval = "required"
+    approval = "required",
+    destructive = false,
 )]
 pub struct GitCommit {
     /// The repository, relative to the workspace root; default the root.

@@ -12,7 +12,8 @@ use super::runner::{Repo, revision};
     title = "Create a git branch",
     category = "git",
     effect = "write",
-    capabilities = ["git.write"]
+    capabilities = ["git.write"],
+    destructive = false,
 )]
 pub struct GitCreateBranch {
     /// The repository, relative to the workspace root; default the root.

@@ -12,7 +12,8 @@ use super::runner::{Repo, revision};
     title = "Delete a git branch",
     category = "git",
     effect = "write",
-    capabilities = ["git.write"]
+    capabilities = ["git.write"],
+    idempotent = true,
 )]
 pub struct GitDeleteBranch {
     /// The repository, relative to the workspace root; default the root.

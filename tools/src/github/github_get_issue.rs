@@ -10,7 +10,9 @@ use super::client::{GitHub, login, text};
     name = "github_get_issue",
     title = "Get GitHub issue",
     category = "github",
-    effect = "network"
+    effect = "network",
+    read_only = true,
+    idempotent = true
 )]
 pub struct GitHubGetIssue {
     /// Repository owner (user or organization).

@@ -9,7 +9,9 @@ use super::client::{GitHub, login, text};
     name = "github_get_pull_request",
     title = "Get GitHub pull request",
     category = "github",
-    effect = "network"
+    effect = "network",
+    read_only = true,
+    idempotent = true
 )]
 pub struct GitHubGetPullRequest {
     /// Repository owner.

@@ -12,7 +12,9 @@ use super::github_get_issue::Issue;
     name = "github_list_issues",
     title = "List GitHub issues",
     category = "github",
-    effect = "network"
+    effect = "network",
+    read_only = true,
+    idempotent = true
 )]
 pub struct GitHubListIssues {
     /// Repository owner.

@@ -11,7 +11,7 @@ use crate::state::{Store, state_error};
 ///
 /// Idempotent: an entity whose name exists already is skipped, not changed; the result
 /// lists only the names created.
-#[tool(name = "graph_add_entities", title = "Add graph entities", category = "graph", effect = "state", aliases = ["create_entities"])]
+#[tool(name = "graph_add_entities", title = "Add graph entities", category = "graph", effect = "state", aliases = ["create_entities"], idempotent = true)]
 pub struct GraphAddEntities {
     /// The entities; 1 to 100.
     #[schemars(length(min = 1, max = 100))]

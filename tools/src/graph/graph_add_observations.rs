@@ -12,7 +12,7 @@ use crate::state::{Store, state_error};
 ///
 /// Idempotent: an observation an entity already has is skipped. Every entity must exist,
 /// or nothing is added and the error names it.
-#[tool(name = "graph_add_observations", title = "Add graph observations", category = "graph", effect = "state", aliases = ["add_observations"])]
+#[tool(name = "graph_add_observations", title = "Add graph observations", category = "graph", effect = "state", aliases = ["add_observations"], idempotent = true)]
 pub struct GraphAddObservations {
     /// Observations per entity; 1 to 100 entries.
     #[schemars(length(min = 1, max = 100))]

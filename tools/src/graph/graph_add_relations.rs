@@ -11,7 +11,7 @@ use crate::state::{Store, state_error};
 ///
 /// Idempotent: a relation that exists is skipped. Both ends must exist, or nothing is
 /// added and the error names the missing entity.
-#[tool(name = "graph_add_relations", title = "Add graph relations", category = "graph", effect = "state", aliases = ["create_relations"])]
+#[tool(name = "graph_add_relations", title = "Add graph relations", category = "graph", effect = "state", aliases = ["create_relations"], idempotent = true)]
 pub struct GraphAddRelations {
     /// The relations; 1 to 200.
     #[schemars(length(min = 1, max = 200))]

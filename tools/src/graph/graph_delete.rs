@@ -11,7 +11,7 @@ use crate::state::{Store, state_error};
 
 /// Delete from the knowledge graph: entities (their observations and every relation
 /// touching them go too), single observations, or relations. What does not exist is skipped.
-#[tool(name = "graph_delete", title = "Delete from the graph", category = "graph", effect = "state", aliases = ["delete_entities"])]
+#[tool(name = "graph_delete", title = "Delete from the graph", category = "graph", effect = "state", aliases = ["delete_entities"], destructive = true, idempotent = true)]
 pub struct GraphDelete {
     /// Entity names to delete.
     #[serde(default)]

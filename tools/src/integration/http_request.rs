@@ -17,7 +17,8 @@ use crate::settings::NetworkSettings;
     name = "http_request",
     title = "HTTP request",
     category = "integration",
-    effect = "network"
+    effect = "network",
+    destructive = true
 )]
 pub struct HttpRequest {
     /// The method; default GET.

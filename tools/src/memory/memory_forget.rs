@@ -7,7 +7,7 @@ use super::DEFAULT_NAMESPACE;
 use crate::state::{Store, state_error};
 
 /// Forget the note stored under a key. Forgetting a key that holds nothing is not an error.
-#[tool(name = "memory_forget", title = "Forget", category = "memory", effect = "state", aliases = ["forget"])]
+#[tool(name = "memory_forget", title = "Forget", category = "memory", effect = "state", aliases = ["forget"], destructive = true, idempotent = true)]
 pub struct MemoryForget {
     /// The key.
     #[schemars(length(min = 1, max = 256))]

@@ -10,7 +10,7 @@ use crate::state::{Store, now, state_error};
 ///
 /// Notes persist in the workspace's state database across restarts and are found again by
 /// `memory_search` (full text) or `memory_get` (by key).
-#[tool(name = "memory_store", title = "Remember", category = "memory", effect = "state", aliases = ["remember"])]
+#[tool(name = "memory_store", title = "Remember", category = "memory", effect = "state", aliases = ["remember"], destructive = true, idempotent = true)]
 pub struct MemoryStore {
     /// The key, unique within its namespace.
     #[schemars(length(min = 1, max = 256))]

@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 ///
 /// Each call gets its own outcome; a call needing approval comes back `approval_required`
 /// and is not run. Receipts of the calls are linked to this one.
-#[tool(name = "run_batch", title = "Run a batch of calls", category = "orchestration", effect = "state", capabilities = ["orchestrate"])]
+#[tool(name = "run_batch", title = "Run a batch of calls", category = "orchestration", effect = "state", capabilities = ["orchestrate"], destructive = true, open_world = true)]
 pub struct RunBatch {
     /// The calls; 1 to 25.
     #[schemars(length(min = 1, max = 25))]

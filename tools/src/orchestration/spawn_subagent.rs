@@ -13,7 +13,7 @@ use super::run_batch::{BatchCall, BatchMode, CallResult, run_calls};
 /// No model is called: the sub-agent executes the calls it is given, in order. Asking for a
 /// capability or a root the caller does not hold, or nesting past the policy's depth, is
 /// refused before any call runs.
-#[tool(name = "spawn_subagent", title = "Run calls as a sub-agent", category = "orchestration", effect = "state", capabilities = ["orchestrate"])]
+#[tool(name = "spawn_subagent", title = "Run calls as a sub-agent", category = "orchestration", effect = "state", capabilities = ["orchestrate"], destructive = true, open_world = true)]
 pub struct SpawnSubagent {
     /// What the sub-agent is for.
     #[schemars(length(min = 1, max = 200))]

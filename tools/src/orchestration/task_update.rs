@@ -11,7 +11,9 @@ use crate::state::{Store, now, state_error};
     name = "task_update",
     title = "Update task",
     category = "orchestration",
-    effect = "state"
+    effect = "state",
+    destructive = true,
+    idempotent = true
 )]
 pub struct TaskUpdate {
     /// The task's id.

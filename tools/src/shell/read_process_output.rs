@@ -13,7 +13,9 @@ use super::process_table::{get, remove};
     name = "read_process_output",
     title = "Read process output",
     category = "shell",
-    effect = "exec"
+    effect = "exec",
+    destructive = false,
+    open_world = false
 )]
 pub struct ReadProcessOutput {
     /// The id from `start_process`.

@@ -12,7 +12,9 @@ use super::process_table::{get, remove};
     name = "stop_process",
     title = "Stop background process",
     category = "shell",
-    effect = "exec"
+    effect = "exec",
+    idempotent = true,
+    open_world = false
 )]
 pub struct StopProcess {
     /// The id from `start_process`.
