@@ -83,6 +83,8 @@ enum Command {
     Mcp {
         #[command(flatten)]
         session: Session,
+        #[command(flatten)]
+        catalog: kyro::selection::CatalogFlags,
         /// Serve Streamable HTTP on this loopback address (`127.0.0.1:PORT`) instead of stdio.
         #[arg(long, value_name = "ADDR")]
         http: Option<std::net::SocketAddr>,
@@ -176,7 +178,12 @@ pub fn run() -> ExitCode {
             from,
         ),
         Command::Docs { check, path } => docs(&registry, check, &path),
-        Command::Mcp { session, http, auth } => mcp(registry, &session, http, &auth),
+        Command::Mcp {
+            session,
+            catalog,
+            http,
+            auth,
+        } => mcp(registry, &session, &catalog, http, &auth),
     }
 }
 
@@ -291,18 +298,23 @@ fn print_text(d: &ToolDescriptor) {
     }
 }
 
+/// The session's policy file, or the default policy.
+fn load_policy(session: &Session) -> Result<Policy, ExitCode> {
+    match &session.policy {
+        None => Ok(Policy::default()),
+        Some(file) => {
+            let text =
+                std::fs::read_to_string(file).map_err(|e| usage(&format!("policy `{}`: {e}", file.display())))?;
+            toml::from_str(&text).map_err(|e| usage(&format!("policy `{}`: {e}", file.display())))
+        }
+    }
+}
+
 /// The runtime of a session: workspace, policy and the receipt log under `.kyro/`.
 fn open_runtime(registry: Arc<Registry>, session: &Session) -> Result<Runtime, ExitCode> {
     let root = session.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
     let workspace = Workspace::new(&root).map_err(|e| usage(&format!("workspace `{}`: {e}", root.display())))?;
-    let policy = match &session.policy {
-        None => Policy::default(),
-        Some(file) => {
-            let text =
-                std::fs::read_to_string(file).map_err(|e| usage(&format!("policy `{}`: {e}", file.display())))?;
-            toml::from_str(&text).map_err(|e| usage(&format!("policy `{}`: {e}", file.display())))?
-        }
-    };
+    let policy = load_policy(session)?;
     let log = Arc::new(JsonlReceiptLog::in_workspace(workspace.root()));
     Runtime::new(registry, workspace, &policy)
         .map(|runtime| runtime.with_observer(log))
@@ -331,6 +343,7 @@ fn start(
 fn mcp(
     registry: Arc<Registry>,
     session: &Session,
+    catalog: &kyro::selection::CatalogFlags,
     http: Option<std::net::SocketAddr>,
     auth: &kyro::mcp::HttpAuthFlags,
 ) -> ExitCode {
@@ -342,7 +355,21 @@ fn mcp(
         Ok(started) => started,
         Err(code) => return code,
     };
-    let server = kyro::mcp::KyroServer::new(runtime);
+    let policy = match load_policy(session) {
+        Ok(policy) => policy,
+        Err(code) => return code,
+    };
+    let mut chosen = catalog.over(&policy.catalog);
+    if !session.upstream.is_empty() && chosen.toolsets.is_none() {
+        // The upstreams' tools are listed by default, and so is the tool that calls them.
+        chosen.tools.push("mcp_call".into());
+    }
+    let selection =
+        match kyro::selection::Selection::resolve(&chosen, &runtime, Some(kyro::selection::DEFAULT_TOOLSETS)) {
+            Ok(selection) => selection,
+            Err(e) => return usage(&format!("mcp: {e}")),
+        };
+    let server = kyro::mcp::KyroServer::new(runtime).with_selection(selection);
     let served = match (http, auth) {
         (Some(addr), Some(auth)) => executor.block_on(server.serve_http(addr, auth)),
         _ => executor.block_on(server.serve_stdio()),

@@ -20,6 +20,7 @@ pub mod dialects;
 mod frames;
 pub mod inventory;
 pub mod mcp;
+pub mod selection;
 mod server;
 pub mod text_arguments;
 pub mod upstream;

@@ -10,6 +10,7 @@ use kyro_core::receipt::JsonlReceiptLog;
 use kyro_core::{Observer, Policy, Registry, RegistryError, Runtime, ToolDefinition, ToolEntry, Workspace};
 
 use crate::mcp::{HttpAuth, HttpAuthFlags, KyroServer};
+use crate::selection::{CatalogFlags, Selection};
 
 /// Why a server could not start or stopped serving.
 #[derive(Debug, thiserror::Error)]
@@ -38,6 +39,9 @@ pub enum ServeError {
     /// The MCP session failed.
     #[error("mcp: {0}")]
     Mcp(String),
+    /// The catalog selection names a toolset or tool the catalogs do not have.
+    #[error("{0}")]
+    Selection(#[from] crate::selection::SelectionError),
 }
 
 /// Reads a policy file (TOML; every key optional, see the README).
@@ -62,6 +66,7 @@ pub struct Server {
     policy: Option<Policy>,
     observers: Vec<Arc<dyn Observer>>,
     http_auth: Option<HttpAuth>,
+    catalog_flags: CatalogFlags,
 }
 
 impl Server {
@@ -74,6 +79,7 @@ impl Server {
             policy: None,
             observers: Vec::new(),
             http_auth: None,
+            catalog_flags: CatalogFlags::default(),
         }
     }
 
@@ -130,7 +136,17 @@ impl Server {
 
     /// Serves MCP on stdin/stdout until the client closes the stream.
     pub async fn serve_stdio(self) -> Result<(), ServeError> {
-        KyroServer::new(self.runtime()?).serve_stdio().await
+        self.mcp_server()?.serve_stdio().await
+    }
+
+    /// The MCP server over [`Server::runtime`], serving and listing what the policy's
+    /// `[catalog]` and the command line's selection flags choose (every toolset by default).
+    fn mcp_server(&self) -> Result<KyroServer, ServeError> {
+        let runtime = self.runtime()?;
+        let policy = self.policy.clone().unwrap_or_default();
+        let chosen = self.catalog_flags.over(&policy.catalog);
+        let selection = Selection::resolve(&chosen, &runtime, None)?;
+        Ok(KyroServer::new(runtime).with_selection(selection))
     }
 
     /// How HTTP clients authenticate: by default a bearer token from `KYRO_HTTP_TOKEN`, or
@@ -147,7 +163,7 @@ impl Server {
             Some(auth) => auth,
             None => HttpAuth::from_env_or_new()?,
         };
-        KyroServer::new(self.runtime()?).serve_http(addr, auth).await
+        self.mcp_server()?.serve_http(addr, auth).await
     }
 
     /// The whole `main` of a tool server: reads `--workspace DIR`, `--policy FILE` and
@@ -164,6 +180,7 @@ impl Server {
         if let Some(dir) = args.workspace {
             self.workspace = Some(dir);
         }
+        self.catalog_flags = args.catalog;
         if args.http.is_some() {
             match args.auth.resolve() {
                 Ok(auth) => self.http_auth = Some(auth),
@@ -218,6 +235,8 @@ struct Args {
     http: Option<SocketAddr>,
     #[command(flatten)]
     auth: HttpAuthFlags,
+    #[command(flatten)]
+    catalog: CatalogFlags,
 }
 
 impl Args {

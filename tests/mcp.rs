@@ -79,10 +79,32 @@ impl Drop for Server {
     }
 }
 
+/// The names `tools/list` shows, and the listing's size in bytes.
+fn listing(server: &mut Server, id: u64) -> (Vec<String>, usize) {
+    let list = server.request(id, "tools/list", json!({}));
+    let tools = list["result"]["tools"].as_array().unwrap();
+    assert!(list["result"].get("nextCursor").is_none(), "one page");
+    let mut names: Vec<String> = tools.iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect();
+    names.sort();
+    (names, list["result"].to_string().len())
+}
+
+/// The built-ins of these categories, sorted.
+fn builtins_in(categories: &[&str]) -> Vec<String> {
+    let mut names: Vec<String> = kyro_tools::available(false)
+        .0
+        .iter()
+        .filter(|e| categories.contains(&e.spec.category))
+        .map(|e| e.spec.name.to_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 #[test]
 fn tools_list_serves_every_descriptor_with_schemas_and_annotations() {
     let ws = tempfile::tempdir().unwrap();
-    let mut server = Server::start(ws.path());
+    let mut server = Server::start_with(ws.path(), &["--toolsets", "all"]);
     let list = server.request(2, "tools/list", json!({}));
     let tools = list["result"]["tools"].as_array().unwrap();
     assert_eq!(
@@ -94,11 +116,145 @@ fn tools_list_serves_every_descriptor_with_schemas_and_annotations() {
     assert_eq!(read["inputSchema"]["type"], "object");
     assert_eq!(read["inputSchema"]["additionalProperties"], false);
     assert_eq!(read["outputSchema"]["type"], "object");
+    let required = read["outputSchema"]["required"].as_array().unwrap();
+    assert!(
+        required.contains(&json!("content")) && required.contains(&json!("sha256")),
+        "constraints kept"
+    );
+    assert!(
+        read["outputSchema"]["properties"]["content"]
+            .get("description")
+            .is_none(),
+        "prose left to tool_describe"
+    );
     assert_eq!(read["annotations"]["readOnlyHint"], true);
     assert_eq!(read["title"], "Read file");
     let write = tools.iter().find(|t| t["name"] == "write_file").unwrap();
     assert_eq!(write["annotations"]["readOnlyHint"], false);
     assert_eq!(write["annotations"]["destructiveHint"], true);
+}
+
+#[test]
+fn the_default_listing_is_a_coding_agents_toolsets_within_48_kb_and_the_rest_stays_callable() {
+    let ws = tempfile::tempdir().unwrap();
+    let mut server = Server::start(ws.path());
+    let (names, bytes) = listing(&mut server, 2);
+    assert_eq!(names, builtins_in(&["files", "git", "shell", "discovery"]));
+    assert!(bytes <= 48 * 1024, "{bytes} bytes");
+    // Not listed, still served: found by tool_search, and a call reaches the boundary.
+    let found = server.request(
+        3,
+        "tools/call",
+        json!({"name": "tool_search", "arguments": {"query": "calculate"}}),
+    );
+    assert!(
+        found["result"]["structuredContent"]
+            .to_string()
+            .contains("\"calculate\""),
+        "{found}"
+    );
+    let calc = server.request(
+        4,
+        "tools/call",
+        json!({"name": "calculate", "arguments": {"expression": "6*7"}}),
+    );
+    assert_eq!(calc["result"]["structuredContent"]["value"], 42, "{calc}");
+}
+
+#[test]
+fn toolsets_tools_exclusions_and_read_only_choose_what_is_served() {
+    let ws = tempfile::tempdir().unwrap();
+    let mut server = Server::start_with(
+        ws.path(),
+        &[
+            "--toolsets",
+            "git",
+            "--tools",
+            "calculate,read_file",
+            "--exclude-tools",
+            "git_log,read_file",
+        ],
+    );
+    let (names, _) = listing(&mut server, 2);
+    let mut expected = builtins_in(&["git"]);
+    expected.retain(|n| n != "git_log");
+    expected.push("calculate".into());
+    expected.sort();
+    assert_eq!(names, expected, "exclusion wins over --tools");
+    // Chosen toolsets serve nothing else: another tool is unknown.
+    let other = server.request(3, "tools/call", json!({"name": "grep", "arguments": {"pattern": "x"}}));
+    assert_eq!(other["error"]["code"], -32602, "{other}");
+    drop(server);
+    let mut read_only = Server::start_with(ws.path(), &["--read-only", "--tools", "write_file"]);
+    let (names, _) = listing(&mut read_only, 2);
+    assert!(
+        !names.is_empty() && !names.contains(&"write_file".to_owned()),
+        "{names:?}"
+    );
+    let list = read_only.request(3, "tools/list", json!({}));
+    for tool in list["result"]["tools"].as_array().unwrap() {
+        assert_eq!(tool["annotations"]["readOnlyHint"], true, "{}", tool["name"]);
+    }
+    let write = read_only.request(
+        4,
+        "tools/call",
+        json!({"name": "write_file", "arguments": {"path": "a", "content": "x"}}),
+    );
+    assert_eq!(write["error"]["code"], -32602, "not served, even when named: {write}");
+    assert!(!ws.path().join("a").exists());
+}
+
+#[test]
+fn a_tool_the_policy_can_never_allow_is_not_listed() {
+    let ws = tempfile::tempdir().unwrap();
+    let policy = ws.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "[approvals]\nwrite = \"deny\"\n[catalog]\ntoolsets = [\"files\"]\n",
+    )
+    .unwrap();
+    let mut server = Server::start_with(ws.path(), &["--policy", policy.to_str().unwrap()]);
+    let (names, _) = listing(&mut server, 2);
+    let mut reads = builtins_in(&["files"]);
+    reads.retain(|n| {
+        ![
+            "write_file",
+            "edit_file",
+            "multi_edit",
+            "apply_patch",
+            "copy_path",
+            "move_path",
+            "delete_path",
+            "make_directory",
+        ]
+        .contains(&n.as_str())
+    });
+    assert_eq!(
+        names, reads,
+        "the policy's [catalog] applies, and denied writes are not listed"
+    );
+    // The command line's toolsets replace the policy's.
+    drop(server);
+    let mut server = Server::start_with(ws.path(), &["--policy", policy.to_str().unwrap(), "--toolsets", "git"]);
+    let (names, _) = listing(&mut server, 2);
+    assert!(names.iter().all(|n| n.starts_with("git_")), "{names:?}");
+}
+
+#[test]
+fn an_unknown_toolset_or_tool_is_refused_at_start() {
+    let ws = tempfile::tempdir().unwrap();
+    for flags in [["--toolsets", "filez"], ["--exclude-tools", "no_such_tool"]] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_kyro"))
+            .args(["mcp", "--workspace"])
+            .arg(ws.path())
+            .args(flags)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{flags:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("unknown"), "{stderr}");
+    }
 }
 
 #[test]

@@ -40,6 +40,8 @@ pub struct KyroServer {
     /// Registry versions, watched from the moment the server exists so that a change made
     /// while a client initializes is still announced.
     changes: tokio::sync::watch::Receiver<u64>,
+    /// What `tools/list` shows; `None` lists every tool the policy may allow.
+    selection: Option<Arc<crate::selection::Selection>>,
 }
 
 impl KyroServer {
@@ -50,7 +52,16 @@ impl KyroServer {
             runtime,
             changes,
             listed: Arc::default(),
+            selection: None,
         }
+    }
+
+    /// Serves only what `selection` serves (the rest leaves the registry) and lists only
+    /// what it lists.
+    pub fn with_selection(mut self, selection: crate::selection::Selection) -> KyroServer {
+        selection.apply(&self.runtime);
+        self.selection = Some(Arc::new(selection));
+        self
     }
 
     fn max_in_flight(&self) -> usize {
@@ -137,12 +148,40 @@ pub fn mcp_tool(d: &ToolDescriptor) -> Tool {
         .open_world(a.open_world_hint);
     annotations.title = d.title.clone();
     let mut tool = Tool::new(d.name.clone(), d.description.clone(), Arc::new(object(&d.input_schema)))
-        .with_raw_output_schema(Arc::new(object(&d.output_schema)))
+        .with_raw_output_schema(Arc::new(object(&without_descriptions(&d.output_schema))))
         .with_annotations(annotations);
     if let Some(title) = &d.title {
         tool = tool.with_title(title.clone());
     }
     tool
+}
+
+/// A schema without its `description` keywords: every constraint kept, the prose left to
+/// `tool_describe`. The output schema's prose is a third of a listing, and the model reads
+/// results, not their schema; a property named `description` stays.
+fn without_descriptions(schema: &Value) -> Value {
+    match schema {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, v)| !(k.as_str() == "description" && v.is_string()))
+                .map(|(k, v)| {
+                    let kept = match (k.as_str(), v) {
+                        // Property names are data here, not keywords.
+                        ("properties" | "$defs" | "definitions", Value::Object(props)) => Value::Object(
+                            props
+                                .iter()
+                                .map(|(name, sub)| (name.clone(), without_descriptions(sub)))
+                                .collect(),
+                        ),
+                        _ => without_descriptions(v),
+                    };
+                    (k.clone(), kept)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(without_descriptions).collect()),
+        other => other.clone(),
+    }
 }
 
 fn object(schema: &Value) -> Map<String, Value> {
@@ -230,13 +269,13 @@ impl ServerHandler for KyroServer {
             Some(cursor) => cursor
                 .parse::<usize>()
                 .ok()
-                .filter(|&i| i < snapshot.descriptors().len())
+                .filter(|&i| i < all.len())
                 .ok_or_else(|| ErrorData::invalid_params(format!("unknown cursor `{cursor}`"), None))?,
         };
         let tools: Vec<Tool> = all.iter().skip(start).take(PAGE).cloned().collect();
         let end = start + tools.len();
         let mut page = ListToolsResult::with_all_items(tools);
-        if end < snapshot.descriptors().len() {
+        if end < all.len() {
             page.next_cursor = Some(end.to_string());
         }
         Ok(page)
@@ -311,7 +350,11 @@ impl KyroServer {
         match listed.as_ref() {
             Some((version, tools)) if *version == snapshot.version() => tools.clone(),
             _ => {
-                let tools = Arc::new(snapshot.descriptors().map(mcp_tool).collect::<Vec<_>>());
+                let shown = |d: &&ToolDescriptor| match &self.selection {
+                    Some(selection) => selection.lists(d, &self.runtime),
+                    None => self.runtime.scope().may_allow(d),
+                };
+                let tools = Arc::new(snapshot.descriptors().filter(shown).map(mcp_tool).collect::<Vec<_>>());
                 *listed = Some((snapshot.version(), tools.clone()));
                 tools
             }

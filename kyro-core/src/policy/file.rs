@@ -165,6 +165,9 @@ pub struct Policy {
     pub max_depth: u32,
     /// Time and output limits.
     pub limits: Limits,
+    /// Which tools are served and listed (`[catalog]`); the command line's flags take
+    /// precedence.
+    pub catalog: CatalogSelection,
     /// Each tool family's own table (`[tools.shell]`, `[tools.network]`), checked at load
     /// against the [`Settings`](super::Settings) the registered tools declare; a table no tool reads is an
     /// error.
@@ -182,7 +185,28 @@ impl Default for Policy {
             approvals: ApprovalRules::default(),
             max_depth: 3,
             limits: Limits::default(),
+            catalog: CatalogSelection::default(),
             tools: BTreeMap::new(),
         }
     }
+}
+
+/// Which tools a server serves and lists, with the GitHub MCP server's conventions:
+/// toolsets are tool categories (`files`, `git`, ...; `all` and `default` special).
+///
+/// Without `toolsets`, every tool is served and the default toolsets (plus `tools`) are
+/// listed; the rest stay reachable through `tool_search`. With `toolsets`, only those
+/// toolsets and `tools` are served at all. `exclude_tools` wins over both, and `read_only`
+/// serves only tools that change nothing, even when named.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CatalogSelection {
+    /// Toolsets to serve and list.
+    pub toolsets: Option<Vec<String>>,
+    /// Tools to serve and list besides the toolsets.
+    pub tools: Vec<String>,
+    /// Tools never served.
+    pub exclude_tools: Vec<String>,
+    /// Serve only read-only tools.
+    pub read_only: bool,
 }

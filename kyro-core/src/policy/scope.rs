@@ -183,6 +183,14 @@ impl Scope {
         &self.roots
     }
 
+    /// Whether a call of the tool `descriptor` describes could ever be allowed here: it
+    /// needs no capability this scope lacks, and its effect is not denied outright. A
+    /// server does not list a tool that could not.
+    pub fn may_allow(&self, descriptor: &crate::descriptor::ToolDescriptor) -> bool {
+        descriptor.capabilities.iter().all(|c| self.capabilities.contains(c))
+            && self.approvals.for_effect(descriptor.effect) != super::file::ApprovalRule::Deny
+    }
+
     /// The approval rules.
     pub fn approvals(&self) -> &ApprovalRules {
         &self.approvals

@@ -1,0 +1,150 @@
+//! Which tools a server serves and which it lists: toolsets, named tools, exclusions and a
+//! read-only mode, from the policy's `[catalog]` table and the command line, with the GitHub
+//! MCP server's conventions.
+
+use kyro_core::policy::CatalogSelection;
+use kyro_core::{Runtime, ToolDescriptor};
+
+/// The toolsets `kyro mcp` lists when none are chosen: what a coding agent uses on most
+/// turns, and the tools of upstream servers the user named. Every other served tool is
+/// found with `tool_search` and called by name.
+pub const DEFAULT_TOOLSETS: &[&str] = &["files", "git", "shell", "discovery", kyro_core::UPSTREAM_CATEGORY];
+
+/// The flags that choose tools (`kyro mcp`, [`crate::Server::run`]); each replaces the
+/// policy's `[catalog]` key of the same name.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct CatalogFlags {
+    /// Serve and list only these toolsets (tool categories; `all`, `default`), comma-separated.
+    #[arg(long, value_name = "A,B", value_delimiter = ',')]
+    pub toolsets: Option<Vec<String>>,
+    /// Serve and list these tools too, comma-separated.
+    #[arg(long, value_name = "A,B", value_delimiter = ',')]
+    pub tools: Option<Vec<String>>,
+    /// Never serve these tools (wins over --toolsets and --tools), comma-separated.
+    #[arg(long, value_name = "A,B", value_delimiter = ',')]
+    pub exclude_tools: Option<Vec<String>>,
+    /// Serve only tools that change nothing, even when named.
+    #[arg(long)]
+    pub read_only: bool,
+}
+
+impl CatalogFlags {
+    /// The policy's selection with these flags over it.
+    pub fn over(&self, policy: &CatalogSelection) -> CatalogSelection {
+        CatalogSelection {
+            toolsets: self.toolsets.clone().or_else(|| policy.toolsets.clone()),
+            tools: self.tools.clone().unwrap_or_else(|| policy.tools.clone()),
+            exclude_tools: self
+                .exclude_tools
+                .clone()
+                .unwrap_or_else(|| policy.exclude_tools.clone()),
+            read_only: self.read_only || policy.read_only,
+        }
+    }
+}
+
+/// A selection resolved against a catalog: what is served, what is listed.
+#[derive(Debug, Clone)]
+pub struct Selection {
+    /// Toolsets listed (and, when chosen explicitly, the only ones served).
+    listed_sets: Vec<String>,
+    explicit: bool,
+    tools: Vec<String>,
+    exclude: Vec<String>,
+    read_only: bool,
+}
+
+/// A selection that names what the catalog does not have.
+#[derive(Debug, thiserror::Error)]
+pub enum SelectionError {
+    /// An unknown toolset.
+    #[error("unknown toolset `{name}`; toolsets: {known}, all, default")]
+    Toolset {
+        /// The name given.
+        name: String,
+        /// The catalog's toolsets.
+        known: String,
+    },
+    /// An unknown tool.
+    #[error("unknown tool `{name}` in the catalog selection")]
+    Tool {
+        /// The name given.
+        name: String,
+    },
+}
+
+impl Selection {
+    /// Resolves `selection` against the tools of `runtime`; `defaults` are the toolsets the
+    /// name `default` stands for (`None`: every toolset, as a server of one's own catalog
+    /// wants).
+    pub fn resolve(
+        selection: &CatalogSelection,
+        runtime: &Runtime,
+        defaults: Option<&[&str]>,
+    ) -> Result<Selection, SelectionError> {
+        let snapshot = runtime.registry().snapshot();
+        let mut categories: Vec<String> = snapshot.descriptors().map(|d| d.category.clone()).collect();
+        categories.sort();
+        categories.dedup();
+        for name in selection.tools.iter().chain(&selection.exclude_tools) {
+            if snapshot.get(name).is_none() {
+                return Err(SelectionError::Tool { name: name.clone() });
+            }
+        }
+        let explicit = selection.toolsets.is_some();
+        let mut listed_sets = Vec::new();
+        let wanted: Vec<String> = match &selection.toolsets {
+            Some(sets) => sets.clone(),
+            None => vec!["default".into()],
+        };
+        for set in wanted.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
+            match set {
+                "all" => listed_sets.extend(categories.iter().cloned()),
+                "default" => listed_sets.extend(
+                    categories
+                        .iter()
+                        .filter(|c| defaults.is_none_or(|d| d.contains(&c.as_str())))
+                        .cloned(),
+                ),
+                other if categories.iter().any(|c| c == other) => listed_sets.push(other.to_owned()),
+                other => {
+                    return Err(SelectionError::Toolset {
+                        name: other.to_owned(),
+                        known: categories.join(", "),
+                    });
+                }
+            }
+        }
+        Ok(Selection {
+            listed_sets,
+            explicit,
+            tools: selection.tools.clone(),
+            exclude: selection.exclude_tools.clone(),
+            read_only: selection.read_only,
+        })
+    }
+
+    fn chosen(&self, d: &ToolDescriptor) -> bool {
+        self.listed_sets.contains(&d.category) || self.tools.contains(&d.name)
+    }
+
+    /// Whether the tool is served at all (callable).
+    pub fn serves(&self, d: &ToolDescriptor) -> bool {
+        !self.exclude.contains(&d.name)
+            && (!self.read_only || d.annotations.read_only_hint)
+            && (!self.explicit || self.chosen(d))
+    }
+
+    /// Whether the tool is in `tools/list`: served, chosen, and allowed by the policy at all.
+    pub fn lists(&self, d: &ToolDescriptor, runtime: &Runtime) -> bool {
+        self.serves(d) && self.chosen(d) && runtime.scope().may_allow(d)
+    }
+
+    /// Takes the tools this selection does not serve out of `runtime`'s registry.
+    pub fn apply(&self, runtime: &Runtime) {
+        let snapshot = runtime.registry().snapshot();
+        for d in snapshot.descriptors().filter(|d| !self.serves(d)) {
+            let _ = runtime.registry().remove(&d.name);
+        }
+    }
+}
