@@ -85,6 +85,9 @@ enum Command {
         session: Session,
         #[command(flatten)]
         catalog: kyro::selection::CatalogFlags,
+        /// The text block of a result: `readable` (the tool's rendering) or `json`.
+        #[arg(long, value_enum, value_name = "MODE", default_value = "readable")]
+        text: kyro::mcp::TextMode,
         /// Serve Streamable HTTP on this loopback address (`127.0.0.1:PORT`) instead of stdio.
         #[arg(long, value_name = "ADDR")]
         http: Option<std::net::SocketAddr>,
@@ -181,9 +184,10 @@ pub fn run() -> ExitCode {
         Command::Mcp {
             session,
             catalog,
+            text,
             http,
             auth,
-        } => mcp(registry, &session, &catalog, http, &auth),
+        } => mcp(registry, &session, (&catalog, text), http, &auth),
     }
 }
 
@@ -343,7 +347,7 @@ fn start(
 fn mcp(
     registry: Arc<Registry>,
     session: &Session,
-    catalog: &kyro::selection::CatalogFlags,
+    (catalog, text): (&kyro::selection::CatalogFlags, kyro::mcp::TextMode),
     http: Option<std::net::SocketAddr>,
     auth: &kyro::mcp::HttpAuthFlags,
 ) -> ExitCode {
@@ -369,7 +373,9 @@ fn mcp(
             Ok(selection) => selection,
             Err(e) => return usage(&format!("mcp: {e}")),
         };
-    let server = kyro::mcp::KyroServer::new(runtime).with_selection(selection);
+    let server = kyro::mcp::KyroServer::new(runtime)
+        .with_selection(selection)
+        .with_text(text);
     let served = match (http, auth) {
         (Some(addr), Some(auth)) => executor.block_on(server.serve_http(addr, auth)),
         _ => executor.block_on(server.serve_stdio()),

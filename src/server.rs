@@ -9,7 +9,7 @@ use std::sync::Arc;
 use kyro_core::receipt::JsonlReceiptLog;
 use kyro_core::{Observer, Policy, Registry, RegistryError, Runtime, ToolDefinition, ToolEntry, Workspace};
 
-use crate::mcp::{HttpAuth, HttpAuthFlags, KyroServer};
+use crate::mcp::{HttpAuth, HttpAuthFlags, KyroServer, TextMode};
 use crate::selection::{CatalogFlags, Selection};
 
 /// Why a server could not start or stopped serving.
@@ -67,6 +67,7 @@ pub struct Server {
     observers: Vec<Arc<dyn Observer>>,
     http_auth: Option<HttpAuth>,
     catalog_flags: CatalogFlags,
+    text: TextMode,
 }
 
 impl Server {
@@ -80,6 +81,7 @@ impl Server {
             observers: Vec::new(),
             http_auth: None,
             catalog_flags: CatalogFlags::default(),
+            text: TextMode::default(),
         }
     }
 
@@ -146,7 +148,7 @@ impl Server {
         let policy = self.policy.clone().unwrap_or_default();
         let chosen = self.catalog_flags.over(&policy.catalog);
         let selection = Selection::resolve(&chosen, &runtime, None)?;
-        Ok(KyroServer::new(runtime).with_selection(selection))
+        Ok(KyroServer::new(runtime).with_selection(selection).with_text(self.text))
     }
 
     /// How HTTP clients authenticate: by default a bearer token from `KYRO_HTTP_TOKEN`, or
@@ -181,6 +183,7 @@ impl Server {
             self.workspace = Some(dir);
         }
         self.catalog_flags = args.catalog;
+        self.text = args.text;
         if args.http.is_some() {
             match args.auth.resolve() {
                 Ok(auth) => self.http_auth = Some(auth),
@@ -237,6 +240,9 @@ struct Args {
     auth: HttpAuthFlags,
     #[command(flatten)]
     catalog: CatalogFlags,
+    /// The text block of a result: `readable` (the tool's rendering) or `json`.
+    #[arg(long, value_enum, value_name = "MODE", default_value = "readable")]
+    text: TextMode,
 }
 
 impl Args {

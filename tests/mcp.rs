@@ -258,9 +258,9 @@ fn an_unknown_toolset_or_tool_is_refused_at_start() {
 }
 
 #[test]
-fn a_call_returns_structured_content_and_text() {
+fn a_call_returns_structured_content_and_readable_text() {
     let ws = tempfile::tempdir().unwrap();
-    std::fs::write(ws.path().join("a.txt"), "x|y\r\né\n").unwrap();
+    std::fs::write(ws.path().join("a.txt"), "x|y\r\n\t\"quoted\" é\n").unwrap();
     let mut server = Server::start(ws.path());
     let call = server.request(
         3,
@@ -269,9 +269,60 @@ fn a_call_returns_structured_content_and_text() {
     );
     let result = &call["result"];
     assert_ne!(result["isError"], true);
-    assert_eq!(result["structuredContent"]["content"], "x|y\r\né\n");
-    let text: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
-    assert_eq!(text, result["structuredContent"]);
+    assert_eq!(result["structuredContent"]["content"], "x|y\r\n\t\"quoted\" é\n");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert_eq!(
+        text, "a.txt: lines 1-2 of 2\n     1\tx|y\r\n     2\t\t\"quoted\" é\n",
+        "lines as cat -n prints them"
+    );
+    drop(server);
+    let mut json_text = Server::start_with(ws.path(), &["--text", "json"]);
+    let call = json_text.request(
+        3,
+        "tools/call",
+        json!({"name": "read_file", "arguments": {"path": "a.txt"}}),
+    );
+    let text: Value = serde_json::from_str(call["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        text, call["result"]["structuredContent"],
+        "--text json keeps the serialized JSON"
+    );
+}
+
+#[test]
+fn typical_results_read_as_text_not_escaped_json() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir(ws.path().join("src")).unwrap();
+    std::fs::write(ws.path().join("src/a.rs"), "fn main() {\n    println!(\"hi\");\n}\n").unwrap();
+    let mut server = Server::start_with(ws.path(), &["--toolsets", "all"]);
+    let calls = [
+        (
+            "grep",
+            json!({"pattern": "println"}),
+            "src/a.rs:2:     println!(\"hi\");",
+        ),
+        ("list_directory", json!({"path": "src"}), "a.rs  "),
+        ("glob", json!({"pattern": "**/*.rs"}), "src/a.rs"),
+        ("directory_tree", json!({}), "a.rs"),
+        ("calculate", json!({"expression": "6*7"}), "value: 42"),
+        ("file_info", json!({"path": "src/a.rs"}), "kind: file"),
+    ];
+    for (i, (tool, arguments, expected)) in calls.iter().enumerate() {
+        let call = server.request(
+            10 + i as u64,
+            "tools/call",
+            json!({"name": tool, "arguments": arguments}),
+        );
+        let text = call["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{call}"));
+        assert!(text.contains(expected), "{tool}: {text}");
+        assert!(
+            !text.contains("\\\"") && !text.starts_with('{'),
+            "{tool}: escaped JSON: {text}"
+        );
+        assert!(call["result"]["structuredContent"].is_object(), "{tool}");
+    }
 }
 
 #[test]

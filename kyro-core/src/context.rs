@@ -161,6 +161,8 @@ pub struct ToolContext {
     forwarded: Arc<AtomicBool>,
     stop: StopSignal,
     output_limit: u64,
+    /// The result's text, from the tool's `Execute::text`.
+    text: Arc<Mutex<Option<String>>>,
     dispatch: Arc<dyn Dispatch>,
 }
 
@@ -185,6 +187,7 @@ pub(crate) struct CallParts {
     pub confined: HashMap<String, ConfinedPath>,
     pub stop: StopSignal,
     pub output_limit: u64,
+    pub text: Arc<Mutex<Option<String>>>,
 }
 
 impl ToolContext {
@@ -201,6 +204,7 @@ impl ToolContext {
             forwarded: Arc::default(),
             stop: parts.stop,
             output_limit: parts.output_limit,
+            text: parts.text,
             dispatch,
         }
     }
@@ -318,6 +322,11 @@ impl ToolContext {
     /// says it was cut, rather than building what the runtime would refuse.
     pub fn output_limit(&self) -> u64 {
         self.output_limit
+    }
+
+    /// Keeps the result's text for the runtime (the generated glue calls this).
+    pub(crate) fn keep_text(&self, text: Option<String>) {
+        *self.text.lock().unwrap_or_else(|e| e.into_inner()) = text;
     }
 
     /// The id of this call, for linking child calls.

@@ -111,3 +111,24 @@ pub trait Catalog: Send + Sync {
     /// Every tool's descriptor, by name.
     fn descriptors(&self) -> Box<dyn Iterator<Item = &ToolDescriptor> + '_>;
 }
+
+impl ToolDescriptor {
+    /// The path arguments of a validated call, with their JSON pointers.
+    pub(crate) fn paths_in<'a>(&self, arguments: &'a Value) -> Vec<(String, &'a str)> {
+        let mut out = Vec::new();
+        for key in &self.path_arguments {
+            match arguments.get(key) {
+                Some(Value::String(path)) => out.push((format!("/{key}"), path.as_str())),
+                Some(Value::Array(items)) => {
+                    for (i, item) in items.iter().enumerate() {
+                        if let Some(path) = item.as_str() {
+                            out.push((format!("/{key}/{i}"), path));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+}

@@ -85,6 +85,9 @@ pub enum Outcome {
         tool: String,
         /// The result object.
         result: Value,
+        /// The result as text for reading, when the tool renders one
+        /// (the tool's `Execute::text`).
+        text: Option<String>,
     },
     /// Every reason the arguments were refused.
     InvalidArguments {
@@ -170,7 +173,7 @@ impl Outcome {
     pub fn to_json(&self) -> Value {
         let kind = self.kind();
         match self {
-            Outcome::Ok { tool, result } => {
+            Outcome::Ok { tool, result, .. } => {
                 json!({"outcome": kind, "tool": tool, "result": result})
             }
             Outcome::InvalidArguments { tool, violations } => json!({

@@ -17,7 +17,6 @@ use crate::arguments::{json_type, rewrite_aliases};
 use crate::catalog::suggest;
 use crate::confined::ConfinedPath;
 use crate::context::{CallParts, Dispatch, ToolContext, Workspace};
-use crate::descriptor::ToolDescriptor;
 use crate::effect::{Approval, Effect};
 use crate::error::ToolError;
 use crate::offload::{Offloaded, first_of};
@@ -144,6 +143,7 @@ impl Runtime {
                 confined: HashMap::new(),
                 stop: StopSignal::default(),
                 output_limit: self.limits.max_output_bytes,
+                text: Arc::default(),
             },
             Arc::new(self.clone()),
         );
@@ -337,6 +337,7 @@ impl Runtime {
         // 7. Deserialize and execute, under the limits, off the caller's thread.
         let limit = Duration::from_millis(self.limits.timeout_ms);
         let stop = StopSignal::new(parent_stop, limit);
+        let text: Arc<Mutex<Option<String>>> = Arc::default();
         let cx = ToolContext::new(
             CallParts {
                 scope: scope.clone(),
@@ -349,6 +350,7 @@ impl Runtime {
                 confined,
                 stop: stop.clone(),
                 output_limit: self.limits.max_output_bytes,
+                text: text.clone(),
             },
             Arc::new(self.clone()),
         );
@@ -378,7 +380,10 @@ impl Runtime {
                 tool: name.clone(),
                 error,
             },
-            Some(Ok(Ok(result))) => self.check_result(&tool, name.clone(), result),
+            Some(Ok(Ok(result))) => {
+                let text = text.lock().unwrap_or_else(|e| e.into_inner()).take();
+                self.check_result(&tool, name.clone(), result, text)
+            }
         };
         Staged {
             tool: Some(name),
@@ -406,7 +411,7 @@ impl Runtime {
             });
         }
         let access = access_for(descriptor.effect);
-        for (pointer, path) in path_arguments(descriptor, arguments) {
+        for (pointer, path) in descriptor.paths_in(arguments) {
             match scope.confine(path, access) {
                 Ok(handle) => {
                     confined.insert(path.to_owned(), handle);
@@ -457,7 +462,7 @@ impl Runtime {
         }
     }
 
-    fn check_result(&self, tool: &RegisteredTool, name: String, result: Value) -> Outcome {
+    fn check_result(&self, tool: &RegisteredTool, name: String, result: Value, text: Option<String>) -> Outcome {
         let bytes = serialized_len(&result);
         if bytes > self.limits.max_output_bytes {
             return Outcome::ExecutionFailed {
@@ -485,7 +490,11 @@ impl Runtime {
                 },
             };
         }
-        Outcome::Ok { tool: name, result }
+        Outcome::Ok {
+            tool: name,
+            result,
+            text,
+        }
     }
 }
 
@@ -513,25 +522,6 @@ fn access_for(effect: Effect) -> Access {
     } else {
         Access::Read
     }
-}
-
-/// The path arguments of a validated call, with their JSON pointers.
-fn path_arguments<'a>(descriptor: &ToolDescriptor, arguments: &'a Value) -> Vec<(String, &'a str)> {
-    let mut out = Vec::new();
-    for key in &descriptor.path_arguments {
-        match arguments.get(key) {
-            Some(Value::String(path)) => out.push((format!("/{key}"), path.as_str())),
-            Some(Value::Array(items)) => {
-                for (i, item) in items.iter().enumerate() {
-                    if let Some(path) = item.as_str() {
-                        out.push((format!("/{key}/{i}"), path));
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    out
 }
 
 struct Staged {

@@ -42,6 +42,15 @@ pub trait Execute: Sized + Send {
         None
     }
 
+    /// The result as text meant for reading (a model that is handed only the text block
+    /// reads this instead of escaped JSON): file lines, `path:line: text`, a diff. `None`
+    /// (the default) leaves it to the server's default rendering. Keep what the result holds;
+    /// the typed result still goes out as `structuredContent`.
+    fn text(output: &Self::Output) -> Option<String> {
+        let _ = output;
+        None
+    }
+
     /// The policy tables (`[tools.<name>]`) this tool reads through
     /// [`Scope::settings`](crate::policy::Scope::settings): each is checked against its type
     /// when the policy loads, and a table no registered tool declares is refused.
@@ -173,6 +182,7 @@ fn execute_native<T: Tool>(arguments: Value, cx: &ToolContext) -> BoxFuture<'_, 
         // means the schema and serde disagree, which the catalog tests rule out.
         let typed = T::deserialize(&arguments).map_err(|e| ToolError::ArgumentsDisagree { message: e.to_string() })?;
         let output = typed.run(cx).await?;
+        cx.keep_text(T::text(&output));
         serde_json::to_value(&output).map_err(|e| ToolError::Output { message: e.to_string() })
     })
 }

@@ -173,7 +173,8 @@ fn a_symlink_that_stays_inside_is_followed() {
         outcome,
         Outcome::Ok {
             tool: "peek".into(),
-            result: json!({"contents": ["inside"]})
+            result: json!({"contents": ["inside"]}),
+            text: None,
         }
     );
     assert!(matches!(touch(&t, "subalias/new.txt"), Outcome::Ok { .. }));

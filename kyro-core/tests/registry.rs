@@ -180,7 +180,8 @@ fn custom_tools_take_the_native_path_with_validation() {
         ok,
         Outcome::Ok {
             tool: "echo".into(),
-            result: json!({"echo": {"text": "a|b"}})
+            result: json!({"echo": {"text": "a|b"}}),
+            text: None,
         }
     );
     let bad = block_on(runtime.execute_call(Call::new("echo", json!({"text": "a", "more": 1}))));
@@ -242,7 +243,8 @@ fn legacy_text_tools_register_only_through_the_adapter_and_say_so() {
         outcome,
         Outcome::Ok {
             tool: "shout".into(),
-            result: json!({"output": "HÉ|Y"})
+            result: json!({"output": "HÉ|Y"}),
+            text: None,
         }
     );
     assert_eq!(adapter_calls(), before + 1);

@@ -55,7 +55,8 @@ fn valid_arguments_run_and_the_result_is_returned() {
         outcome,
         Outcome::Ok {
             tool: "record".into(),
-            result: json!({"count": 3})
+            result: json!({"count": 3}),
+            text: None,
         }
     );
 }

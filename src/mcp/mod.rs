@@ -6,6 +6,9 @@
 
 mod auth;
 mod http_limits;
+mod text;
+
+pub use text::TextMode;
 
 pub use auth::{HttpAuth, HttpAuthFlags};
 
@@ -42,6 +45,8 @@ pub struct KyroServer {
     changes: tokio::sync::watch::Receiver<u64>,
     /// What `tools/list` shows; `None` lists every tool the policy may allow.
     selection: Option<Arc<crate::selection::Selection>>,
+    /// What a successful call's text block holds.
+    text: TextMode,
 }
 
 impl KyroServer {
@@ -53,7 +58,15 @@ impl KyroServer {
             changes,
             listed: Arc::default(),
             selection: None,
+            text: TextMode::default(),
         }
+    }
+
+    /// What the text block of a successful call holds: readable text (the default) or the
+    /// result's JSON.
+    pub fn with_text(mut self, text: TextMode) -> KyroServer {
+        self.text = text;
+        self
     }
 
     /// Serves only what `selection` serves (the rest leaves the registry) and lists only
@@ -191,7 +204,7 @@ fn object(schema: &Value) -> Map<String, Value> {
 /// A successful result: structured content with its JSON text; an image result
 /// (`mime_type: image/*` with base64 `data`, as browser_screenshot returns) also comes as
 /// an image content block, and its text names the image instead of repeating it.
-fn ok_result(result: Value) -> CallToolResult {
+fn ok_result(result: Value, text: Option<String>, mode: TextMode) -> CallToolResult {
     let image = result
         .get("mime_type")
         .and_then(Value::as_str)
@@ -199,7 +212,17 @@ fn ok_result(result: Value) -> CallToolResult {
         .zip(result.get("data").and_then(Value::as_str))
         .map(|(mime, data)| (mime.to_owned(), data.to_owned()));
     let Some((mime, data)) = image else {
-        return CallToolResult::structured(result);
+        let mut answer = CallToolResult::structured(result);
+        if mode == TextMode::Readable
+            && let Some(first) = answer.content.first_mut()
+        {
+            let readable = match text {
+                Some(text) => text,
+                None => text::readable(answer.structured_content.as_ref().unwrap_or(&Value::Null)),
+            };
+            *first = ContentBlock::text(readable);
+        }
+        return answer;
     };
     let mut text = result.clone();
     text["data"] = Value::String(format!("(the {mime} image is the next content block)"));
@@ -336,7 +359,7 @@ impl KyroServer {
                 .await;
         }
         match outcome {
-            Outcome::Ok { result, .. } => Ok(ok_result(result).into()),
+            Outcome::Ok { result, text, .. } => Ok(ok_result(result, text, self.text).into()),
             Outcome::UnknownTool { name, suggestions } => Err(ErrorData::invalid_params(
                 format!("no tool is named `{name}`"),
                 Some(serde_json::json!({ "suggestions": suggestions })),

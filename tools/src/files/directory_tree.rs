@@ -60,6 +60,15 @@ pub struct TreeEntry {
 impl Execute for DirectoryTree {
     type Output = Tree;
 
+    /// The tree as drawn.
+    fn text(t: &Tree) -> Option<String> {
+        let mut out = t.tree.trim_end().to_owned();
+        if t.truncated {
+            out.push_str("\n(more entries not shown)");
+        }
+        Some(out)
+    }
+
     async fn run(self, cx: &ToolContext) -> Result<Tree, ToolError> {
         let root = cx.path(&self.path.unwrap_or_else(|| WorkspacePath::new(".")))?;
         if root.entry_type()? != Some(EntryType::Directory) {

@@ -45,6 +45,18 @@ pub struct GlobMatches {
 impl Execute for Glob {
     type Output = GlobMatches;
 
+    /// One path a line.
+    fn text(g: &GlobMatches) -> Option<String> {
+        let mut out = g.paths.join("\n");
+        if g.paths.is_empty() {
+            out.push_str("(no match)");
+        }
+        if g.truncated {
+            out.push_str("\n(more paths not shown)");
+        }
+        Some(out)
+    }
+
     async fn run(self, cx: &ToolContext) -> Result<GlobMatches, ToolError> {
         let matcher = globset::GlobBuilder::new(&self.pattern)
             .literal_separator(true)

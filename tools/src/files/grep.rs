@@ -198,6 +198,32 @@ fn globs(patterns: &[String]) -> Result<Option<globset::GlobSet>, ToolError> {
 impl Execute for Grep {
     type Output = GrepMatches;
 
+    /// `path:line: text` per match, context lines as `path-line- text`, as grep prints.
+    fn text(m: &GrepMatches) -> Option<String> {
+        let mut out = String::new();
+        for found in &m.matches {
+            let before = found.line_number.saturating_sub(found.before.len() as u64);
+            for (i, line) in found.before.iter().enumerate() {
+                out.push_str(&format!("{}-{}- {line}\n", found.path, before + i as u64));
+            }
+            out.push_str(&format!("{}:{}: {}\n", found.path, found.line_number, found.line));
+            for (i, line) in found.after.iter().enumerate() {
+                out.push_str(&format!(
+                    "{}-{}- {line}\n",
+                    found.path,
+                    found.line_number + 1 + i as u64
+                ));
+            }
+        }
+        out.push_str(&format!(
+            "({} matching lines in {} files searched{})",
+            m.matches.len(),
+            m.files_searched,
+            if m.truncated { "; more not shown" } else { "" }
+        ));
+        Some(out)
+    }
+
     async fn run(self, cx: &ToolContext) -> Result<GrepMatches, ToolError> {
         let mut builder = RegexMatcherBuilder::new();
         builder.fixed_strings(self.fixed_strings);

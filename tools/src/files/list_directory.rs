@@ -79,6 +79,23 @@ impl From<EntryType> for EntryKind {
 impl Execute for ListDirectory {
     type Output = Listing;
 
+    /// One entry a line; directories end in `/`, sizes in bytes after files.
+    fn text(l: &Listing) -> Option<String> {
+        let mut out = format!("{}:\n", l.path);
+        for e in &l.entries {
+            match (e.kind, e.size) {
+                (EntryKind::Directory, _) => out.push_str(&format!("{}/\n", e.name)),
+                (EntryKind::Symlink, _) => out.push_str(&format!("{} (symlink)\n", e.name)),
+                (_, Some(size)) => out.push_str(&format!("{}  {size} B\n", e.name)),
+                (_, None) => out.push_str(&format!("{}\n", e.name)),
+            }
+        }
+        if l.truncated {
+            out.push_str("(more entries not shown)\n");
+        }
+        Some(out.trim_end().to_owned())
+    }
+
     async fn run(self, cx: &ToolContext) -> Result<Listing, ToolError> {
         let path = cx.path(&self.path.unwrap_or_else(|| WorkspacePath::new(".")))?;
         let mut entries: Vec<DirectoryEntry> = path

@@ -56,6 +56,22 @@ pub struct FileWindow {
 impl Execute for ReadFile {
     type Output = FileWindow;
 
+    /// The lines numbered as `cat -n` does, under a line saying which lines of how many.
+    fn text(w: &FileWindow) -> Option<String> {
+        let mut out = format!("{}: lines {}-{} of {}", w.path, w.start_line, w.end_line, w.total_lines);
+        if let Some(next) = w.next_offset {
+            out.push_str(&format!(" (more from offset {next})"));
+        }
+        if w.line_cut {
+            out.push_str(" (the line is cut)");
+        }
+        out.push('\n');
+        for (i, line) in w.content.split_inclusive('\n').enumerate() {
+            out.push_str(&format!("{:>6}\t{line}", w.start_line + i as u64));
+        }
+        Some(out)
+    }
+
     async fn run(self, cx: &ToolContext) -> Result<FileWindow, ToolError> {
         let given = self.path.as_str().to_owned();
         let path = cx.path(&self.path)?;

@@ -42,6 +42,15 @@ pub struct Diff {
 impl Execute for GitDiff {
     type Output = Diff;
 
+    /// The unified diff as git printed it.
+    fn text(d: &Diff) -> Option<String> {
+        Some(if d.text.is_empty() {
+            "(no changes)".into()
+        } else {
+            d.text.clone()
+        })
+    }
+
     async fn run(self, cx: &ToolContext) -> Result<Diff, ToolError> {
         let repo = Repo::open(cx, self.repo.as_ref())?;
         let context = format!("-U{}", self.context.unwrap_or(3));
