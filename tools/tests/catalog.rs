@@ -218,7 +218,11 @@ fn every_descriptor_is_complete_and_consistent() {
         assert_eq!(d.input_schema["additionalProperties"], false, "{}", d.name);
         assert_eq!(d.output_schema["type"], "object", "{}", d.name);
         // The hints themselves are pinned per tool in `every_builtin_states_honest_annotations`.
-        assert!(!(d.annotations.read_only_hint && d.annotations.destructive_hint), "{}", d.name);
+        assert!(
+            !(d.annotations.read_only_hint && d.annotations.destructive_hint),
+            "{}",
+            d.name
+        );
         assert!(!d.compatibility_only);
         let text = d.input_schema.to_string() + &d.output_schema.to_string();
         assert!(!text.contains("$ref") && !text.contains("$defs"), "{}", d.name);
