@@ -375,7 +375,8 @@ fn mcp(
         };
     let server = kyro::mcp::KyroServer::new(runtime)
         .with_selection(selection)
-        .with_text(text);
+        .with_text(text)
+        .search_only(catalog.catalog == kyro::selection::CatalogMode::Search);
     let served = match (http, auth) {
         (Some(addr), Some(auth)) => executor.block_on(server.serve_http(addr, auth)),
         _ => executor.block_on(server.serve_stdio()),

@@ -26,6 +26,20 @@ pub struct CatalogFlags {
     /// Serve only tools that change nothing, even when named.
     #[arg(long)]
     pub read_only: bool,
+    /// `full` lists the chosen tools; `search` lists only the discovery tools and a
+    /// `call_tool` meta-tool that runs any served tool by name.
+    #[arg(long, value_enum, value_name = "MODE", default_value = "full")]
+    pub catalog: CatalogMode,
+}
+
+/// How `tools/list` presents the served tools.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum CatalogMode {
+    /// Every chosen tool, with its schemas.
+    #[default]
+    Full,
+    /// `tool_search`, `tool_describe` and `call_tool` only.
+    Search,
 }
 
 impl CatalogFlags {

@@ -148,7 +148,10 @@ impl Server {
         let policy = self.policy.clone().unwrap_or_default();
         let chosen = self.catalog_flags.over(&policy.catalog);
         let selection = Selection::resolve(&chosen, &runtime, None)?;
-        Ok(KyroServer::new(runtime).with_selection(selection).with_text(self.text))
+        Ok(KyroServer::new(runtime)
+            .with_selection(selection)
+            .with_text(self.text)
+            .search_only(self.catalog_flags.catalog == crate::selection::CatalogMode::Search))
     }
 
     /// How HTTP clients authenticate: by default a bearer token from `KYRO_HTTP_TOKEN`, or

@@ -591,3 +591,50 @@ fn a_stalled_fetch_ends_at_the_time_limit_and_pings_are_answered_meanwhile() {
     // The limit, not the stall: the listener never answers at all.
     assert!(ended < std::time::Duration::from_secs(3), "{ended:?}");
 }
+
+#[test]
+fn catalog_search_lists_discovery_and_call_tool_which_runs_any_tool_through_the_boundary() {
+    let ws = tempfile::tempdir().unwrap();
+    let mut server = Server::start_with(ws.path(), &["--catalog", "search"]);
+    let (names, bytes) = listing(&mut server, 2);
+    assert_eq!(names, ["call_tool", "tool_describe", "tool_search"]);
+    assert!(bytes < 4 * 1024, "{bytes} bytes");
+    let calc = server.request(
+        3,
+        "tools/call",
+        json!({"name": "call_tool", "arguments": {"name": "calculate", "arguments": {"expression": "6*7"}}}),
+    );
+    assert_eq!(calc["result"]["structuredContent"]["value"], 42, "{calc}");
+    // The same approvals as a direct call: nothing is written without one.
+    let write = server.request(
+        4,
+        "tools/call",
+        json!({"name": "call_tool", "arguments": {"name": "write_file", "arguments": {"path": "w.txt", "content": "x"}}}),
+    );
+    assert_eq!(write["result"]["isError"], true);
+    assert!(
+        write["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("approval_required (write_file)")
+    );
+    assert!(!ws.path().join("w.txt").exists());
+    let bad = server.request(
+        5,
+        "tools/call",
+        json!({"name": "call_tool", "arguments": {"tool": "calculate"}}),
+    );
+    assert_eq!(bad["result"]["isError"], true, "{bad}");
+    // Receipts name the real tool.
+    let receipts = std::fs::read_to_string(ws.path().join(".kyro/receipts.jsonl")).unwrap();
+    let tools: Vec<String> = receipts
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["tool"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(tools, ["calculate", "write_file"]);
+}

@@ -6,6 +6,7 @@
 
 mod auth;
 mod http_limits;
+mod search;
 mod text;
 
 pub use text::TextMode;
@@ -47,6 +48,8 @@ pub struct KyroServer {
     selection: Option<Arc<crate::selection::Selection>>,
     /// What a successful call's text block holds.
     text: TextMode,
+    /// List the discovery tools and `call_tool` only (`--catalog search`).
+    search: bool,
 }
 
 impl KyroServer {
@@ -59,7 +62,15 @@ impl KyroServer {
             listed: Arc::default(),
             selection: None,
             text: TextMode::default(),
+            search: false,
         }
+    }
+
+    /// Lists only the discovery tools and a `call_tool` meta-tool that runs any served tool
+    /// by name (`--catalog search`), for a listing of a few kilobytes whatever the catalog.
+    pub fn search_only(mut self, search: bool) -> KyroServer {
+        self.search = search;
+        self
     }
 
     /// What the text block of a successful call holds: readable text (the default) or the
@@ -330,6 +341,15 @@ impl ServerHandler for KyroServer {
     ) -> Result<CallToolResponse, ErrorData> {
         // rmcp spawns this future as a task; boxing the call keeps that task small (an
         // inline boundary future made every spawn copy kilobytes).
+        if self.search && request.name == search::CALL_TOOL {
+            return match search::unwrap(request.arguments.as_ref()) {
+                Ok(inner) => Box::pin(self.answer(inner, context)).await,
+                Err(problem) => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                    "invalid_arguments (call_tool): {problem}"
+                ))])
+                .into()),
+            };
+        }
         Box::pin(self.answer(request, context)).await
     }
 }
@@ -374,10 +394,20 @@ impl KyroServer {
             Some((version, tools)) if *version == snapshot.version() => tools.clone(),
             _ => {
                 let shown = |d: &&ToolDescriptor| match &self.selection {
+                    _ if self.search => d.category == "discovery" && self.runtime.scope().may_allow(d),
                     Some(selection) => selection.lists(d, &self.runtime),
                     None => self.runtime.scope().may_allow(d),
                 };
-                let tools = Arc::new(snapshot.descriptors().filter(shown).map(mcp_tool).collect::<Vec<_>>());
+                let mut tools: Vec<Tool> = snapshot.descriptors().filter(shown).map(mcp_tool).collect();
+                if self.search {
+                    // A few kilobytes whatever the catalog: no output schemas here
+                    // (tool_describe gives every tool's).
+                    for tool in &mut tools {
+                        tool.output_schema = None;
+                    }
+                    tools.push(search::call_tool());
+                }
+                let tools = Arc::new(tools);
                 *listed = Some((snapshot.version(), tools.clone()));
                 tools
             }
