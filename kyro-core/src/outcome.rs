@@ -198,7 +198,12 @@ impl Outcome {
                 "outcome": kind,
                 "tool": tool,
                 "error": {
-                    "message": format!("{summary} needs approval; approve fingerprint {fingerprint}"),
+                    "message": format!(
+                        "{summary}\nneeds a person's approval of exactly this call (fingerprint {fingerprint}). \
+                         Ask the user: a client that can ask (MCP elicitation) shows them this text; \
+                         on the command line `kyro call {tool} --approve-fingerprint {fingerprint}` with the \
+                         same arguments; or the policy's [approvals] table can allow this kind of call"
+                    ),
                     "fingerprint": fingerprint,
                     "summary": summary,
                 },
