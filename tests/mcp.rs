@@ -294,6 +294,19 @@ fn typical_results_read_as_text_not_escaped_json() {
     let ws = tempfile::tempdir().unwrap();
     std::fs::create_dir(ws.path().join("src")).unwrap();
     std::fs::write(ws.path().join("src/a.rs"), "fn main() {\n    println!(\"hi\");\n}\n").unwrap();
+    let git = |args: &[&str]| {
+        let done = std::process::Command::new("git")
+            .args(["-c", "user.name=Ada", "-c", "user.email=ada@example.com"])
+            .args(args)
+            .current_dir(ws.path())
+            .output()
+            .unwrap();
+        assert!(done.status.success(), "{done:?}");
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&["add", "src/a.rs"]);
+    git(&["commit", "-q", "-m", "first \"quoted\" commit"]);
+    std::fs::write(ws.path().join("new.txt"), "x").unwrap();
     let mut server = Server::start_with(ws.path(), &["--toolsets", "all"]);
     let calls = [
         (
@@ -306,6 +319,8 @@ fn typical_results_read_as_text_not_escaped_json() {
         ("directory_tree", json!({}), "a.rs"),
         ("calculate", json!({"expression": "6*7"}), "value: 42"),
         ("file_info", json!({"path": "src/a.rs"}), "kind: file"),
+        ("git_status", json!({}), "on main\n?? new.txt"),
+        ("git_log", json!({}), "Ada: first \"quoted\" commit"),
     ];
     for (i, (tool, arguments, expected)) in calls.iter().enumerate() {
         let call = server.request(
@@ -617,6 +632,11 @@ fn catalog_search_lists_discovery_and_call_tool_which_runs_any_tool_through_the_
             .as_str()
             .unwrap()
             .starts_with("approval_required (write_file)")
+    );
+    let asked = write["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        asked.contains("kyro call write_file --approve-fingerprint "),
+        "says how to approve: {asked}"
     );
     assert!(!ws.path().join("w.txt").exists());
     let bad = server.request(

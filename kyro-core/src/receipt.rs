@@ -83,11 +83,20 @@ pub trait Observer: Send + Sync {
 
 /// kyro's own directory in a workspace, `.kyro/` beneath `root`: created when missing,
 /// and refused when it is a symlink or anything but a directory, so a planted `.kyro`
-/// cannot send receipts or state outside the workspace.
+/// cannot send receipts or state outside the workspace. A new one gets a `.gitignore` of
+/// `*`, so git never shows it as untracked.
 pub fn state_dir(root: &Path) -> std::io::Result<PathBuf> {
     let dir = root.join(".kyro");
     match std::fs::create_dir(&dir) {
-        Ok(()) => {}
+        Ok(()) => {
+            // A new `.kyro` keeps itself out of git: receipts and state are not the project's.
+            use std::io::Write;
+            let _ = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(dir.join(".gitignore"))
+                .and_then(|mut file| file.write_all(b"# kyro's receipts and state\n*\n"));
+        }
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(e),
     }

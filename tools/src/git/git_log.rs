@@ -72,6 +72,27 @@ pub(crate) fn parse_commits(out: &str) -> Vec<Commit> {
 impl Execute for GitLog {
     type Output = History;
 
+    /// One commit a line: short hash, date, author, subject.
+    fn text(h: &History) -> Option<String> {
+        if h.commits.is_empty() {
+            return Some("(no commits)".into());
+        }
+        let lines: Vec<String> = h
+            .commits
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {} {}: {}",
+                    &c.sha[..c.sha.len().min(12)],
+                    c.date,
+                    c.author,
+                    c.subject
+                )
+            })
+            .collect();
+        Some(lines.join("\n"))
+    }
+
     async fn run(self, cx: &ToolContext) -> Result<History, ToolError> {
         let repo = Repo::open(cx, self.repo.as_ref())?;
         let count = format!("--max-count={}", self.max_count.unwrap_or(20));

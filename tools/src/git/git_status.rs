@@ -102,6 +102,29 @@ fn parse(out: &str) -> Status {
 impl Execute for GitStatus {
     type Output = Status;
 
+    /// The branch line, then one line a path as `git status --short` prints it
+    /// (index letter, work-tree letter, path).
+    fn text(s: &Status) -> Option<String> {
+        let mut out = format!("on {}", s.branch.as_deref().unwrap_or("(detached HEAD)"));
+        if let Some(upstream) = &s.upstream {
+            out.push_str(&format!(
+                ", tracking {upstream} (ahead {}, behind {})",
+                s.ahead, s.behind
+            ));
+        }
+        out.push('\n');
+        for e in &s.entries {
+            match &e.orig_path {
+                Some(from) => out.push_str(&format!("{}{} {from} -> {}\n", e.index, e.worktree, e.path)),
+                None => out.push_str(&format!("{}{} {}\n", e.index, e.worktree, e.path)),
+            }
+        }
+        if s.entries.is_empty() {
+            out.push_str("nothing to commit, working tree clean\n");
+        }
+        Some(out.trim_end().to_owned())
+    }
+
     async fn run(self, cx: &ToolContext) -> Result<Status, ToolError> {
         let repo = Repo::open(cx, self.repo.as_ref())?;
         let out = repo.run(
