@@ -658,3 +658,63 @@ fn catalog_search_lists_discovery_and_call_tool_which_runs_any_tool_through_the_
         .collect();
     assert_eq!(tools, ["calculate", "write_file"]);
 }
+
+#[test]
+fn resources_serve_the_inventory_descriptors_receipts_and_confined_files() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "one\ntwo\n").unwrap();
+    let mut server = Server::start(ws.path());
+    let listed = server.request(2, "resources/list", json!({}));
+    let uris: Vec<&str> = listed["result"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap())
+        .collect();
+    assert!(
+        uris.contains(&"kyro://inventory") && uris.contains(&"kyro://tools/read_file"),
+        "{uris:?}"
+    );
+    let templates = server.request(3, "resources/templates/list", json!({}));
+    assert!(templates.to_string().contains("kyro://workspace/{path}"), "{templates}");
+    let read = |server: &mut Server, id: u64, uri: &str| server.request(id, "resources/read", json!({"uri": uri}));
+    let inventory = read(&mut server, 4, "kyro://inventory");
+    assert!(
+        inventory["result"]["contents"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("read_file")
+    );
+    let descriptor = read(&mut server, 5, "kyro://tools/read_file");
+    let descriptor: Value =
+        serde_json::from_str(descriptor["result"]["contents"][0]["text"].as_str().unwrap()).unwrap();
+    assert!(
+        descriptor["outputSchema"]["properties"]["content"]["description"].is_string(),
+        "prose kept here"
+    );
+    let file = read(&mut server, 6, "kyro://workspace/a.txt");
+    assert_eq!(file["result"]["contents"][0]["text"], "one\ntwo\n");
+    // Confined exactly as read_file: a path out of the workspace is refused.
+    let outside = read(&mut server, 7, "kyro://workspace/../outside.txt");
+    assert!(
+        outside["error"]["message"].as_str().unwrap().contains("denied"),
+        "{outside}"
+    );
+    // The read was a call like any other: its receipt is a resource too.
+    let receipts = std::fs::read_to_string(ws.path().join(".kyro/receipts.jsonl")).unwrap();
+    let first: Value = serde_json::from_str(receipts.lines().next().unwrap()).unwrap();
+    assert_eq!(first["tool"], "read_file");
+    let receipt = read(
+        &mut server,
+        8,
+        &format!("kyro://receipts/{}", first["call_id"].as_str().unwrap()),
+    );
+    assert!(
+        receipt["result"]["contents"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("\"read_file\"")
+    );
+    let missing = read(&mut server, 9, "kyro://receipts/nope");
+    assert!(missing["error"].is_object(), "{missing}");
+}

@@ -6,6 +6,7 @@
 
 mod auth;
 mod http_limits;
+mod resources;
 mod search;
 mod text;
 
@@ -20,8 +21,9 @@ use kyro_core::{ApprovalToken, Call, Outcome, Runtime, ToolDescriptor};
 use rmcp::Peer;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams, ElicitationAction,
-    ElicitationSchema, Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ProgressToken, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    ElicitationSchema, Implementation, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -281,6 +283,7 @@ impl ServerHandler for KyroServer {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
+                .enable_resources()
                 .build(),
         )
         .with_server_info(Implementation::new("kyro", env!("CARGO_PKG_VERSION")))
@@ -332,6 +335,34 @@ impl ServerHandler for KyroServer {
                 }
             }
         });
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let snapshot = self.runtime.registry().snapshot();
+        Ok(ListResourcesResult::with_all_items(resources::listed(
+            &self.tools_of(&snapshot),
+        )))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(ListResourceTemplatesResult::with_all_items(resources::templates()))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let contents = Box::pin(resources::read(&self.runtime, &request.uri)).await?;
+        Ok(ReadResourceResult::new(vec![contents]).into())
     }
 
     async fn call_tool(
