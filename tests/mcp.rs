@@ -321,6 +321,11 @@ fn typical_results_read_as_text_not_escaped_json() {
         ("file_info", json!({"path": "src/a.rs"}), "kind: file"),
         ("git_status", json!({}), "on main\n?? new.txt"),
         ("git_log", json!({}), "Ada: first \"quoted\" commit"),
+        (
+            "git_show",
+            json!({"revision": "HEAD"}),
+            "+++ b/src/a.rs\n@@ -0,0 +1,3 @@\n+fn main() {",
+        ),
     ];
     for (i, (tool, arguments, expected)) in calls.iter().enumerate() {
         let call = server.request(

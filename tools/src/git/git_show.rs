@@ -32,6 +32,41 @@ pub struct Shown {
 impl Execute for GitShow {
     type Output = Shown;
 
+    /// As `git show` prints it: the commit header, the message indented, then the diff.
+    fn text(shown: &Shown) -> Option<String> {
+        let c = &shown.commit;
+        let mut out = format!(
+            "commit {}\nAuthor: {} <{}>\nDate:   {}\n\n",
+            c.sha, c.author, c.email, c.date
+        );
+        for line in shown.message.trim_end().lines() {
+            out.push_str(&format!("    {line}\n"));
+        }
+        for file in &shown.files {
+            let old = file
+                .old_path
+                .as_deref()
+                .map_or("/dev/null".to_owned(), |p| format!("a/{p}"));
+            let new = file
+                .new_path
+                .as_deref()
+                .map_or("/dev/null".to_owned(), |p| format!("b/{p}"));
+            out.push_str(&format!("\n--- {old}\n+++ {new}\n"));
+            if file.binary {
+                out.push_str("(binary file)\n");
+            }
+            for hunk in &file.hunks {
+                out.push_str(&hunk.header);
+                out.push('\n');
+                for line in &hunk.lines {
+                    out.push_str(line);
+                    out.push('\n');
+                }
+            }
+        }
+        Some(out.trim_end().to_owned())
+    }
+
     async fn run(self, cx: &ToolContext) -> Result<Shown, ToolError> {
         let repo = Repo::open(cx, self.repo.as_ref())?;
         let rev = revision(&self.revision)?;
