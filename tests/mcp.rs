@@ -723,3 +723,33 @@ fn resources_serve_the_inventory_descriptors_receipts_and_confined_files() {
     let missing = read(&mut server, 9, "kyro://receipts/nope");
     assert!(missing["error"].is_object(), "{missing}");
 }
+
+#[test]
+fn the_file_templates_path_completes_within_the_workspace_only() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(ws.path().join("src/inner")).unwrap();
+    std::fs::write(ws.path().join("src/lib.rs"), "").unwrap();
+    std::fs::write(ws.path().join("src/.hidden"), "").unwrap();
+    std::fs::write(ws.path().join("README.md"), "").unwrap();
+    let mut server = Server::start(ws.path());
+    let mut complete = |id: u64, value: &str| -> Vec<String> {
+        let answer = server.request(
+            id,
+            "completion/complete",
+            json!({"ref": {"type": "ref/resource", "uri": "kyro://workspace/{path}"},
+                   "argument": {"name": "path", "value": value}}),
+        );
+        answer["result"]["completion"]["values"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{answer}"))
+            .iter()
+            .map(|v| v.as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(complete(2, "src/"), ["src/inner/", "src/lib.rs"]);
+    assert_eq!(complete(3, "src/l"), ["src/lib.rs"]);
+    assert_eq!(complete(4, "src/.h"), ["src/.hidden"]);
+    assert_eq!(complete(5, "REA"), ["README.md"]);
+    assert!(complete(6, "../").is_empty(), "nothing outside the workspace");
+    assert!(complete(7, "/etc/").is_empty(), "nothing outside the workspace");
+}

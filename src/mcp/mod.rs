@@ -20,10 +20,11 @@ use std::sync::Arc;
 use kyro_core::{ApprovalToken, Call, Outcome, Runtime, ToolDescriptor};
 use rmcp::Peer;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams, ElicitationAction,
-    ElicitationSchema, Implementation, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult, CompletionInfo,
+    ContentBlock, ElicitRequestParams, ElicitationAction, ElicitationSchema, Implementation,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ProgressToken, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -284,6 +285,7 @@ impl ServerHandler for KyroServer {
                 .enable_tools()
                 .enable_tool_list_changed()
                 .enable_resources()
+                .enable_completions()
                 .build(),
         )
         .with_server_info(Implementation::new("kyro", env!("CARGO_PKG_VERSION")))
@@ -335,6 +337,23 @@ impl ServerHandler for KyroServer {
                 }
             }
         });
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let values = match &request.r#ref {
+            rmcp::model::Reference::Resource(template)
+                if resources::is_path_completion(&template.uri, &request.argument.name) =>
+            {
+                resources::complete_path(&self.runtime, &request.argument.value)
+            }
+            _ => Vec::new(),
+        };
+        let info = CompletionInfo::new(values).map_err(|e| ErrorData::internal_error(e, None))?;
+        Ok(CompleteResult::new(info))
     }
 
     async fn list_resources(

@@ -97,3 +97,40 @@ pub(crate) async fn read(runtime: &Runtime, uri: &str) -> Result<ResourceContent
     }
     Err(ErrorData::resource_not_found(format!("unknown resource `{uri}`"), None))
 }
+
+/// Completions for the file template's `path`: the entries of the directory the value names
+/// so far that start with its last part, confined as `read_file` confines (a path that
+/// leaves the roots completes to nothing); directories end in `/`, hidden entries only
+/// when asked for with a leading `.`; at most 100.
+pub(crate) fn complete_path(runtime: &Runtime, value: &str) -> Vec<String> {
+    let (dir, stem) = match value.rfind('/') {
+        Some(i) => (&value[..=i], &value[i + 1..]),
+        None => ("", value),
+    };
+    let confined = match runtime
+        .scope()
+        .confine(if dir.is_empty() { "." } else { dir }, kyro_core::policy::Access::Read)
+    {
+        Ok(confined) => confined,
+        Err(_) => return Vec::new(),
+    };
+    let Ok(entries) = confined.read_dir() else {
+        return Vec::new();
+    };
+    let mut values: Vec<String> = entries
+        .into_iter()
+        .filter(|e| e.name.starts_with(stem) && (stem.starts_with('.') || !e.name.starts_with('.')))
+        .map(|e| match e.kind {
+            kyro_core::EntryType::Directory => format!("{dir}{}/", e.name),
+            _ => format!("{dir}{}", e.name),
+        })
+        .collect();
+    values.sort();
+    values.truncate(rmcp::model::CompletionInfo::MAX_VALUES);
+    values
+}
+
+/// Whether a completion request is for the file template's `path`.
+pub(crate) fn is_path_completion(template: &str, argument: &str) -> bool {
+    template == format!("{WORKSPACE}{{path}}") && argument == "path"
+}
