@@ -243,9 +243,49 @@ fn essence(receipt: &Value) -> Value {
     })
 }
 
+/// The smallest arguments a schema's structure asks for: each required property sampled
+/// (the first enum value, one item, a minimum, `"a"`), nothing optional.
+fn sample(schema: &Value) -> Value {
+    let allows = |t: &str| match schema.get("type") {
+        Some(Value::String(s)) => s == t,
+        Some(Value::Array(ts)) => ts.iter().any(|x| x == t),
+        _ => false,
+    };
+    if let Some(first) = schema.get("enum").and_then(Value::as_array).and_then(|e| e.first()) {
+        return first.clone();
+    }
+    if allows("object") {
+        let required = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let map = required
+            .iter()
+            .filter_map(Value::as_str)
+            .map(|name| (name.to_owned(), sample(&schema["properties"][name])))
+            .collect();
+        return Value::Object(map);
+    }
+    if allows("array") {
+        let count = schema.get("minItems").and_then(Value::as_u64).unwrap_or(1).max(1);
+        return Value::Array((0..count).map(|_| sample(&schema["items"])).collect());
+    }
+    if allows("string") {
+        return json!("a");
+    }
+    if allows("integer") || allows("number") {
+        return json!(schema.get("minimum").and_then(Value::as_i64).unwrap_or(1).max(0));
+    }
+    if allows("boolean") {
+        return json!(true);
+    }
+    Value::Null
+}
+
 #[test]
 fn mcp_and_execute_call_give_identical_outcomes_and_receipts() {
-    let calls = [
+    let mut calls = vec![
         ("read_file", json!({"path": "a.txt"})),
         ("cat", json!({"file_path": "a.txt", "limit": 1})),
         ("read_file", json!({"path": "a.txt", "limit": 0})),
@@ -254,6 +294,15 @@ fn mcp_and_execute_call_give_identical_outcomes_and_receipts() {
         ("calculate", json!({"expression": "6 * 7"})),
         ("list_directory", json!({})),
     ];
+    // And every other served built-in, with the arguments its schema asks for at least;
+    // not the state tools: run twice on one store (over MCP, then directly) their second
+    // outcome depends on the first.
+    let served = Registry::with_catalog(&kyro_tools::available(false).0).unwrap();
+    for d in served.snapshot().descriptors() {
+        if d.effect != kyro_core::Effect::State && !calls.iter().any(|(name, _)| *name == d.name) {
+            calls.push((d.name.clone().leak(), sample(&d.input_schema)));
+        }
+    }
     let over_mcp = workspace();
     let mcp_results: Vec<CallToolResult> = block_on(async {
         let client = stdio_client(over_mcp.path()).await;
@@ -266,11 +315,18 @@ fn mcp_and_execute_call_give_identical_outcomes_and_receipts() {
         results
     });
     let log = std::fs::read_to_string(over_mcp.path().join(".kyro/receipts.jsonl")).unwrap();
-    let mcp_receipts: Vec<Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    // Top-level calls only (a batch's or sub-agent's children have receipts of their own).
+    let top = |r: &Value| r["parent_call_id"].is_null();
+    let mcp_receipts: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(top)
+        .collect();
 
     // The same workspace: a fingerprint binds it.
     let recorder = Arc::new(Recorder::default());
-    let registry = Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());
+    // The catalog `kyro mcp` serves (no mcp_call without upstreams).
+    let registry = Arc::new(Registry::with_catalog(&kyro_tools::available(false).0).unwrap());
     let runtime = Runtime::new(registry, Workspace::new(over_mcp.path()).unwrap(), &Policy::default())
         .unwrap()
         .with_observer(recorder.clone());
@@ -287,6 +343,7 @@ fn mcp_and_execute_call_give_identical_outcomes_and_receipts() {
         .unwrap()
         .iter()
         .map(|r| serde_json::to_value(r).unwrap())
+        .filter(top)
         .collect();
 
     assert_eq!(mcp_receipts.len(), calls.len());
