@@ -123,13 +123,15 @@ struct Session {
 fn connect_upstreams(
     executor: &tokio::runtime::Runtime,
     registry: &Arc<Registry>,
+    runtime: &Runtime,
     session: &Session,
 ) -> Result<Vec<upstream::Upstream>, ExitCode> {
     let mut connected = Vec::new();
     for spec in &session.upstream {
         let up = executor
-            .block_on(upstream::connect(spec, registry))
+            .block_on(upstream::connect(spec, registry, runtime.scope()))
             .map_err(|e| fail(&e))?;
+        eprintln!("kyro: upstream `{}` runs under the sandbox: {}", up.name, up.sandbox);
         for (tool, reason) in &up.refused {
             eprintln!("kyro: upstream `{}`: `{tool}` not registered: {reason}", up.name);
         }
@@ -332,6 +334,24 @@ fn async_runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
         .map_err(|e| fail(&format!("cannot start the async runtime: {e}")))
 }
 
+/// Says on stderr when programs will not run under the OS sandbox, and what happens then.
+fn say_sandbox(runtime: &Runtime) {
+    let policy = runtime.scope().sandbox();
+    if policy.mode == kyro_core::policy::SandboxMode::Full {
+        eprintln!("kyro: [sandbox] mode = \"full\": programs tools start run without an OS sandbox");
+    } else if let Err(why) = kyro_core::sandbox::support() {
+        if policy.allow_unsandboxed {
+            eprintln!(
+                "kyro: {why}; programs tools start run WITHOUT an OS sandbox ([sandbox] allow_unsandboxed = true)"
+            );
+        } else {
+            eprintln!(
+                "kyro: {why}; run_command, start_process and upstream servers are refused (set [sandbox] allow_unsandboxed = true to run them without a sandbox); git runs unsandboxed"
+            );
+        }
+    }
+}
+
 /// The call runtime, the async executor and the connected upstreams, whose tools are
 /// registered by now (keep the upstreams alive as long as their tools are served).
 fn start(
@@ -339,8 +359,9 @@ fn start(
     session: &Session,
 ) -> Result<(Runtime, tokio::runtime::Runtime, Vec<upstream::Upstream>), ExitCode> {
     let runtime = open_runtime(registry.clone(), session)?;
+    say_sandbox(&runtime);
     let executor = async_runtime()?;
-    let upstreams = connect_upstreams(&executor, registry, session)?;
+    let upstreams = connect_upstreams(&executor, registry, &runtime, session)?;
     Ok((runtime, executor, upstreams))
 }
 

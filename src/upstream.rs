@@ -11,6 +11,8 @@
 use std::sync::Arc;
 
 use kyro_core::UPSTREAM_CATEGORY;
+use kyro_core::policy::Scope;
+use kyro_core::sandbox::{Sandbox, SandboxRequest};
 use kyro_core::{CustomTool, Effect, Registry, ToolDefinition, ToolError};
 use rmcp::model::{CallToolRequestParams, ContentBlock};
 use rmcp::service::{NotificationContext, RunningService};
@@ -62,7 +64,10 @@ pub struct Upstream {
     pub name: String,
     /// Tools left out, with why.
     pub refused: Vec<(String, String)>,
+    /// The OS sandbox it runs under, or why there is none.
+    pub sandbox: String,
     _service: RunningService<RoleClient, Watcher>,
+    _sandbox: Sandbox,
 }
 
 /// The client side of an upstream connection: follows the upstream's
@@ -95,8 +100,10 @@ pub const START_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10
 
 /// Starts the upstream, lists its tools and registers each one that can be, within
 /// [`START_TIMEOUT`]: an upstream that does not answer in time is stopped and reported.
-pub async fn connect(spec: &UpstreamSpec, registry: &Arc<Registry>) -> Result<Upstream, String> {
-    tokio::time::timeout(START_TIMEOUT, connect_now(spec, registry))
+/// It runs under the OS sandbox of `scope` (`[sandbox]`, or its own
+/// `[sandbox.upstreams.NAME]`).
+pub async fn connect(spec: &UpstreamSpec, registry: &Arc<Registry>, scope: &Scope) -> Result<Upstream, String> {
+    tokio::time::timeout(START_TIMEOUT, connect_now(spec, registry, scope))
         .await
         .unwrap_or_else(|_| {
             Err(format!(
@@ -107,9 +114,12 @@ pub async fn connect(spec: &UpstreamSpec, registry: &Arc<Registry>) -> Result<Up
         })
 }
 
-async fn connect_now(spec: &UpstreamSpec, registry: &Arc<Registry>) -> Result<Upstream, String> {
+async fn connect_now(spec: &UpstreamSpec, registry: &Arc<Registry>, scope: &Scope) -> Result<Upstream, String> {
+    let sandbox = Sandbox::prepare(&SandboxRequest::upstream(scope, &spec.name))
+        .map_err(|e| format!("upstream `{}`: {e}", spec.name))?;
     let mut command = tokio::process::Command::new(&spec.argv[0]);
     command.args(&spec.argv[1..]);
+    sandbox.apply(command.as_std_mut());
     let transport = TokioChildProcess::new(command)
         .map_err(|e| format!("upstream `{}`: cannot run `{}`: {e}", spec.name, spec.argv[0]))?;
     let watcher = Watcher {
@@ -127,6 +137,8 @@ async fn connect_now(spec: &UpstreamSpec, registry: &Arc<Registry>) -> Result<Up
         .map_err(|e| format!("upstream `{}`: tools/list failed: {e}", spec.name))?;
     let (_, refused) = sync(&spec.name, registry, &tools, service.peer());
     Ok(Upstream {
+        sandbox: sandbox.description().to_owned(),
+        _sandbox: sandbox,
         name: spec.name.clone(),
         refused,
         _service: service,

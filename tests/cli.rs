@@ -497,3 +497,52 @@ fn tools_names_prints_the_flat_list_of_names() {
     };
     assert_eq!(names, expected);
 }
+
+#[test]
+fn without_a_kernel_sandbox_commands_are_refused_unless_the_policy_allows_them_bare() {
+    let ws = tempfile::tempdir().unwrap();
+    let run = |policy: &str| {
+        std::fs::write(ws.path().join("policy.toml"), policy).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_kyro"))
+            .args([
+                "call",
+                "--policy",
+                "policy.toml",
+                "run_command",
+                r#"{"argv": ["true"]}"#,
+            ])
+            .current_dir(ws.path())
+            .env("KYRO_SANDBOX_UNAVAILABLE", "1")
+            .output()
+            .unwrap();
+        (stdout_json(&out), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    // Refused by default, before the program runs, and said at start-up.
+    let (refused, stderr) = run("[approvals]\nexec = \"auto\"\n");
+    assert_eq!(refused["outcome"], "denied", "{refused}");
+    assert_eq!(refused["error"]["reason"]["kind"], "sandbox_unavailable", "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("allow_unsandboxed = true"),
+        "{refused}"
+    );
+    assert!(
+        stderr.contains("run_command, start_process and upstream servers are refused"),
+        "{stderr}"
+    );
+    // With allow_unsandboxed it runs, and the receipt says it ran bare.
+    let (ran, stderr) = run("[approvals]\nexec = \"auto\"\n[sandbox]\nallow_unsandboxed = true\n");
+    assert_eq!(ran["outcome"], "ok", "{ran}");
+    let sandbox = ran["receipt"]["effects"][0]["sandbox"].as_str().unwrap();
+    assert!(
+        sandbox.starts_with("none: ") && sandbox.contains("allow_unsandboxed"),
+        "{sandbox}"
+    );
+    assert!(stderr.contains("WITHOUT an OS sandbox"), "{stderr}");
+    // mode = "full" is said loudly too.
+    let (ran, stderr) = run("[approvals]\nexec = \"auto\"\n[sandbox]\nmode = \"full\"\n");
+    assert_eq!(ran["outcome"], "ok", "{ran}");
+    assert!(stderr.contains("mode = \"full\""), "{stderr}");
+}

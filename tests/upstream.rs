@@ -133,7 +133,10 @@ impl ServerHandler for Upstream {
     ) -> Result<CallToolResponse, ErrorData> {
         let args = Value::Object(request.arguments.clone().unwrap_or_default());
         if let Some(log) = &self.log {
-            let mut file = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
+            // Under a read-only sandbox the log cannot be written; the call still answers.
+            let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(log) else {
+                return Ok(CallToolResult::success(vec![ContentBlock::text("unlogged")]).into());
+            };
             writeln!(file, "{} {args}", request.name).unwrap();
         }
         let result = match request.name.as_ref() {
@@ -419,6 +422,28 @@ fn mcp_call_reaches_upstream_tools_only() {
     assert_eq!(setup.calls().len(), 2, "{:?}", setup.calls());
 }
 
+fn an_upstream_runs_under_the_sandbox_its_policy_names() {
+    let setup = Setup::new();
+    // By default an upstream may write the workspace (its log is there), and says so.
+    let (echo, stderr) = setup.kyro_call(Some("auto.toml"), &[], "up.echo", json!({"text": "a"}));
+    assert_eq!(echo["result"], json!({"text": "a"}), "{echo}");
+    assert!(
+        stderr.contains("upstream `up` runs under the sandbox: workspace-write, network off"),
+        "{stderr}"
+    );
+    assert_eq!(setup.calls().len(), 1);
+    // Read-only for this upstream: the kernel refuses it the log; the call still answers.
+    std::fs::write(
+        setup.dir.path().join("ro.toml"),
+        "[approvals]\nexec = \"auto\"\n[sandbox.upstreams.up]\nmode = \"read-only\"\n",
+    )
+    .unwrap();
+    let (echo, stderr) = setup.kyro_call(Some("ro.toml"), &[], "up.echo", json!({"text": "b"}));
+    assert_eq!(echo["result"], json!({"text": "unlogged"}), "{echo}");
+    assert!(stderr.contains("runs under the sandbox: read-only"), "{stderr}");
+    assert_eq!(setup.calls().len(), 1, "{:?}", setup.calls());
+}
+
 fn a_broken_upstream_is_a_clear_startup_error() {
     let setup = Setup::new();
     let output = Command::new(env!("CARGO_BIN_EXE_kyro"))
@@ -466,6 +491,10 @@ fn main() {
         (
             "mcp_call_reaches_upstream_tools_only",
             mcp_call_reaches_upstream_tools_only,
+        ),
+        (
+            "an_upstream_runs_under_the_sandbox_its_policy_names",
+            an_upstream_runs_under_the_sandbox_its_policy_names,
         ),
         (
             "a_broken_upstream_is_a_clear_startup_error",

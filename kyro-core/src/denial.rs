@@ -108,6 +108,17 @@ pub enum Denial {
         /// The effect.
         effect: Effect,
     },
+    /// A rule of the policy's that names this call denies it.
+    RuleForbids {
+        /// The rule.
+        rule: String,
+    },
+    /// The call would start a program, the kernel cannot sandbox it, and the policy does
+    /// not allow running without the sandbox.
+    SandboxUnavailable {
+        /// Why, and what to change.
+        message: String,
+    },
     /// The approval presented is for another call.
     ApprovalMismatch {
         /// The fingerprint the approval names.
@@ -152,6 +163,8 @@ impl std::fmt::Display for Denial {
                 PathDenial::Malformed => write!(f, "`{path}` is not a usable path"),
             },
             Denial::PolicyForbids { effect } => write!(f, "the policy denies `{effect}` tools"),
+            Denial::RuleForbids { rule } => write!(f, "the policy's {rule} denies this call"),
+            Denial::SandboxUnavailable { message } => write!(f, "{message}"),
             Denial::ApprovalMismatch { approved, fingerprint } => write!(
                 f,
                 "the approval is for call {approved}, not this call {fingerprint}; arguments changed since approval"

@@ -26,6 +26,8 @@ pub mod policy;
 pub mod receipt;
 mod registry;
 mod runtime;
+#[cfg(target_os = "linux")]
+pub mod sandbox;
 pub mod schema;
 mod stop;
 mod tool;

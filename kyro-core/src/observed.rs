@@ -23,6 +23,9 @@ pub enum ObservedEffect {
         argv: Vec<String>,
         /// Exit code, when it exited.
         exit_code: Option<i32>,
+        /// The OS sandbox it ran under (`workspace-write, network off (Landlock ABI 6)`),
+        /// or why there was none.
+        sandbox: String,
     },
     /// A request to another host.
     Request {

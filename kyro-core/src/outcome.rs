@@ -202,7 +202,8 @@ impl Outcome {
                         "{summary}\nneeds a person's approval of exactly this call (fingerprint {fingerprint}). \
                          Ask the user: a client that can ask (MCP elicitation) shows them this text; \
                          on the command line `kyro call {tool} --approve-fingerprint {fingerprint}` with the \
-                         same arguments; or the policy's [approvals] table can allow this kind of call"
+                         same arguments; or the policy can allow it without asking: `[approvals.tools] \
+                         \"{tool}\" = \"auto\"` for every call of this tool"
                     ),
                     "fingerprint": fingerprint,
                     "summary": summary,

@@ -20,6 +20,11 @@ pub enum Decision {
     NotReached,
     /// Allowed without asking.
     Allowed,
+    /// Allowed without asking by a rule of the policy's that names this call.
+    AllowedByRule {
+        /// The rule.
+        rule: String,
+    },
     /// Allowed by an approval bound to the fingerprint.
     Approved,
     /// Needs an approval.

@@ -11,7 +11,7 @@ use crate::effect::{Capability, Effect};
 use crate::error::ToolError;
 use crate::policy::SettingsTable;
 use crate::schema::{CompiledSchema, Origin, Role, SchemaError, canonicalize, canonicalize_from};
-use crate::tool::{BoxFuture, NativeFn, PreviewFn, ToolEntry};
+use crate::tool::{BoxFuture, NativeFn, PreviewFn, RuleFn, ToolEntry};
 
 /// Why a tool could not be registered or changed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -67,7 +67,7 @@ pub const UPSTREAM_CATEGORY: &str = "upstream";
 #[derive(Clone)]
 pub(crate) enum Executor {
     /// A catalog tool, through its generated glue, with its approval preview.
-    Builtin(NativeFn, PreviewFn),
+    Builtin(NativeFn, PreviewFn, RuleFn),
     /// A custom native tool registered at run time (and a legacy text function behind its
     /// adapter, which is one).
     Custom(Arc<CustomFn>),
@@ -80,14 +80,22 @@ impl Executor {
     /// What the call will change, for the person asked to approve it.
     pub(crate) fn preview(&self, arguments: &Value, cx: &ToolContext) -> Option<String> {
         match self {
-            Executor::Builtin(_, preview) => preview(arguments, cx),
+            Executor::Builtin(_, preview, _) => preview(arguments, cx),
+            Executor::Custom(_) => None,
+        }
+    }
+
+    /// The decision the policy's rules for the tool give this call, if one matches.
+    pub(crate) fn rule(&self, arguments: &Value, scope: &crate::policy::Scope) -> Option<crate::policy::MatchedRule> {
+        match self {
+            Executor::Builtin(_, _, rule) => rule(arguments, scope),
             Executor::Custom(_) => None,
         }
     }
 
     pub(crate) fn run<'a>(&'a self, arguments: Value, cx: &'a ToolContext) -> BoxFuture<'a, Result<Value, ToolError>> {
         match self {
-            Executor::Builtin(f, _) => f(arguments, cx),
+            Executor::Builtin(f, _, _) => f(arguments, cx),
             Executor::Custom(f) => f(arguments, cx),
         }
     }
@@ -162,7 +170,8 @@ impl ToolDefinition {
             path_arguments: spec.path_args.iter().map(|a| (*a).to_owned()).collect(),
             compatibility_only: false,
         };
-        let mut definition = ToolDefinition::from_parts(descriptor, Executor::Builtin(entry.execute, entry.preview))?;
+        let mut definition =
+            ToolDefinition::from_parts(descriptor, Executor::Builtin(entry.execute, entry.preview, entry.rule))?;
         definition.settings = entry.settings;
         Ok(definition)
     }

@@ -429,10 +429,24 @@ impl Runtime {
         if descriptor.approval == Some(Approval::Required) && rule == ApprovalRule::Auto {
             rule = ApprovalRule::Ask;
         }
+        // A rule of the policy's that names this call (a command prefix) decides instead.
+        let matched = tool
+            .executor()
+            .rule(arguments, scope)
+            .or_else(|| scope.approvals().for_tool(&descriptor.name));
+        if let Some(matched) = &matched {
+            rule = matched.decision;
+        }
         match (rule, approval) {
-            (ApprovalRule::Auto, _) => Ok(Decision::Allowed),
-            (ApprovalRule::Deny, _) => denied(Denial::PolicyForbids {
-                effect: descriptor.effect,
+            (ApprovalRule::Auto, _) => Ok(match matched {
+                Some(matched) => Decision::AllowedByRule { rule: matched.rule },
+                None => Decision::Allowed,
+            }),
+            (ApprovalRule::Deny, _) => denied(match matched {
+                Some(matched) => Denial::RuleForbids { rule: matched.rule },
+                None => Denial::PolicyForbids {
+                    effect: descriptor.effect,
+                },
             }),
             (ApprovalRule::Ask, None) => Err(Decision::ApprovalRequired),
             (ApprovalRule::Ask, Some(token)) if token.fingerprint() != fingerprint.as_str() => {

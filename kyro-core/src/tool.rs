@@ -42,6 +42,15 @@ pub trait Execute: Sized + Send {
         None
     }
 
+    /// The decision the policy's own rules for this tool give this call, in place of its
+    /// effect's rule (a shell command matching a `[[tools.shell.rules]]` argv prefix, say).
+    /// Read only from `scope`'s policy tables: the person who wrote the policy decides,
+    /// the tool only matches. `None` (the default): the effect's rule applies.
+    fn rule(&self, scope: &crate::policy::Scope) -> Option<crate::policy::MatchedRule> {
+        let _ = scope;
+        None
+    }
+
     /// The result as text meant for reading (a model that is handed only the text block
     /// reads this instead of escaped JSON): file lines, `path:line: text`, a diff. `None`
     /// (the default) leaves it to the server's default rendering. Keep what the result holds;
@@ -133,6 +142,9 @@ pub type NativeFn = for<'a> fn(Value, &'a ToolContext) -> BoxFuture<'a, Result<V
 /// A type-erased preview: JSON arguments in, text for the approver out.
 pub type PreviewFn = for<'a> fn(&'a Value, &'a ToolContext) -> Option<String>;
 
+/// A type-erased rule lookup: JSON arguments in, the policy rule's decision out.
+pub type RuleFn = for<'a> fn(&'a Value, &'a crate::policy::Scope) -> Option<crate::policy::MatchedRule>;
+
 /// One row of a catalog: the spec plus the functions derived from the Rust types.
 #[derive(Clone, Copy)]
 pub struct ToolEntry {
@@ -146,6 +158,8 @@ pub struct ToolEntry {
     pub execute: NativeFn,
     /// Deserializes and previews, for approvals.
     pub preview: PreviewFn,
+    /// Deserializes and matches the policy's rules for the tool, for authorization.
+    pub rule: RuleFn,
     /// Deserializes only, reporting serde's error: lets tests prove that whatever the
     /// validator accepts, serde accepts too.
     pub deserializes: fn(&Value) -> Result<(), String>,
@@ -170,6 +184,7 @@ impl ToolEntry {
             output_schema: schema::generate_output::<T::Output>,
             execute: execute_native::<T>,
             preview: preview_native::<T>,
+            rule: rule_native::<T>,
             deserializes: deserializes::<T>,
             settings: <T as Execute>::SETTINGS,
         }
@@ -189,6 +204,10 @@ fn execute_native<T: Tool>(arguments: Value, cx: &ToolContext) -> BoxFuture<'_, 
 
 fn preview_native<T: Tool>(arguments: &Value, cx: &ToolContext) -> Option<String> {
     T::deserialize(arguments).ok()?.preview(cx)
+}
+
+fn rule_native<T: Tool>(arguments: &Value, scope: &crate::policy::Scope) -> Option<crate::policy::MatchedRule> {
+    T::deserialize(arguments).ok()?.rule(scope)
 }
 
 fn deserializes<T: Tool>(arguments: &Value) -> Result<(), String> {

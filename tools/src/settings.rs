@@ -2,7 +2,7 @@
 //! through the call's scope ([`kyro_core::policy::Scope::settings`]) by the tools that
 //! declare it, and checked when the policy loads.
 
-use kyro_core::policy::Settings;
+use kyro_core::policy::{ApprovalRule, SandboxMode, Settings};
 use serde::{Deserialize, Serialize};
 
 /// `[tools.network]`: which hosts web_fetch, http_request and browser pages may reach.
@@ -34,13 +34,73 @@ impl NetworkSettings {
     }
 }
 
-/// `[tools.shell]`: what run_command and start_process pass from kyro's own environment.
+/// `[tools.shell]`: what run_command and start_process pass from kyro's own environment,
+/// and the rules for commands by argv prefix.
+///
+/// ```toml
+/// [tools.shell]
+/// pass_env = ["CARGO_HOME"]
+/// [[tools.shell.rules]]
+/// argv_prefix = ["cargo", "test"]
+/// decision = "auto"
+/// [[tools.shell.rules]]
+/// argv_prefix = ["cargo", "fetch"]
+/// decision = "ask"
+/// network = true           # this command may reach the network; nothing else widens
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ShellSettings {
     /// Variables passed through, besides PATH, HOME, LANG, LC_ALL, LC_CTYPE, TZ, TMPDIR,
     /// USER and TERM; every other variable of kyro's environment is withheld.
     pub pass_env: Vec<EnvName>,
+    /// Rules for commands by argv prefix (Codex's prefix rules). The rule with the longest
+    /// matching prefix decides (on a tie, the strictest); a `shell: true` script, or a
+    /// call setting a variable that changes which code runs (`LD_PRELOAD`, `PATH`, ...),
+    /// matches none.
+    pub rules: Vec<CommandRule>,
+}
+
+/// `[[tools.shell.rules]]`: what happens to commands whose argv starts with `argv_prefix`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, try_from = "RawCommandRule")]
+pub struct CommandRule {
+    /// The program and its first arguments, compared element by element.
+    pub argv_prefix: Vec<String>,
+    /// `auto`, `ask` or `deny`, in place of the policy's `exec` rule.
+    pub decision: ApprovalRule,
+    /// Let these commands reach the network although `[sandbox] network` is off.
+    pub network: bool,
+    /// Run these commands under a wider sandbox mode than `[sandbox] mode` (never a
+    /// narrower one: the wider of the two applies).
+    pub sandbox: Option<SandboxMode>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCommandRule {
+    argv_prefix: Vec<String>,
+    decision: ApprovalRule,
+    #[serde(default)]
+    network: bool,
+    #[serde(default)]
+    sandbox: Option<SandboxMode>,
+}
+
+impl TryFrom<RawCommandRule> for CommandRule {
+    type Error = String;
+
+    fn try_from(raw: RawCommandRule) -> Result<CommandRule, String> {
+        if raw.argv_prefix.is_empty() {
+            return Err("a rule's argv_prefix must name at least the program".into());
+        }
+        Ok(CommandRule {
+            argv_prefix: raw.argv_prefix,
+            decision: raw.decision,
+            network: raw.network,
+            sandbox: raw.sandbox,
+        })
+    }
 }
 
 /// The name of an environment variable: not empty, without `=` or NUL.

@@ -21,8 +21,19 @@ pub enum ApprovalRule {
     Deny,
 }
 
-/// The approval rule for each effect.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// A decision from the policy's own rules for one tool (`Execute::rule`),
+/// which replaces the rule of the tool's effect for that call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MatchedRule {
+    /// What happens to the call.
+    pub decision: ApprovalRule,
+    /// The rule, as the receipt and a refusal name it (`[tools.shell] rule argv_prefix
+    /// ["cargo", "test"]`).
+    pub rule: String,
+}
+
+/// The approval rule for each effect, and for tools named one by one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ApprovalRules {
     /// Reads inside the roots.
@@ -37,6 +48,10 @@ pub struct ApprovalRules {
     pub state: ApprovalRule,
     /// Pure computation.
     pub none: ApprovalRule,
+    /// Rules for single tools (`[approvals.tools] git_commit = "auto"`), in place of their
+    /// effect's rule; a tool family's own argument rules (`[[tools.shell.rules]]`) come
+    /// first.
+    pub tools: BTreeMap<String, ApprovalRule>,
 }
 
 impl Default for ApprovalRules {
@@ -49,6 +64,7 @@ impl Default for ApprovalRules {
             network: ApprovalRule::Ask,
             state: ApprovalRule::Auto,
             none: ApprovalRule::Auto,
+            tools: BTreeMap::new(),
         }
     }
 }
@@ -64,7 +80,16 @@ impl ApprovalRules {
             network: rule,
             state: rule,
             none: rule,
+            tools: BTreeMap::new(),
         }
+    }
+
+    /// The rule `[approvals.tools]` gives the tool `name`, if it names it.
+    pub fn for_tool(&self, name: &str) -> Option<MatchedRule> {
+        self.tools.get(name).map(|&decision| MatchedRule {
+            decision,
+            rule: format!("[approvals.tools] rule for `{name}`"),
+        })
     }
 
     /// The rule for `effect`.
@@ -96,6 +121,14 @@ impl ApprovalRules {
             network: max(self.network, other.network),
             state: max(self.state, other.state),
             none: max(self.none, other.none),
+            tools: {
+                let mut tools = self.tools.clone();
+                for (name, &rule) in &other.tools {
+                    let mine = tools.get(name).copied().unwrap_or(rule);
+                    tools.insert(name.clone(), max(mine, rule));
+                }
+                tools
+            },
         }
     }
 }
@@ -168,6 +201,9 @@ pub struct Policy {
     /// Which tools are served and listed (`[catalog]`); the command line's flags take
     /// precedence.
     pub catalog: CatalogSelection,
+    /// The OS sandbox programs run under (`[sandbox]`): `run_command`, `start_process`,
+    /// git's own processes and upstream MCP servers.
+    pub sandbox: SandboxPolicy,
     /// Each tool family's own table (`[tools.shell]`, `[tools.network]`), checked at load
     /// against the [`Settings`](super::Settings) the registered tools declare; a table no tool reads is an
     /// error.
@@ -186,6 +222,7 @@ impl Default for Policy {
             max_depth: 3,
             limits: Limits::default(),
             catalog: CatalogSelection::default(),
+            sandbox: SandboxPolicy::default(),
             tools: BTreeMap::new(),
         }
     }
@@ -209,4 +246,92 @@ pub struct CatalogSelection {
     pub exclude_tools: Vec<String>,
     /// Serve only read-only tools.
     pub read_only: bool,
+}
+
+/// What a program started by a tool may touch, enforced by the kernel (Landlock for the
+/// file system and TCP, seccomp for every other socket) for the program and everything it
+/// starts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// Reads as `read` says; writes nowhere but a private temporary directory.
+    ReadOnly,
+    /// Writes beneath the writable roots (their `.git` and `.kyro` read-only), the
+    /// policy's `writable` paths and a private temporary directory.
+    #[default]
+    WorkspaceWrite,
+    /// No sandbox: the program may do whatever the kyro user may.
+    Full,
+}
+
+impl SandboxMode {
+    /// The mode's name, as the policy spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SandboxMode::ReadOnly => "read-only",
+            SandboxMode::WorkspaceWrite => "workspace-write",
+            SandboxMode::Full => "full",
+        }
+    }
+}
+
+/// Where a sandboxed program may read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxRead {
+    /// The whole file system (as the kyro user may).
+    #[default]
+    Everywhere,
+    /// Only the roots, the system's directories (`/usr`, `/etc`, `/dev`, `/proc`, ...),
+    /// the policy's `readable` paths and the private temporary directory.
+    Roots,
+}
+
+/// `[sandbox]`: the OS sandbox for programs tools start.
+///
+/// ```toml
+/// [sandbox]
+/// mode = "workspace-write"   # "read-only", "workspace-write" (default) or "full"
+/// network = false            # programs may not open network sockets (default)
+/// read = "everywhere"        # or "roots"
+/// readable = ["/opt/toolchain"]
+/// writable = ["/home/me/.cargo/registry"]
+/// allow_unsandboxed = false  # where the kernel cannot sandbox: refuse (default) or run bare
+/// [sandbox.upstreams.fetcher] # an upstream MCP server's own mode (default: the above)
+/// mode = "read-only"
+/// network = true
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SandboxPolicy {
+    /// What programs may write.
+    pub mode: SandboxMode,
+    /// Whether programs may open network sockets (anything but Unix sockets).
+    pub network: bool,
+    /// Where programs may read.
+    pub read: SandboxRead,
+    /// Paths readable besides the roots when `read = "roots"` (absolute, or relative to
+    /// the workspace).
+    pub readable: Vec<PathBuf>,
+    /// Paths writable besides the writable roots under `workspace-write` (absolute, or
+    /// relative to the workspace).
+    pub writable: Vec<PathBuf>,
+    /// Where the kernel cannot enforce the sandbox (no Landlock, no mount namespace): run
+    /// programs without it (true) or refuse to run them (false, the default). Either way
+    /// kyro says so at start-up and in every receipt.
+    pub allow_unsandboxed: bool,
+    /// Each upstream MCP server's own mode and network, by its `--upstream` name; an
+    /// upstream not named here runs under `mode` and `network`.
+    pub upstreams: BTreeMap<String, UpstreamSandbox>,
+}
+
+/// `[sandbox.upstreams.NAME]`: the sandbox of one upstream MCP server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamSandbox {
+    /// What it may write.
+    pub mode: SandboxMode,
+    /// Whether it may open network sockets.
+    #[serde(default)]
+    pub network: bool,
 }

@@ -9,6 +9,9 @@ mod settings;
 pub use crate::denial::{Access, PathDenial, ScopeError};
 pub(crate) use approval::UsedApprovals;
 pub use approval::{APPROVAL_LIFETIME, ApprovalToken, Fingerprint, escape_invisible, summarize};
-pub use file::{ApprovalRule, ApprovalRules, CatalogSelection, Limits, Policy, RootSpec};
+pub use file::{
+    ApprovalRule, ApprovalRules, CatalogSelection, Limits, MatchedRule, Policy, RootSpec, SandboxMode, SandboxPolicy,
+    SandboxRead, UpstreamSandbox,
+};
 pub use scope::{RootGrant, Scope, ScopeRequest};
 pub use settings::{Settings, SettingsTable};

@@ -8,7 +8,7 @@ use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 use serde::{Deserialize, Serialize};
 
-use super::file::{ApprovalRules, Policy, RootSpec};
+use super::file::{ApprovalRules, Policy, RootSpec, SandboxPolicy};
 use super::settings::{Settings, Tables};
 use crate::confined::ConfinedPath;
 use crate::denial::{Access, PathDenial, ScopeError};
@@ -105,6 +105,7 @@ pub struct Scope {
     capabilities: BTreeSet<Capability>,
     roots: Vec<Arc<RootGrant>>,
     approvals: ApprovalRules,
+    sandbox: Arc<SandboxPolicy>,
     depth: u32,
     max_depth: u32,
 }
@@ -130,7 +131,12 @@ impl Scope {
             tables: Arc::new(Tables::new(policy.tools.clone())),
             capabilities: policy.capabilities.iter().cloned().collect(),
             roots,
-            approvals: policy.approvals,
+            approvals: policy.approvals.clone(),
+            sandbox: Arc::new(SandboxPolicy {
+                readable: policy.sandbox.readable.iter().map(|p| workspace.join(p)).collect(),
+                writable: policy.sandbox.writable.iter().map(|p| workspace.join(p)).collect(),
+                ..policy.sandbox.clone()
+            }),
             depth: 0,
             max_depth: policy.max_depth,
         })
@@ -188,12 +194,22 @@ impl Scope {
     /// server does not list a tool that could not.
     pub fn may_allow(&self, descriptor: &crate::descriptor::ToolDescriptor) -> bool {
         descriptor.capabilities.iter().all(|c| self.capabilities.contains(c))
-            && self.approvals.for_effect(descriptor.effect) != super::file::ApprovalRule::Deny
+            && self
+                .approvals
+                .for_tool(&descriptor.name)
+                .map_or(self.approvals.for_effect(descriptor.effect), |m| m.decision)
+                != super::file::ApprovalRule::Deny
     }
 
     /// The approval rules.
     pub fn approvals(&self) -> &ApprovalRules {
         &self.approvals
+    }
+
+    /// The OS sandbox for programs started in this scope (`readable` and `writable`
+    /// resolved against the workspace; the writable roots are this scope's).
+    pub fn sandbox(&self) -> &SandboxPolicy {
+        &self.sandbox
     }
 
     /// Nesting depth: 0 for the top-level caller.
@@ -235,7 +251,8 @@ impl Scope {
             tables: self.tables.clone(),
             capabilities,
             roots,
-            approvals: self.approvals,
+            approvals: self.approvals.clone(),
+            sandbox: self.sandbox.clone(),
             depth,
             max_depth: self.max_depth,
         })

@@ -2,12 +2,16 @@
 
 use crate::Failure;
 use kyro_core::receipt::ObservedEffect;
+use kyro_core::sandbox::{Sandbox, SandboxRequest};
 use kyro_core::{ConfinedPath, ToolContext, ToolError, WorkspacePath};
 
 /// A repository inside the workspace.
 pub(crate) struct Repo {
     dir: std::path::PathBuf,
     given: String,
+    /// Where git may write: the work tree, the git directory and the common directory,
+    /// once located (nothing before).
+    writable: Vec<std::path::PathBuf>,
     /// The repository's own settings that kyro overrides, with the value it sets.
     overrides: Vec<(String, &'static str)>,
 }
@@ -139,6 +143,7 @@ impl Repo {
         let mut repo = Repo {
             dir: dir.clone(),
             given: confined.given().to_owned(),
+            writable: Vec::new(),
             overrides: Vec::new(),
         };
         // rev-parse and config read settings without acting on any of them.
@@ -154,6 +159,7 @@ impl Repo {
             None,
         )?;
         let roots = cx.scope().roots();
+        let mut writable = Vec::new();
         for place in located.lines() {
             let place = std::path::Path::new(place);
             let real = place.canonicalize().unwrap_or_else(|_| place.to_path_buf());
@@ -162,7 +168,9 @@ impl Repo {
                     path: real.display().to_string(),
                 });
             }
+            writable.push(real);
         }
+        repo.writable = writable;
         let config = repo.run(cx, &["config", "--list", "--null"], None)?;
         for entry in config.split('\0').filter(|e| !e.is_empty()) {
             let key = entry.split_once('\n').map_or(entry, |(key, _)| key);
@@ -276,6 +284,12 @@ impl Repo {
             count += 1;
         }
         command.env("GIT_CONFIG_COUNT", count.to_string());
+        let sandbox = Sandbox::prepare(&SandboxRequest::repository(cx.scope(), &self.writable)).map_err(|e| {
+            ToolError::Denied {
+                reason: kyro_core::receipt::Denial::SandboxUnavailable { message: e.0 },
+            }
+        })?;
+        sandbox.apply(&mut command);
         let mut child = command
             .spawn()
             .map_err(|e| ToolError::io("run git in", &self.given, &e))?;
@@ -285,6 +299,7 @@ impl Repo {
         cx.effects().push(ObservedEffect::Process {
             argv,
             exit_code: output.as_ref().ok().and_then(|o| o.status.code()),
+            sandbox: sandbox.description().to_owned(),
         });
         let output = output?;
         if !output.status.success() {

@@ -13,6 +13,8 @@
 
 use std::os::unix::process::CommandExt;
 
+use kyro_core::sandbox::{IdMaps, InChild, Sandbox, unshare};
+
 /// Whether this kernel lets kyro give a program a PID namespace (checked once).
 pub(crate) fn available() -> bool {
     static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
@@ -23,46 +25,30 @@ pub(crate) fn available() -> bool {
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null());
-        enter_before_exec(&mut probe);
+        enter_before_exec(&mut probe, None);
         probe.status().is_ok_and(|s| s.success())
     })
 }
 
-/// The identity maps written when a user namespace is needed, prepared before the fork.
-struct Maps {
-    uid: Vec<u8>,
-    gid: Vec<u8>,
-}
-
-impl Maps {
-    fn new() -> Maps {
-        // SAFETY: getuid and getgid cannot fail.
-        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-        Maps {
-            uid: format!("{uid} {uid} 1\n").into_bytes(),
-            gid: format!("{gid} {gid} 1\n").into_bytes(),
-        }
-    }
-}
-
 /// Makes `command` run its program in a PID namespace of its own under a supervisor, when
-/// the kernel allows it; returns whether it will.
-pub(crate) fn contain(command: &mut std::process::Command) -> bool {
+/// the kernel allows it, and under `sandbox`; returns whether the PID namespace is made.
+pub(crate) fn contain(command: &mut std::process::Command, sandbox: &Sandbox) -> bool {
     if !available() {
+        sandbox.apply(command);
         return false;
     }
-    enter_before_exec(command);
+    enter_before_exec(command, sandbox.in_child());
     true
 }
 
 /// Has the spawned child [`enter`] its namespace before it execs; the spawn fails if it
 /// cannot.
-fn enter_before_exec(command: &mut std::process::Command) {
-    let maps = Maps::new();
+fn enter_before_exec(command: &mut std::process::Command, sandbox: Option<InChild>) {
+    let maps = IdMaps::current();
     // SAFETY: the closure calls only async-signal-safe functions (see `enter`).
     unsafe {
         command.pre_exec(move || {
-            if enter(&maps) {
+            if enter(&maps, sandbox.as_ref()) {
                 Ok(())
             } else {
                 Err(std::io::Error::other("cannot make a PID namespace"))
@@ -71,27 +57,21 @@ fn enter_before_exec(command: &mut std::process::Command) {
     }
 }
 
-/// In the freshly forked child: a new PID namespace, then two forks. The spawned child
-/// becomes the outer supervisor (what kyro waits for and signals), its child the
-/// namespace's init (PID 1), and the init's child returns `true` and goes on to exec the
-/// program as PID 2, an ordinary process that SIGTERM can end.
+/// In the freshly forked child: a new PID namespace (and the sandbox's mount namespace,
+/// with its read-only mounts), then two forks. The spawned child becomes the outer
+/// supervisor (what kyro waits for and signals), its child the namespace's init (PID 1),
+/// and the init's child restricts itself to the sandbox, returns `true` and goes on to
+/// exec the program as PID 2, an ordinary process that SIGTERM can end.
 ///
 /// Only async-signal-safe calls (unshare, open, write, read, close, pipe, fork, prctl,
 /// signal, waitpid, kill, _exit): this runs between fork and exec in a multi-threaded
 /// process.
-fn enter(maps: &Maps) -> bool {
+fn enter(maps: &IdMaps, sandbox: Option<&InChild>) -> bool {
     // SAFETY: raw system calls on valid, NUL-terminated paths and owned buffers.
     unsafe {
-        if libc::unshare(libc::CLONE_NEWPID) != 0 {
-            if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWPID) != 0 {
-                return false;
-            }
-            if !write(c"/proc/self/setgroups", b"deny")
-                || !write(c"/proc/self/uid_map", &maps.uid)
-                || !write(c"/proc/self/gid_map", &maps.gid)
-            {
-                return false;
-            }
+        let flags = libc::CLONE_NEWPID | sandbox.map_or(0, InChild::namespaces);
+        if !unshare(flags, maps) || sandbox.is_some_and(|s| !s.mount()) {
+            return false;
         }
         // The init tells the outer supervisor how the program ended.
         let mut status_pipe = [0; 2];
@@ -106,7 +86,7 @@ fn enter(maps: &Maps) -> bool {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
                 match libc::fork() {
                     -1 => libc::_exit(127),
-                    0 => true,
+                    0 => sandbox.is_none_or(|s| s.restrict()),
                     program => init(program, write_end),
                 }
             }
@@ -188,19 +168,5 @@ unsafe fn outer(init_pid: libc::pid_t, report: libc::c_int) -> ! {
         libc::sigprocmask(libc::SIG_UNBLOCK, &unblock, std::ptr::null_mut());
         libc::kill(libc::getpid(), signal);
         libc::_exit(128 + signal)
-    }
-}
-
-/// Writes `bytes` to `path`, whole.
-unsafe fn write(path: &std::ffi::CStr, bytes: &[u8]) -> bool {
-    // SAFETY: a valid path and buffer.
-    unsafe {
-        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-        if fd < 0 {
-            return false;
-        }
-        let written = libc::write(fd, bytes.as_ptr().cast(), bytes.len());
-        libc::close(fd);
-        written == bytes.len() as isize
     }
 }

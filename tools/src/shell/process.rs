@@ -6,7 +6,10 @@ use std::process::Stdio;
 
 use kyro_core::{ToolContext, ToolError, WorkspacePath};
 
-use crate::settings::ShellSettings;
+use crate::settings::{CommandRule, ShellSettings};
+use kyro_core::policy::{ApprovalRule, MatchedRule};
+use kyro_core::receipt::Denial;
+use kyro_core::sandbox::{Sandbox, SandboxRequest};
 use rustix::process::{Pid, Signal, kill_process_group};
 
 /// Variables passed through from kyro's own environment, with the policy's
@@ -36,12 +39,19 @@ pub(crate) struct Spawn<'a> {
     pub env: &'a [EnvVar],
 }
 
-/// Kills the process group when dropped (time limit, cancellation, or the tool returning).
+/// Kills the process group when dropped (time limit, cancellation, or the tool returning);
+/// holds the program's sandbox (its temporary directory goes with it).
 pub(crate) struct GroupGuard {
     pgid: Option<Pid>,
+    sandbox: Sandbox,
 }
 
 impl GroupGuard {
+    /// The sandbox the program runs under, as its receipt says it.
+    pub fn sandbox(&self) -> String {
+        self.sandbox.description().to_owned()
+    }
+
     /// The group no longer needs killing (its leader exited and was reaped).
     pub fn disarm(&mut self) {
         self.pgid = None;
@@ -63,21 +73,21 @@ impl Drop for GroupGuard {
 
 /// Starts the program with piped stdio in a new process group, for awaiting.
 pub(crate) fn spawn(cx: &ToolContext, what: &Spawn) -> Result<(tokio::process::Child, GroupGuard), ToolError> {
-    let (command, program) = command(cx, what)?;
+    let (command, program, sandbox) = command(cx, what)?;
     let mut command = tokio::process::Command::from(command);
     command.kill_on_drop(true);
     let child = command.spawn().map_err(|e| spawn_error(&program, &e))?;
     let pgid = child.id().and_then(|id| Pid::from_raw(id as i32));
-    Ok((child, GroupGuard { pgid }))
+    Ok((child, GroupGuard { pgid, sandbox }))
 }
 
 /// Starts the program with piped stdio in a new process group, owned by threads rather
 /// than by any async runtime (background processes outlive the call that started them).
 pub(crate) fn spawn_detached(cx: &ToolContext, what: &Spawn) -> Result<(std::process::Child, GroupGuard), ToolError> {
-    let (mut command, program) = command(cx, what)?;
+    let (mut command, program, sandbox) = command(cx, what)?;
     let child = command.spawn().map_err(|e| spawn_error(&program, &e))?;
     let pgid = Pid::from_raw(child.id() as i32);
-    Ok((child, GroupGuard { pgid }))
+    Ok((child, GroupGuard { pgid, sandbox }))
 }
 
 fn spawn_error(program: &str, e: &std::io::Error) -> ToolError {
@@ -89,7 +99,7 @@ fn spawn_error(program: &str, e: &std::io::Error) -> ToolError {
     }
 }
 
-fn command(cx: &ToolContext, what: &Spawn) -> Result<(std::process::Command, String), ToolError> {
+fn command(cx: &ToolContext, what: &Spawn) -> Result<(std::process::Command, String, Sandbox), ToolError> {
     use std::os::unix::process::CommandExt;
     let (program, args): (&str, Vec<&str>) = if what.shell {
         let [script] = what.argv else {
@@ -128,8 +138,60 @@ fn command(cx: &ToolContext, what: &Spawn) -> Result<(std::process::Command, Str
         }
     }
     command.envs(what.env.iter().map(|v| (&v.name, &v.value)));
-    super::contain::contain(&mut command);
-    Ok((command, program.to_owned()))
+    let sandbox = sandbox(cx, &shell, what)?;
+    if let Some(temp) = sandbox.temp_dir() {
+        command.env("TMPDIR", temp);
+    }
+    super::contain::contain(&mut command, &sandbox);
+    Ok((command, program.to_owned(), sandbox))
+}
+
+/// The policy's sandbox for this command, widened by the rule that matches it.
+fn sandbox(cx: &ToolContext, shell: &ShellSettings, what: &Spawn) -> Result<Sandbox, ToolError> {
+    let mut request = SandboxRequest::for_scope(cx.scope());
+    if let Some(rule) = matching_rule(shell, what) {
+        request.network |= rule.network;
+        request.mode = request.mode.max(rule.sandbox.unwrap_or(request.mode));
+    }
+    Sandbox::prepare(&request).map_err(|e| ToolError::Denied {
+        reason: Denial::SandboxUnavailable { message: e.0 },
+    })
+}
+
+/// The `[[tools.shell.rules]]` rule for this command: the longest matching argv prefix (on
+/// a tie, the strictest decision). A shell script matches none (its words are not an
+/// argv), nor does a call that sets a variable changing which code runs.
+pub(crate) fn matching_rule<'a>(shell: &'a ShellSettings, what: &Spawn) -> Option<&'a CommandRule> {
+    if what.shell || what.env.iter().any(|v| changes_code(&v.name)) {
+        return None;
+    }
+    let strictness = |rule: ApprovalRule| match rule {
+        ApprovalRule::Auto => 0,
+        ApprovalRule::Ask => 1,
+        ApprovalRule::Deny => 2,
+    };
+    shell
+        .rules
+        .iter()
+        .filter(|rule| what.argv.starts_with(&rule.argv_prefix))
+        .max_by_key(|rule| (rule.argv_prefix.len(), strictness(rule.decision)))
+}
+
+/// The rule's decision as the runtime takes it, named for the receipt.
+pub(crate) fn matched(cx_scope: &kyro_core::policy::Scope, what: &Spawn) -> Option<MatchedRule> {
+    let shell = cx_scope.settings::<ShellSettings>().ok()?;
+    let rule = matching_rule(&shell, what)?;
+    Some(MatchedRule {
+        decision: rule.decision,
+        rule: format!(
+            "[tools.shell] rule argv_prefix {}",
+            serde_json::to_string(&rule.argv_prefix).unwrap_or_default()
+        ),
+    })
+}
+
+fn changes_code(name: &str) -> bool {
+    CODE_CHANGING_ENV.contains(&name) || name.starts_with("LD_") || name.starts_with("DYLD_")
 }
 
 /// Environment variables that change which code a program runs, or how its shell reads
@@ -189,12 +251,16 @@ pub(crate) fn preview_command(what: &Spawn) -> String {
     ));
     for var in what.env {
         out.push_str(&format!("\nenv {}={}", var.name, quote(&var.value)));
-        if CODE_CHANGING_ENV.contains(&var.name.as_str())
-            || var.name.starts_with("LD_")
-            || var.name.starts_with("DYLD_")
-        {
+        if changes_code(&var.name) {
             out.push_str(&format!("   ⚠ {} changes which code the program runs", var.name));
         }
+    }
+    if !what.shell && !what.env.iter().any(|v| changes_code(&v.name)) {
+        let prefix = &what.argv[..what.argv.len().min(2)];
+        out.push_str(&format!(
+            "\nto run commands starting so without asking, the policy can say:\n[[tools.shell.rules]]\nargv_prefix = {}\ndecision = \"auto\"",
+            serde_json::to_string(prefix).unwrap_or_default()
+        ));
     }
     out
 }

@@ -1,6 +1,6 @@
 //! `run_command`: run a program to completion.
 
-use kyro_core::policy::SettingsTable;
+use kyro_core::policy::{MatchedRule, Scope, SettingsTable};
 use std::time::{Duration, Instant};
 
 use kyro_core::receipt::ObservedEffect;
@@ -62,6 +62,9 @@ pub struct CommandResult {
     pub truncated: bool,
     /// Wall-clock time, in milliseconds.
     pub duration_ms: u64,
+    /// The OS sandbox it ran under (a write or connection it refused failed with the
+    /// kernel's error: `Permission denied`, `Read-only file system`).
+    pub sandbox: String,
 }
 
 /// Reads `pipe` to its end into `capped` (which keeps what came if the read is cut off).
@@ -124,9 +127,11 @@ impl Execute for RunCommand {
             guard.disarm();
         }
         let status = status.map_err(|e| ToolError::io("wait for", &self.argv[0], &e))?;
+        let sandbox = guard.sandbox();
         cx.effects().push(ObservedEffect::Process {
             argv: self.argv.clone(),
             exit_code: status.code(),
+            sandbox: sandbox.clone(),
         });
         Ok(CommandResult {
             exit_code: status.code(),
@@ -136,11 +141,16 @@ impl Execute for RunCommand {
             stdout: out.text(),
             stderr: err.text(),
             duration_ms: started.elapsed().as_millis() as u64,
+            sandbox,
         })
     }
 
     fn preview(&self, _cx: &ToolContext) -> Option<String> {
         Some(super::process::preview_command(&self.what()))
+    }
+
+    fn rule(&self, scope: &Scope) -> Option<MatchedRule> {
+        super::process::matched(scope, &self.what())
     }
 }
 

@@ -80,6 +80,7 @@ impl Execute for StartProcess {
         let (mut child, guard) = spawn_detached(cx, &self.what())?;
         drop(child.stdin.take());
         let pid = child.id();
+        let sandbox = guard.sandbox();
         let process = Arc::new(Background {
             pid,
             owner: cx.scope().lineage().to_vec(),
@@ -117,6 +118,7 @@ impl Execute for StartProcess {
         cx.effects().push(ObservedEffect::Process {
             argv: self.argv,
             exit_code: None,
+            sandbox,
         });
         Ok(Started {
             id: insert(process),
@@ -126,5 +128,9 @@ impl Execute for StartProcess {
 
     fn preview(&self, _cx: &ToolContext) -> Option<String> {
         Some(super::process::preview_command(&self.what()))
+    }
+
+    fn rule(&self, scope: &kyro_core::policy::Scope) -> Option<kyro_core::policy::MatchedRule> {
+        super::process::matched(scope, &self.what())
     }
 }
