@@ -129,9 +129,44 @@ fn tools_list_serves_every_descriptor_with_schemas_and_annotations() {
     );
     assert_eq!(read["annotations"]["readOnlyHint"], true);
     assert_eq!(read["title"], "Read file");
+    // A hint is listed where it differs from the spec's default; read with the defaults,
+    // every tool's four hints are its descriptor's.
+    let registry = kyro_core::Registry::with_catalog(kyro_tools::BUILTINS).unwrap();
+    let hint = |tool: &Value, key: &str, default: bool| tool["annotations"].get(key).map_or(default, |v| v == true);
     let write = tools.iter().find(|t| t["name"] == "write_file").unwrap();
-    assert_eq!(write["annotations"]["readOnlyHint"], false);
-    assert_eq!(write["annotations"]["destructiveHint"], true);
+    assert_eq!(write["annotations"].get("readOnlyHint"), None);
+    assert_eq!(write["annotations"].get("title"), None, "the title is the tool's own");
+    for tool in tools {
+        let listed = [
+            hint(tool, "readOnlyHint", false),
+            hint(tool, "destructiveHint", true),
+            hint(tool, "idempotentHint", false),
+            hint(tool, "openWorldHint", true),
+        ];
+        let a = registry
+            .snapshot()
+            .get(tool["name"].as_str().unwrap())
+            .unwrap()
+            .descriptor()
+            .annotations;
+        assert_eq!(
+            listed,
+            [
+                a.read_only_hint,
+                a.destructive_hint,
+                a.idempotent_hint,
+                a.open_world_hint
+            ],
+            "{}",
+            tool["name"]
+        );
+    }
+    // Integer bounds that only restate the Rust type are not listed; real ones are.
+    let outputs: Vec<&Value> = tools.iter().map(|t| &t["outputSchema"]).collect();
+    assert!(
+        !serde_json::to_string(&outputs).unwrap().contains("18446744073709551615"),
+        "u64::MAX restated"
+    );
 }
 
 #[test]

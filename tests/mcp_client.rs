@@ -369,6 +369,104 @@ fn mcp_and_execute_call_give_identical_outcomes_and_receipts() {
     }
 }
 
+/// A result with the values that depend on when it ran (`*_at`, `*_ms`, `call_id`) blanked.
+fn timeless(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    let blank = k.ends_with("_at") || k.ends_with("_ms") || k == "call_id";
+                    (k.clone(), if blank { Value::Null } else { timeless(v) })
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(timeless).collect()),
+        other => other.clone(),
+    }
+}
+
+#[test]
+fn state_tools_give_the_same_outcomes_over_mcp_and_execute_call_on_a_fresh_store() {
+    // Every state tool in catalog order, twice (the second store, update or delete meets
+    // what the first made), on a fresh store each way.
+    let served = Registry::with_catalog(&kyro_tools::available(false).0).unwrap();
+    let mut calls: Vec<(String, Value)> = Vec::new();
+    for d in served.snapshot().descriptors() {
+        if d.effect == kyro_core::Effect::State {
+            calls.push((d.name.clone(), sample(&d.input_schema)));
+        }
+    }
+    assert!(calls.len() >= 10, "{calls:?}");
+    let calls: Vec<(String, Value)> = calls.iter().chain(calls.iter()).cloned().collect();
+    let ws = workspace();
+    let mcp_results: Vec<CallToolResult> = block_on(async {
+        let client = stdio_client(ws.path()).await;
+        let mut results = Vec::new();
+        for (tool, args) in &calls {
+            let params = CallToolRequestParams::new(tool.clone()).with_arguments(object(args.clone()));
+            results.push(client.call_tool(params).await.unwrap());
+        }
+        client.cancel().await.unwrap();
+        results
+    });
+    let log = std::fs::read_to_string(ws.path().join(".kyro/receipts.jsonl")).unwrap();
+    let top = |r: &Value| r["parent_call_id"].is_null();
+    let mcp_receipts: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(top)
+        .collect();
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(ws.path().join(format!(".kyro/state.db{suffix}")));
+    }
+    let recorder = Arc::new(Recorder::default());
+    let registry = Arc::new(Registry::with_catalog(&kyro_tools::available(false).0).unwrap());
+    let runtime = Runtime::new(registry, Workspace::new(ws.path()).unwrap(), &Policy::default())
+        .unwrap()
+        .with_observer(recorder.clone());
+    let outcomes: Vec<_> = block_on(async {
+        let mut outcomes = Vec::new();
+        for (tool, args) in &calls {
+            outcomes.push(runtime.execute_call(Call::new(tool.clone(), args.clone())).await);
+        }
+        outcomes
+    });
+    let direct_receipts: Vec<Value> = recorder
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| serde_json::to_value(r).unwrap())
+        .filter(top)
+        .collect();
+    assert_eq!(mcp_receipts.len(), calls.len());
+    for (i, outcome) in outcomes.iter().enumerate() {
+        let name = &calls[i].0;
+        assert_eq!(
+            essence(&mcp_receipts[i]),
+            essence(&direct_receipts[i]),
+            "receipt of call {i} ({name})"
+        );
+        let over_mcp = &mcp_results[i];
+        match outcome {
+            kyro_core::Outcome::Ok { result, .. } => {
+                assert_ne!(over_mcp.is_error, Some(true), "call {i} ({name})");
+                assert_eq!(
+                    over_mcp.structured_content.as_ref().map(timeless),
+                    Some(timeless(result)),
+                    "call {i} ({name})"
+                );
+            }
+            other => {
+                assert_eq!(over_mcp.is_error, Some(true), "call {i} ({name})");
+                let text = over_mcp.content[0].as_text().unwrap().text.clone();
+                let kind = serde_json::to_value(other.kind()).unwrap();
+                assert!(text.starts_with(kind.as_str().unwrap()), "call {i} ({name}): {text}");
+            }
+        }
+    }
+}
+
 /// One raw HTTP exchange with `kyro mcp --http`: the request is written, the stream kept.
 struct Raw(std::net::TcpStream);
 

@@ -53,6 +53,9 @@ pub struct KyroServer {
     text: TextMode,
     /// List the discovery tools and `call_tool` only (`--catalog search`).
     search: bool,
+    /// Tools the client's user approved for the rest of this session (one MCP session:
+    /// the stdio connection, or one HTTP session).
+    approved_for_session: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
 }
 
 impl KyroServer {
@@ -66,6 +69,7 @@ impl KyroServer {
             selection: None,
             text: TextMode::default(),
             search: false,
+            approved_for_session: Arc::default(),
         }
     }
 
@@ -124,7 +128,12 @@ impl KyroServer {
         let limits = *self.runtime.limits();
         let sessions = Arc::new(LocalSessionManager::default());
         let service: StreamableHttpService<KyroServer, LocalSessionManager> = StreamableHttpService::new(
-            move || Ok(self.clone()),
+            // Each HTTP session has its own session approvals.
+            move || {
+                let mut session = self.clone();
+                session.approved_for_session = Arc::default();
+                Ok(session)
+            },
             sessions.clone(),
             StreamableHttpServerConfig::default().with_max_request_body_bytes(crate::frames::MAX_FRAME),
         );
@@ -167,15 +176,19 @@ impl KyroServer {
 
 /// The MCP tool for a descriptor: same name, description, schemas; annotations from the effect.
 pub fn mcp_tool(d: &ToolDescriptor) -> Tool {
+    // Each hint only where it differs from the spec's default (read-only false,
+    // destructive true, idempotent false, open-world true): a client reads the same four
+    // values, in a fifth of the bytes. The title is the tool's own (`annotations.title`
+    // would repeat it).
     let a = d.annotations;
-    let mut annotations = ToolAnnotations::new()
-        .read_only(a.read_only_hint)
-        .destructive(a.destructive_hint)
-        .idempotent(a.idempotent_hint)
-        .open_world(a.open_world_hint);
-    annotations.title = d.title.clone();
+    let differs = |value: bool, default: bool| (value != default).then_some(value);
+    let mut annotations = ToolAnnotations::new();
+    annotations.read_only_hint = differs(a.read_only_hint, false);
+    annotations.destructive_hint = differs(a.destructive_hint, true);
+    annotations.idempotent_hint = differs(a.idempotent_hint, false);
+    annotations.open_world_hint = differs(a.open_world_hint, true);
     let mut tool = Tool::new(d.name.clone(), d.description.clone(), Arc::new(object(&d.input_schema)))
-        .with_raw_output_schema(Arc::new(object(&without_descriptions(&d.output_schema))))
+        .with_raw_output_schema(Arc::new(object(&listed_output(&d.output_schema))))
         .with_annotations(annotations);
     if let Some(title) = &d.title {
         tool = tool.with_title(title.clone());
@@ -183,30 +196,53 @@ pub fn mcp_tool(d: &ToolDescriptor) -> Tool {
     tool
 }
 
-/// A schema without its `description` keywords: every constraint kept, the prose left to
-/// `tool_describe`. The output schema's prose is a third of a listing, and the model reads
-/// results, not their schema; a property named `description` stays.
-fn without_descriptions(schema: &Value) -> Value {
+/// The largest and smallest values of Rust's integer types, which a generated schema states
+/// as `maximum`/`minimum`: in an output schema they say only what the type is.
+const TYPE_BOUNDS: &[i128] = &[
+    u64::MAX as i128,
+    u32::MAX as i128,
+    u16::MAX as i128,
+    u8::MAX as i128,
+    i64::MAX as i128,
+    i64::MIN as i128,
+    i32::MAX as i128,
+    i32::MIN as i128,
+];
+
+/// An output schema as listed: without its `description` keywords (the prose is left to
+/// `tool_describe`; the output schema's prose was a third of a listing, and the model reads
+/// results, not their schema) and without the integer bounds that only restate a Rust type's
+/// range (`maximum: 18446744073709551615`); every other keyword kept. A property named
+/// `description` or `maximum` stays.
+fn listed_output(schema: &Value) -> Value {
     match schema {
         Value::Object(map) => Value::Object(
             map.iter()
-                .filter(|(k, v)| !(k.as_str() == "description" && v.is_string()))
+                .filter(|(k, v)| match k.as_str() {
+                    "description" => !v.is_string(),
+                    "maximum" | "minimum" => !v
+                        .as_i64()
+                        .map(i128::from)
+                        .or_else(|| v.as_u64().map(i128::from))
+                        .is_some_and(|n| TYPE_BOUNDS.contains(&n)),
+                    _ => true,
+                })
                 .map(|(k, v)| {
                     let kept = match (k.as_str(), v) {
                         // Property names are data here, not keywords.
                         ("properties" | "$defs" | "definitions", Value::Object(props)) => Value::Object(
                             props
                                 .iter()
-                                .map(|(name, sub)| (name.clone(), without_descriptions(sub)))
+                                .map(|(name, sub)| (name.clone(), listed_output(sub)))
                                 .collect(),
                         ),
-                        _ => without_descriptions(v),
+                        _ => listed_output(v),
                     };
                     (k.clone(), kept)
                 })
                 .collect(),
         ),
-        Value::Array(items) => Value::Array(items.iter().map(without_descriptions).collect()),
+        Value::Array(items) => Value::Array(items.iter().map(listed_output).collect()),
         other => other.clone(),
     }
 }
@@ -419,14 +455,36 @@ impl KyroServer {
         }
         let mut outcome = self.run(call.clone(), &context).await;
         if let Outcome::ApprovalRequired {
-            fingerprint, summary, ..
+            tool,
+            fingerprint,
+            summary,
         } = &outcome
-            && asks_for_approval(&context.peer)
-            && approve(&context.peer, summary, fingerprint).await
         {
-            outcome = self
-                .run(call.approved(ApprovalToken::for_fingerprint(fingerprint)), &context)
-                .await;
+            let for_session = |tool: &str| {
+                self.approved_for_session
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .contains(tool)
+            };
+            // The user approved this tool for the session earlier, or approves this call now.
+            let approved = for_session(tool)
+                || (asks_for_approval(&context.peer)
+                    && match approve(&context.peer, summary, fingerprint).await {
+                        Approval::Refused => false,
+                        Approval::Once => true,
+                        Approval::ForSession => {
+                            self.approved_for_session
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .insert(tool.clone());
+                            true
+                        }
+                    });
+            if approved {
+                outcome = self
+                    .run(call.approved(ApprovalToken::for_fingerprint(fingerprint)), &context)
+                    .await;
+            }
         }
         match outcome {
             Outcome::Ok { result, text, .. } => Ok(ok_result(result, text, self.text).into()),
@@ -481,26 +539,43 @@ fn asks_for_approval(peer: &Peer<RoleServer>) -> bool {
         .is_some_and(|info| info.capabilities.elicitation.is_some())
 }
 
-/// Asks the client's user to approve a call, showing its summary and fingerprint.
-async fn approve(peer: &Peer<RoleServer>, summary: &str, fingerprint: &str) -> bool {
+/// What the client's user answered.
+enum Approval {
+    Refused,
+    Once,
+    /// This call, and every later call of the same tool in this session.
+    ForSession,
+}
+
+/// Asks the client's user to approve a call, showing its summary and fingerprint, and
+/// whether to approve the tool for the rest of the session.
+async fn approve(peer: &Peer<RoleServer>, summary: &str, fingerprint: &str) -> Approval {
     let Ok(schema) = ElicitationSchema::builder()
         .required_bool("approve")
+        .optional_bool_with("for_session", |b| {
+            b.with_default(false)
+                .description("Also approve every later call of this tool in this session, without asking")
+        })
         .description("Approve this one call")
         .build()
     else {
-        return false;
+        return Approval::Refused;
     };
     let request = ElicitRequestParams::FormElicitationParams {
         meta: None,
         message: format!("kyro asks to run {summary}\nfingerprint {fingerprint}\nApprove this call?"),
         requested_schema: schema,
     };
-    match peer.create_elicitation(request).await {
-        Ok(result) => {
-            result.action == ElicitationAction::Accept
-                && result.content.as_ref().and_then(|c| c.get("approve")) == Some(&Value::Bool(true))
-        }
-        Err(_) => false,
+    let Ok(result) = peer.create_elicitation(request).await else {
+        return Approval::Refused;
+    };
+    let answer = |key: &str| result.content.as_ref().and_then(|c| c.get(key)) == Some(&Value::Bool(true));
+    if result.action != ElicitationAction::Accept || !answer("approve") {
+        Approval::Refused
+    } else if answer("for_session") {
+        Approval::ForSession
+    } else {
+        Approval::Once
     }
 }
 

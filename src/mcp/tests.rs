@@ -24,6 +24,8 @@ use super::KyroServer;
 struct TestClient {
     events: mpsc::UnboundedSender<String>,
     elicitation: Option<bool>,
+    /// Answer "for the rest of the session" with each approval.
+    for_session: bool,
 }
 
 impl ClientHandler for TestClient {
@@ -53,7 +55,8 @@ impl ClientHandler for TestClient {
             let _ = self.events.send(format!("asked: {message}"));
         }
         Ok(match self.elicitation {
-            Some(answer) => ElicitResult::new(ElicitationAction::Accept).with_content(json!({"approve": answer})),
+            Some(answer) => ElicitResult::new(ElicitationAction::Accept)
+                .with_content(json!({"approve": answer, "for_session": self.for_session})),
             None => ElicitResult::new(ElicitationAction::Decline),
         })
     }
@@ -77,6 +80,10 @@ struct Harness {
 }
 
 async fn connect(elicitation: Option<bool>) -> Harness {
+    connect_with(elicitation, false).await
+}
+
+async fn connect_with(elicitation: Option<bool>, for_session: bool) -> Harness {
     let workspace = tempfile::tempdir().unwrap();
     let registry = Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());
     let receipts = Arc::new(Receipts::default());
@@ -97,6 +104,7 @@ async fn connect(elicitation: Option<bool>) -> Harness {
     let client = TestClient {
         events: tx,
         elicitation,
+        for_session,
     }
     .serve(client_io)
     .await
@@ -259,6 +267,51 @@ fn an_approval_is_asked_of_a_client_that_can_answer() {
         let receipts = h.receipts.0.lock().unwrap();
         let kinds: Vec<OutcomeKind> = receipts.iter().map(|r| r.outcome).collect();
         assert_eq!(kinds, [OutcomeKind::ApprovalRequired, OutcomeKind::Ok]);
+    });
+}
+
+#[test]
+fn an_approval_for_the_session_covers_later_calls_of_that_tool_only() {
+    rt().block_on(async {
+        for for_session in [true, false] {
+            let mut h = connect_with(Some(true), for_session).await;
+            for (name, content) in [("a.txt", "one"), ("b.txt", "two")] {
+                let args = json!({"path": name, "content": content});
+                let result = h
+                    .client
+                    .call_tool(
+                        CallToolRequestParams::new("write_file").with_arguments(args.as_object().unwrap().clone()),
+                    )
+                    .await
+                    .unwrap();
+                assert_ne!(result.is_error, Some(true), "{result:?}");
+            }
+            let dir = json!({"path": "d"});
+            let made = h
+                .client
+                .call_tool(
+                    CallToolRequestParams::new("make_directory").with_arguments(dir.as_object().unwrap().clone()),
+                )
+                .await
+                .unwrap();
+            assert_ne!(made.is_error, Some(true), "{made:?}");
+            let mut asked = Vec::new();
+            while let Ok(event) = h.events.try_recv() {
+                if let Some(message) = event.strip_prefix("asked: kyro asks to run ") {
+                    asked.push(message.split('\n').next().unwrap().to_owned());
+                }
+            }
+            let expected = if for_session {
+                vec!["write_file", "make_directory"]
+            } else {
+                vec!["write_file", "write_file", "make_directory"]
+            };
+            assert_eq!(asked, expected, "for_session {for_session}");
+            assert_eq!(
+                std::fs::read_to_string(h._workspace.path().join("b.txt")).unwrap(),
+                "two"
+            );
+        }
     });
 }
 

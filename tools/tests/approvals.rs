@@ -71,3 +71,49 @@ fn a_command_shows_what_will_run_and_flags_code_changing_variables() {
     );
     assert!(text.contains("\\u{202E}") && !text.contains('\u{202E}'), "{text}");
 }
+
+#[test]
+fn a_per_tool_rule_replaces_its_effects_rule_and_decides_the_listing() {
+    use kyro_core::policy::ApprovalRule;
+    use kyro_core::receipt::Denial;
+    let ws = tempfile::tempdir().unwrap();
+    let mut policy = Policy::default(); // writes ask
+    policy
+        .approvals
+        .tools
+        .insert("make_directory".into(), ApprovalRule::Auto);
+    policy.approvals.tools.insert("write_file".into(), ApprovalRule::Deny);
+    let registry = Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());
+    let runtime = Runtime::new(registry.clone(), Workspace::new(ws.path()).unwrap(), &policy).unwrap();
+    let executor = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let run = |tool: &str, args: Value| executor.block_on(runtime.execute_call(Call::new(tool, args)));
+    assert!(matches!(
+        run("make_directory", json!({"path": "d"})),
+        Outcome::Ok { .. }
+    ));
+    assert!(ws.path().join("d").is_dir());
+    match run("write_file", json!({"path": "a.txt", "content": "x"})) {
+        Outcome::Denied {
+            reason: Denial::RuleForbids { rule },
+            ..
+        } => assert_eq!(rule, "[approvals.tools] rule for `write_file`"),
+        other => panic!("{other:?}"),
+    }
+    // Other writes still ask.
+    assert!(matches!(
+        run("delete_path", json!({"path": "d"})),
+        Outcome::ApprovalRequired { .. }
+    ));
+    // A tool the policy denies by name is not listed; one it allows by name is, even when
+    // its effect is denied.
+    policy.approvals.write = ApprovalRule::Deny;
+    let runtime = Runtime::new(registry.clone(), Workspace::new(ws.path()).unwrap(), &policy).unwrap();
+    let snapshot = registry.snapshot();
+    let listed = |name: &str| runtime.scope().may_allow(snapshot.get(name).unwrap().descriptor());
+    assert!(listed("make_directory"));
+    assert!(!listed("write_file"));
+    assert!(!listed("delete_path"));
+}

@@ -338,3 +338,28 @@ fn receipts_record_the_sandbox_of_every_program_git_included() {
         "{effect}"
     );
 }
+
+#[test]
+fn a_background_process_runs_under_the_same_sandbox() {
+    let (ws, outside) = places();
+    let registry = Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());
+    let runtime = Runtime::new(registry, Workspace::new(ws.path()).unwrap(), &policy(workspace_write())).unwrap();
+    let executor = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let run = |tool: &str, args: Value| match executor.block_on(runtime.execute_call(Call::new(tool, args))) {
+        Outcome::Ok { result, .. } => result,
+        other => panic!("{other:?}"),
+    };
+    let script = format!(
+        "echo x > {}/background; echo y > .git/hooks/bg; echo z > src/bg && echo wrote",
+        outside.path().display()
+    );
+    let started = run("start_process", json!({"argv": ["sh", "-c", script]}));
+    let output = run("read_process_output", json!({"id": started["id"], "wait_ms": 5000}));
+    assert_eq!(output["stdout"], "wrote\n", "{output}");
+    assert!(!outside.path().join("background").exists(), "{output}");
+    assert!(!ws.path().join(".git/hooks/bg").exists(), "{output}");
+    assert!(ws.path().join("src/bg").exists(), "{output}");
+}

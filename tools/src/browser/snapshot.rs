@@ -108,4 +108,35 @@ impl Execute for BrowserSnapshot {
         })
         .await
     }
+
+    /// The outline as is, under the page's URL and title, as Playwright MCP shows it.
+    fn text(page: &PageSnapshot) -> Option<String> {
+        let mut out = format!("- Page URL: {}\n- Page Title: {}\n", page.url, page.title);
+        out.push_str(&format!("- Page Snapshot ({} refs):\n{}", page.refs, page.snapshot));
+        if page.truncated {
+            out.push_str("\n[… cut at max_chars; ask for more with a larger max_chars]");
+        }
+        Some(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{BrowserSnapshot, PageSnapshot};
+    use kyro_core::Execute;
+
+    #[test]
+    fn the_text_is_the_outline_as_is_under_the_url_and_title() {
+        let page = PageSnapshot {
+            url: "http://127.0.0.1:1/form".into(),
+            title: "A \"form\"".into(),
+            snapshot: "- form\n  - textbox \"Name\" [ref=e1]".into(),
+            refs: 1,
+            truncated: true,
+        };
+        assert_eq!(
+            BrowserSnapshot::text(&page).unwrap(),
+            "- Page URL: http://127.0.0.1:1/form\n- Page Title: A \"form\"\n- Page Snapshot (1 refs):\n- form\n  - textbox \"Name\" [ref=e1]\n[… cut at max_chars; ask for more with a larger max_chars]"
+        );
+    }
 }
