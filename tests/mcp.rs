@@ -11,6 +11,8 @@ struct Server {
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
     pending: HashMap<u64, Value>,
+    /// Notifications seen while waiting for answers.
+    notifications: Vec<Value>,
 }
 
 impl Server {
@@ -35,6 +37,7 @@ impl Server {
             stdin,
             stdout,
             pending: HashMap::new(),
+            notifications: Vec::new(),
         };
         let init = server.request(
             1,
@@ -67,6 +70,8 @@ impl Server {
             let message: Value = serde_json::from_str(&line).expect("one JSON-RPC message per line");
             if let Some(got) = message["id"].as_u64() {
                 self.pending.insert(got, message);
+            } else {
+                self.notifications.push(message);
             }
         }
     }
@@ -167,6 +172,18 @@ fn tools_list_serves_every_descriptor_with_schemas_and_annotations() {
         !serde_json::to_string(&outputs).unwrap().contains("18446744073709551615"),
         "u64::MAX restated"
     );
+}
+
+#[test]
+fn a_selection_made_at_start_announces_no_change() {
+    let ws = tempfile::tempdir().unwrap();
+    for flags in [&["--read-only"][..], &["--toolsets", "files"], &["--exclude-tools", "grep"]] {
+        let mut server = Server::start_with(ws.path(), flags);
+        let list = server.request(2, "tools/list", json!({}));
+        assert!(!list["result"]["tools"].as_array().unwrap().is_empty());
+        server.request(3, "ping", json!({}));
+        assert_eq!(server.notifications, Vec::<Value>::new(), "{flags:?}");
+    }
 }
 
 #[test]

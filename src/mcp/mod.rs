@@ -91,6 +91,8 @@ impl KyroServer {
     /// what it lists.
     pub fn with_selection(mut self, selection: crate::selection::Selection) -> KyroServer {
         selection.apply(&self.runtime);
+        // Taking tools out before any client connected is no change to announce.
+        self.changes.borrow_and_update();
         self.selection = Some(Arc::new(selection));
         self
     }
