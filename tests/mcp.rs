@@ -169,7 +169,9 @@ fn tools_list_serves_every_descriptor_with_schemas_and_annotations() {
     // Integer bounds that only restate the Rust type are not listed; real ones are.
     let outputs: Vec<&Value> = tools.iter().map(|t| &t["outputSchema"]).collect();
     assert!(
-        !serde_json::to_string(&outputs).unwrap().contains("18446744073709551615"),
+        !serde_json::to_string(&outputs)
+            .unwrap()
+            .contains("18446744073709551615"),
         "u64::MAX restated"
     );
 }
@@ -177,7 +179,11 @@ fn tools_list_serves_every_descriptor_with_schemas_and_annotations() {
 #[test]
 fn a_selection_made_at_start_announces_no_change() {
     let ws = tempfile::tempdir().unwrap();
-    for flags in [&["--read-only"][..], &["--toolsets", "files"], &["--exclude-tools", "grep"]] {
+    for flags in [
+        &["--read-only"][..],
+        &["--toolsets", "files"],
+        &["--exclude-tools", "grep"],
+    ] {
         let mut server = Server::start_with(ws.path(), flags);
         let list = server.request(2, "tools/list", json!({}));
         assert!(!list["result"]["tools"].as_array().unwrap().is_empty());

@@ -363,3 +363,22 @@ fn a_background_process_runs_under_the_same_sandbox() {
     assert!(!ws.path().join(".git/hooks/bg").exists(), "{output}");
     assert!(ws.path().join("src/bg").exists(), "{output}");
 }
+
+#[test]
+fn a_writable_path_of_the_policy_is_writable_and_nothing_beside_it() {
+    let (ws, outside) = places();
+    let cache = outside.path().join("cache");
+    std::fs::create_dir(&cache).unwrap();
+    let sandbox = SandboxPolicy {
+        writable: vec![cache.clone()],
+        ..SandboxPolicy::default()
+    };
+    let out = outside.path().display();
+    let result = sh(
+        ws.path(),
+        sandbox,
+        &format!("echo c > {out}/cache/entry; echo d > {out}/beside"),
+    );
+    assert!(cache.join("entry").exists(), "{result}");
+    assert!(!outside.path().join("beside").exists(), "{result}");
+}

@@ -295,7 +295,7 @@ pub enum SandboxRead {
 /// network = false            # programs may not open network sockets (default)
 /// read = "everywhere"        # or "roots"
 /// readable = ["/opt/toolchain"]
-/// writable = ["/home/me/.cargo/registry"]
+/// writable = ["~/.cargo/registry"]
 /// allow_unsandboxed = false  # where the kernel cannot sandbox: refuse (default) or run bare
 /// [sandbox.upstreams.fetcher] # an upstream MCP server's own mode (default: the above)
 /// mode = "read-only"
@@ -310,11 +310,11 @@ pub struct SandboxPolicy {
     pub network: bool,
     /// Where programs may read.
     pub read: SandboxRead,
-    /// Paths readable besides the roots when `read = "roots"` (absolute, or relative to
-    /// the workspace).
+    /// Paths readable besides the roots when `read = "roots"` (absolute, `~/...` beneath
+    /// the home directory, or relative to the workspace).
     pub readable: Vec<PathBuf>,
-    /// Paths writable besides the writable roots under `workspace-write` (absolute, or
-    /// relative to the workspace).
+    /// Paths writable besides the writable roots under `workspace-write` (absolute,
+    /// `~/...` beneath the home directory, or relative to the workspace).
     pub writable: Vec<PathBuf>,
     /// Where the kernel cannot enforce the sandbox (no Landlock, no mount namespace): run
     /// programs without it (true) or refuse to run them (false, the default). Either way

@@ -47,6 +47,15 @@ fn writes_a_git_dir(root: &Path, relative: &Path) -> bool {
     git_markers(&dir, None) >= 2
 }
 
+/// A `[sandbox]` path: `~/...` beneath the home directory, a relative one beneath the
+/// workspace.
+fn sandbox_path(workspace: &Path, path: &Path) -> PathBuf {
+    match (path.strip_prefix("~"), std::env::var_os("HOME")) {
+        (Ok(rest), Some(home)) => Path::new(&home).join(rest),
+        _ => workspace.join(path),
+    }
+}
+
 /// A granted root: its canonical path, its access and an open handle every operation
 /// resolves beneath.
 #[derive(Debug)]
@@ -133,8 +142,18 @@ impl Scope {
             roots,
             approvals: policy.approvals.clone(),
             sandbox: Arc::new(SandboxPolicy {
-                readable: policy.sandbox.readable.iter().map(|p| workspace.join(p)).collect(),
-                writable: policy.sandbox.writable.iter().map(|p| workspace.join(p)).collect(),
+                readable: policy
+                    .sandbox
+                    .readable
+                    .iter()
+                    .map(|p| sandbox_path(workspace, p))
+                    .collect(),
+                writable: policy
+                    .sandbox
+                    .writable
+                    .iter()
+                    .map(|p| sandbox_path(workspace, p))
+                    .collect(),
                 ..policy.sandbox.clone()
             }),
             depth: 0,
