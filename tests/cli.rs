@@ -256,6 +256,18 @@ fn dialects_export_definitions_and_provider_payloads_take_the_native_path() {
     }
     let openai = stdout_json(&kyro(&["describe", "read_file", "--dialect", "openai"], ws.path()));
     assert_eq!(openai["definition"]["function"]["strict"], true);
+    // A tool without arguments is an empty object, which strict mode states (the browser
+    // tools are registered where Chromium is installed).
+    if kyro_tools::browser::unavailable().is_none() {
+        let no_arguments = stdout_json(&kyro(
+            &["describe", "browser_navigate_back", "--dialect", "openai"],
+            ws.path(),
+        ));
+        assert_eq!(
+            no_arguments["definition"]["function"]["parameters"],
+            json!({"type": "object", "properties": {}, "required": [], "additionalProperties": false})
+        );
+    }
     let anthropic = stdout_json(&kyro(&["describe", "cat", "--dialect", "anthropic"], ws.path()));
     assert_eq!(anthropic["definition"]["name"], "read_file");
 

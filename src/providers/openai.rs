@@ -92,6 +92,14 @@ fn strict(tool: &str, schema: &Value, pointer: &str, relaxed: &mut Vec<Relaxed>)
     let is_object = map
         .get("type")
         .is_some_and(|t| t == "object" || t.as_array().is_some_and(|ts| ts.contains(&json!("object"))));
+    // An object that allows no property at all is an empty object, which strict mode
+    // states as `properties: {}` (a tool without arguments).
+    let closed = map.get("additionalProperties") == Some(&Value::Bool(false));
+    if is_object && !map.contains_key("properties") && closed {
+        let mut empty = map.clone();
+        empty.insert("properties".into(), Value::Object(Map::new()));
+        return strict(tool, &Value::Object(empty), pointer, relaxed);
+    }
     if is_object && !map.contains_key("properties") {
         return Err(unsupported(
             DIALECT,

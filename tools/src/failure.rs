@@ -169,6 +169,16 @@ pub enum Failure {
         /// What went wrong, or the upstream tool's own error text.
         message: String,
     },
+    /// What `browser_wait_for` waited for did not happen in time.
+    #[error("waited {waited_ms} ms for {what}; the page shows: {shown}")]
+    NotSeen {
+        /// What was awaited (`"Saved" to appear`).
+        what: String,
+        /// How long, in milliseconds.
+        waited_ms: u64,
+        /// The start of the page's visible text at the end.
+        shown: String,
+    },
     /// An expression could not be evaluated.
     #[error("cannot evaluate the expression: {message}")]
     Evaluation {

@@ -72,6 +72,11 @@ kyro_core::catalog! {
         #[cfg(feature = "browser")] browser::BrowserClick,
         #[cfg(feature = "browser")] browser::BrowserType,
         #[cfg(feature = "browser")] browser::BrowserScreenshot,
+        #[cfg(feature = "browser")] browser::BrowserSelectOption,
+        #[cfg(feature = "browser")] browser::BrowserPressKey,
+        #[cfg(feature = "browser")] browser::BrowserHover,
+        #[cfg(feature = "browser")] browser::BrowserNavigateBack,
+        #[cfg(feature = "browser")] browser::BrowserWaitFor,
         #[cfg(feature = "web")] integration::HttpRequest,
         integration::McpCall,
         shell::RunCommand,
@@ -144,7 +149,8 @@ pub mod catalogs {
         /// A headless Chromium, every request through the policy-checked proxy.
         pub const BROWSER = [
             browser::BrowserNavigate, browser::BrowserSnapshot, browser::BrowserClick, browser::BrowserType,
-            browser::BrowserScreenshot,
+            browser::BrowserScreenshot, browser::BrowserSelectOption, browser::BrowserPressKey,
+            browser::BrowserHover, browser::BrowserNavigateBack, browser::BrowserWaitFor,
         ];
     }
     #[cfg(feature = "state")]

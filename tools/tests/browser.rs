@@ -756,3 +756,128 @@ fn chromium_children() -> Vec<u32> {
     }
     found
 }
+
+const FORM: &str = r#"<html><head><title>Order</title></head><body>
+<label for="size">Size</label>
+<select id="size" onchange="document.getElementById('said').textContent = 'size ' + this.value">
+<option value="s">Small</option><option value="m" selected>Medium</option><option value="l">Large</option>
+<option value="x" disabled>Extra</option></select>
+<p id="said">size m</p>
+<label for="extras">Extras</label>
+<select id="extras" multiple><option value="a">Apples</option><option value="b">Bread</option></select>
+<input id="keyed" placeholder="keyed" onkeydown="document.getElementById('keys').textContent = 'key ' + event.key">
+<p id="keys">no key</p>
+<button id="menu" onmouseover="document.getElementById('tip').textContent = 'menu open'">Menu</button>
+<p id="tip">menu closed</p>
+<p id="late"></p>
+<script>setTimeout(() => { document.getElementById('late').textContent = 'Arrived late'; }, 700);</script>
+<a href="/second">Second</a>
+</body></html>"#;
+
+#[test]
+fn select_keys_hover_history_and_waiting() {
+    let Some(_serial) = serial() else { return };
+    let mut pages: Pages = HashMap::new();
+    pages.insert("/form", (200, vec![], FORM.into()));
+    pages.insert(
+        "/second",
+        (
+            200,
+            vec![],
+            "<html><head><title>Second</title></head><body>two</body></html>".into(),
+        ),
+    );
+    let site = Site::start(pages);
+    let h = Harness::local();
+    h.ok("browser_navigate", json!({ "url": site.url("/form") }));
+    let snap = h.ok("browser_snapshot", json!({}));
+    let size = ref_of(&snap, "combobox \"Size\"");
+
+    // A <select> takes an option by label or by value, and the page hears the change.
+    let chosen = h.ok("browser_select_option", json!({ "ref": size, "values": ["Large"] }));
+    assert_eq!(chosen["values"], json!(["l"]), "{chosen}");
+    let chosen = h.ok("browser_select_option", json!({ "selector": "#size", "values": ["s"] }));
+    assert_eq!(chosen["values"], json!(["s"]));
+    let after = h.ok("browser_snapshot", json!({}));
+    assert!(after["snapshot"].as_str().unwrap().contains("size s"), "{after}");
+    let many = h.ok(
+        "browser_select_option",
+        json!({ "selector": "#extras", "values": ["Apples", "b"] }),
+    );
+    assert_eq!(many["values"], json!(["a", "b"]));
+    for (args, reason) in [
+        (
+            json!({ "ref": size, "values": ["Huge"] }),
+            "no option \"Huge\" (its options: \"Small\", \"Medium\", \"Large\", \"Extra\")",
+        ),
+        (
+            json!({ "ref": size, "values": ["Extra"] }),
+            "option \"Extra\" is disabled",
+        ),
+        (
+            json!({ "ref": size, "values": ["s", "m"] }),
+            "takes one option and 2 were given",
+        ),
+        (
+            json!({ "selector": "#keyed", "values": ["s"] }),
+            "not a <select> (<input>)",
+        ),
+    ] {
+        let refused = h.failed("browser_select_option", args.clone());
+        assert!(
+            matches!(Failure::of(&refused), Some(Failure::NotActionable { reason: r, .. }) if r.contains(reason)),
+            "{args}: {refused:?}"
+        );
+    }
+
+    // Keys go to the focused element; a name that is no key is refused.
+    h.ok("browser_click", json!({ "selector": "#keyed" }));
+    h.ok("browser_press_key", json!({ "key": "ArrowDown" }));
+    let text = h.ok("browser_snapshot", json!({}))["snapshot"].to_string();
+    assert!(text.contains("key ArrowDown"), "{text}");
+    let refused = h.failed("browser_press_key", json!({ "key": "NoSuchKey" }));
+    assert!(
+        matches!(Failure::of(&refused), Some(Failure::InvalidRequest { .. })),
+        "{refused:?}"
+    );
+
+    // Hover moves the mouse without clicking.
+    h.ok("browser_hover", json!({ "selector": "#menu" }));
+    let text = h.ok("browser_snapshot", json!({}))["snapshot"].to_string();
+    assert!(text.contains("menu open"), "{text}");
+
+    // Waiting: for late text, for text to go, for a time; in vain, with what the page shows.
+    let waited = h.ok(
+        "browser_wait_for",
+        json!({ "text": "Arrived late", "timeout_ms": 5000 }),
+    );
+    assert!(waited["waited_ms"].as_u64().unwrap() < 5000, "{waited}");
+    h.ok("browser_wait_for", json!({ "text_gone": "menu closed" }));
+    let slept = h.ok("browser_wait_for", json!({ "time_ms": 300 }));
+    assert!(slept["waited_ms"].as_u64().unwrap() >= 300, "{slept}");
+    let missed = h.failed("browser_wait_for", json!({ "text": "Never shown", "timeout_ms": 300 }));
+    assert!(
+        matches!(Failure::of(&missed), Some(Failure::NotSeen { shown, .. }) if shown.contains("Arrived late")),
+        "{missed:?}"
+    );
+    let nothing = h.failed("browser_wait_for", json!({}));
+    assert!(
+        matches!(Failure::of(&nothing), Some(Failure::InvalidRequest { .. })),
+        "{nothing:?}"
+    );
+
+    // History: forward by a link, back to the form; nothing before the first page.
+    h.ok("browser_click", json!({ "selector": "a" }));
+    let back = h.ok("browser_navigate_back", json!({}));
+    assert_eq!(back["title"], "Order", "{back}");
+    let h2 = Harness::local();
+    h2.ok("browser_navigate", json!({ "url": site.url("/second") }));
+    let first = h2.call("browser_navigate_back", json!({}));
+    // The first page of a fresh browser has about:blank before it, or nothing.
+    if let Outcome::ExecutionFailed { error, .. } = first {
+        assert!(
+            matches!(Failure::of(&error), Some(Failure::InvalidRequest { .. })),
+            "{error:?}"
+        );
+    }
+}

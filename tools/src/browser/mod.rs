@@ -6,16 +6,20 @@
 //! The tools are registered only where Chromium is installed ([`unavailable`]).
 
 mod click;
+mod keys;
 mod navigate;
 mod proxy;
 mod screenshot;
+mod select_option;
 mod session;
 mod snapshot;
 mod type_text;
 
 pub use click::{BrowserClick, Clicked};
+pub use keys::{BrowserHover, BrowserNavigateBack, BrowserPressKey, BrowserWaitFor, PageState, Waited};
 pub use navigate::{BrowserNavigate, Page};
 pub use screenshot::{BrowserScreenshot, Screenshot};
+pub use select_option::{BrowserSelectOption, Selected};
 pub use session::{CHROMIUM_ENV, DEFAULT_CHROMIUM, chromium_path, unavailable};
 pub use snapshot::{BrowserSnapshot, PageSnapshot};
 pub use type_text::{BrowserType, Typed};

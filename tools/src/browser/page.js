@@ -257,8 +257,44 @@
     return { value: el.isContentEditable ? el.textContent : String(el.value ?? "") };
   }
 
+  // Chooses options of a <select> by value or visible label, as a user would, and fires
+  // the `input` and `change` events the page listens for.
+  function select(target) {
+    const found = find(target);
+    if (!found.el) return found;
+    const el = found.el;
+    if (el.tagName !== "SELECT") return { unusable: "it is not a <select> (<" + el.tagName.toLowerCase() + ">)" };
+    if (!visible(el)) return { unusable: "it is hidden" };
+    if (el.disabled) return { unusable: "it is disabled" };
+    const wanted = arg.values;
+    if (wanted.length > 1 && !el.multiple) {
+      return { unusable: "it takes one option and " + wanted.length + " were given" };
+    }
+    const options = Array.from(el.options);
+    const label = (o) => clean(o.label || o.textContent);
+    const chosen = [];
+    for (const w of wanted) {
+      const o = options.find((o) => o.value === w) || options.find((o) => label(o) === clean(w));
+      if (!o) {
+        const known = options.slice(0, 20).map((o) => JSON.stringify(label(o))).join(", ");
+        const more = options.length > 20 ? ", and " + (options.length - 20) + " more" : "";
+        return { unusable: "it has no option " + JSON.stringify(w) + " (its options: " + known + more + ")" };
+      }
+      if (o.disabled) return { unusable: "its option " + JSON.stringify(w) + " is disabled" };
+      chosen.push(o);
+    }
+    el.scrollIntoView({ block: "center", inline: "center" });
+    el.focus();
+    for (const o of options) o.selected = chosen.includes(o);
+    el.dispatchEvent(new Event("input", { bubbles: true }));
+    el.dispatchEvent(new Event("change", { bubbles: true }));
+    return { values: Array.from(el.selectedOptions).map((o) => o.value) };
+  }
+
   let result;
   switch (op) {
+    case "select": result = select(arg); break;
+    case "text": result = { text: document.body ? document.body.innerText : "" }; break;
     case "snapshot": result = snapshot(arg.max, arg.prefix || ""); break;
     case "locate": result = locate(arg); break;
     case "focus": result = focus(arg); break;

@@ -1,0 +1,271 @@
+//! `browser_press_key`, `browser_hover`, `browser_navigate_back` and `browser_wait_for`:
+//! the keyboard, the mouse without a click, history, and waiting for the page.
+
+use std::time::{Duration, Instant};
+
+use headless_chrome::browser::tab::point::Point;
+use kyro_core::policy::SettingsTable;
+use kyro_core::{Execute, ToolContext, ToolError, tool};
+use serde_json::json;
+
+use super::session::{error, with_page};
+use crate::Failure;
+use crate::settings::NetworkSettings;
+
+/// The page after an action.
+#[kyro_core::output]
+#[derive(Debug)]
+pub struct PageState {
+    /// The page's URL afterwards.
+    pub url: String,
+    /// The document's title afterwards.
+    pub title: String,
+    /// Dialogs the page opened meanwhile (`alert: message`, `confirm: ...`), all dismissed.
+    pub dialogs: Vec<String>,
+}
+
+fn state(tab: &super::session::Driven, dialogs: &super::session::Dialogs) -> Result<PageState, ToolError> {
+    let (url, title, _) = super::page_info(tab)?;
+    Ok(PageState {
+        url,
+        title,
+        dialogs: dialogs.take(),
+    })
+}
+
+/// Press a key on the keyboard in the browser page, in the element that has the focus:
+/// `Enter`, `Tab`, `Escape`, `Backspace`, `ArrowDown`, `PageDown`, `Home`, `F5`, or a single
+/// character such as `a`.
+///
+/// Waits for a navigation the key starts (Enter in a form, say).
+#[tool(
+    name = "browser_press_key",
+    title = "Press a key in the browser",
+    category = "browser",
+    effect = "network",
+    destructive = true
+)]
+pub struct BrowserPressKey {
+    /// The key's name (`Enter`, `ArrowLeft`, `Escape`, ...) or one character.
+    #[schemars(length(min = 1, max = 32))]
+    pub key: String,
+}
+
+impl Execute for BrowserPressKey {
+    type Output = PageState;
+    const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
+
+    async fn run(self, cx: &ToolContext) -> Result<PageState, ToolError> {
+        let key = self.key;
+        with_page(cx, move |tab, dialogs| {
+            tab.press_key(&key).map_err(|e| {
+                let message = e.to_string();
+                if message.contains("not found") || message.contains("Key") {
+                    ToolError::from(Failure::InvalidRequest {
+                        message: format!(
+                            "`{key}` is not a key: name one (`Enter`, `Tab`, `Escape`, `ArrowDown`, `PageUp`, `F1`, ...) or give one character"
+                        ),
+                    })
+                } else {
+                    error("press a key", message)
+                }
+            })?;
+            super::settle(tab);
+            state(tab, dialogs)
+        })
+        .await
+    }
+}
+
+/// Move the mouse over an element of the browser page (for menus and tooltips that open on
+/// hover), after scrolling it into view; nothing is clicked.
+///
+/// Name the element by `ref` from the latest browser_snapshot, or by a CSS `selector`.
+/// Refused when the element is hidden, has no size, or is covered by another element.
+#[tool(
+    name = "browser_hover",
+    title = "Hover in the browser",
+    category = "browser",
+    effect = "network",
+    destructive = false,
+    idempotent = true
+)]
+pub struct BrowserHover {
+    /// The element's ref from browser_snapshot, like `e3` (or `f1e3` in a cross-origin frame).
+    #[schemars(regex(pattern = "^(f[0-9]{1,4})?e[0-9]{1,9}$"))]
+    pub r#ref: Option<String>,
+    /// A CSS selector instead of a ref; the first match is used.
+    #[schemars(length(min = 1, max = 1000))]
+    pub selector: Option<String>,
+}
+
+impl Execute for BrowserHover {
+    type Output = PageState;
+    const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
+
+    async fn run(self, cx: &ToolContext) -> Result<PageState, ToolError> {
+        let (target, element) = super::target(self.r#ref.as_deref(), self.selector.as_deref())?;
+        with_page(cx, move |tab, dialogs| {
+            let (answer, frame) = super::element_op(tab, "find the element", "locate", &target, &element)?;
+            super::element_answer(&answer, &element)?;
+            let (dx, dy) = match frame {
+                Some(frame) => tab.content_origin(&frame, "find the element")?,
+                None => (0.0, 0.0),
+            };
+            let point = Point {
+                x: dx + answer["x"].as_f64().unwrap_or_default(),
+                y: dy + answer["y"].as_f64().unwrap_or_default(),
+            };
+            tab.move_mouse_to_point(point).map_err(|e| error("hover", e))?;
+            state(tab, dialogs)
+        })
+        .await
+    }
+}
+
+/// Go back to the previous page of the browser's history, as the Back button does.
+///
+/// Refused when there is no previous page.
+#[tool(
+    name = "browser_navigate_back",
+    title = "Go back in the browser",
+    category = "browser",
+    effect = "network"
+)]
+pub struct BrowserNavigateBack {}
+
+impl Execute for BrowserNavigateBack {
+    type Output = PageState;
+    const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
+
+    async fn run(self, cx: &ToolContext) -> Result<PageState, ToolError> {
+        with_page(cx, move |tab, dialogs| {
+            let history = tab
+                .call_method(headless_chrome::protocol::cdp::Page::GetNavigationHistory(None))
+                .map_err(|e| error("read the history", e))?;
+            let current = history.current_index as usize;
+            let Some(previous) = current.checked_sub(1).and_then(|i| history.entries.get(i)) else {
+                return Err(Failure::InvalidRequest {
+                    message: "there is no previous page to go back to".into(),
+                }
+                .into());
+            };
+            tab.call_method(headless_chrome::protocol::cdp::Page::NavigateToHistoryEntry { entry_id: previous.id })
+                .map_err(|e| error("go back", e))?;
+            super::settle(tab);
+            state(tab, dialogs)
+        })
+        .await
+    }
+}
+
+/// Wait until a text appears on the browser page, or is gone from it, or for a time.
+///
+/// Give `text` (wait until the page shows it), `text_gone` (until it no longer does), or
+/// `time_ms` alone (a plain wait). The page is checked every 100 ms; past `timeout_ms`
+/// (default 10000) the call fails with what the page shows instead.
+#[tool(
+    name = "browser_wait_for",
+    title = "Wait for the browser page",
+    category = "browser",
+    effect = "network",
+    read_only = true,
+    idempotent = true
+)]
+pub struct BrowserWaitFor {
+    /// Wait until the page's visible text contains this.
+    #[schemars(length(min = 1, max = 1000))]
+    pub text: Option<String>,
+    /// Wait until the page's visible text no longer contains this.
+    #[schemars(length(min = 1, max = 1000))]
+    pub text_gone: Option<String>,
+    /// Wait this many milliseconds (alone, or before checking for the text); at most 60000.
+    #[schemars(range(min = 0, max = 60000))]
+    pub time_ms: Option<u64>,
+    /// Give up waiting for the text after this many milliseconds; default 10000, at most 60000.
+    #[schemars(range(min = 100, max = 60000))]
+    pub timeout_ms: Option<u64>,
+}
+
+/// What the wait saw.
+#[kyro_core::output]
+#[derive(Debug)]
+pub struct Waited {
+    /// How long it waited, in milliseconds.
+    pub waited_ms: u64,
+    /// The page's URL at the end.
+    pub url: String,
+    /// The document's title at the end.
+    pub title: String,
+}
+
+impl Execute for BrowserWaitFor {
+    type Output = Waited;
+    const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
+
+    async fn run(self, cx: &ToolContext) -> Result<Waited, ToolError> {
+        if self.text.is_none() && self.text_gone.is_none() && self.time_ms.is_none() {
+            return Err(Failure::InvalidRequest {
+                message: "give `text`, `text_gone` or `time_ms`".into(),
+            }
+            .into());
+        }
+        if self.text.is_some() && self.text_gone.is_some() {
+            return Err(Failure::InvalidRequest {
+                message: "give one of `text` and `text_gone`".into(),
+            }
+            .into());
+        }
+        let stop = cx.stop().clone();
+        let timeout = Duration::from_millis(self.timeout_ms.unwrap_or(10_000));
+        let BrowserWaitFor {
+            text,
+            text_gone,
+            time_ms,
+            ..
+        } = self;
+        with_page(cx, move |tab, _| {
+            let started = Instant::now();
+            let pause = |ms: u64| -> Result<(), ToolError> {
+                let until = Instant::now() + Duration::from_millis(ms);
+                while Instant::now() < until {
+                    stop.check()?;
+                    std::thread::sleep(Duration::from_millis(20).min(until - Instant::now()));
+                }
+                Ok(())
+            };
+            pause(time_ms.unwrap_or(0))?;
+            if let Some((needle, present)) = text.map(|t| (t, true)).or(text_gone.map(|t| (t, false))) {
+                let waiting_since = Instant::now();
+                loop {
+                    let shown = super::page_op(tab, "read the page", "text", &json!({}))?;
+                    let shown = shown["text"].as_str().unwrap_or_default().to_owned();
+                    if shown.contains(&needle) == present {
+                        break;
+                    }
+                    if waiting_since.elapsed() >= timeout {
+                        let mut excerpt: String = shown.chars().take(300).collect();
+                        if excerpt.len() < shown.len() {
+                            excerpt.push('…');
+                        }
+                        let wanted = if present { "to appear" } else { "to go" };
+                        return Err(Failure::NotSeen {
+                            what: format!("{needle:?} {wanted}"),
+                            waited_ms: timeout.as_millis() as u64,
+                            shown: format!("{excerpt:?}"),
+                        }
+                        .into());
+                    }
+                    pause(100)?;
+                }
+            }
+            let (url, title, _) = super::page_info(tab)?;
+            Ok(Waited {
+                waited_ms: started.elapsed().as_millis() as u64,
+                url,
+                title,
+            })
+        })
+        .await
+    }
+}

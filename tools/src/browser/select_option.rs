@@ -1,0 +1,76 @@
+//! `browser_select_option`: choose options of a `<select>`.
+
+use kyro_core::policy::SettingsTable;
+use kyro_core::{Execute, ToolContext, ToolError, tool};
+
+use super::session::with_page;
+use crate::settings::NetworkSettings;
+
+/// Choose one option of a `<select>` (several when it allows several), by value or by its
+/// visible label, as a person choosing from the list would: the page gets its `input` and
+/// `change` events.
+///
+/// Name the `<select>` by `ref` from the latest browser_snapshot (a `combobox` or
+/// `listbox`), or by a CSS `selector`. Refused when it is not a `<select>`, is hidden or
+/// disabled, has no such option (the error lists its options), or takes one option and
+/// several were given.
+#[tool(
+    name = "browser_select_option",
+    title = "Choose an option in the browser",
+    category = "browser",
+    effect = "network",
+    destructive = true,
+    idempotent = true
+)]
+pub struct BrowserSelectOption {
+    /// The `<select>`'s ref from browser_snapshot, like `e3` (or `f1e3` in a cross-origin frame).
+    #[schemars(regex(pattern = "^(f[0-9]{1,4})?e[0-9]{1,9}$"))]
+    pub r#ref: Option<String>,
+    /// A CSS selector instead of a ref; the first match is used.
+    #[schemars(length(min = 1, max = 1000))]
+    pub selector: Option<String>,
+    /// The options to choose, each by value or by visible label; the others are unchosen.
+    #[schemars(length(min = 1, max = 100))]
+    pub values: Vec<String>,
+}
+
+/// The `<select>` after the choice.
+#[kyro_core::output]
+#[derive(Debug)]
+pub struct Selected {
+    /// The values of the options now chosen.
+    pub values: Vec<String>,
+    /// The page's URL afterwards.
+    pub url: String,
+    /// The document's title afterwards.
+    pub title: String,
+    /// Dialogs the page opened meanwhile (`alert: message`, `confirm: ...`), all dismissed.
+    pub dialogs: Vec<String>,
+}
+
+impl Execute for BrowserSelectOption {
+    type Output = Selected;
+    const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
+
+    async fn run(self, cx: &ToolContext) -> Result<Selected, ToolError> {
+        let (mut target, element) = super::target(self.r#ref.as_deref(), self.selector.as_deref())?;
+        target["values"] = self.values.into();
+        with_page(cx, move |tab, dialogs| {
+            let (answer, _) = super::element_op(tab, "choose an option", "select", &target, &element)?;
+            super::element_answer(&answer, &element)?;
+            let values = answer["values"]
+                .as_array()
+                .map(|v| v.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
+                .unwrap_or_default();
+            super::settle(tab);
+            let (url, title, _) = super::page_info(tab)?;
+            Ok(Selected {
+                values,
+                url,
+                title,
+                dialogs: dialogs.take(),
+            })
+        })
+        .await
+    }
+}
