@@ -276,10 +276,16 @@ fn ok_result(result: Value, text: Option<String>, mode: TextMode) -> CallToolRes
         }
         return answer;
     };
-    let mut text = result.clone();
-    text["data"] = Value::String(format!("(the {mime} image is the next content block)"));
-    let mut answer = CallToolResult::structured(result);
-    answer.content = vec![ContentBlock::text(text.to_string()), ContentBlock::image(data, mime)];
+    // The image goes once, as the image block: the structured result names it instead.
+    let mut named = result;
+    named["data"] = Value::String(format!("(the {mime} image is the next content block)"));
+    let mut answer = CallToolResult::structured(named.clone());
+    let text = match (mode, text) {
+        (TextMode::Readable, Some(text)) => text,
+        (TextMode::Readable, None) => text::readable(&named),
+        (TextMode::Json, _) => named.to_string(),
+    };
+    answer.content = vec![ContentBlock::text(text), ContentBlock::image(data, mime)];
     answer
 }
 

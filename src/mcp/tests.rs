@@ -366,3 +366,19 @@ fn a_long_list_is_paginated_and_a_bad_cursor_is_refused() {
         assert!(bad.is_err());
     });
 }
+
+#[test]
+fn an_image_result_carries_its_bytes_once() {
+    let data = "iVBORw0KGgoAAAANSUhEUgAAAAE=";
+    let result = json!({"mime_type": "image/png", "data": data, "width": 1, "height": 1, "bytes": 20, "scale": 1.0, "url": "http://x/"});
+    for mode in [super::TextMode::Readable, super::TextMode::Json] {
+        let answer = super::ok_result(result.clone(), None, mode);
+        let wire = serde_json::to_string(&answer).unwrap();
+        assert_eq!(wire.matches(data).count(), 1, "{wire}");
+        let image = answer.content[1].as_image().unwrap();
+        assert_eq!((image.data.as_str(), image.mime_type.as_str()), (data, "image/png"));
+        let structured = answer.structured_content.unwrap();
+        assert_eq!(structured["data"], "(the image/png image is the next content block)");
+        assert_eq!(structured["width"], 1);
+    }
+}

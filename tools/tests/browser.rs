@@ -120,12 +120,15 @@ struct Harness {
 
 impl Harness {
     fn new(network: NetworkSettings) -> Harness {
-        let ws = tempfile::tempdir().unwrap();
-        let policy = Policy {
+        Harness::with_policy(Policy {
             approvals: ApprovalRules::uniform(ApprovalRule::Auto),
             tools: [("network".to_owned(), serde_json::to_value(&network).unwrap())].into(),
             ..Policy::default()
-        };
+        })
+    }
+
+    fn with_policy(policy: Policy) -> Harness {
+        let ws = tempfile::tempdir().unwrap();
         let registry = Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());
         let runtime = Runtime::new(registry, Workspace::new(ws.path()).unwrap(), &policy).unwrap();
         let executor = tokio::runtime::Builder::new_current_thread()
@@ -137,6 +140,19 @@ impl Harness {
             executor,
             _ws: ws,
         }
+    }
+
+    /// Loopback allowed, and results over `bytes` refused.
+    fn with_output_limit(bytes: u64) -> Harness {
+        Harness::with_policy(Policy {
+            approvals: ApprovalRules::uniform(ApprovalRule::Auto),
+            tools: [("network".to_owned(), json!({ "allow_hosts": ["127.0.0.1"] }))].into(),
+            limits: kyro_core::policy::Limits {
+                max_output_bytes: bytes,
+                ..Default::default()
+            },
+            ..Policy::default()
+        })
     }
 
     /// Loopback allowed: the test site runs there.
@@ -578,7 +594,8 @@ fn screenshots_are_png_of_the_viewport_or_the_whole_page() {
         (
             200,
             vec![],
-            "<html><body style='margin:0'><div style='height:3000px;background:linear-gradient(red,blue)'>tall</div></body></html>".into(),
+            "<html><body style='margin:0'><div id='box' style='width:200px;height:100px;background:green'></div>
+<div style='height:2900px;background:repeating-linear-gradient(45deg,red 0 3px,blue 3px 7px,yellow 7px 9px)'>tall</div></body></html>".into(),
         ),
     );
     let site = Site::start(pages);
@@ -595,6 +612,40 @@ fn screenshots_are_png_of_the_viewport_or_the_whole_page() {
     assert_eq!(png.len() as u64, shot["bytes"].as_u64().unwrap());
     let full = h.ok("browser_screenshot", json!({ "full_page": true }));
     assert_eq!(full["height"].as_u64(), Some(3000), "{}", full["height"]);
+    assert_eq!(full["scale"], 1.0);
+
+    // One element, as JPEG.
+    let element = h.ok(
+        "browser_screenshot",
+        json!({ "selector": "#box", "format": "jpeg", "quality": 50 }),
+    );
+    assert_eq!(element["mime_type"], "image/jpeg");
+    assert_eq!(
+        (element["width"].as_u64(), element["height"].as_u64()),
+        (Some(200), Some(100)),
+        "{}",
+        element["height"]
+    );
+    let jpeg = base64_decode(element["data"].as_str().unwrap());
+    assert_eq!(&jpeg[..2], &[0xFF, 0xD8]);
+    let missing = h.failed("browser_screenshot", json!({ "selector": "#nothing" }));
+    assert!(
+        matches!(Failure::of(&missing), Some(Failure::NoSuchElement { .. })),
+        "{missing:?}"
+    );
+
+    // A whole page over the output limit is scaled down until it fits.
+    let small = Harness::with_output_limit(96 * 1024);
+    small.ok("browser_navigate", json!({ "url": site.url("/tall") }));
+    let fitted = small.ok("browser_screenshot", json!({ "full_page": true }));
+    let scale = fitted["scale"].as_f64().unwrap();
+    assert!(scale < 1.0, "{scale}");
+    assert!(fitted["bytes"].as_u64().unwrap() <= 72 * 1024, "{}", fitted["bytes"]);
+    let height = fitted["height"].as_u64().unwrap();
+    assert!(
+        height < 3000 && height.abs_diff((3000.0 * scale) as u64) <= 2,
+        "{height} at {scale}"
+    );
 }
 
 fn base64_decode(text: &str) -> Vec<u8> {
@@ -792,6 +843,30 @@ fn select_keys_hover_history_and_waiting() {
     h.ok("browser_navigate", json!({ "url": site.url("/form") }));
     let snap = h.ok("browser_snapshot", json!({}));
     let size = ref_of(&snap, "combobox \"Size\"");
+
+    // Parts of the outline: one element's lines, lines with a text, the top levels.
+    let part = h.ok("browser_snapshot", json!({ "ref": size }));
+    let text = part["snapshot"].as_str().unwrap();
+    assert!(text.starts_with("- combobox \"Size\""), "{text}");
+    assert!(!text.contains("button"), "{text}");
+    let found = h.ok("browser_snapshot", json!({ "find": "MENU" }));
+    let text = found["snapshot"].as_str().unwrap();
+    assert!(
+        text.contains("button \"Menu\"") && text.contains("menu closed"),
+        "{text}"
+    );
+    assert!(!text.contains("combobox"), "{text}");
+    let top = h.ok("browser_snapshot", json!({ "depth": 0 }));
+    assert!(
+        top["snapshot"].as_str().unwrap().lines().all(|l| l.starts_with("- ")),
+        "{top}"
+    );
+    let gone = h.failed("browser_snapshot", json!({ "ref": "e999" }));
+    assert!(
+        matches!(Failure::of(&gone), Some(Failure::NoSuchElement { .. })),
+        "{gone:?}"
+    );
+    let size = ref_of(&h.ok("browser_snapshot", json!({})), "combobox \"Size\"");
 
     // A <select> takes an option by label or by value, and the page hears the change.
     let chosen = h.ok("browser_select_option", json!({ "ref": size, "values": ["Large"] }));

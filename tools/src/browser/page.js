@@ -97,7 +97,13 @@
 
   // `prefix` names the frame for refs: "" in the page, "fK" in its Kth cross-origin frame
   // (which kyro reads in a world of that frame's own).
-  function snapshot(max, prefix) {
+  // With `root` (a ref of the previous snapshot), the whole page is still walked (every
+  // element gets its ref), and only that element's lines are returned.
+  function snapshot(max, prefix, root) {
+    const rootEl = root && window.__kyroRefs ? window.__kyroRefs.get(root) : null;
+    if (root && !(rootEl && rootEl.isConnected)) return { missing: true };
+    let rootLine = -1;
+    let rootDepth = 0;
     const refs = new Map();
     const frames = [];
     const lines = [];
@@ -165,6 +171,10 @@
           attrs.push("ref=" + ref);
         }
         if (role === "link") attrs.push("url=" + child.getAttribute("href"));
+        if (child === rootEl && !truncated) {
+          rootLine = lines.length;
+          rootDepth = depth;
+        }
         line += attrs.map((a) => " [" + a + "]").join("");
         if (VALUED.has(role) && "value" in child && child.value !== "") {
           line += ": " + JSON.stringify(child.type === "password" ? "••••" : String(child.value));
@@ -179,6 +189,14 @@
     if (document.body) walk(document.body, 0);
     window.__kyroRefs = refs;
     window.__kyroFrames = frames;
+    if (rootEl) {
+      if (rootLine < 0) return { unusable: "it is not part of the outline (hidden, or without a role)" };
+      const indent = "  ".repeat(rootDepth);
+      let end = rootLine + 1;
+      while (end < lines.length && lines[end].startsWith(indent + "  ")) end++;
+      const kept = lines.slice(rootLine, end).map((l) => l.slice(indent.length));
+      return { snapshot: kept.join("\n"), refs: refs.size, frames: frames.length, truncated };
+    }
     return { snapshot: lines.join("\n"), refs: refs.size, frames: frames.length, truncated };
   }
 
@@ -223,6 +241,25 @@
       py += outer.top + frame.clientTop + parseFloat(style.paddingTop);
     }
     return { x: px, y: py };
+  }
+
+  // The element's box in the page's document coordinates (for a screenshot of it).
+  function box(target) {
+    const found = find(target);
+    if (!found.el) return found;
+    const el = found.el;
+    if (!visible(el)) return { unusable: "it is hidden" };
+    el.scrollIntoView({ block: "center", inline: "center" });
+    const rect = el.getBoundingClientRect();
+    if (rect.width === 0 || rect.height === 0) return { unusable: "it has no size on the page" };
+    let [x, y] = [rect.left, rect.top];
+    for (let win = el.ownerDocument.defaultView; win && win.frameElement; win = win.parent) {
+      const frame = win.frameElement;
+      const outer = frame.getBoundingClientRect();
+      x += outer.left + frame.clientLeft;
+      y += outer.top + frame.clientTop;
+    }
+    return { x: x + window.scrollX, y: y + window.scrollY, width: rect.width, height: rect.height };
   }
 
   function focus(target) {
@@ -295,8 +332,9 @@
   switch (op) {
     case "select": result = select(arg); break;
     case "text": result = { text: document.body ? document.body.innerText : "" }; break;
-    case "snapshot": result = snapshot(arg.max, arg.prefix || ""); break;
+    case "snapshot": result = snapshot(arg.max, arg.prefix || "", arg.root); break;
     case "locate": result = locate(arg); break;
+    case "box": result = box(arg); break;
     case "focus": result = focus(arg); break;
     case "value": result = value(arg); break;
     case "page": result = {

@@ -9,12 +9,17 @@ use crate::settings::NetworkSettings;
 
 const DEFAULT_MAX_CHARS: u64 = 20_000;
 
+/// The most outline read when only a part of it is returned (`ref`, `depth`, `find`).
+const WHOLE_PAGE_CHARS: u64 = 4_000_000;
+
 /// Read the current browser page as an accessibility-style outline: roles, names, values
 /// and text, one element per line, indented by nesting.
 ///
 /// Every element one can act on carries a ref (`[ref=e3]`) for browser_click and
 /// browser_type; refs hold until the next snapshot or navigation. Hidden elements are
 /// left out. Iframes are read too: elements of a cross-origin frame get refs like `f1e3`.
+/// A long page can be read in parts: one element's lines (`ref`), the top levels
+/// (`depth`), or the lines containing a text (`find`).
 #[tool(
     name = "browser_snapshot",
     title = "Read the browser page",
@@ -24,9 +29,57 @@ const DEFAULT_MAX_CHARS: u64 = 20_000;
     idempotent = true
 )]
 pub struct BrowserSnapshot {
-    /// Most characters of outline to return; default 20000, at most 200000.
-    #[schemars(range(min = 100, max = 200000))]
+    /// Most characters of outline to return; default 20000, at most 1000000 (the whole
+    /// page, within the call's output limit).
+    #[schemars(range(min = 100, max = 1000000))]
     pub max_chars: Option<u64>,
+    /// Only this element's part of the outline: its ref from the previous snapshot (every
+    /// element still gets a fresh ref).
+    #[schemars(regex(pattern = "^e[0-9]{1,9}$"))]
+    pub r#ref: Option<String>,
+    /// Only lines this many levels deep at most (0: the top level).
+    #[schemars(range(min = 0, max = 100))]
+    pub depth: Option<u32>,
+    /// Only lines containing this text (any case), each under the lines it is nested in.
+    #[schemars(length(min = 1, max = 1000))]
+    pub find: Option<String>,
+}
+
+/// How deep an outline line is nested (two spaces a level).
+fn level(line: &str) -> usize {
+    (line.len() - line.trim_start_matches(' ').len()) / 2
+}
+
+/// The lines at most `depth` deep, and (with `find`) only those containing it with the
+/// lines they are nested in.
+fn narrow(lines: Vec<String>, depth: Option<u32>, find: Option<&str>) -> Vec<String> {
+    let lines: Vec<String> = match depth {
+        Some(depth) => lines.into_iter().filter(|l| level(l) <= depth as usize).collect(),
+        None => lines,
+    };
+    let Some(find) = find.map(str::to_lowercase) else {
+        return lines;
+    };
+    let mut keep = vec![false; lines.len()];
+    // The open ancestors of the current line, by level.
+    let mut ancestors: Vec<usize> = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let at = level(line);
+        ancestors.truncate(at);
+        if line.to_lowercase().contains(&find) {
+            keep[i] = true;
+            for &a in &ancestors {
+                keep[a] = true;
+            }
+        }
+        ancestors.push(i);
+    }
+    lines
+        .into_iter()
+        .zip(keep)
+        .filter(|(_, k)| *k)
+        .map(|(l, _)| l)
+        .collect()
 }
 
 /// The outline of the page.
@@ -51,9 +104,22 @@ impl Execute for BrowserSnapshot {
 
     async fn run(self, cx: &ToolContext) -> Result<PageSnapshot, ToolError> {
         let max = self.max_chars.unwrap_or(DEFAULT_MAX_CHARS);
+        let BrowserSnapshot {
+            r#ref: root,
+            depth,
+            find,
+            ..
+        } = self;
+        // A part of the page is cut from the whole outline (bounded by the walk's own cap).
+        let whole = root.is_some() || depth.is_some() || find.is_some();
+        let walk_max = if whole { WHOLE_PAGE_CHARS } else { max };
         with_page(cx, move |tab, _| {
             let (url, title, _) = super::page_info(tab)?;
-            let outline = super::page_op(tab, "read the page", "snapshot", &json!({ "max": max }))?;
+            let arg = json!({ "max": walk_max, "root": root });
+            let outline = super::page_op(tab, "read the page", "snapshot", &arg)?;
+            if let Some(root) = &root {
+                super::element_answer(&outline, root)?;
+            }
             let mut lines: Vec<String> = outline["snapshot"]
                 .as_str()
                 .unwrap_or_default()
@@ -87,6 +153,7 @@ impl Execute for BrowserSnapshot {
                 truncated |= inner["truncated"].as_bool().unwrap_or(false);
                 lines.splice(at + 1..at + 1, spliced);
             }
+            let lines = narrow(lines, depth, find.as_deref());
             let mut snapshot = String::new();
             for line in lines {
                 if snapshot.len() + line.len() + 1 > max as usize {
@@ -122,8 +189,39 @@ impl Execute for BrowserSnapshot {
 
 #[cfg(test)]
 mod tests {
-    use super::{BrowserSnapshot, PageSnapshot};
+    use super::{BrowserSnapshot, PageSnapshot, narrow};
     use kyro_core::Execute;
+
+    #[test]
+    fn depth_and_find_narrow_the_outline_keeping_what_a_line_is_nested_in() {
+        let outline: Vec<String> = [
+            "- navigation",
+            "  - link \"Home\" [ref=e1]",
+            "- main",
+            "  - form",
+            "    - textbox \"Email\" [ref=e2]",
+            "    - button \"Send\" [ref=e3]",
+            "  - text: \"Footer email us\"",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(narrow(outline.clone(), Some(0), None), ["- navigation", "- main"]);
+        assert_eq!(
+            narrow(outline.clone(), None, Some("EMAIL")),
+            [
+                "- main",
+                "  - form",
+                "    - textbox \"Email\" [ref=e2]",
+                "  - text: \"Footer email us\""
+            ]
+        );
+        assert_eq!(
+            narrow(outline.clone(), Some(1), Some("email")),
+            ["- main", "  - text: \"Footer email us\""]
+        );
+        assert_eq!(narrow(outline.clone(), None, None), outline);
+    }
 
     #[test]
     fn the_text_is_the_outline_as_is_under_the_url_and_title() {
