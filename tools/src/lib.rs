@@ -77,6 +77,10 @@ kyro_core::catalog! {
         #[cfg(feature = "browser")] browser::BrowserHover,
         #[cfg(feature = "browser")] browser::BrowserNavigateBack,
         #[cfg(feature = "browser")] browser::BrowserWaitFor,
+        #[cfg(feature = "browser")] browser::BrowserHandleDialog,
+        #[cfg(feature = "browser")] browser::BrowserEvaluate,
+        #[cfg(feature = "browser")] browser::BrowserResize,
+        #[cfg(feature = "browser")] browser::BrowserClose,
         #[cfg(feature = "web")] integration::HttpRequest,
         integration::McpCall,
         shell::RunCommand,
@@ -151,6 +155,7 @@ pub mod catalogs {
             browser::BrowserNavigate, browser::BrowserSnapshot, browser::BrowserClick, browser::BrowserType,
             browser::BrowserScreenshot, browser::BrowserSelectOption, browser::BrowserPressKey,
             browser::BrowserHover, browser::BrowserNavigateBack, browser::BrowserWaitFor,
+            browser::BrowserHandleDialog, browser::BrowserEvaluate, browser::BrowserResize, browser::BrowserClose,
         ];
     }
     #[cfg(feature = "state")]

@@ -956,3 +956,74 @@ fn select_keys_hover_history_and_waiting() {
         );
     }
 }
+
+#[test]
+fn dialogs_answered_as_asked_resize_evaluate_and_close() {
+    let Some(_serial) = serial() else { return };
+    let mut pages: Pages = HashMap::new();
+    pages.insert(
+        "/ask",
+        (
+            200,
+            vec![],
+            "<html><head><title>Ask</title></head><body>
+<button id='name' onclick=\"document.getElementById('said').textContent = 'name ' + prompt('Your name?', 'x')\">Name</button>
+<p id='said'>nothing yet</p><script>window.answer = 41;</script></body></html>"
+                .into(),
+        ),
+    );
+    let site = Site::start(pages);
+    let h = Harness::local();
+    h.ok("browser_navigate", json!({ "url": site.url("/ask") }));
+
+    // Unarmed, a prompt is dismissed (null); armed, it is answered with the text, once.
+    let clicked = h.ok("browser_click", json!({ "selector": "#name" }));
+    assert_eq!(clicked["dialogs"], json!(["prompt: Your name?"]), "{clicked}");
+    h.ok("browser_wait_for", json!({ "text": "name null", "timeout_ms": 3000 }));
+    h.ok("browser_handle_dialog", json!({ "accept": true, "prompt_text": "Ada" }));
+    let clicked = h.ok("browser_click", json!({ "selector": "#name" }));
+    assert_eq!(
+        clicked["dialogs"],
+        json!(["prompt: Your name? (accepted with \"Ada\")"]),
+        "{clicked}"
+    );
+    h.ok("browser_wait_for", json!({ "text": "name Ada", "timeout_ms": 3000 }));
+    let clicked = h.ok("browser_click", json!({ "selector": "#name" }));
+    assert_eq!(
+        clicked["dialogs"],
+        json!(["prompt: Your name?"]),
+        "the answer held once"
+    );
+
+    // The viewport, as the page sees it.
+    let resized = h.ok("browser_resize", json!({ "width": 500, "height": 400 }));
+    assert_eq!(
+        (resized["width"].clone(), resized["height"].clone()),
+        (json!(500), json!(400))
+    );
+    let shot = h.ok("browser_screenshot", json!({}));
+    assert_eq!(
+        (shot["width"].as_u64(), shot["height"].as_u64()),
+        (Some(500), Some(400))
+    );
+
+    // The page's own globals, a promise awaited, an exception as a typed failure.
+    let value = h.ok("browser_evaluate", json!({ "function": "() => window.answer + 1" }));
+    assert_eq!(value["result"], 42);
+    let value = h.ok(
+        "browser_evaluate",
+        json!({ "function": "async () => ({ title: document.title, n: [1, 2] })" }),
+    );
+    assert_eq!(value["result"], json!({ "title": "Ask", "n": [1, 2] }));
+    let thrown = h.failed(
+        "browser_evaluate",
+        json!({ "function": "() => { throw new Error('nope') }" }),
+    );
+    assert!(thrown.to_string().contains("nope"), "{thrown}");
+
+    // Closing ends Chromium; the next call starts a fresh browser on a blank page.
+    assert_eq!(h.ok("browser_close", json!({})), json!({ "closed": true }));
+    assert_eq!(h.ok("browser_close", json!({})), json!({ "closed": false }));
+    let fresh = h.ok("browser_evaluate", json!({ "function": "() => location.href" }));
+    assert_eq!(fresh["result"], "about:blank");
+}

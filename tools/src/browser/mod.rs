@@ -7,6 +7,7 @@
 
 mod click;
 mod keys;
+mod manage;
 mod navigate;
 mod proxy;
 mod screenshot;
@@ -17,6 +18,9 @@ mod type_text;
 
 pub use click::{BrowserClick, Clicked};
 pub use keys::{BrowserHover, BrowserNavigateBack, BrowserPressKey, BrowserWaitFor, PageState, Waited};
+pub use manage::{
+    Armed, BrowserClose, BrowserEvaluate, BrowserHandleDialog, BrowserResize, Closed, Evaluated, Resized,
+};
 pub use navigate::{BrowserNavigate, Page};
 pub use screenshot::{BrowserScreenshot, Screenshot};
 pub use select_option::{BrowserSelectOption, Selected};

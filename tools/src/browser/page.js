@@ -331,6 +331,7 @@
   let result;
   switch (op) {
     case "select": result = select(arg); break;
+    case "viewport": result = { width: window.innerWidth, height: window.innerHeight }; break;
     case "text": result = { text: document.body ? document.body.innerText : "" }; break;
     case "snapshot": result = snapshot(arg.max, arg.prefix || "", arg.root); break;
     case "locate": result = locate(arg); break;

@@ -314,18 +314,34 @@ impl Session {
             }
         }))
         .map_err(|e| error("watch for navigations", e))?;
-        // alert/confirm/prompt would block the page: dismiss each one and report it.
+        // alert/confirm/prompt would block the page: answer each one at once (as
+        // browser_handle_dialog armed, or dismissed) and report it.
         let dialogs = Dialogs::default();
-        let (page, log) = (Arc::downgrade(&tab), dialogs.0.clone());
+        let (page, seen) = (Arc::downgrade(&tab), dialogs.clone());
         tab.add_event_listener(Arc::new(move |event: &Event| {
             if let Event::PageJavascriptDialogOpening(opening) = event
                 && let Some(page) = page.upgrade()
             {
                 let kind = format!("{:?}", opening.params.Type).to_ascii_lowercase();
-                if let Ok(mut log) = log.lock() {
-                    log.push(format!("{kind}: {}", opening.params.message));
+                let mut line = format!("{kind}: {}", opening.params.message);
+                let armed = seen.answer.lock().ok().and_then(|mut a| a.take());
+                let _ = match armed {
+                    Some(DialogAnswer {
+                        accept: true,
+                        prompt_text,
+                    }) => {
+                        line.push_str(" (accepted");
+                        if let Some(text) = &prompt_text {
+                            line.push_str(&format!(" with {text:?}"));
+                        }
+                        line.push(')');
+                        page.get_dialog().accept(prompt_text)
+                    }
+                    _ => page.get_dialog().dismiss(),
+                };
+                if let Ok(mut log) = seen.log.lock() {
+                    log.push(line);
                 }
-                let _ = page.get_dialog().dismiss();
             }
         }))
         .map_err(|e| error("watch for dialogs", e))?;
@@ -387,14 +403,33 @@ pub(crate) fn request_refusal(policy: &NetworkSettings, url: &str) -> Option<Str
     }
 }
 
-/// The dialogs (alert, confirm, prompt) the page opened, dismissed, as `kind: message`.
-#[derive(Default)]
-pub(crate) struct Dialogs(Arc<Mutex<Vec<String>>>);
+/// The dialogs (alert, confirm, prompt) the page opened, as `kind: message` (with how
+/// each was answered when it was accepted), and the answer armed for the next one
+/// (without one, a dialog is dismissed).
+#[derive(Default, Clone)]
+pub(crate) struct Dialogs {
+    log: Arc<Mutex<Vec<String>>>,
+    answer: Arc<Mutex<Option<DialogAnswer>>>,
+}
+
+/// How to answer the next dialog.
+#[derive(Debug, Clone)]
+pub(crate) struct DialogAnswer {
+    /// Accept (OK) or dismiss (Cancel).
+    pub accept: bool,
+    /// The text a prompt is answered with.
+    pub prompt_text: Option<String>,
+}
 
 impl Dialogs {
     /// The dialogs opened since the last take.
     pub(crate) fn take(&self) -> Vec<String> {
-        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+        std::mem::take(&mut *self.log.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Answers the next dialog so.
+    pub(crate) fn arm(&self, answer: DialogAnswer) {
+        *self.answer.lock().unwrap_or_else(|e| e.into_inner()) = Some(answer);
     }
 }
 
@@ -452,6 +487,23 @@ where
         }
         (result, _) => result,
     }
+}
+
+/// Closes the workspace's browser, if one runs: Chromium ends with its session, and the
+/// next browser call starts a new one. Whether one ran.
+pub(crate) async fn close(cx: &ToolContext) -> Result<bool, ToolError> {
+    let workspace = cx.workspace().clone();
+    tokio::task::spawn_blocking(move || {
+        let Ok(session) = workspace.resource::<Session, ()>(|| Err(())) else {
+            return false;
+        };
+        // Wait for a call that drives the page to finish.
+        drop(session.busy.lock().unwrap_or_else(|e| e.into_inner()));
+        workspace.forget_resource(&session);
+        true
+    })
+    .await
+    .map_err(|e| error("close the browser", e))
 }
 
 /// kyro's isolated JavaScript worlds, by frame id (the main frame's and those of the

@@ -1,0 +1,222 @@
+//! `browser_close`, `browser_resize`, `browser_handle_dialog` and `browser_evaluate`: the
+//! browser itself, its viewport, its dialogs, and scripts of the agent's own.
+
+use headless_chrome::protocol::cdp::Emulation::SetDeviceMetricsOverride;
+use headless_chrome::protocol::cdp::Runtime::Evaluate;
+use kyro_core::policy::SettingsTable;
+use kyro_core::{Execute, ToolContext, ToolError, tool};
+use serde_json::Value;
+
+use super::session::{DialogAnswer, error, with_page};
+use crate::settings::NetworkSettings;
+
+/// Close the browser of this workspace (Chromium ends; the next browser call starts a new
+/// one, on a blank page).
+#[tool(
+    name = "browser_close",
+    title = "Close the browser",
+    category = "browser",
+    effect = "network",
+    destructive = true,
+    idempotent = true,
+    open_world = false
+)]
+pub struct BrowserClose {}
+
+/// Whether a browser was running.
+#[kyro_core::output]
+#[derive(Debug)]
+pub struct Closed {
+    /// True when a browser ran and was closed; false when none ran.
+    pub closed: bool,
+}
+
+impl Execute for BrowserClose {
+    type Output = Closed;
+
+    async fn run(self, cx: &ToolContext) -> Result<Closed, ToolError> {
+        Ok(Closed {
+            closed: super::session::close(cx).await?,
+        })
+    }
+}
+
+/// Resize the browser's viewport (the page's window), in CSS pixels; default 1280x800.
+#[tool(
+    name = "browser_resize",
+    title = "Resize the browser",
+    category = "browser",
+    effect = "network",
+    destructive = false,
+    idempotent = true
+)]
+pub struct BrowserResize {
+    /// Width, 200 to 4000.
+    #[schemars(range(min = 200, max = 4000))]
+    pub width: u32,
+    /// Height, 200 to 4000.
+    #[schemars(range(min = 200, max = 4000))]
+    pub height: u32,
+}
+
+/// The viewport now.
+#[kyro_core::output]
+#[derive(Debug)]
+pub struct Resized {
+    /// Width in CSS pixels, as the page sees it.
+    pub width: u32,
+    /// Height in CSS pixels, as the page sees it.
+    pub height: u32,
+}
+
+impl Execute for BrowserResize {
+    type Output = Resized;
+    const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
+
+    async fn run(self, cx: &ToolContext) -> Result<Resized, ToolError> {
+        let (width, height) = (self.width, self.height);
+        with_page(cx, move |tab, _| {
+            tab.call_method(SetDeviceMetricsOverride {
+                width,
+                height,
+                device_scale_factor: 1.0,
+                mobile: false,
+                scale: None,
+                screen_width: None,
+                screen_height: None,
+                position_x: None,
+                position_y: None,
+                dont_set_visible_size: None,
+                screen_orientation: None,
+                viewport: None,
+                display_feature: None,
+                device_posture: None,
+            })
+            .map_err(|e| error("resize the viewport", e))?;
+            let seen = super::page_op(tab, "measure the page", "viewport", &serde_json::json!({}))?;
+            let size = |k: &str| seen[k].as_u64().unwrap_or_default() as u32;
+            Ok(Resized {
+                width: size("width"),
+                height: size("height"),
+            })
+        })
+        .await
+    }
+}
+
+/// Say how the page's next dialog (alert, confirm, prompt) is answered: accepted (OK, with
+/// the prompt's text) or dismissed (Cancel). Without this, every dialog is dismissed.
+///
+/// Call it before the action that opens the dialog; the action's result lists the dialog
+/// and how it was answered.
+#[tool(
+    name = "browser_handle_dialog",
+    title = "Answer the browser's next dialog",
+    category = "browser",
+    effect = "network",
+    destructive = false,
+    idempotent = true,
+    open_world = false
+)]
+pub struct BrowserHandleDialog {
+    /// Accept (true) or dismiss (false).
+    pub accept: bool,
+    /// The text to answer a prompt with, when accepting.
+    #[schemars(length(max = 10000))]
+    pub prompt_text: Option<String>,
+}
+
+/// The answer armed.
+#[kyro_core::output]
+#[derive(Debug)]
+pub struct Armed {
+    /// True when the next dialog will be accepted.
+    pub accept: bool,
+}
+
+impl Execute for BrowserHandleDialog {
+    type Output = Armed;
+    const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
+
+    async fn run(self, cx: &ToolContext) -> Result<Armed, ToolError> {
+        let answer = DialogAnswer {
+            accept: self.accept,
+            prompt_text: self.prompt_text,
+        };
+        let accept = answer.accept;
+        with_page(cx, move |_, dialogs| {
+            dialogs.arm(answer);
+            Ok(Armed { accept })
+        })
+        .await
+    }
+}
+
+/// Run a JavaScript function in the browser page, as the page's own scripts run (its
+/// globals, its DOM), and return what it returns (JSON; a promise is awaited).
+///
+/// `function` is a function expression: `() => document.title`, or
+/// `async () => (await fetch('/api')).status`. Requests it makes are held to the network
+/// policy like the page's own. Runs code: approval as the policy's `exec` rule says.
+#[tool(
+    name = "browser_evaluate",
+    title = "Run JavaScript in the browser",
+    category = "browser",
+    effect = "exec",
+    destructive = true
+)]
+pub struct BrowserEvaluate {
+    /// The function, like `() => document.querySelectorAll('li').length`.
+    #[schemars(length(min = 1, max = 100000))]
+    pub function: String,
+}
+
+/// What the function returned.
+#[kyro_core::output]
+#[derive(Debug)]
+pub struct Evaluated {
+    /// Its return value as JSON (`null` for undefined, functions and DOM nodes).
+    pub result: Value,
+}
+
+impl Execute for BrowserEvaluate {
+    type Output = Evaluated;
+    const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
+
+    async fn run(self, cx: &ToolContext) -> Result<Evaluated, ToolError> {
+        let expression = format!("({})()", self.function);
+        with_page(cx, move |tab, _| {
+            let evaluated = tab
+                .call_method(Evaluate {
+                    expression,
+                    return_by_value: Some(true),
+                    generate_preview: None,
+                    silent: Some(false),
+                    await_promise: Some(true),
+                    include_command_line_api: Some(false),
+                    user_gesture: Some(true),
+                    object_group: None,
+                    context_id: None,
+                    throw_on_side_effect: None,
+                    timeout: None,
+                    disable_breaks: None,
+                    repl_mode: None,
+                    allow_unsafe_eval_blocked_by_csp: None,
+                    unique_context_id: None,
+                    serialization_options: None,
+                })
+                .map_err(|e| error("run the function", e))?;
+            if let Some(exception) = evaluated.exception_details {
+                let message = exception
+                    .exception
+                    .and_then(|e| e.description)
+                    .unwrap_or(exception.text);
+                return Err(error("run the function", message));
+            }
+            Ok(Evaluated {
+                result: evaluated.result.value.unwrap_or(Value::Null),
+            })
+        })
+        .await
+    }
+}
