@@ -29,7 +29,6 @@ pub use snapshot::{BrowserSnapshot, PageSnapshot};
 pub use type_text::{BrowserType, Typed};
 
 use crate::Failure;
-use headless_chrome::browser::tab::Tab;
 use kyro_core::ToolError;
 use serde_json::{Value, json};
 
@@ -124,8 +123,7 @@ fn element_answer(answer: &Value, element: &str) -> Result<(), ToolError> {
     Ok(())
 }
 
-/// Waits a moment for what an action started (a navigation, a re-render) to settle.
-fn settle(tab: &Tab) {
-    std::thread::sleep(std::time::Duration::from_millis(100));
-    let _ = tab.wait_until_navigated();
+/// Waits for what an action started (a load of the page) to finish.
+fn settle(page: &Driven) {
+    page.settle();
 }

@@ -3,7 +3,7 @@
 use kyro_core::policy::SettingsTable;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 
-use super::session::{error, with_page};
+use super::session::with_page;
 use crate::integration::check_url;
 use crate::settings::NetworkSettings;
 
@@ -48,9 +48,7 @@ impl Execute for BrowserNavigate {
         check_url(&*cx.scope().settings::<NetworkSettings>()?, &self.url)?;
         let url = self.url;
         with_page(cx, move |tab, dialogs| {
-            tab.navigate_to(&url)
-                .and_then(|tab| tab.wait_until_navigated())
-                .map_err(|e| error(&format!("navigate to {url}"), e))?;
+            tab.navigate(&url)?;
             let (url, title, status) = super::page_info(tab)?;
             Ok(Page {
                 url,

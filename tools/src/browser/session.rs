@@ -265,6 +265,7 @@ pub(crate) struct Session {
     blocked: Seen,
     world: World,
     dialogs: Dialogs,
+    loads: Loads,
     /// One call drives the page at a time, so requests and dialogs belong to one call.
     busy: Mutex<()>,
     // Field order: the DevTools connection closes before the process is killed.
@@ -305,13 +306,34 @@ impl Session {
         // policy of the call that installed the interceptor.
         tab.enable_fetch(None, None)
             .map_err(|e| error("intercept requests", e))?;
-        // kyro's worlds end with their documents.
+        // kyro's worlds end with their documents; loads of the main frame are followed as
+        // they happen (no polling).
         let world = World::default();
         let worlds = world.clone();
-        tab.add_event_listener(Arc::new(move |event: &Event| {
-            if let Event::PageFrameNavigated(navigated) = event {
-                forget_worlds(&worlds, &navigated.params.frame);
+        let main_frame = tab
+            .call_method(GetFrameTree(None))
+            .map_err(|e| error("open a page", e))?
+            .frame_tree
+            .frame
+            .id;
+        let loads = Loads::default();
+        let followed = loads.clone();
+        tab.add_event_listener(Arc::new(move |event: &Event| match event {
+            Event::PageFrameNavigated(navigated) => forget_worlds(&worlds, &navigated.params.frame),
+            Event::PageFrameStartedLoading(started) if started.params.frame_id == main_frame => {
+                followed.update(|state| {
+                    state.started += 1;
+                    state.loading = true;
+                });
             }
+            Event::PageFrameStoppedLoading(stopped) if stopped.params.frame_id == main_frame => {
+                followed.update(|state| state.loading = false);
+            }
+            Event::PageLifecycleEvent(life) if life.params.frame_id == main_frame && life.params.name == "load" => {
+                let loader = life.params.loader_id.clone();
+                followed.update(|state| state.last_loaded = Some(loader));
+            }
+            _ => {}
         }))
         .map_err(|e| error("watch for navigations", e))?;
         // alert/confirm/prompt would block the page: answer each one at once (as
@@ -351,6 +373,7 @@ impl Session {
             blocked,
             world,
             dialogs,
+            loads,
             busy: Mutex::new(()),
             _browser: browser,
             process,
@@ -455,6 +478,7 @@ where
         let page = Driven {
             tab: &session.tab,
             world: &session.world,
+            loads: &session.loads,
         };
         let result = work(&page, &session.dialogs);
         let seen = std::mem::take(&mut *session.seen.lock().unwrap_or_else(|e| e.into_inner()));
@@ -529,6 +553,43 @@ fn forget_worlds(worlds: &World, navigated: &headless_chrome::protocol::cdp::Pag
 pub(crate) struct Driven<'a> {
     tab: &'a Tab,
     world: &'a World,
+    loads: &'a Loads,
+}
+
+/// What the main frame's loads have been: how many started, whether one is under way
+/// (started, not stopped: finished or abandoned), and the loader (document) of the last
+/// one that reached its load event.
+#[derive(Debug, Default)]
+struct LoadState {
+    started: u64,
+    loading: bool,
+    last_loaded: Option<String>,
+}
+
+/// The main frame's loads, with a condition variable woken at each event.
+#[derive(Clone, Default)]
+struct Loads(Arc<(Mutex<LoadState>, std::sync::Condvar)>);
+
+impl Loads {
+    fn update(&self, change: impl FnOnce(&mut LoadState)) {
+        let (state, changed) = &*self.0;
+        change(&mut state.lock().unwrap_or_else(|e| e.into_inner()));
+        changed.notify_all();
+    }
+
+    fn started(&self) -> u64 {
+        self.0.0.lock().unwrap_or_else(|e| e.into_inner()).started
+    }
+
+    /// Waits until `done` holds of the state, `within` at most; whether it does.
+    fn wait(&self, within: Duration, done: impl Fn(&LoadState) -> bool) -> bool {
+        let (state, changed) = &*self.0;
+        let guard = state.lock().unwrap_or_else(|e| e.into_inner());
+        let (guard, _) = changed
+            .wait_timeout_while(guard, within, |s| !done(s))
+            .unwrap_or_else(|e| e.into_inner());
+        done(&guard)
+    }
 }
 
 impl std::ops::Deref for Driven<'_> {
@@ -540,6 +601,46 @@ impl std::ops::Deref for Driven<'_> {
 }
 
 impl Driven<'_> {
+    /// Opens `url` and returns at its load event (the document and its subresources; not
+    /// network idle), or at once for a navigation within the document.
+    pub(crate) fn navigate(&self, url: &str) -> Result<(), ToolError> {
+        let operation = format!("navigate to {url}");
+        let navigated = self
+            .tab
+            .call_method(headless_chrome::protocol::cdp::Page::Navigate {
+                url: url.to_owned(),
+                referrer: None,
+                transition_Type: None,
+                frame_id: None,
+                referrer_policy: None,
+            })
+            .map_err(|e| error(&operation, e))?;
+        if let Some(failure) = navigated.error_text {
+            return Err(error(&operation, failure));
+        }
+        let Some(loader) = navigated.loader_id else {
+            return Ok(());
+        };
+        if self
+            .loads
+            .wait(COMMAND_TIMEOUT, |s| s.last_loaded.as_deref() == Some(&loader))
+        {
+            Ok(())
+        } else {
+            Err(error(&operation, "the page did not finish loading in time"))
+        }
+    }
+
+    /// After an action: when a load of the page is under way or starts within a moment (a
+    /// link, a form), waits until it stops; otherwise returns after that moment (`QUIET`).
+    pub(crate) fn settle(&self) {
+        const QUIET: Duration = Duration::from_millis(30);
+        let started = self.loads.started();
+        if self.loads.wait(QUIET, |s| s.loading || s.started > started) {
+            self.loads.wait(COMMAND_TIMEOUT, |s| !s.loading);
+        }
+    }
+
     /// The world for the current document of `frame` (the main frame when `None`), made on
     /// first use in each document (a navigation to a new document ends the old one, and
     /// its refs with it).
