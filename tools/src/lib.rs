@@ -81,6 +81,7 @@ kyro_core::catalog! {
         #[cfg(feature = "browser")] browser::BrowserEvaluate,
         #[cfg(feature = "browser")] browser::BrowserResize,
         #[cfg(feature = "browser")] browser::BrowserClose,
+        #[cfg(feature = "browser")] browser::BrowserFillForm,
         #[cfg(feature = "web")] integration::HttpRequest,
         integration::McpCall,
         shell::RunCommand,
@@ -156,6 +157,7 @@ pub mod catalogs {
             browser::BrowserScreenshot, browser::BrowserSelectOption, browser::BrowserPressKey,
             browser::BrowserHover, browser::BrowserNavigateBack, browser::BrowserWaitFor,
             browser::BrowserHandleDialog, browser::BrowserEvaluate, browser::BrowserResize, browser::BrowserClose,
+            browser::BrowserFillForm,
         ];
     }
     #[cfg(feature = "state")]

@@ -820,6 +820,9 @@ const FORM: &str = r#"<html><head><title>Order</title></head><body>
 <p id="keys">no key</p>
 <button id="menu" onmouseover="document.getElementById('tip').textContent = 'menu open'">Menu</button>
 <p id="tip">menu closed</p>
+<input type="checkbox" id="agree"><label for="agree">Agree</label>
+<textarea id="note" oninput="document.getElementById('noted').textContent = 'noted ' + this.value.length"></textarea>
+<p id="noted">noted 0</p>
 <p id="late"></p>
 <script>setTimeout(() => { document.getElementById('late').textContent = 'Arrived late'; }, 700);</script>
 <a href="/second">Second</a>
@@ -1026,4 +1029,54 @@ fn dialogs_answered_as_asked_resize_evaluate_and_close() {
     assert_eq!(h.ok("browser_close", json!({})), json!({ "closed": false }));
     let fresh = h.ok("browser_evaluate", json!({ "function": "() => location.href" }));
     assert_eq!(fresh["result"], "about:blank");
+}
+
+#[test]
+fn a_form_is_filled_in_one_call_and_a_field_that_cannot_be_is_named() {
+    let Some(_serial) = serial() else { return };
+    let mut pages: Pages = HashMap::new();
+    pages.insert("/form", (200, vec![], FORM.into()));
+    let site = Site::start(pages);
+    let h = Harness::local();
+    h.ok("browser_navigate", json!({ "url": site.url("/form") }));
+    let snap = h.ok("browser_snapshot", json!({}));
+    let filled = h.ok(
+        "browser_fill_form",
+        json!({ "fields": [
+            { "ref": ref_of(&snap, "textbox \"keyed\""), "value": "typed over" },
+            { "selector": "#agree", "value": "true" },
+            { "selector": "#size", "value": "Large" },
+            { "selector": "#note", "value": "four" },
+        ] }),
+    );
+    assert_eq!(filled["values"], json!(["typed over", "true", "l", "four"]), "{filled}");
+    let text = h.ok("browser_snapshot", json!({}))["snapshot"].to_string();
+    assert!(
+        text.contains("size l") && text.contains("noted 4"),
+        "the page heard the changes: {text}"
+    );
+    assert!(text.contains("checkbox") && text.contains("[checked]"), "{text}");
+    // Setting a field to what it holds changes nothing.
+    let again = h.ok(
+        "browser_fill_form",
+        json!({ "fields": [{ "selector": "#agree", "value": "true" }] }),
+    );
+    assert_eq!(again["values"], json!(["true"]));
+    for (field, reason) in [
+        (
+            json!({ "selector": "#agree", "value": "yes" }),
+            "its value is \"true\" or \"false\"",
+        ),
+        (
+            json!({ "selector": "#menu", "value": "x" }),
+            "does not take text (<button>)",
+        ),
+        (json!({ "selector": "#size", "value": "Huge" }), "no option \"Huge\""),
+    ] {
+        let refused = h.failed("browser_fill_form", json!({ "fields": [field.clone()] }));
+        assert!(
+            matches!(Failure::of(&refused), Some(Failure::NotActionable { reason: r, .. }) if r.contains(reason)),
+            "{field}: {refused:?}"
+        );
+    }
 }

@@ -321,6 +321,7 @@ const HINTS: &[(&str, [bool; 4])] = &[
     ("browser_click", [false, true, false, true]),
     ("browser_close", [false, true, true, false]),
     ("browser_evaluate", [false, true, false, true]),
+    ("browser_fill_form", [false, true, true, true]),
     ("browser_handle_dialog", [false, false, true, false]),
     ("browser_hover", [false, false, true, true]),
     ("browser_navigate", [false, false, false, true]),

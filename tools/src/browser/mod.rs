@@ -6,6 +6,7 @@
 //! The tools are registered only where Chromium is installed ([`unavailable`]).
 
 mod click;
+mod fill_form;
 mod keys;
 mod manage;
 mod navigate;
@@ -17,6 +18,7 @@ mod snapshot;
 mod type_text;
 
 pub use click::{BrowserClick, Clicked};
+pub use fill_form::{BrowserFillForm, Filled, FormField};
 pub use keys::{BrowserHover, BrowserNavigateBack, BrowserPressKey, BrowserWaitFor, PageState, Waited};
 pub use manage::{
     Armed, BrowserClose, BrowserEvaluate, BrowserHandleDialog, BrowserResize, Closed, Evaluated, Resized,

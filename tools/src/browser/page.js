@@ -195,9 +195,9 @@
       let end = rootLine + 1;
       while (end < lines.length && lines[end].startsWith(indent + "  ")) end++;
       const kept = lines.slice(rootLine, end).map((l) => l.slice(indent.length));
-      return { snapshot: kept.join("\n"), refs: refs.size, frames: frames.length, truncated };
+      return { snapshot: kept.join("\n"), refs: refs.size, frames: frames.length, truncated, url: location.href, title: document.title };
     }
-    return { snapshot: lines.join("\n"), refs: refs.size, frames: frames.length, truncated };
+    return { snapshot: lines.join("\n"), refs: refs.size, frames: frames.length, truncated, url: location.href, title: document.title };
   }
 
   function find(target) {
@@ -303,7 +303,7 @@
     if (el.tagName !== "SELECT") return { unusable: "it is not a <select> (<" + el.tagName.toLowerCase() + ">)" };
     if (!visible(el)) return { unusable: "it is hidden" };
     if (el.disabled) return { unusable: "it is disabled" };
-    const wanted = arg.values;
+    const wanted = target.values;
     if (wanted.length > 1 && !el.multiple) {
       return { unusable: "it takes one option and " + wanted.length + " were given" };
     }
@@ -328,8 +328,46 @@
     return { values: Array.from(el.selectedOptions).map((o) => o.value) };
   }
 
+  // Sets one form field as a person filling the form would leave it: text typed over,
+  // a checkbox or radio checked or not ("true"/"false"), an option chosen; the page gets
+  // `input` and `change`.
+  function fill(target) {
+    const found = find(target);
+    if (!found.el) return found;
+    const el = found.el;
+    if (!visible(el)) return { unusable: "it is hidden" };
+    if (el.disabled) return { unusable: "it is disabled" };
+    const tag = el.tagName;
+    const type = (el.type || "").toLowerCase();
+    if (tag === "SELECT") return select({ ...target, values: [arg.value] });
+    if (tag === "INPUT" && (type === "checkbox" || type === "radio")) {
+      if (arg.value !== "true" && arg.value !== "false") {
+        return { unusable: "it is a " + type + ": its value is \"true\" or \"false\"" };
+      }
+      const want = arg.value === "true";
+      if (type === "radio" && !want && el.checked) return { unusable: "a radio button is unchecked by checking another" };
+      if (el.checked !== want) el.click();
+      return { value: String(el.checked) };
+    }
+    const editable = el.isContentEditable || tag === "TEXTAREA" ||
+      (tag === "INPUT" && !["button", "submit", "reset", "image", "hidden", "file"].includes(type));
+    if (!editable || el.readOnly) return { unusable: "it does not take text (<" + tag.toLowerCase() + ">)" };
+    el.scrollIntoView({ block: "center", inline: "center" });
+    el.focus();
+    if (el.isContentEditable) {
+      el.textContent = arg.value;
+    } else {
+      const setter = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(el), "value");
+      if (setter && setter.set) setter.set.call(el, arg.value); else el.value = arg.value;
+    }
+    el.dispatchEvent(new Event("input", { bubbles: true }));
+    el.dispatchEvent(new Event("change", { bubbles: true }));
+    return { value: el.isContentEditable ? el.textContent : String(el.value) };
+  }
+
   let result;
   switch (op) {
+    case "fill": result = fill(arg); break;
     case "select": result = select(arg); break;
     case "viewport": result = { width: window.innerWidth, height: window.innerHeight }; break;
     case "text": result = { text: document.body ? document.body.innerText : "" }; break;

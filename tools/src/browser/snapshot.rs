@@ -114,9 +114,11 @@ impl Execute for BrowserSnapshot {
         let whole = root.is_some() || depth.is_some() || find.is_some();
         let walk_max = if whole { WHOLE_PAGE_CHARS } else { max };
         with_page(cx, move |tab, _| {
-            let (url, title, _) = super::page_info(tab)?;
+            // One evaluation reads the outline, the URL and the title.
             let arg = json!({ "max": walk_max, "root": root });
             let outline = super::page_op(tab, "read the page", "snapshot", &arg)?;
+            let text = |key: &str| outline[key].as_str().unwrap_or_default().to_owned();
+            let (url, title) = (text("url"), text("title"));
             if let Some(root) = &root {
                 super::element_answer(&outline, root)?;
             }
