@@ -82,6 +82,8 @@ kyro_core::catalog! {
         #[cfg(feature = "browser")] browser::BrowserResize,
         #[cfg(feature = "browser")] browser::BrowserClose,
         #[cfg(feature = "browser")] browser::BrowserFillForm,
+        #[cfg(feature = "browser")] browser::BrowserConsoleMessages,
+        #[cfg(feature = "browser")] browser::BrowserNetworkRequests,
         #[cfg(feature = "web")] integration::HttpRequest,
         integration::McpCall,
         shell::RunCommand,
@@ -157,7 +159,7 @@ pub mod catalogs {
             browser::BrowserScreenshot, browser::BrowserSelectOption, browser::BrowserPressKey,
             browser::BrowserHover, browser::BrowserNavigateBack, browser::BrowserWaitFor,
             browser::BrowserHandleDialog, browser::BrowserEvaluate, browser::BrowserResize, browser::BrowserClose,
-            browser::BrowserFillForm,
+            browser::BrowserFillForm, browser::BrowserConsoleMessages, browser::BrowserNetworkRequests,
         ];
     }
     #[cfg(feature = "state")]

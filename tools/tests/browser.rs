@@ -1080,3 +1080,62 @@ fn a_form_is_filled_in_one_call_and_a_field_that_cannot_be_is_named() {
         );
     }
 }
+
+#[test]
+fn console_messages_and_requests_of_the_page() {
+    let Some(_serial) = serial() else { return };
+    let mut pages: Pages = HashMap::new();
+    pages.insert(
+        "/noisy",
+        (
+            200,
+            vec![],
+            "<html><head><title>Noisy</title><link rel='stylesheet' href='/style.css'></head><body>
+<script>console.log('hello', 42, {a: 1}); console.error('bad thing');</script>
+<img src='http://10.0.0.1/pixel.png'>
+<button id='later' onclick=\"console.warn('clicked'); throw new Error('boom')\">Later</button></body></html>"
+                .into(),
+        ),
+    );
+    pages.insert("/style.css", (200, vec![], "body { color: black }".into()));
+    let site = Site::start(pages);
+    let h = Harness::local();
+    h.ok("browser_navigate", json!({ "url": site.url("/noisy") }));
+    // Logged before the first read: the browser replays them.
+    let logged = h.ok("browser_console_messages", json!({}));
+    assert_eq!(
+        logged["messages"],
+        json!(["log: hello 42 Object", "error: bad thing"]),
+        "{logged}"
+    );
+    h.ok("browser_click", json!({ "selector": "#later" }));
+    let logged = h.ok("browser_console_messages", json!({ "only_errors": true }));
+    let errors = logged["messages"].as_array().unwrap();
+    assert_eq!(errors.len(), 2, "{logged}");
+    assert!(
+        errors[1].as_str().unwrap().starts_with("error: Error: boom"),
+        "{logged}"
+    );
+
+    let requests = h.ok("browser_network_requests", json!({}));
+    let lines: Vec<&str> = requests["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert!(
+        lines.iter().any(|l| *l == format!("GET {}", site.url("/noisy"))),
+        "{lines:?}"
+    );
+    assert!(
+        lines.iter().any(|l| l.starts_with("GET ") && l.ends_with("/style.css")),
+        "{lines:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("GET http://10.0.0.1/pixel.png (refused: ")),
+        "{lines:?}"
+    );
+}

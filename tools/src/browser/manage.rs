@@ -155,7 +155,7 @@ impl Execute for BrowserHandleDialog {
 /// Run a JavaScript function in the browser page, as the page's own scripts run (its
 /// globals, its DOM), and return what it returns (JSON; a promise is awaited).
 ///
-/// `function` is a function expression: `() => document.title`, or
+/// `function` is a JavaScript function: `() => document.title`, or
 /// `async () => (await fetch('/api')).status`. Requests it makes are held to the network
 /// policy like the page's own. Runs code: approval as the policy's `exec` rule says.
 #[tool(

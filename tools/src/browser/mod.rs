@@ -8,6 +8,7 @@
 mod click;
 mod fill_form;
 mod keys;
+mod logs;
 mod manage;
 mod navigate;
 mod proxy;
@@ -20,6 +21,7 @@ mod type_text;
 pub use click::{BrowserClick, Clicked};
 pub use fill_form::{BrowserFillForm, Filled, FormField};
 pub use keys::{BrowserHover, BrowserNavigateBack, BrowserPressKey, BrowserWaitFor, PageState, Waited};
+pub use logs::{BrowserConsoleMessages, BrowserNetworkRequests, ConsoleMessages, NetworkRequests};
 pub use manage::{
     Armed, BrowserClose, BrowserEvaluate, BrowserHandleDialog, BrowserResize, Closed, Evaluated, Resized,
 };

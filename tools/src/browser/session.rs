@@ -266,6 +266,7 @@ pub(crate) struct Session {
     world: World,
     dialogs: Dialogs,
     loads: Loads,
+    log: PageLog,
     /// One call drives the page at a time, so requests and dialogs belong to one call.
     busy: Mutex<()>,
     // Field order: the DevTools connection closes before the process is killed.
@@ -318,8 +319,29 @@ impl Session {
             .id;
         let loads = Loads::default();
         let followed = loads.clone();
+        let log = PageLog::default();
+        let logged = log.clone();
         tab.add_event_listener(Arc::new(move |event: &Event| match event {
-            Event::PageFrameNavigated(navigated) => forget_worlds(&worlds, &navigated.params.frame),
+            Event::PageFrameNavigated(navigated) => {
+                forget_worlds(&worlds, &navigated.params.frame);
+                if navigated.params.frame.parent_id.is_none() {
+                    logged.new_document(&navigated.params.frame.url);
+                }
+            }
+            Event::RuntimeConsoleAPICalled(called) => {
+                let kind = format!("{:?}", called.params.Type).to_ascii_lowercase();
+                let words: Vec<String> = called.params.args.iter().map(shown).collect();
+                logged.console(format!("{kind}: {}", words.join(" ")));
+            }
+            Event::RuntimeExceptionThrown(thrown) => {
+                let details = &thrown.params.exception_details;
+                let message = details
+                    .exception
+                    .as_ref()
+                    .and_then(|e| e.description.clone())
+                    .unwrap_or_else(|| details.text.clone());
+                logged.console(format!("error: {message}"));
+            }
             Event::PageFrameStartedLoading(started) if started.params.frame_id == main_frame => {
                 followed.update(|state| {
                     state.started += 1;
@@ -374,6 +396,7 @@ impl Session {
             world,
             dialogs,
             loads,
+            log,
             busy: Mutex::new(()),
             _browser: browser,
             process,
@@ -385,6 +408,7 @@ impl Session {
     fn guard(&self, policy: NetworkSettings) -> Result<(), ToolError> {
         self.proxy.set_policy(policy.clone());
         let seen = self.seen.clone();
+        let log = self.log.clone();
         self.tab
             .enable_request_interception(Arc::new(
                 move |_transport,
@@ -393,6 +417,10 @@ impl Session {
                     let url = event.params.request.url.clone();
                     let refusal = request_refusal(&policy, &url);
                     let allowed = refusal.is_none();
+                    log.request(match &refusal {
+                        None => format!("{} {url}", event.params.request.method),
+                        Some(why) => format!("{} {url} (refused: {why})", event.params.request.method),
+                    });
                     if let Ok(mut seen) = seen.lock() {
                         seen.push((url, refusal));
                     }
@@ -479,6 +507,7 @@ where
             tab: &session.tab,
             world: &session.world,
             loads: &session.loads,
+            log: &session.log,
         };
         let result = work(&page, &session.dialogs);
         let seen = std::mem::take(&mut *session.seen.lock().unwrap_or_else(|e| e.into_inner()));
@@ -554,6 +583,73 @@ pub(crate) struct Driven<'a> {
     tab: &'a Tab,
     world: &'a World,
     loads: &'a Loads,
+    log: &'a PageLog,
+}
+
+/// The most console messages and requests kept of a page.
+const LOGGED: usize = 1000;
+
+/// What the current page logged to its console and the requests it made, the newest
+/// [`LOGGED`] of each (a new document starts the requests afresh).
+#[derive(Clone, Default)]
+pub(crate) struct PageLog(Arc<Mutex<PageLogged>>);
+
+#[derive(Default)]
+struct PageLogged {
+    console: std::collections::VecDeque<String>,
+    requests: std::collections::VecDeque<String>,
+    /// Runtime events are asked for on the first read (enabling them replays what the
+    /// page's console stored before).
+    console_enabled: bool,
+}
+
+impl PageLog {
+    fn with<T>(&self, f: impl FnOnce(&mut PageLogged) -> T) -> T {
+        f(&mut self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn console(&self, line: String) {
+        self.with(|l| {
+            if l.console.len() == LOGGED {
+                l.console.pop_front();
+            }
+            l.console.push_back(line);
+        });
+    }
+
+    fn request(&self, line: String) {
+        self.with(|l| {
+            if l.requests.len() == LOGGED {
+                l.requests.pop_front();
+            }
+            l.requests.push_back(line);
+        });
+    }
+
+    /// A new document in the page: the requests before its own are dropped.
+    fn new_document(&self, url: &str) {
+        self.with(|l| {
+            let own = l.requests.iter().rposition(|r| {
+                r.split_once(' ')
+                    .is_some_and(|(_, rest)| rest == url || rest.starts_with(&format!("{url} ")))
+            });
+            match own {
+                Some(at) => drop(l.requests.drain(..at)),
+                None => l.requests.clear(),
+            }
+        });
+    }
+}
+
+/// A console argument as the console shows it: a string as is, a number or an object as
+/// JSON, anything else by its description.
+fn shown(arg: &RemoteObject) -> String {
+    match (&arg.value, &arg.description) {
+        (Some(serde_json::Value::String(text)), _) => text.clone(),
+        (Some(value), _) => value.to_string(),
+        (None, Some(description)) => description.clone(),
+        (None, None) => format!("{:?}", arg.Type).to_ascii_lowercase(),
+    }
 }
 
 /// What the main frame's loads have been: how many started, whether one is under way
@@ -601,6 +697,28 @@ impl std::ops::Deref for Driven<'_> {
 }
 
 impl Driven<'_> {
+    /// The console messages of the page so far (asking the browser for them on first use:
+    /// it replays what it stored).
+    pub(crate) fn console_messages(&self) -> Result<Vec<String>, ToolError> {
+        if !self.log.with(|l| std::mem::replace(&mut l.console_enabled, true)) {
+            self.tab
+                .call_method(headless_chrome::protocol::cdp::Runtime::Enable(None))
+                .map_err(|e| error("read the console", e))?;
+            // The replayed messages come as events, on their own thread: let them land.
+            let mut count = usize::MAX;
+            while count != self.log.with(|l| l.console.len()) {
+                count = self.log.with(|l| l.console.len());
+                std::thread::sleep(Duration::from_millis(30));
+            }
+        }
+        Ok(self.log.with(|l| l.console.iter().cloned().collect()))
+    }
+
+    /// The requests the current page made, with the policy's refusals.
+    pub(crate) fn requests(&self) -> Vec<String> {
+        self.log.with(|l| l.requests.iter().cloned().collect())
+    }
+
     /// Opens `url` and returns at its load event (the document and its subresources; not
     /// network idle), or at once for a navigation within the document.
     pub(crate) fn navigate(&self, url: &str) -> Result<(), ToolError> {
