@@ -4,7 +4,7 @@ use headless_chrome::browser::tab::point::Point;
 use kyro_core::policy::SettingsTable;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 
-use super::session::{error, with_page};
+use super::session::with_page;
 use crate::settings::NetworkSettings;
 
 /// Click an element of the browser page with a real mouse click at its center, after
@@ -59,7 +59,7 @@ impl Execute for BrowserClick {
                 x: dx + answer["x"].as_f64().unwrap_or_default(),
                 y: dy + answer["y"].as_f64().unwrap_or_default(),
             };
-            tab.click_point(point).map_err(|e| error("click", e))?;
+            tab.click_at(point)?;
             super::settle(tab);
             let (url, title, _) = super::page_info(tab)?;
             Ok(Clicked {

@@ -116,7 +116,7 @@ impl Execute for BrowserHover {
                 x: dx + answer["x"].as_f64().unwrap_or_default(),
                 y: dy + answer["y"].as_f64().unwrap_or_default(),
             };
-            tab.move_mouse_to_point(point).map_err(|e| error("hover", e))?;
+            tab.hover_at(point)?;
             state(tab, dialogs)
         })
         .await
@@ -140,9 +140,10 @@ impl Execute for BrowserNavigateBack {
 
     async fn run(self, cx: &ToolContext) -> Result<PageState, ToolError> {
         with_page(cx, move |tab, dialogs| {
-            let history = tab
-                .call_method(headless_chrome::protocol::cdp::Page::GetNavigationHistory(None))
-                .map_err(|e| error("read the history", e))?;
+            let history = tab.call(
+                headless_chrome::protocol::cdp::Page::GetNavigationHistory(None),
+                "read the history",
+            )?;
             let current = history.current_index as usize;
             let Some(previous) = current.checked_sub(1).and_then(|i| history.entries.get(i)) else {
                 return Err(Failure::InvalidRequest {
@@ -150,8 +151,10 @@ impl Execute for BrowserNavigateBack {
                 }
                 .into());
             };
-            tab.call_method(headless_chrome::protocol::cdp::Page::NavigateToHistoryEntry { entry_id: previous.id })
-                .map_err(|e| error("go back", e))?;
+            tab.call(
+                headless_chrome::protocol::cdp::Page::NavigateToHistoryEntry { entry_id: previous.id },
+                "go back",
+            )?;
             super::settle(tab);
             state(tab, dialogs)
         })

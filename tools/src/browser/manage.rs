@@ -76,23 +76,25 @@ impl Execute for BrowserResize {
     async fn run(self, cx: &ToolContext) -> Result<Resized, ToolError> {
         let (width, height) = (self.width, self.height);
         with_page(cx, move |tab, _| {
-            tab.call_method(SetDeviceMetricsOverride {
-                width,
-                height,
-                device_scale_factor: 1.0,
-                mobile: false,
-                scale: None,
-                screen_width: None,
-                screen_height: None,
-                position_x: None,
-                position_y: None,
-                dont_set_visible_size: None,
-                screen_orientation: None,
-                viewport: None,
-                display_feature: None,
-                device_posture: None,
-            })
-            .map_err(|e| error("resize the viewport", e))?;
+            tab.call(
+                SetDeviceMetricsOverride {
+                    width,
+                    height,
+                    device_scale_factor: 1.0,
+                    mobile: false,
+                    scale: None,
+                    screen_width: None,
+                    screen_height: None,
+                    position_x: None,
+                    position_y: None,
+                    dont_set_visible_size: None,
+                    screen_orientation: None,
+                    viewport: None,
+                    display_feature: None,
+                    device_posture: None,
+                },
+                "resize the viewport",
+            )?;
             let seen = super::page_op(tab, "measure the page", "viewport", &serde_json::json!({}))?;
             let size = |k: &str| seen[k].as_u64().unwrap_or_default() as u32;
             Ok(Resized {
@@ -186,8 +188,8 @@ impl Execute for BrowserEvaluate {
     async fn run(self, cx: &ToolContext) -> Result<Evaluated, ToolError> {
         let expression = format!("({})()", self.function);
         with_page(cx, move |tab, _| {
-            let evaluated = tab
-                .call_method(Evaluate {
+            let evaluated = tab.call(
+                Evaluate {
                     expression,
                     return_by_value: Some(true),
                     generate_preview: None,
@@ -204,8 +206,9 @@ impl Execute for BrowserEvaluate {
                     allow_unsafe_eval_blocked_by_csp: None,
                     unique_context_id: None,
                     serialization_options: None,
-                })
-                .map_err(|e| error("run the function", e))?;
+                },
+                "run the function",
+            )?;
             if let Some(exception) = evaluated.exception_details {
                 let message = exception
                     .exception

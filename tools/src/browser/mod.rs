@@ -6,6 +6,7 @@
 //! The tools are registered only where Chromium is installed ([`unavailable`]).
 
 mod click;
+mod direct;
 mod fill_form;
 mod keys;
 mod logs;

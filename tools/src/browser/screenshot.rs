@@ -103,10 +103,7 @@ impl Execute for BrowserScreenshot {
                     Some((f("x"), f("y"), f("width"), f("height")))
                 }
                 None if full_page => {
-                    let size = tab
-                        .call_method(GetLayoutMetrics(None))
-                        .map_err(|e| error("measure the page", e))?
-                        .css_content_size;
+                    let size = tab.call(GetLayoutMetrics(None), "measure the page")?.css_content_size;
                     Some((0.0, 0.0, size.width, size.height))
                 }
                 None => None,
@@ -157,32 +154,33 @@ fn capture(
         // The viewport, scaled: as a region in page coordinates.
         (None, true) => {
             let view = tab
-                .call_method(GetLayoutMetrics(None))
-                .map_err(|e| error("measure the page", e))?
+                .call(GetLayoutMetrics(None), "measure the page")?
                 .css_visual_viewport;
             Some((view.page_x, view.page_y, view.client_width, view.client_height))
         }
         (None, false) => None,
     };
     let data = tab
-        .call_method(CaptureScreenshot {
-            format: Some(match format {
-                ImageFormat::Png => CaptureScreenshotFormatOption::Png,
-                ImageFormat::Jpeg => CaptureScreenshotFormatOption::Jpeg,
-            }),
-            quality: (format == ImageFormat::Jpeg).then(|| u32::from(quality.unwrap_or(80))),
-            clip: region.map(|(x, y, width, height)| Viewport {
-                x,
-                y,
-                width: width.max(1.0),
-                height: height.max(1.0),
-                scale,
-            }),
-            from_surface: Some(true),
-            capture_beyond_viewport: Some(region.is_some()),
-            optimize_for_speed: None,
-        })
-        .map_err(|e| error("take a screenshot", e))?
+        .call(
+            CaptureScreenshot {
+                format: Some(match format {
+                    ImageFormat::Png => CaptureScreenshotFormatOption::Png,
+                    ImageFormat::Jpeg => CaptureScreenshotFormatOption::Jpeg,
+                }),
+                quality: (format == ImageFormat::Jpeg).then(|| u32::from(quality.unwrap_or(80))),
+                clip: region.map(|(x, y, width, height)| Viewport {
+                    x,
+                    y,
+                    width: width.max(1.0),
+                    height: height.max(1.0),
+                    scale,
+                }),
+                from_surface: Some(true),
+                capture_beyond_viewport: Some(region.is_some()),
+                optimize_for_speed: None,
+            },
+            "take a screenshot",
+        )?
         .data;
     BASE64_STANDARD.decode(&data).map_err(|e| error("take a screenshot", e))
 }

@@ -36,8 +36,11 @@ use kyro_core::receipt::ObservedEffect;
 use kyro_core::{ToolContext, ToolError};
 use rustix::process::{Pid, Signal, kill_process_group};
 
+use super::direct::Direct;
 use super::proxy::Proxy;
 use crate::integration::check_url;
+use headless_chrome::browser::tab::point::Point;
+use headless_chrome::protocol::cdp::Input::{DispatchMouseEvent, DispatchMouseEventTypeOption, MouseButton};
 
 /// The environment variable naming the Chromium executable.
 pub const CHROMIUM_ENV: &str = "KYRO_CHROMIUM";
@@ -267,6 +270,9 @@ pub(crate) struct Session {
     dialogs: Dialogs,
     loads: Loads,
     log: PageLog,
+    /// The page's own DevTools connection, for the hot path (`None` where it could not
+    /// be made: everything goes through `headless_chrome`'s then).
+    direct: Option<Direct>,
     /// One call drives the page at a time, so requests and dialogs belong to one call.
     busy: Mutex<()>,
     // Field order: the DevTools connection closes before the process is killed.
@@ -280,11 +286,20 @@ impl Session {
         let blocked = Seen::default();
         let proxy = Proxy::start(blocked.clone())?;
         let (process, url) = Process::start(&chromium_path(), proxy.addr())?;
-        let browser = Browser::connect_with_timeout(url, Duration::from_secs(365 * 24 * 3600))
+        let browser = Browser::connect_with_timeout(url.clone(), Duration::from_secs(365 * 24 * 3600))
             .map_err(|e| error("connect to Chromium", e))?;
         browser.set_default_timeout(COMMAND_TIMEOUT);
         let tab = browser.new_tab().map_err(|e| error("open a page", e))?;
         tab.set_default_timeout(COMMAND_TIMEOUT);
+        let direct = match Direct::connect(&url, tab.get_target_id()) {
+            Ok(direct) => Some(direct),
+            Err(why) => {
+                eprintln!(
+                    "kyro: the page's own DevTools connection failed ({why}); browser commands go the slower way"
+                );
+                None
+            }
+        };
         // A fixed viewport, whatever the headless window's decorations take.
         tab.call_method(SetDeviceMetricsOverride {
             width: VIEWPORT.0,
@@ -397,6 +412,7 @@ impl Session {
             dialogs,
             loads,
             log,
+            direct,
             busy: Mutex::new(()),
             _browser: browser,
             process,
@@ -505,6 +521,7 @@ where
         session.blocked.lock().unwrap_or_else(|e| e.into_inner()).clear();
         let page = Driven {
             tab: &session.tab,
+            direct: session.direct.as_ref(),
             world: &session.world,
             loads: &session.loads,
             log: &session.log,
@@ -581,6 +598,7 @@ fn forget_worlds(worlds: &World, navigated: &headless_chrome::protocol::cdp::Pag
 /// and with universal access it reads frames of other origins too.
 pub(crate) struct Driven<'a> {
     tab: &'a Tab,
+    direct: Option<&'a Direct>,
     world: &'a World,
     loads: &'a Loads,
     log: &'a PageLog,
@@ -697,6 +715,66 @@ impl std::ops::Deref for Driven<'_> {
 }
 
 impl Driven<'_> {
+    /// Sends a DevTools command on the page's own connection (no wait for a lock), or on
+    /// `headless_chrome`'s where that connection could not be made.
+    pub(crate) fn call<M>(&self, method: M, operation: &str) -> Result<M::ReturnObject, ToolError>
+    where
+        M: headless_chrome::protocol::cdp::types::Method + serde::Serialize,
+    {
+        match self.direct {
+            Some(direct) => direct.call(method, COMMAND_TIMEOUT).map_err(|e| error(operation, e)),
+            None => self.tab.call_method(method).map_err(|e| error(operation, e)),
+        }
+    }
+
+    /// A real mouse click at `point` (moved there, pressed, released).
+    pub(crate) fn click_at(&self, point: Point) -> Result<(), ToolError> {
+        self.hover_at(point)?;
+        for kind in [
+            DispatchMouseEventTypeOption::MousePressed,
+            DispatchMouseEventTypeOption::MouseReleased,
+        ] {
+            self.mouse(kind, point, Some(MouseButton::Left), Some(1))?;
+        }
+        Ok(())
+    }
+
+    /// The mouse moved to `point`, nothing pressed.
+    pub(crate) fn hover_at(&self, point: Point) -> Result<(), ToolError> {
+        self.mouse(DispatchMouseEventTypeOption::MouseMoved, point, None, None)
+    }
+
+    fn mouse(
+        &self,
+        kind: DispatchMouseEventTypeOption,
+        point: Point,
+        button: Option<MouseButton>,
+        click_count: Option<u32>,
+    ) -> Result<(), ToolError> {
+        self.call(
+            DispatchMouseEvent {
+                Type: kind,
+                x: point.x,
+                y: point.y,
+                modifiers: None,
+                timestamp: None,
+                button,
+                buttons: None,
+                click_count,
+                force: None,
+                tangential_pressure: None,
+                tilt_x: None,
+                tilt_y: None,
+                twist: None,
+                delta_x: None,
+                delta_y: None,
+                pointer_Type: None,
+            },
+            "move the mouse",
+        )
+        .map(drop)
+    }
+
     /// The console messages of the page so far (asking the browser for them on first use:
     /// it replays what it stored).
     pub(crate) fn console_messages(&self) -> Result<Vec<String>, ToolError> {
@@ -723,16 +801,16 @@ impl Driven<'_> {
     /// network idle), or at once for a navigation within the document.
     pub(crate) fn navigate(&self, url: &str) -> Result<(), ToolError> {
         let operation = format!("navigate to {url}");
-        let navigated = self
-            .tab
-            .call_method(headless_chrome::protocol::cdp::Page::Navigate {
+        let navigated = self.call(
+            headless_chrome::protocol::cdp::Page::Navigate {
                 url: url.to_owned(),
                 referrer: None,
                 transition_Type: None,
                 frame_id: None,
                 referrer_policy: None,
-            })
-            .map_err(|e| error(&operation, e))?;
+            },
+            &operation,
+        )?;
         if let Some(failure) = navigated.error_text {
             return Err(error(&operation, failure));
         }
@@ -769,23 +847,17 @@ impl Driven<'_> {
         }
         let frame_id = match frame {
             Some(id) => id.to_owned(),
-            None => {
-                self.tab
-                    .call_method(GetFrameTree(None))
-                    .map_err(|e| error(operation, e))?
-                    .frame_tree
-                    .frame
-                    .id
-            }
+            None => self.call(GetFrameTree(None), operation)?.frame_tree.frame.id,
         };
         let context = self
-            .tab
-            .call_method(CreateIsolatedWorld {
-                frame_id,
-                world_name: Some("kyro".into()),
-                grant_univeral_access: Some(true),
-            })
-            .map_err(|e| error(operation, e))?
+            .call(
+                CreateIsolatedWorld {
+                    frame_id,
+                    world_name: Some("kyro".into()),
+                    grant_univeral_access: Some(true),
+                },
+                operation,
+            )?
             .execution_context_id;
         self.world
             .lock()
@@ -812,15 +884,16 @@ impl Driven<'_> {
             return Ok(None);
         };
         let node = self
-            .tab
-            .call_method(DescribeNode {
-                node_id: None,
-                backend_node_id: None,
-                object_id: Some(object.clone()),
-                depth: None,
-                pierce: None,
-            })
-            .map_err(|e| error(operation, e))?
+            .call(
+                DescribeNode {
+                    node_id: None,
+                    backend_node_id: None,
+                    object_id: Some(object.clone()),
+                    depth: None,
+                    pierce: None,
+                },
+                operation,
+            )?
             .node;
         Ok(node.frame_id.map(|frame| (object, frame)))
     }
@@ -828,13 +901,14 @@ impl Driven<'_> {
     /// The top-left corner of a frame element's content box, in the page's viewport.
     pub(crate) fn content_origin(&self, object: &str, operation: &str) -> Result<(f64, f64), ToolError> {
         let model = self
-            .tab
-            .call_method(GetBoxModel {
-                node_id: None,
-                backend_node_id: None,
-                object_id: Some(object.to_owned()),
-            })
-            .map_err(|e| error(operation, e))?
+            .call(
+                GetBoxModel {
+                    node_id: None,
+                    backend_node_id: None,
+                    object_id: Some(object.to_owned()),
+                },
+                operation,
+            )?
             .model;
         match model.content.as_slice() {
             [x, y, ..] => Ok((*x, *y)),
@@ -897,8 +971,8 @@ impl Driven<'_> {
         operation: &str,
         expression: String,
     ) -> Result<headless_chrome::protocol::cdp::Runtime::EvaluateReturnObject, ToolError> {
-        self.tab
-            .call_method(Evaluate {
+        self.call(
+            Evaluate {
                 expression,
                 return_by_value: Some(by_value),
                 generate_preview: None,
@@ -915,7 +989,8 @@ impl Driven<'_> {
                 allow_unsafe_eval_blocked_by_csp: None,
                 unique_context_id: None,
                 serialization_options: None,
-            })
-            .map_err(|e| error(operation, e))
+            },
+            operation,
+        )
     }
 }

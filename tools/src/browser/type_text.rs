@@ -83,7 +83,7 @@ impl Execute for BrowserType {
             if slowly {
                 tab.type_str(&text).map_err(|e| error("type", e))?;
             } else {
-                tab.call_method(InsertText { text }).map_err(|e| error("type", e))?;
+                tab.call(InsertText { text }, "type")?;
             }
             let (value, _) = super::element_op(tab, "read the element", "value", &target, &element)?;
             let value = value["value"].as_str().unwrap_or_default().to_owned();
