@@ -84,6 +84,9 @@ kyro_core::catalog! {
         #[cfg(feature = "browser")] browser::BrowserFillForm,
         #[cfg(feature = "browser")] browser::BrowserConsoleMessages,
         #[cfg(feature = "browser")] browser::BrowserNetworkRequests,
+        #[cfg(feature = "browser")] browser::BrowserFileUpload,
+        #[cfg(feature = "browser")] browser::BrowserPdfSave,
+        #[cfg(feature = "browser")] browser::BrowserDrag,
         #[cfg(feature = "web")] integration::HttpRequest,
         integration::McpCall,
         shell::RunCommand,
@@ -160,6 +163,7 @@ pub mod catalogs {
             browser::BrowserHover, browser::BrowserNavigateBack, browser::BrowserWaitFor,
             browser::BrowserHandleDialog, browser::BrowserEvaluate, browser::BrowserResize, browser::BrowserClose,
             browser::BrowserFillForm, browser::BrowserConsoleMessages, browser::BrowserNetworkRequests,
+            browser::BrowserFileUpload, browser::BrowserPdfSave, browser::BrowserDrag,
         ];
     }
     #[cfg(feature = "state")]

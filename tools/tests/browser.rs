@@ -1139,3 +1139,91 @@ fn console_messages_and_requests_of_the_page() {
         "{lines:?}"
     );
 }
+
+#[test]
+fn files_into_the_page_the_page_into_a_pdf_and_a_drag() {
+    let Some(_serial) = serial() else { return };
+    let mut pages: Pages = HashMap::new();
+    pages.insert(
+        "/files",
+        (
+            200,
+            vec![],
+            "<html><head><title>Files</title></head><body style='margin:0'>
+<input type='file' id='one' onchange=\"document.getElementById('got').textContent = 'got ' + this.files[0].name + ' ' + this.files[0].size\">
+<input type='file' id='many' multiple><p id='got'>nothing</p>
+<div id='from' style='position:absolute;left:20px;top:100px;width:60px;height:60px;background:red'
+ onmousedown=\"window.dragging = true\"></div>
+<div id='to' style='position:absolute;left:300px;top:100px;width:60px;height:60px;background:blue'
+ onmouseup=\"if (window.dragging) document.getElementById('got').textContent = 'dropped'\"></div>
+</body></html>"
+                .into(),
+        ),
+    );
+    let site = Site::start(pages);
+    let h = Harness::local();
+    std::fs::write(h._ws.path().join("report.txt"), "12345").unwrap();
+    std::fs::write(h._ws.path().join("b.txt"), "b").unwrap();
+    h.ok("browser_navigate", json!({ "url": site.url("/files") }));
+
+    let uploaded = h.ok(
+        "browser_file_upload",
+        json!({ "selector": "#one", "paths": ["report.txt"] }),
+    );
+    assert_eq!(uploaded["files"], json!(["report.txt"]));
+    h.ok(
+        "browser_wait_for",
+        json!({ "text": "got report.txt 5", "timeout_ms": 3000 }),
+    );
+    let many = h.ok(
+        "browser_file_upload",
+        json!({ "selector": "#many", "paths": ["report.txt", "b.txt"] }),
+    );
+    assert_eq!(many["files"], json!(["report.txt", "b.txt"]));
+    let refused = h.failed(
+        "browser_file_upload",
+        json!({ "selector": "#one", "paths": ["report.txt", "b.txt"] }),
+    );
+    assert!(
+        matches!(Failure::of(&refused), Some(Failure::NotActionable { reason, .. }) if reason.contains("takes one file")),
+        "{refused:?}"
+    );
+    let not_input = h.failed("browser_file_upload", json!({ "selector": "#got", "paths": ["b.txt"] }));
+    assert!(
+        matches!(Failure::of(&not_input), Some(Failure::NotActionable { .. })),
+        "{not_input:?}"
+    );
+    // Only workspace files: a path outside is refused before the page is touched.
+    match h.call(
+        "browser_file_upload",
+        json!({ "selector": "#one", "paths": ["../outside.txt"] }),
+    ) {
+        Outcome::Denied { .. } => {}
+        other => panic!("{other:?}"),
+    }
+
+    // A drag with the mouse, pressed on one element and released on the other.
+    h.ok(
+        "browser_drag",
+        json!({ "start_selector": "#from", "end_selector": "#to" }),
+    );
+    h.ok("browser_wait_for", json!({ "text": "dropped", "timeout_ms": 3000 }));
+
+    // The page as a PDF file in the workspace, with its receipt's file effect.
+    let saved = h.execution("browser_pdf_save", json!({ "path": "page.pdf" }));
+    let Outcome::Ok { result, .. } = &saved.outcome else {
+        panic!("{:?}", saved.outcome)
+    };
+    let pdf = std::fs::read(h._ws.path().join("page.pdf")).unwrap();
+    assert!(pdf.starts_with(b"%PDF-"), "{result}");
+    assert_eq!(result["bytes"].as_u64(), Some(pdf.len() as u64));
+    assert!(
+        saved
+            .receipt
+            .effects
+            .iter()
+            .any(|e| matches!(e, ObservedEffect::File { path, .. } if path == "page.pdf")),
+        "{:?}",
+        saved.receipt.effects
+    );
+}

@@ -7,6 +7,7 @@
 
 mod click;
 mod direct;
+mod files;
 mod fill_form;
 mod keys;
 mod logs;
@@ -20,6 +21,7 @@ mod snapshot;
 mod type_text;
 
 pub use click::{BrowserClick, Clicked};
+pub use files::{BrowserDrag, BrowserFileUpload, BrowserPdfSave, PdfSaved, Uploaded};
 pub use fill_form::{BrowserFillForm, Filled, FormField};
 pub use keys::{BrowserHover, BrowserNavigateBack, BrowserPressKey, BrowserWaitFor, PageState, Waited};
 pub use logs::{BrowserConsoleMessages, BrowserNetworkRequests, ConsoleMessages, NetworkRequests};

@@ -262,6 +262,22 @@
     return { x: x + window.scrollX, y: y + window.scrollY, width: rect.width, height: rect.height };
   }
 
+  // The center of an element in the viewport, without scrolling (for a drag, whose two
+  // ends must both be in view).
+  function center(target) {
+    const found = find(target);
+    if (!found.el) return found;
+    const el = found.el;
+    if (!visible(el)) return { unusable: "it is hidden" };
+    const box = el.getBoundingClientRect();
+    if (box.width === 0 || box.height === 0) return { unusable: "it has no size on the page" };
+    const [x, y] = [box.left + box.width / 2, box.top + box.height / 2];
+    if (x < 0 || y < 0 || x > window.innerWidth || y > window.innerHeight) {
+      return { unusable: "it is outside the viewport (scroll it into view, or resize the browser)" };
+    }
+    return { x, y };
+  }
+
   function focus(target) {
     const found = find(target);
     if (!found.el) return found;
@@ -365,8 +381,26 @@
     return { value: el.isContentEditable ? el.textContent : String(el.value) };
   }
 
+  // Checks that the element takes files (`arg.count` of them), and keeps it for kyro to
+  // hand the files to; afterwards (`arg.after`) says which files it holds.
+  function fileInput(target) {
+    const found = find(target);
+    if (!found.el) return found;
+    const el = found.el;
+    if (el.tagName !== "INPUT" || (el.type || "").toLowerCase() !== "file") {
+      return { unusable: "it is not a file input (<" + el.tagName.toLowerCase() + ">)" };
+    }
+    if (arg.after) return { files: Array.from(el.files || []).map((f) => f.name) };
+    if (el.disabled) return { unusable: "it is disabled" };
+    if (arg.count > 1 && !el.multiple) return { unusable: "it takes one file and " + arg.count + " were given" };
+    window.__kyroFileInput = el;
+    return { ready: true };
+  }
+
   let result;
   switch (op) {
+    case "file_input": result = fileInput(arg); break;
+    case "center": result = center(arg); break;
     case "fill": result = fill(arg); break;
     case "select": result = select(arg); break;
     case "viewport": result = { width: window.innerWidth, height: window.innerHeight }; break;

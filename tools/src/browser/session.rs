@@ -739,6 +739,64 @@ impl Driven<'_> {
         Ok(())
     }
 
+    /// A drag with the left button from `from` to `to`, moved in steps so the page sees
+    /// the motion.
+    pub(crate) fn drag(&self, from: Point, to: Point) -> Result<(), ToolError> {
+        self.hover_at(from)?;
+        self.mouse(
+            DispatchMouseEventTypeOption::MousePressed,
+            from,
+            Some(MouseButton::Left),
+            Some(1),
+        )?;
+        const STEPS: u32 = 5;
+        for step in 1..=STEPS {
+            let f = f64::from(step) / f64::from(STEPS);
+            let at = Point {
+                x: from.x + (to.x - from.x) * f,
+                y: from.y + (to.y - from.y) * f,
+            };
+            self.mouse_with_buttons(DispatchMouseEventTypeOption::MouseMoved, at, 1)?;
+        }
+        self.mouse(
+            DispatchMouseEventTypeOption::MouseReleased,
+            to,
+            Some(MouseButton::Left),
+            Some(1),
+        )
+    }
+
+    /// A mouse event with `buttons` held.
+    fn mouse_with_buttons(
+        &self,
+        kind: DispatchMouseEventTypeOption,
+        point: Point,
+        buttons: u32,
+    ) -> Result<(), ToolError> {
+        self.call(
+            DispatchMouseEvent {
+                Type: kind,
+                x: point.x,
+                y: point.y,
+                modifiers: None,
+                timestamp: None,
+                button: Some(MouseButton::Left),
+                buttons: Some(buttons),
+                click_count: None,
+                force: None,
+                tangential_pressure: None,
+                tilt_x: None,
+                tilt_y: None,
+                twist: None,
+                delta_x: None,
+                delta_y: None,
+                pointer_Type: None,
+            },
+            "move the mouse",
+        )
+        .map(drop)
+    }
+
     /// The mouse moved to `point`, nothing pressed.
     pub(crate) fn hover_at(&self, point: Point) -> Result<(), ToolError> {
         self.mouse(DispatchMouseEventTypeOption::MouseMoved, point, None, None)
@@ -933,7 +991,7 @@ impl Driven<'_> {
         serde_json::from_str(text).map_err(|e| error(operation, e))
     }
 
-    fn evaluate(
+    pub(crate) fn evaluate(
         &self,
         frame: Option<&str>,
         operation: &str,

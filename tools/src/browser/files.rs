@@ -1,0 +1,233 @@
+//! `browser_file_upload`, `browser_pdf_save` and `browser_drag`: files into the page, the
+//! page into a file, and dragging with the mouse.
+
+use base64::Engine;
+use base64::prelude::BASE64_STANDARD;
+use headless_chrome::browser::tab::point::Point;
+use headless_chrome::protocol::cdp::DOM::SetFileInputFiles;
+use headless_chrome::protocol::cdp::Page::PrintToPDF;
+use kyro_core::policy::SettingsTable;
+use kyro_core::{EntryType, Execute, ToolContext, ToolError, WorkspacePath, tool};
+
+use super::session::{error, with_page};
+use crate::settings::NetworkSettings;
+
+/// Choose files for a file input of the browser page (`<input type="file">`), as a person
+/// picking them in the file dialog would; the page gets its `input` and `change` events.
+///
+/// The files must be inside the workspace (confined like read_file). Name the input by
+/// `ref` from the latest browser_snapshot or by a CSS `selector`.
+#[tool(
+    name = "browser_file_upload",
+    title = "Upload files in the browser",
+    category = "browser",
+    effect = "network",
+    destructive = true,
+    idempotent = true
+)]
+pub struct BrowserFileUpload {
+    /// The input's ref from browser_snapshot, like `e3`.
+    #[schemars(regex(pattern = "^e[0-9]{1,9}$"))]
+    pub r#ref: Option<String>,
+    /// A CSS selector instead of a ref; the first match is used.
+    #[schemars(length(min = 1, max = 1000))]
+    pub selector: Option<String>,
+    /// The files, relative to the workspace root.
+    #[schemars(length(min = 1, max = 100))]
+    pub paths: Vec<WorkspacePath>,
+}
+
+/// The input after the choice.
+#[kyro_core::output]
+#[derive(Debug)]
+pub struct Uploaded {
+    /// The names of the files the input now holds.
+    pub files: Vec<String>,
+}
+
+impl Execute for BrowserFileUpload {
+    type Output = Uploaded;
+    const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
+
+    async fn run(self, cx: &ToolContext) -> Result<Uploaded, ToolError> {
+        let (mut target, element) = super::target(self.r#ref.as_deref(), self.selector.as_deref())?;
+        let mut files = Vec::with_capacity(self.paths.len());
+        for path in &self.paths {
+            let confined = cx.path(path)?;
+            if confined.entry_type()? != Some(EntryType::File) {
+                return Err(ToolError::NotAFile {
+                    path: confined.given().to_owned(),
+                });
+            }
+            files.push(confined.host_content_path().to_string_lossy().into_owned());
+        }
+        target["count"] = files.len().into();
+        with_page(cx, move |tab, _| {
+            let answer = super::page_op(tab, "find the file input", "file_input", &target)?;
+            super::element_answer(&answer, &element)?;
+            let input = tab
+                .evaluate(None, "find the file input", "window.__kyroFileInput".into(), false)?
+                .object_id
+                .ok_or_else(|| error("find the file input", "the input is gone"))?;
+            tab.call(
+                SetFileInputFiles {
+                    files,
+                    node_id: None,
+                    backend_node_id: None,
+                    object_id: Some(input),
+                },
+                "choose the files",
+            )?;
+            target["after"] = true.into();
+            let answer = super::page_op(tab, "read the file input", "file_input", &target)?;
+            let files = answer["files"]
+                .as_array()
+                .map(|f| f.iter().filter_map(|n| n.as_str().map(str::to_owned)).collect())
+                .unwrap_or_default();
+            Ok(Uploaded { files })
+        })
+        .await
+    }
+}
+
+/// Save the browser page as a PDF file in the workspace (as printed: A4-like letter pages,
+/// backgrounds included).
+#[tool(
+    name = "browser_pdf_save",
+    title = "Save the browser page as PDF",
+    category = "browser",
+    effect = "write",
+    destructive = true,
+    idempotent = true
+)]
+pub struct BrowserPdfSave {
+    /// Where to write the PDF, relative to the workspace root; an existing file is replaced.
+    pub path: WorkspacePath,
+    /// Landscape pages; default false.
+    #[serde(default)]
+    pub landscape: bool,
+}
+
+/// The PDF written.
+#[kyro_core::output]
+#[derive(Debug)]
+pub struct PdfSaved {
+    /// The file, as given.
+    pub path: String,
+    /// Its size in bytes.
+    pub bytes: u64,
+}
+
+impl Execute for BrowserPdfSave {
+    type Output = PdfSaved;
+    const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
+
+    async fn run(self, cx: &ToolContext) -> Result<PdfSaved, ToolError> {
+        let path = cx.path(&self.path)?;
+        let existing = match path.entry_type()? {
+            Some(EntryType::File) => Some(path.read()?),
+            Some(_) => {
+                return Err(ToolError::NotAFile {
+                    path: path.given().to_owned(),
+                });
+            }
+            None => None,
+        };
+        if !path.parent_exists() {
+            return Err(ToolError::NotFound {
+                path: path.parent_display(),
+            });
+        }
+        let landscape = self.landscape;
+        let pdf = with_page(cx, move |tab, _| {
+            let printed = tab.call(
+                PrintToPDF {
+                    landscape: Some(landscape),
+                    display_header_footer: None,
+                    print_background: Some(true),
+                    scale: None,
+                    paper_width: None,
+                    paper_height: None,
+                    margin_top: None,
+                    margin_bottom: None,
+                    margin_left: None,
+                    margin_right: None,
+                    page_ranges: None,
+                    header_template: None,
+                    footer_template: None,
+                    prefer_css_page_size: None,
+                    transfer_mode: None,
+                    generate_tagged_pdf: None,
+                    generate_document_outline: None,
+                },
+                "print the page",
+            )?;
+            BASE64_STANDARD
+                .decode(printed.data)
+                .map_err(|e| error("print the page", e))
+        })
+        .await?;
+        path.write_atomic(&pdf, existing.as_deref())?;
+        Ok(PdfSaved {
+            path: path.given().to_owned(),
+            bytes: pdf.len() as u64,
+        })
+    }
+}
+
+/// Drag with the mouse from one element of the browser page to another: pressed at the
+/// first's center, moved in steps, released at the second's.
+///
+/// Name each element by ref from the latest browser_snapshot or by a CSS selector.
+#[tool(
+    name = "browser_drag",
+    title = "Drag in the browser",
+    category = "browser",
+    effect = "network",
+    destructive = true
+)]
+pub struct BrowserDrag {
+    /// Where the drag starts: a ref, like `e3`.
+    #[schemars(regex(pattern = "^e[0-9]{1,9}$"))]
+    pub start_ref: Option<String>,
+    /// Where the drag starts: a CSS selector instead.
+    #[schemars(length(min = 1, max = 1000))]
+    pub start_selector: Option<String>,
+    /// Where it ends: a ref.
+    #[schemars(regex(pattern = "^e[0-9]{1,9}$"))]
+    pub end_ref: Option<String>,
+    /// Where it ends: a CSS selector instead.
+    #[schemars(length(min = 1, max = 1000))]
+    pub end_selector: Option<String>,
+}
+
+impl Execute for BrowserDrag {
+    type Output = super::PageState;
+    const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
+
+    async fn run(self, cx: &ToolContext) -> Result<super::PageState, ToolError> {
+        let start = super::target(self.start_ref.as_deref(), self.start_selector.as_deref())?;
+        let end = super::target(self.end_ref.as_deref(), self.end_selector.as_deref())?;
+        with_page(cx, move |tab, dialogs| {
+            let point = |(target, name): &(serde_json::Value, String)| -> Result<Point, ToolError> {
+                let answer = super::page_op(tab, "find the element", "center", target)?;
+                super::element_answer(&answer, name)?;
+                Ok(Point {
+                    x: answer["x"].as_f64().unwrap_or_default(),
+                    y: answer["y"].as_f64().unwrap_or_default(),
+                })
+            };
+            let from = point(&start)?;
+            let to = point(&end)?;
+            tab.drag(from, to)?;
+            super::settle(tab);
+            let (url, title, _) = super::page_info(tab)?;
+            Ok(super::PageState {
+                url,
+                title,
+                dialogs: dialogs.take(),
+            })
+        })
+        .await
+    }
+}
