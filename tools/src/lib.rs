@@ -87,6 +87,7 @@ kyro_core::catalog! {
         #[cfg(feature = "browser")] browser::BrowserFileUpload,
         #[cfg(feature = "browser")] browser::BrowserPdfSave,
         #[cfg(feature = "browser")] browser::BrowserDrag,
+        #[cfg(feature = "browser")] browser::BrowserTabs,
         #[cfg(feature = "web")] integration::HttpRequest,
         integration::McpCall,
         shell::RunCommand,
@@ -163,7 +164,7 @@ pub mod catalogs {
             browser::BrowserHover, browser::BrowserNavigateBack, browser::BrowserWaitFor,
             browser::BrowserHandleDialog, browser::BrowserEvaluate, browser::BrowserResize, browser::BrowserClose,
             browser::BrowserFillForm, browser::BrowserConsoleMessages, browser::BrowserNetworkRequests,
-            browser::BrowserFileUpload, browser::BrowserPdfSave, browser::BrowserDrag,
+            browser::BrowserFileUpload, browser::BrowserPdfSave, browser::BrowserDrag, browser::BrowserTabs,
         ];
     }
     #[cfg(feature = "state")]

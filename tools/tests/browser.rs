@@ -1227,3 +1227,49 @@ fn files_into_the_page_the_page_into_a_pdf_and_a_drag() {
         saved.receipt.effects
     );
 }
+
+#[test]
+fn two_tabs_each_with_its_page_and_refs() {
+    let Some(_serial) = serial() else { return };
+    let site = Site::standard();
+    let h = Harness::local();
+    h.ok("browser_navigate", json!({ "url": site.url("/") }));
+    let listed = h.ok("browser_tabs", json!({ "action": "list" }));
+    assert_eq!(listed["tabs"].as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed["tabs"][0]["title"], "Kyro test");
+
+    let opened = h.ok("browser_tabs", json!({ "action": "new", "url": site.url("/next") }));
+    assert_eq!(opened["tabs"][1]["title"], "Next", "{opened}");
+    assert_eq!(opened["tabs"][1]["current"], true);
+    assert_eq!(opened["tabs"][0]["current"], false);
+    let second = h.ok("browser_snapshot", json!({}));
+    assert!(second["snapshot"].as_str().unwrap().contains("Arrived"), "{second}");
+
+    // Back to the first: its page, and its refs.
+    h.ok("browser_tabs", json!({ "action": "select", "index": 0 }));
+    let first = h.ok("browser_snapshot", json!({}));
+    assert_eq!(first["title"], "Kyro test");
+    h.ok("browser_click", json!({ "ref": ref_of(&first, "button \"Count\"") }));
+    let after = h.ok("browser_snapshot", json!({}));
+    assert!(after["snapshot"].as_str().unwrap().contains("Clicked 1"), "{after}");
+
+    // Refusals: a URL the policy refuses, a tab that does not exist, the last tab.
+    let refused = h.failed("browser_tabs", json!({ "action": "new", "url": "http://10.0.0.1/" }));
+    assert!(
+        matches!(Failure::of(&refused), Some(Failure::UrlRefused { .. })),
+        "{refused:?}"
+    );
+    let missing = h.failed("browser_tabs", json!({ "action": "select", "index": 5 }));
+    assert!(
+        matches!(Failure::of(&missing), Some(Failure::InvalidRequest { .. })),
+        "{missing:?}"
+    );
+    let closed = h.ok("browser_tabs", json!({ "action": "close", "index": 1 }));
+    assert_eq!(closed["tabs"].as_array().unwrap().len(), 1, "{closed}");
+    assert_eq!(closed["tabs"][0]["current"], true);
+    let last = h.failed("browser_tabs", json!({ "action": "close" }));
+    assert!(
+        matches!(Failure::of(&last), Some(Failure::InvalidRequest { message }) if message.contains("browser_close")),
+        "{last:?}"
+    );
+}

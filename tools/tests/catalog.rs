@@ -100,6 +100,12 @@ fn candidates(schema: &Value) -> Vec<Value> {
         out.extend(values.iter().cloned());
         out.push(json!("not_a_variant"));
     }
+    // Variants documented one by one: `oneOf` of `const`s.
+    for key in ["oneOf", "anyOf"] {
+        if let Some(branches) = schema.get(key).and_then(Value::as_array) {
+            out.extend(branches.iter().filter_map(|b| b.get("const").cloned()));
+        }
+    }
     out
 }
 
@@ -336,6 +342,7 @@ const HINTS: &[(&str, [bool; 4])] = &[
     ("browser_screenshot", [true, false, true, true]),
     ("browser_select_option", [false, true, true, true]),
     ("browser_snapshot", [true, false, true, true]),
+    ("browser_tabs", [false, true, false, true]),
     ("browser_type", [false, true, false, true]),
     ("browser_wait_for", [true, false, true, true]),
     ("calculate", [true, false, true, false]),

@@ -18,6 +18,7 @@ mod screenshot;
 mod select_option;
 mod session;
 mod snapshot;
+mod tabs;
 mod type_text;
 
 pub use click::{BrowserClick, Clicked};
@@ -33,6 +34,7 @@ pub use screenshot::{BrowserScreenshot, Screenshot};
 pub use select_option::{BrowserSelectOption, Selected};
 pub use session::{CHROMIUM_ENV, DEFAULT_CHROMIUM, chromium_path, unavailable};
 pub use snapshot::{BrowserSnapshot, PageSnapshot};
+pub use tabs::{BrowserTabs, Tab, Tabs, TabsAction};
 pub use type_text::{BrowserType, Typed};
 
 use crate::Failure;

@@ -257,41 +257,53 @@ fn own(
 /// Requests the page made during a call: the URL, and why it was refused if it was.
 pub(crate) type Seen = Arc<Mutex<Vec<(String, Option<String>)>>>;
 
-/// A running browser with its one page.
-pub(crate) struct Session {
+/// One page (tab) of the browser, with what kyro follows of it.
+pub(crate) struct PageHandle {
     tab: Arc<Tab>,
-    /// What the page's Fetch interception saw.
-    seen: Seen,
-    /// What the proxy refused: requests the interception does not see (other frames'
-    /// processes, workers, WebSockets, Chromium's own), and addresses that changed after
-    /// the interception's check.
-    blocked: Seen,
     world: World,
-    dialogs: Dialogs,
     loads: Loads,
     log: PageLog,
     /// The page's own DevTools connection, for the hot path (`None` where it could not
     /// be made: everything goes through `headless_chrome`'s then).
     direct: Option<Direct>,
-    /// One call drives the page at a time, so requests and dialogs belong to one call.
+}
+
+/// The open pages, and the one the tools drive.
+struct Tabs {
+    open: Vec<Arc<PageHandle>>,
+    current: usize,
+}
+
+/// The most pages open at once.
+const MAX_TABS: usize = 16;
+
+/// A running browser with its pages.
+pub(crate) struct Session {
+    tabs: Mutex<Tabs>,
+    /// What the pages' Fetch interception saw.
+    seen: Seen,
+    /// What the proxy refused: requests the interception does not see (other frames'
+    /// processes, workers, WebSockets, Chromium's own), and addresses that changed after
+    /// the interception's check.
+    blocked: Seen,
+    dialogs: Dialogs,
+    /// One call drives the browser at a time, so requests and dialogs belong to one call.
     busy: Mutex<()>,
-    // Field order: the DevTools connection closes before the process is killed.
-    _browser: Browser,
+    /// The browser's DevTools address, for each page's own connection.
+    devtools: String,
+    // Field order: the pages and the DevTools connection close before the process is killed.
+    browser: Browser,
     process: Process,
     proxy: Proxy,
 }
 
-impl Session {
-    fn start() -> Result<Session, ToolError> {
-        let blocked = Seen::default();
-        let proxy = Proxy::start(blocked.clone())?;
-        let (process, url) = Process::start(&chromium_path(), proxy.addr())?;
-        let browser = Browser::connect_with_timeout(url.clone(), Duration::from_secs(365 * 24 * 3600))
-            .map_err(|e| error("connect to Chromium", e))?;
-        browser.set_default_timeout(COMMAND_TIMEOUT);
+impl PageHandle {
+    /// Opens a page, with kyro's viewport, request interception, and listeners for its
+    /// navigations, loads, console and dialogs.
+    fn open(browser: &Browser, devtools: &str, dialogs: &Dialogs) -> Result<PageHandle, ToolError> {
         let tab = browser.new_tab().map_err(|e| error("open a page", e))?;
         tab.set_default_timeout(COMMAND_TIMEOUT);
-        let direct = match Direct::connect(&url, tab.get_target_id()) {
+        let direct = match Direct::connect(devtools, tab.get_target_id()) {
             Ok(direct) => Some(direct),
             Err(why) => {
                 eprintln!(
@@ -375,7 +387,6 @@ impl Session {
         .map_err(|e| error("watch for navigations", e))?;
         // alert/confirm/prompt would block the page: answer each one at once (as
         // browser_handle_dialog armed, or dismissed) and report it.
-        let dialogs = Dialogs::default();
         let (page, seen) = (Arc::downgrade(&tab), dialogs.clone());
         tab.add_event_listener(Arc::new(move |event: &Event| {
             if let Event::PageJavascriptDialogOpening(opening) = event
@@ -404,28 +415,74 @@ impl Session {
             }
         }))
         .map_err(|e| error("watch for dialogs", e))?;
-        Ok(Session {
+        Ok(PageHandle {
             tab,
-            seen: Seen::default(),
-            blocked,
             world,
-            dialogs,
             loads,
             log,
             direct,
+        })
+    }
+
+    /// The page as the tools drive it.
+    fn driven(&self) -> Driven<'_> {
+        Driven {
+            tab: &self.tab,
+            direct: self.direct.as_ref(),
+            world: &self.world,
+            loads: &self.loads,
+            log: &self.log,
+        }
+    }
+}
+
+impl Session {
+    fn start() -> Result<Session, ToolError> {
+        let blocked = Seen::default();
+        let proxy = Proxy::start(blocked.clone())?;
+        let (process, devtools) = Process::start(&chromium_path(), proxy.addr())?;
+        let browser = Browser::connect_with_timeout(devtools.clone(), Duration::from_secs(365 * 24 * 3600))
+            .map_err(|e| error("connect to Chromium", e))?;
+        browser.set_default_timeout(COMMAND_TIMEOUT);
+        let dialogs = Dialogs::default();
+        let first = PageHandle::open(&browser, &devtools, &dialogs)?;
+        Ok(Session {
+            tabs: Mutex::new(Tabs {
+                open: vec![Arc::new(first)],
+                current: 0,
+            }),
+            seen: Seen::default(),
+            blocked,
+            dialogs,
             busy: Mutex::new(()),
-            _browser: browser,
+            devtools,
+            browser,
             process,
             proxy,
         })
     }
 
+    /// The page the tools drive.
+    fn current(&self) -> Arc<PageHandle> {
+        let tabs = self.tabs.lock().unwrap_or_else(|e| e.into_inner());
+        tabs.open[tabs.current].clone()
+    }
+
     /// Installs the interceptor that checks every request the page makes against `policy`.
     fn guard(&self, policy: NetworkSettings) -> Result<(), ToolError> {
         self.proxy.set_policy(policy.clone());
+        let pages: Vec<Arc<PageHandle>> = self.tabs.lock().unwrap_or_else(|e| e.into_inner()).open.clone();
+        for page in pages {
+            self.guard_page(&page, policy.clone())?;
+        }
+        Ok(())
+    }
+
+    /// The interceptor of one page.
+    fn guard_page(&self, page: &PageHandle, policy: NetworkSettings) -> Result<(), ToolError> {
         let seen = self.seen.clone();
-        let log = self.log.clone();
-        self.tab
+        let log = page.log.clone();
+        page.tab
             .enable_request_interception(Arc::new(
                 move |_transport,
                       _session,
@@ -507,6 +564,104 @@ where
     T: Send + 'static,
     F: FnOnce(&Driven, &Dialogs) -> Result<T, ToolError> + Send + 'static,
 {
+    with_session(cx, move |session, _| {
+        work(&session.current().driven(), &session.dialogs)
+    })
+    .await
+}
+
+/// What `browser_tabs` does.
+#[derive(Debug, Clone)]
+pub(crate) enum TabAction {
+    /// List the tabs.
+    List,
+    /// Open a tab (at a URL the policy allows, or blank) and drive it.
+    New(Option<String>),
+    /// Drive this tab.
+    Select(usize),
+    /// Close this tab (the driven one when `None`).
+    Close(Option<usize>),
+}
+
+/// One tab: its index, URL and title, and whether the tools drive it.
+pub(crate) type TabInfo = (usize, String, String, bool);
+
+/// Does `action` on the browser's tabs; the tabs afterwards.
+pub(crate) async fn tabs(cx: &ToolContext, action: TabAction) -> Result<Vec<TabInfo>, ToolError> {
+    with_session(cx, move |session, policy| {
+        let invalid = |message: String| -> ToolError { Failure::InvalidRequest { message }.into() };
+        match action {
+            TabAction::List => {}
+            TabAction::New(url) => {
+                if session.tabs.lock().unwrap_or_else(|e| e.into_inner()).open.len() >= MAX_TABS {
+                    return Err(invalid(format!("{MAX_TABS} tabs are open already; close one first")));
+                }
+                let page = Arc::new(PageHandle::open(&session.browser, &session.devtools, &session.dialogs)?);
+                session.guard_page(&page, policy.clone())?;
+                {
+                    let mut tabs = session.tabs.lock().unwrap_or_else(|e| e.into_inner());
+                    tabs.open.push(page.clone());
+                    tabs.current = tabs.open.len() - 1;
+                }
+                if let Some(url) = url {
+                    page.driven().navigate(&url)?;
+                }
+            }
+            TabAction::Select(index) => {
+                let mut tabs = session.tabs.lock().unwrap_or_else(|e| e.into_inner());
+                if index >= tabs.open.len() {
+                    return Err(invalid(format!(
+                        "there is no tab {index}: the tabs are 0 to {}",
+                        tabs.open.len() - 1
+                    )));
+                }
+                tabs.current = index;
+            }
+            TabAction::Close(index) => {
+                let closed = {
+                    let mut tabs = session.tabs.lock().unwrap_or_else(|e| e.into_inner());
+                    let index = index.unwrap_or(tabs.current);
+                    if index >= tabs.open.len() {
+                        return Err(invalid(format!(
+                            "there is no tab {index}: the tabs are 0 to {}",
+                            tabs.open.len() - 1
+                        )));
+                    }
+                    if tabs.open.len() == 1 {
+                        return Err(invalid("this is the only tab; browser_close closes the browser".into()));
+                    }
+                    let closed = tabs.open.remove(index);
+                    if index < tabs.current || tabs.current == tabs.open.len() {
+                        tabs.current -= 1;
+                    }
+                    closed
+                };
+                closed.tab.close(false).map_err(|e| error("close the tab", e))?;
+            }
+        }
+        let (open, current) = {
+            let tabs = session.tabs.lock().unwrap_or_else(|e| e.into_inner());
+            (tabs.open.clone(), tabs.current)
+        };
+        open.iter()
+            .enumerate()
+            .map(|(i, page)| {
+                let (url, title, _) = super::page_info(&page.driven())?;
+                Ok((i, url, title, i == current))
+            })
+            .collect()
+    })
+    .await
+}
+
+/// Runs `work` on the workspace's browser (started on first use), on a blocking thread,
+/// under the call's network policy; the requests the pages made are recorded as the
+/// call's effects.
+async fn with_session<T, F>(cx: &ToolContext, work: F) -> Result<T, ToolError>
+where
+    T: Send + 'static,
+    F: FnOnce(&Session, &NetworkSettings) -> Result<T, ToolError> + Send + 'static,
+{
     let workspace = cx.workspace().clone();
     let policy = NetworkSettings::clone(&*cx.scope().settings::<NetworkSettings>()?);
     let (result, seen, blocked) = tokio::task::spawn_blocking(move || {
@@ -516,17 +671,10 @@ where
             return Err(error("continue", "Chromium exited; the next call starts a new browser"));
         }
         let _busy = session.busy.lock().unwrap_or_else(|e| e.into_inner());
-        session.guard(policy)?;
+        session.guard(policy.clone())?;
         session.dialogs.take();
         session.blocked.lock().unwrap_or_else(|e| e.into_inner()).clear();
-        let page = Driven {
-            tab: &session.tab,
-            direct: session.direct.as_ref(),
-            world: &session.world,
-            loads: &session.loads,
-            log: &session.log,
-        };
-        let result = work(&page, &session.dialogs);
+        let result = work(&session, &policy);
         let seen = std::mem::take(&mut *session.seen.lock().unwrap_or_else(|e| e.into_inner()));
         let blocked = std::mem::take(&mut *session.blocked.lock().unwrap_or_else(|e| e.into_inner()));
         if result.is_err() && !session.process.alive() {
