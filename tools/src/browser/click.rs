@@ -1,6 +1,5 @@
 //! `browser_click`: a real mouse click on an element.
 
-use headless_chrome::browser::tab::point::Point;
 use kyro_core::policy::SettingsTable;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 
@@ -48,18 +47,7 @@ impl Execute for BrowserClick {
     async fn run(self, cx: &ToolContext) -> Result<Clicked, ToolError> {
         let (target, element) = super::target(self.r#ref.as_deref(), self.selector.as_deref())?;
         with_page(cx, move |tab, dialogs| {
-            let (answer, frame) = super::element_op(tab, "find the element", "locate", &target, &element)?;
-            super::element_answer(&answer, &element)?;
-            // A point in a cross-origin frame is moved into the page's viewport.
-            let (dx, dy) = match frame {
-                Some(frame) => tab.content_origin(&frame, "find the element")?,
-                None => (0.0, 0.0),
-            };
-            let point = Point {
-                x: dx + answer["x"].as_f64().unwrap_or_default(),
-                y: dy + answer["y"].as_f64().unwrap_or_default(),
-            };
-            tab.click_at(point)?;
+            tab.click_at(super::element_point(tab, &target, &element)?)?;
             super::settle(tab);
             let (url, title, _) = super::page_info(tab)?;
             Ok(Clicked {

@@ -3,7 +3,6 @@
 
 use std::time::{Duration, Instant};
 
-use headless_chrome::browser::tab::point::Point;
 use kyro_core::policy::SettingsTable;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 use serde_json::json;
@@ -106,17 +105,7 @@ impl Execute for BrowserHover {
     async fn run(self, cx: &ToolContext) -> Result<PageState, ToolError> {
         let (target, element) = super::target(self.r#ref.as_deref(), self.selector.as_deref())?;
         with_page(cx, move |tab, dialogs| {
-            let (answer, frame) = super::element_op(tab, "find the element", "locate", &target, &element)?;
-            super::element_answer(&answer, &element)?;
-            let (dx, dy) = match frame {
-                Some(frame) => tab.content_origin(&frame, "find the element")?,
-                None => (0.0, 0.0),
-            };
-            let point = Point {
-                x: dx + answer["x"].as_f64().unwrap_or_default(),
-                y: dy + answer["y"].as_f64().unwrap_or_default(),
-            };
-            tab.hover_at(point)?;
+            tab.hover_at(super::element_point(tab, &target, &element)?)?;
             state(tab, dialogs)
         })
         .await

@@ -1,7 +1,6 @@
 //! `browser_close`, `browser_resize`, `browser_handle_dialog` and `browser_evaluate`: the
 //! browser itself, its viewport, its dialogs, and scripts of the agent's own.
 
-use headless_chrome::protocol::cdp::Emulation::SetDeviceMetricsOverride;
 use headless_chrome::protocol::cdp::Runtime::Evaluate;
 use kyro_core::policy::SettingsTable;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
@@ -76,25 +75,7 @@ impl Execute for BrowserResize {
     async fn run(self, cx: &ToolContext) -> Result<Resized, ToolError> {
         let (width, height) = (self.width, self.height);
         with_page(cx, move |tab, _| {
-            tab.call(
-                SetDeviceMetricsOverride {
-                    width,
-                    height,
-                    device_scale_factor: 1.0,
-                    mobile: false,
-                    scale: None,
-                    screen_width: None,
-                    screen_height: None,
-                    position_x: None,
-                    position_y: None,
-                    dont_set_visible_size: None,
-                    screen_orientation: None,
-                    viewport: None,
-                    display_feature: None,
-                    device_posture: None,
-                },
-                "resize the viewport",
-            )?;
+            tab.call(super::session::viewport(width, height), "resize the viewport")?;
             let seen = super::page_op(tab, "measure the page", "viewport", &serde_json::json!({}))?;
             let size = |k: &str| seen[k].as_u64().unwrap_or_default() as u32;
             Ok(Resized {

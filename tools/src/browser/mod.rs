@@ -41,6 +41,7 @@ use crate::Failure;
 use kyro_core::ToolError;
 use serde_json::{Value, json};
 
+use headless_chrome::browser::tab::point::Point;
 use session::Driven;
 
 /// The script every page operation runs.
@@ -92,6 +93,22 @@ fn element_op(
         .into());
     };
     Ok((page_op_in(page, Some(&frame), operation, op, target)?, Some(object)))
+}
+
+/// Where a real mouse event for an element goes: its center, scrolled into view, in the
+/// page's viewport (a point in a cross-origin frame moved by the frame's origin); refused
+/// as `locate` refuses (hidden, disabled, without size, covered).
+fn element_point(page: &Driven, target: &Value, element: &str) -> Result<Point, ToolError> {
+    let (answer, frame) = element_op(page, "find the element", "locate", target, element)?;
+    element_answer(&answer, element)?;
+    let (dx, dy) = match frame {
+        Some(frame) => page.content_origin(&frame, "find the element")?,
+        None => (0.0, 0.0),
+    };
+    Ok(Point {
+        x: dx + answer["x"].as_f64().unwrap_or_default(),
+        y: dy + answer["y"].as_f64().unwrap_or_default(),
+    })
 }
 
 /// The element an action is for: a ref from `browser_snapshot`, or a CSS selector.

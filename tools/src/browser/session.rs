@@ -257,6 +257,26 @@ fn own(
 /// Requests the page made during a call: the URL, and why it was refused if it was.
 pub(crate) type Seen = Arc<Mutex<Vec<(String, Option<String>)>>>;
 
+/// The command that gives the page a viewport of `width` x `height` CSS pixels.
+pub(crate) fn viewport(width: u32, height: u32) -> SetDeviceMetricsOverride {
+    SetDeviceMetricsOverride {
+        width,
+        height,
+        device_scale_factor: 1.0,
+        mobile: false,
+        scale: None,
+        screen_width: None,
+        screen_height: None,
+        position_x: None,
+        position_y: None,
+        dont_set_visible_size: None,
+        screen_orientation: None,
+        viewport: None,
+        display_feature: None,
+        device_posture: None,
+    }
+}
+
 /// One page (tab) of the browser, with what kyro follows of it.
 pub(crate) struct PageHandle {
     tab: Arc<Tab>,
@@ -313,23 +333,8 @@ impl PageHandle {
             }
         };
         // A fixed viewport, whatever the headless window's decorations take.
-        tab.call_method(SetDeviceMetricsOverride {
-            width: VIEWPORT.0,
-            height: VIEWPORT.1,
-            device_scale_factor: 1.0,
-            mobile: false,
-            scale: None,
-            screen_width: None,
-            screen_height: None,
-            position_x: None,
-            position_y: None,
-            dont_set_visible_size: None,
-            screen_orientation: None,
-            viewport: None,
-            display_feature: None,
-            device_posture: None,
-        })
-        .map_err(|e| error("set the viewport", e))?;
+        tab.call_method(viewport(VIEWPORT.0, VIEWPORT.1))
+            .map_err(|e| error("set the viewport", e))?;
         // Every request the page makes pauses here first and is checked against the
         // policy of the call that installed the interceptor.
         tab.enable_fetch(None, None)
@@ -904,7 +909,12 @@ impl Driven<'_> {
                 x: from.x + (to.x - from.x) * f,
                 y: from.y + (to.y - from.y) * f,
             };
-            self.mouse_with_buttons(DispatchMouseEventTypeOption::MouseMoved, at, 1)?;
+            self.mouse(
+                DispatchMouseEventTypeOption::MouseMoved,
+                at,
+                Some(MouseButton::Left),
+                None,
+            )?;
         }
         self.mouse(
             DispatchMouseEventTypeOption::MouseReleased,
@@ -914,42 +924,12 @@ impl Driven<'_> {
         )
     }
 
-    /// A mouse event with `buttons` held.
-    fn mouse_with_buttons(
-        &self,
-        kind: DispatchMouseEventTypeOption,
-        point: Point,
-        buttons: u32,
-    ) -> Result<(), ToolError> {
-        self.call(
-            DispatchMouseEvent {
-                Type: kind,
-                x: point.x,
-                y: point.y,
-                modifiers: None,
-                timestamp: None,
-                button: Some(MouseButton::Left),
-                buttons: Some(buttons),
-                click_count: None,
-                force: None,
-                tangential_pressure: None,
-                tilt_x: None,
-                tilt_y: None,
-                twist: None,
-                delta_x: None,
-                delta_y: None,
-                pointer_Type: None,
-            },
-            "move the mouse",
-        )
-        .map(drop)
-    }
-
     /// The mouse moved to `point`, nothing pressed.
     pub(crate) fn hover_at(&self, point: Point) -> Result<(), ToolError> {
         self.mouse(DispatchMouseEventTypeOption::MouseMoved, point, None, None)
     }
 
+    /// One mouse event; a move with `button` holds it down (a drag).
     fn mouse(
         &self,
         kind: DispatchMouseEventTypeOption,
@@ -957,6 +937,7 @@ impl Driven<'_> {
         button: Option<MouseButton>,
         click_count: Option<u32>,
     ) -> Result<(), ToolError> {
+        let held = (kind == DispatchMouseEventTypeOption::MouseMoved && button.is_some()).then_some(1);
         self.call(
             DispatchMouseEvent {
                 Type: kind,
@@ -965,7 +946,7 @@ impl Driven<'_> {
                 modifiers: None,
                 timestamp: None,
                 button,
-                buttons: None,
+                buttons: held,
                 click_count,
                 force: None,
                 tangential_pressure: None,
