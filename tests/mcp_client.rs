@@ -283,90 +283,117 @@ fn sample(schema: &Value) -> Value {
     Value::Null
 }
 
-#[test]
-fn mcp_and_execute_call_give_identical_outcomes_and_receipts() {
-    let mut calls = vec![
-        ("read_file", json!({"path": "a.txt"})),
-        ("cat", json!({"file_path": "a.txt", "limit": 1})),
-        ("read_file", json!({"path": "a.txt", "limit": 0})),
-        ("read_file", json!({"path": "../outside"})),
-        ("write_file", json!({"path": "b.txt", "content": "x"})),
-        ("calculate", json!({"expression": "6 * 7"})),
-        ("list_directory", json!({})),
-    ];
-    // And every other served built-in, with the arguments its schema asks for at least;
-    // not the state tools: run twice on one store (over MCP, then directly) their second
-    // outcome depends on the first.
-    let served = Registry::with_catalog(&kyro_tools::available(false).0).unwrap();
-    for d in served.snapshot().descriptors() {
-        if d.effect != kyro_core::Effect::State && !calls.iter().any(|(name, _)| *name == d.name) {
-            calls.push((d.name.clone().leak(), sample(&d.input_schema)));
-        }
-    }
-    let over_mcp = workspace();
-    let mcp_results: Vec<CallToolResult> = block_on(async {
-        let client = stdio_client(over_mcp.path()).await;
+/// Runs `calls` over `kyro mcp` (stdio) in `ws`: the results, and the top-level receipts
+/// (a batch's or sub-agent's children have receipts of their own).
+fn run_over_mcp(ws: &std::path::Path, calls: &[(String, Value)]) -> (Vec<CallToolResult>, Vec<Value>) {
+    let results = block_on(async {
+        let client = stdio_client(ws).await;
         let mut results = Vec::new();
-        for (tool, args) in &calls {
-            let params = CallToolRequestParams::new(tool.to_string()).with_arguments(object(args.clone()));
+        for (tool, args) in calls {
+            let params = CallToolRequestParams::new(tool.clone()).with_arguments(object(args.clone()));
             results.push(client.call_tool(params).await.unwrap());
         }
         client.cancel().await.unwrap();
         results
     });
-    let log = std::fs::read_to_string(over_mcp.path().join(".kyro/receipts.jsonl")).unwrap();
-    // Top-level calls only (a batch's or sub-agent's children have receipts of their own).
-    let top = |r: &Value| r["parent_call_id"].is_null();
-    let mcp_receipts: Vec<Value> = log
+    let log = std::fs::read_to_string(ws.join(".kyro/receipts.jsonl")).unwrap();
+    let receipts = log
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(top)
+        .filter(|r| r["parent_call_id"].is_null())
         .collect();
+    (results, receipts)
+}
 
-    // The same workspace: a fingerprint binds it.
+/// Runs `calls` through `execute_call` in `ws`, with the catalog `kyro mcp` serves (no
+/// mcp_call without upstreams): the outcomes and the top-level receipts.
+fn run_directly(ws: &std::path::Path, calls: &[(String, Value)]) -> (Vec<kyro_core::Outcome>, Vec<Value>) {
     let recorder = Arc::new(Recorder::default());
-    // The catalog `kyro mcp` serves (no mcp_call without upstreams).
     let registry = Arc::new(Registry::with_catalog(&kyro_tools::available(false).0).unwrap());
-    let runtime = Runtime::new(registry, Workspace::new(over_mcp.path()).unwrap(), &Policy::default())
+    let runtime = Runtime::new(registry, Workspace::new(ws).unwrap(), &Policy::default())
         .unwrap()
         .with_observer(recorder.clone());
-    let outcomes: Vec<_> = block_on(async {
+    let outcomes = block_on(async {
         let mut outcomes = Vec::new();
-        for (tool, args) in &calls {
-            outcomes.push(runtime.execute_call(Call::new(*tool, args.clone())).await);
+        for (tool, args) in calls {
+            outcomes.push(runtime.execute_call(Call::new(tool.clone(), args.clone())).await);
         }
         outcomes
     });
-    let direct_receipts: Vec<Value> = recorder
+    let receipts = recorder
         .0
         .lock()
         .unwrap()
         .iter()
         .map(|r| serde_json::to_value(r).unwrap())
-        .filter(top)
+        .filter(|r| r["parent_call_id"].is_null())
         .collect();
+    (outcomes, receipts)
+}
 
+/// The same call over MCP and directly: the same outcome kind, the same result (through
+/// `normalize`), and receipts alike in what does not depend on when the call ran.
+fn assert_parity(
+    calls: &[(String, Value)],
+    ws: &std::path::Path,
+    between: impl FnOnce(),
+    normalize: fn(&Value) -> Value,
+) {
+    let (mcp_results, mcp_receipts) = run_over_mcp(ws, calls);
+    between();
+    let (outcomes, direct_receipts) = run_directly(ws, calls);
     assert_eq!(mcp_receipts.len(), calls.len());
+    assert_eq!(direct_receipts.len(), calls.len());
     for (i, outcome) in outcomes.iter().enumerate() {
+        let name = &calls[i].0;
         assert_eq!(
             essence(&mcp_receipts[i]),
             essence(&direct_receipts[i]),
-            "receipt of call {i}"
+            "receipt of call {i} ({name})"
         );
         let over_mcp = &mcp_results[i];
         match outcome {
             kyro_core::Outcome::Ok { result, .. } => {
-                assert_ne!(over_mcp.is_error, Some(true), "call {i}");
-                assert_eq!(over_mcp.structured_content.as_ref(), Some(result), "call {i}");
+                assert_ne!(over_mcp.is_error, Some(true), "call {i} ({name})");
+                assert_eq!(
+                    over_mcp.structured_content.as_ref().map(normalize),
+                    Some(normalize(result)),
+                    "call {i} ({name})"
+                );
             }
             other => {
-                assert_eq!(over_mcp.is_error, Some(true), "call {i}");
+                assert_eq!(over_mcp.is_error, Some(true), "call {i} ({name})");
                 let text = over_mcp.content[0].as_text().unwrap().text.clone();
                 let kind = serde_json::to_value(other.kind()).unwrap();
-                assert!(text.starts_with(kind.as_str().unwrap()), "call {i}: {text}");
+                assert!(text.starts_with(kind.as_str().unwrap()), "call {i} ({name}): {text}");
             }
         }
     }
+}
+
+#[test]
+fn mcp_and_execute_call_give_identical_outcomes_and_receipts() {
+    let mut calls: Vec<(String, Value)> = vec![
+        ("read_file".into(), json!({"path": "a.txt"})),
+        ("cat".into(), json!({"file_path": "a.txt", "limit": 1})),
+        ("read_file".into(), json!({"path": "a.txt", "limit": 0})),
+        ("read_file".into(), json!({"path": "../outside"})),
+        ("write_file".into(), json!({"path": "b.txt", "content": "x"})),
+        ("calculate".into(), json!({"expression": "6 * 7"})),
+        ("list_directory".into(), json!({})),
+    ];
+    // And every other served built-in, with the arguments its schema asks for at least;
+    // not the state tools: run twice on one store (over MCP, then directly) their second
+    // outcome depends on the first (the next test takes them on fresh stores).
+    let served = Registry::with_catalog(&kyro_tools::available(false).0).unwrap();
+    for d in served.snapshot().descriptors() {
+        if d.effect != kyro_core::Effect::State && !calls.iter().any(|(name, _)| *name == d.name) {
+            calls.push((d.name.clone(), sample(&d.input_schema)));
+        }
+    }
+    // The same workspace both ways: a fingerprint binds it.
+    let ws = workspace();
+    assert_parity(&calls, ws.path(), || {}, Value::clone);
 }
 
 /// A result with the values that depend on when it ran (`*_at`, `*_ms`, `call_id`) blanked.
@@ -399,72 +426,12 @@ fn state_tools_give_the_same_outcomes_over_mcp_and_execute_call_on_a_fresh_store
     assert!(calls.len() >= 10, "{calls:?}");
     let calls: Vec<(String, Value)> = calls.iter().chain(calls.iter()).cloned().collect();
     let ws = workspace();
-    let mcp_results: Vec<CallToolResult> = block_on(async {
-        let client = stdio_client(ws.path()).await;
-        let mut results = Vec::new();
-        for (tool, args) in &calls {
-            let params = CallToolRequestParams::new(tool.clone()).with_arguments(object(args.clone()));
-            results.push(client.call_tool(params).await.unwrap());
+    let fresh_store = || {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(ws.path().join(format!(".kyro/state.db{suffix}")));
         }
-        client.cancel().await.unwrap();
-        results
-    });
-    let log = std::fs::read_to_string(ws.path().join(".kyro/receipts.jsonl")).unwrap();
-    let top = |r: &Value| r["parent_call_id"].is_null();
-    let mcp_receipts: Vec<Value> = log
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(top)
-        .collect();
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(ws.path().join(format!(".kyro/state.db{suffix}")));
-    }
-    let recorder = Arc::new(Recorder::default());
-    let registry = Arc::new(Registry::with_catalog(&kyro_tools::available(false).0).unwrap());
-    let runtime = Runtime::new(registry, Workspace::new(ws.path()).unwrap(), &Policy::default())
-        .unwrap()
-        .with_observer(recorder.clone());
-    let outcomes: Vec<_> = block_on(async {
-        let mut outcomes = Vec::new();
-        for (tool, args) in &calls {
-            outcomes.push(runtime.execute_call(Call::new(tool.clone(), args.clone())).await);
-        }
-        outcomes
-    });
-    let direct_receipts: Vec<Value> = recorder
-        .0
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|r| serde_json::to_value(r).unwrap())
-        .filter(top)
-        .collect();
-    assert_eq!(mcp_receipts.len(), calls.len());
-    for (i, outcome) in outcomes.iter().enumerate() {
-        let name = &calls[i].0;
-        assert_eq!(
-            essence(&mcp_receipts[i]),
-            essence(&direct_receipts[i]),
-            "receipt of call {i} ({name})"
-        );
-        let over_mcp = &mcp_results[i];
-        match outcome {
-            kyro_core::Outcome::Ok { result, .. } => {
-                assert_ne!(over_mcp.is_error, Some(true), "call {i} ({name})");
-                assert_eq!(
-                    over_mcp.structured_content.as_ref().map(timeless),
-                    Some(timeless(result)),
-                    "call {i} ({name})"
-                );
-            }
-            other => {
-                assert_eq!(over_mcp.is_error, Some(true), "call {i} ({name})");
-                let text = over_mcp.content[0].as_text().unwrap().text.clone();
-                let kind = serde_json::to_value(other.kind()).unwrap();
-                assert!(text.starts_with(kind.as_str().unwrap()), "call {i} ({name}): {text}");
-            }
-        }
-    }
+    };
+    assert_parity(&calls, ws.path(), fresh_store, timeless);
 }
 
 /// One raw HTTP exchange with `kyro mcp --http`: the request is written, the stream kept.
