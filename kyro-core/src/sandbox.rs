@@ -76,6 +76,7 @@ impl SandboxRequest {
                         request.read_only.push(path);
                     }
                 }
+                request.read_only.extend(nested_git_dirs(root.path()));
             }
         }
         request
@@ -111,6 +112,44 @@ impl SandboxRequest {
             allow_unsandboxed: true,
         }
     }
+}
+
+/// How deep below a root nested repositories' `.git` are looked for, and how many
+/// directories are read at most looking (the search costs a program start that much).
+const NESTED_DEPTH: usize = 3;
+const NESTED_DIRECTORIES: usize = 1000;
+
+/// The `.git` of repositories nested in `root` (submodules, vendored checkouts), down to
+/// [`NESTED_DEPTH`] levels, without following symlinks or entering hidden directories.
+fn nested_git_dirs(root: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut level = vec![root.to_owned()];
+    let mut read = 0;
+    for _ in 0..NESTED_DEPTH {
+        let mut next = Vec::new();
+        for dir in level {
+            if read == NESTED_DIRECTORIES {
+                return found;
+            }
+            read += 1;
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
+                if dir != root && name == ".git" {
+                    found.push(entry.path());
+                } else if kind.is_dir() && !name.as_encoded_bytes().starts_with(b".") {
+                    next.push(entry.path());
+                }
+            }
+        }
+        level = next;
+    }
+    found
 }
 
 /// Whether this kernel can enforce the sandbox: `Ok(landlock_abi)`, or why not. Checked

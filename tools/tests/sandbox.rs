@@ -382,3 +382,20 @@ fn a_writable_path_of_the_policy_is_writable_and_nothing_beside_it() {
     assert!(cache.join("entry").exists(), "{result}");
     assert!(!outside.path().join("beside").exists(), "{result}");
 }
+
+#[test]
+fn a_nested_repository_keeps_its_git_directory_read_only_too() {
+    let (ws, _outside) = places();
+    std::fs::create_dir_all(ws.path().join("vendor/lib/.git/hooks")).unwrap();
+    let result = sh(
+        ws.path(),
+        workspace_write(),
+        "echo h > vendor/lib/.git/hooks/pre-commit; echo ok > vendor/lib/file && echo wrote",
+    );
+    assert!(!ws.path().join("vendor/lib/.git/hooks/pre-commit").exists(), "{result}");
+    assert!(
+        result["stderr"].as_str().unwrap().contains("Read-only file system"),
+        "{result}"
+    );
+    assert_eq!(result["stdout"], "wrote\n", "{result}");
+}
