@@ -5,9 +5,10 @@
 //! WebSocket's lock, which it holds through a blocking read with a 100 ms timeout: every
 //! command waits up to 100 ms (measured: one command fewer took 107 ms off a snapshot).
 //! Here the socket's two directions are apart: a reader thread owns the reading half, a
-//! command writes on the other half at once and waits for its answer by id. Events are
-//! not read here (dialogs, request interception, loads and the console stay on
-//! `headless_chrome`'s connection, which enabled them).
+//! command writes on the other half at once and waits for its answer by id. The reader
+//! also answers the requests the page pauses for the network policy (`Fetch` is enabled
+//! here), at once; the other events (dialogs, loads, the console) stay on
+//! `headless_chrome`'s connection, which enabled them.
 
 use std::collections::HashMap;
 use std::net::TcpStream;
@@ -16,6 +17,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use headless_chrome::protocol::cdp::Fetch::events::RequestPausedEventParams;
 use headless_chrome::protocol::cdp::types::Method;
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -25,11 +27,22 @@ use tungstenite::{Message, WebSocket};
 /// Answers waited for, by command id: the result, or the browser's error message.
 type Pending = Arc<Mutex<HashMap<u64, mpsc::Sender<Result<Value, String>>>>>;
 
+/// Decides a paused request: true lets it continue, false fails it with `BlockedByClient`.
+pub(crate) type Interceptor = Box<dyn Fn(&RequestPausedEventParams) -> bool + Send>;
+
+/// The interceptor the reader thread consults (none: every paused request fails).
+type InterceptorSlot = Arc<Mutex<Option<Interceptor>>>;
+
+/// The writing half, shared by the commands and the reader thread's answers to paused
+/// requests.
+type Writer = Arc<Mutex<WebSocket<TcpStream>>>;
+
 /// The page's own DevTools connection.
 pub(crate) struct Direct {
-    writer: Mutex<WebSocket<TcpStream>>,
+    writer: Writer,
     pending: Pending,
-    next: AtomicU64,
+    next: Arc<AtomicU64>,
+    interceptor: InterceptorSlot,
     /// Shut down on drop, which ends the reader thread.
     stream: TcpStream,
 }
@@ -52,23 +65,37 @@ impl Direct {
             Some(config),
         )
         .map_err(|e| e.to_string())?;
-        let writer = WebSocket::from_raw_socket(
+        let writer: Writer = Arc::new(Mutex::new(WebSocket::from_raw_socket(
             stream.try_clone().map_err(|e| e.to_string())?,
             Role::Client,
             Some(config),
-        );
+        )));
         let pending = Pending::default();
-        let answers = pending.clone();
+        let next = Arc::new(AtomicU64::new(1));
+        let interceptor = InterceptorSlot::default();
+        let side = Side {
+            pending: pending.clone(),
+            writer: writer.clone(),
+            next: next.clone(),
+            interceptor: interceptor.clone(),
+        };
         std::thread::Builder::new()
             .name("kyro-cdp-reader".into())
-            .spawn(move || read_answers(reader, &answers))
+            .spawn(move || read_answers(reader, &side))
             .map_err(|e| e.to_string())?;
         Ok(Direct {
-            writer: Mutex::new(writer),
+            writer,
             pending,
-            next: AtomicU64::new(1),
+            next,
+            interceptor,
             stream,
         })
+    }
+
+    /// Has the reader thread decide each request the page pauses (after `Fetch.enable` on
+    /// this connection) with `interceptor`, answering at once on this connection.
+    pub(crate) fn intercept(&self, interceptor: Interceptor) {
+        *self.interceptor.lock().unwrap_or_else(|e| e.into_inner()) = Some(interceptor);
     }
 
     /// Sends `method` and waits for its answer, `timeout` at most.
@@ -110,9 +137,17 @@ impl Drop for Direct {
     }
 }
 
-/// Hands each answer to the command waiting for it; when the connection ends, every
-/// waiting command is told.
-fn read_answers(mut reader: WebSocket<TcpStream>, pending: &Pending) {
+/// What the reader thread shares with the commands.
+struct Side {
+    pending: Pending,
+    writer: Writer,
+    next: Arc<AtomicU64>,
+    interceptor: InterceptorSlot,
+}
+
+/// Hands each answer to the command waiting for it, and decides each paused request; when
+/// the connection ends, every waiting command is told.
+fn read_answers(mut reader: WebSocket<TcpStream>, side: &Side) {
     while let Ok(message) = reader.read() {
         let Message::Text(text) = message else {
             continue;
@@ -120,10 +155,14 @@ fn read_answers(mut reader: WebSocket<TcpStream>, pending: &Pending) {
         let Ok(answer) = serde_json::from_str::<Value>(&text) else {
             continue;
         };
+        if answer.get("method").and_then(Value::as_str) == Some("Fetch.requestPaused") {
+            decide(side, &answer["params"]);
+            continue;
+        }
         let Some(id) = answer.get("id").and_then(Value::as_u64) else {
             continue;
         };
-        let Some(waiting) = pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&id) else {
+        let Some(waiting) = side.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&id) else {
             continue;
         };
         let result = match answer.get("error") {
@@ -135,7 +174,33 @@ fn read_answers(mut reader: WebSocket<TcpStream>, pending: &Pending) {
         };
         let _ = waiting.send(result);
     }
-    for (_, waiting) in pending.lock().unwrap_or_else(|e| e.into_inner()).drain() {
+    for (_, waiting) in side.pending.lock().unwrap_or_else(|e| e.into_inner()).drain() {
         let _ = waiting.send(Err("the browser's connection closed".into()));
     }
+}
+
+/// Continues or fails one paused request, as the interceptor decides (fails it when there
+/// is none, or the request cannot be read). The answer to that command is not waited for.
+fn decide(side: &Side, params: &Value) {
+    let Some(request_id) = params.get("requestId").and_then(Value::as_str) else {
+        return;
+    };
+    let allowed = serde_json::from_value::<RequestPausedEventParams>(params.clone())
+        .ok()
+        .and_then(|paused| {
+            let interceptor = side.interceptor.lock().unwrap_or_else(|e| e.into_inner());
+            interceptor.as_ref().map(|decide| decide(&paused))
+        })
+        .unwrap_or(false);
+    let id = side.next.fetch_add(1, Ordering::Relaxed);
+    let command = if allowed {
+        json!({ "id": id, "method": "Fetch.continueRequest", "params": { "requestId": request_id } })
+    } else {
+        json!({ "id": id, "method": "Fetch.failRequest", "params": { "requestId": request_id, "errorReason": "BlockedByClient" } })
+    };
+    let _ = side
+        .writer
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .send(Message::text(command.to_string()));
 }

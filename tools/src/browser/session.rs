@@ -337,8 +337,23 @@ impl PageHandle {
             .map_err(|e| error("set the viewport", e))?;
         // Every request the page makes pauses here first and is checked against the
         // policy of the call that installed the interceptor.
-        tab.enable_fetch(None, None)
-            .map_err(|e| error("intercept requests", e))?;
+        match &direct {
+            // Paused requests are answered on kyro's own connection at once.
+            Some(direct) => direct
+                .call(
+                    headless_chrome::protocol::cdp::Fetch::Enable {
+                        patterns: None,
+                        handle_auth_requests: None,
+                    },
+                    COMMAND_TIMEOUT,
+                )
+                .map(drop)
+                .map_err(|e| error("intercept requests", e))?,
+            None => tab
+                .enable_fetch(None, None)
+                .map(drop)
+                .map_err(|e| error("intercept requests", e))?,
+        }
         // kyro's worlds end with their documents; loads of the main frame are followed as
         // they happen (no polling).
         let world = World::default();
@@ -487,22 +502,31 @@ impl Session {
     fn guard_page(&self, page: &PageHandle, policy: NetworkSettings) -> Result<(), ToolError> {
         let seen = self.seen.clone();
         let log = page.log.clone();
+        // One decision for both connections: checked, logged, recorded for the call.
+        let check = move |method: &str, url: &str| -> bool {
+            let refusal = request_refusal(&policy, url);
+            let allowed = refusal.is_none();
+            log.request(match &refusal {
+                None => format!("{method} {url}"),
+                Some(why) => format!("{method} {url} (refused: {why})"),
+            });
+            if let Ok(mut seen) = seen.lock() {
+                seen.push((url.to_owned(), refusal));
+            }
+            allowed
+        };
+        if let Some(direct) = &page.direct {
+            direct.intercept(Box::new(move |paused| {
+                check(&paused.request.method, &paused.request.url)
+            }));
+            return Ok(());
+        }
         page.tab
             .enable_request_interception(Arc::new(
                 move |_transport,
                       _session,
                       event: headless_chrome::protocol::cdp::Fetch::events::RequestPausedEvent| {
-                    let url = event.params.request.url.clone();
-                    let refusal = request_refusal(&policy, &url);
-                    let allowed = refusal.is_none();
-                    log.request(match &refusal {
-                        None => format!("{} {url}", event.params.request.method),
-                        Some(why) => format!("{} {url} (refused: {why})", event.params.request.method),
-                    });
-                    if let Ok(mut seen) = seen.lock() {
-                        seen.push((url, refusal));
-                    }
-                    if allowed {
+                    if check(&event.params.request.method, &event.params.request.url) {
                         RequestPausedDecision::Continue(None)
                     } else {
                         RequestPausedDecision::Fail(FailRequest {
