@@ -183,22 +183,30 @@ pub fn support() -> Result<i32, String> {
 fn mount_namespace_available() -> bool {
     use std::os::unix::process::CommandExt;
     let maps = IdMaps::current();
+    probe(|command| {
+        // SAFETY: the closure makes system calls only.
+        unsafe {
+            command.pre_exec(move || {
+                if unshare(libc::CLONE_NEWNS, &maps) {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::other("no mount namespace"))
+                }
+            });
+        }
+    })
+}
+
+/// Whether a trivial program (`/bin/sh -c 'exit 0'`) starts and succeeds once `setup` has
+/// prepared its command: how kyro learns what the kernel lets a child do before exec.
+pub fn probe(setup: impl FnOnce(&mut std::process::Command)) -> bool {
     let mut probe = std::process::Command::new("/bin/sh");
     probe
         .args(["-c", "exit 0"])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
-    // SAFETY: the closure makes system calls only.
-    unsafe {
-        probe.pre_exec(move || {
-            if unshare(libc::CLONE_NEWNS, &maps) {
-                Ok(())
-            } else {
-                Err(std::io::Error::other("no mount namespace"))
-            }
-        });
-    }
+    setup(&mut probe);
     probe.status().is_ok_and(|s| s.success())
 }
 

@@ -1,12 +1,11 @@
 //! `browser_close`, `browser_resize`, `browser_handle_dialog` and `browser_evaluate`: the
 //! browser itself, its viewport, its dialogs, and scripts of the agent's own.
 
-use headless_chrome::protocol::cdp::Runtime::Evaluate;
 use kyro_core::policy::SettingsTable;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 use serde_json::Value;
 
-use super::session::{DialogAnswer, error, with_page};
+use super::session::{DialogAnswer, with_page};
 use crate::settings::NetworkSettings;
 
 /// Close the browser of this workspace (Chromium ends; the next browser call starts a new
@@ -169,36 +168,9 @@ impl Execute for BrowserEvaluate {
     async fn run(self, cx: &ToolContext) -> Result<Evaluated, ToolError> {
         let expression = format!("({})()", self.function);
         with_page(cx, move |tab, _| {
-            let evaluated = tab.call(
-                Evaluate {
-                    expression,
-                    return_by_value: Some(true),
-                    generate_preview: None,
-                    silent: Some(false),
-                    await_promise: Some(true),
-                    include_command_line_api: Some(false),
-                    user_gesture: Some(true),
-                    object_group: None,
-                    context_id: None,
-                    throw_on_side_effect: None,
-                    timeout: None,
-                    disable_breaks: None,
-                    repl_mode: None,
-                    allow_unsafe_eval_blocked_by_csp: None,
-                    unique_context_id: None,
-                    serialization_options: None,
-                },
-                "run the function",
-            )?;
-            if let Some(exception) = evaluated.exception_details {
-                let message = exception
-                    .exception
-                    .and_then(|e| e.description)
-                    .unwrap_or(exception.text);
-                return Err(error("run the function", message));
-            }
+            let value = tab.evaluate_in_page("run the function", expression)?;
             Ok(Evaluated {
-                result: evaluated.result.value.unwrap_or(Value::Null),
+                result: value.value.unwrap_or(Value::Null),
             })
         })
         .await

@@ -1152,7 +1152,7 @@ impl Driven<'_> {
         by_value: bool,
     ) -> Result<RemoteObject, ToolError> {
         let context = self.world(operation, frame)?;
-        let evaluated = match self.evaluate_in(context, by_value, operation, expression.clone()) {
+        let evaluated = match self.evaluate_in(Some(context), by_value, operation, expression.clone()) {
             // The document went (a navigation whose event has not arrived yet, a removed
             // frame): the script did not run; once more in the new document's world.
             Err(e) if e.kind() == "browser" && e.to_string().contains("Cannot find context") => {
@@ -1161,23 +1161,24 @@ impl Driven<'_> {
                     .unwrap_or_else(|e| e.into_inner())
                     .remove(&frame.map(str::to_owned));
                 let context = self.world(operation, frame)?;
-                self.evaluate_in(context, by_value, operation, expression)?
+                self.evaluate_in(Some(context), by_value, operation, expression)?
             }
             other => other?,
         };
-        if let Some(exception) = evaluated.exception_details {
-            let message = exception
-                .exception
-                .and_then(|e| e.description)
-                .unwrap_or(exception.text);
-            return Err(error(operation, message));
-        }
-        Ok(evaluated.result)
+        thrown(evaluated, operation)
     }
 
+    /// Evaluates `expression` in the page's own world (its globals), as a user gesture,
+    /// returning its value as JSON; an exception is the error.
+    pub(crate) fn evaluate_in_page(&self, operation: &str, expression: String) -> Result<RemoteObject, ToolError> {
+        thrown(self.evaluate_in(None, true, operation, expression)?, operation)
+    }
+
+    /// One evaluation: in kyro's world `context` (silently), or in the page's own world
+    /// when `None` (as a user gesture, its console output the page's).
     fn evaluate_in(
         &self,
-        context: u32,
+        context: Option<u32>,
         by_value: bool,
         operation: &str,
         expression: String,
@@ -1187,12 +1188,12 @@ impl Driven<'_> {
                 expression,
                 return_by_value: Some(by_value),
                 generate_preview: None,
-                silent: Some(true),
+                silent: Some(context.is_some()),
                 await_promise: Some(true),
                 include_command_line_api: Some(false),
-                user_gesture: Some(false),
+                user_gesture: Some(context.is_none()),
                 object_group: None,
-                context_id: Some(context),
+                context_id: context,
                 throw_on_side_effect: None,
                 timeout: None,
                 disable_breaks: None,
@@ -1204,4 +1205,19 @@ impl Driven<'_> {
             operation,
         )
     }
+}
+
+/// The value an evaluation returned, or the exception it threw as the error.
+fn thrown(
+    evaluated: headless_chrome::protocol::cdp::Runtime::EvaluateReturnObject,
+    operation: &str,
+) -> Result<RemoteObject, ToolError> {
+    if let Some(exception) = evaluated.exception_details {
+        let message = exception
+            .exception
+            .and_then(|e| e.description)
+            .unwrap_or(exception.text);
+        return Err(error(operation, message));
+    }
+    Ok(evaluated.result)
 }

@@ -13,21 +13,12 @@
 
 use std::os::unix::process::CommandExt;
 
-use kyro_core::sandbox::{IdMaps, InChild, Sandbox, unshare};
+use kyro_core::sandbox::{IdMaps, InChild, Sandbox, probe, unshare};
 
 /// Whether this kernel lets kyro give a program a PID namespace (checked once).
 pub(crate) fn available() -> bool {
     static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *AVAILABLE.get_or_init(|| {
-        let mut probe = std::process::Command::new("/bin/sh");
-        probe
-            .args(["-c", "exit 0"])
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
-        enter_before_exec(&mut probe, None);
-        probe.status().is_ok_and(|s| s.success())
-    })
+    *AVAILABLE.get_or_init(|| probe(|command| enter_before_exec(command, None)))
 }
 
 /// Makes `command` run its program in a PID namespace of its own under a supervisor, when
