@@ -29,6 +29,11 @@ fn main() {
         .unwrap_or_else(|e| panic!("the built-in catalog does not register: {e}"));
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     write_if_changed(&out_dir.join("tool-inventory.md"), &text);
+    // The canonical schemas, generated and checked here once: `kyro` embeds them and its
+    // start-up registers the catalog without generating a schema.
+    let prepared = kyro_core::Registry::prepared_schemas(kyro_tools::BUILTINS)
+        .unwrap_or_else(|e| panic!("the built-in catalog does not register: {e}"));
+    write_if_changed(&out_dir.join("prepared-schemas.json"), &prepared);
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     // Only a checkout has .git; a packaged crate being verified must not write outside OUT_DIR.
     if manifest.join(".git").exists() {

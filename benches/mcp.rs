@@ -3,9 +3,9 @@
 //!
 //! `cargo bench --bench mcp` builds the peer (release) and measures, for each server:
 //! cold start to the `initialize` answer, `tools/list` latency, sequential `tools/call`
-//! p50/p99, pipelined throughput and peak RSS for 100,000 calls, and how long a `ping`
-//! waits while a blocking call runs. The calls are `read_file` of the same small file on
-//! both servers. kyro's numbers include what it always does per call: validation,
+//! p50/p99, pipelined throughput for 100,000 calls, RSS after the first call and at its
+//! peak, and how long a `ping` waits while a blocking call runs. The calls are the same
+//! `read_file` work on both servers: lines 11-210 of a 1,000-line file. kyro's numbers include what it always does per call: validation,
 //! authorization, fingerprint and a receipt appended to `.kyro/receipts.jsonl`.
 //!
 //! The blocking call: on the peer, a `slow` tool that sleeps its thread for 1 s (plain
@@ -57,6 +57,18 @@ impl Server {
         serde_json::from_str(&line).unwrap()
     }
 
+    /// The next message's `id` only (the rest is checked as JSON, not built): the load
+    /// client reads this fast, so that the figures are the server's, not the client's.
+    fn receive_id(&mut self) -> Option<u64> {
+        #[derive(serde::Deserialize)]
+        struct Head {
+            id: Option<u64>,
+        }
+        let mut line = String::new();
+        assert!(self.stdout.read_line(&mut line).unwrap() > 0, "server closed");
+        serde_json::from_str::<Head>(&line).unwrap().id
+    }
+
     fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         loop {
@@ -77,11 +89,12 @@ impl Server {
         self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     }
 
-    fn peak_rss_kib(&self) -> u64 {
+    /// `VmRSS` (now) or `VmHWM` (peak) of the server, in KiB.
+    fn rss_kib(&self, field: &str) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
         status
             .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .find_map(|l| l.strip_prefix(field))
             .and_then(|v| v.split_whitespace().next())
             .and_then(|v| v.parse().ok())
             .unwrap_or(0)
@@ -111,6 +124,7 @@ struct Report {
     p50: Duration,
     p99: Duration,
     throughput: f64,
+    rss_first_kib: u64,
     rss_kib: u64,
     ping_while_blocked: Duration,
 }
@@ -158,6 +172,7 @@ fn measure(name: &'static str, command: &[String], dir: &Path, file: &str, slow:
         first["result"]["isError"] != true && first.get("error").is_none(),
         "{name}: {first}"
     );
+    let rss_first_kib = server.rss_kib("VmRSS:");
 
     let mut lists = Vec::new();
     for i in 0..LISTS {
@@ -172,11 +187,7 @@ fn measure(name: &'static str, command: &[String], dir: &Path, file: &str, slow:
         let id = 1_000 + i as u64;
         let begin = Instant::now();
         server.send(&call(id));
-        loop {
-            if server.receive()["id"] == id {
-                break;
-            }
-        }
+        while server.receive_id() != Some(id) {}
         sequential.push(begin.elapsed());
     }
 
@@ -193,14 +204,13 @@ fn measure(name: &'static str, command: &[String], dir: &Path, file: &str, slow:
     });
     let mut answered = 0;
     while answered < PIPELINED {
-        let message = server.receive();
-        if message["id"].as_u64().is_some_and(|id| id >= 100_000) {
+        if server.receive_id().is_some_and(|id| id >= 100_000) {
             answered += 1;
         }
     }
     let throughput = PIPELINED as f64 / begin.elapsed().as_secs_f64();
     server.stdin = writer.join().unwrap();
-    let rss_kib = server.peak_rss_kib();
+    let rss_kib = server.rss_kib("VmHWM:");
     let ping_while_blocked = ping_while_blocked(&mut server, slow);
     Report {
         name,
@@ -209,13 +219,14 @@ fn measure(name: &'static str, command: &[String], dir: &Path, file: &str, slow:
         p50: percentile(&mut sequential.clone(), 0.5),
         p99: percentile(&mut sequential, 0.99),
         throughput,
+        rss_first_kib,
         rss_kib,
         ping_while_blocked,
     }
 }
 
 fn call_message(id: u64, file: &str) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "read_file", "arguments": {"path": file}}})
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "read_file", "arguments": {"path": file, "offset": 11, "limit": 200}}})
 }
 
 /// A placeholder to swap in while the real stdin is with the writer thread.
@@ -247,8 +258,11 @@ fn main() {
     let peer = build_peer();
     let workspace = tempfile::tempdir().unwrap();
     let dir = workspace.path().canonicalize().unwrap();
-    std::fs::write(dir.join("small.txt"), "line one | café\nline two\n").unwrap();
-    let file = dir.join("small.txt").to_string_lossy().into_owned();
+    let lines: String = (1..=1000)
+        .map(|n| format!("line {n}: the quick brown fox jumps over the lazy dog | café\n"))
+        .collect();
+    std::fs::write(dir.join("lines.txt"), lines).unwrap();
+    let file = dir.join("lines.txt").to_string_lossy().into_owned();
     // A server that accepts and never answers: kyro's blocking call.
     let stalled = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let policy = dir.join("policy.toml");
@@ -272,31 +286,42 @@ fn main() {
         measure("rmcp #[tool] peer", &peer, &dir, &file, &peer_slow),
     ];
     println!(
-        "mcp bench: stdio, read_file of a small file; {COLD_STARTS} cold starts, {LISTS} lists, {SEQUENTIAL} sequential and {PIPELINED} pipelined calls; ping during a 1 s blocking call, median of {SLOW_ROUNDS}"
+        "mcp bench: stdio, read_file lines 11-210 of a 1,000-line file; {COLD_STARTS} cold starts, {LISTS} lists, {SEQUENTIAL} sequential and {PIPELINED} pipelined calls; ping during a 1 s blocking call, median of {SLOW_ROUNDS}"
     );
     println!(
-        "{:<20} {:>12} {:>12} {:>10} {:>10} {:>14} {:>10} {:>14}",
-        "server", "cold start", "tools/list", "call p50", "call p99", "pipelined", "peak RSS", "ping (blocked)"
+        "{:<20} {:>12} {:>12} {:>10} {:>10} {:>14} {:>10} {:>10} {:>14}",
+        "server",
+        "cold start",
+        "tools/list",
+        "call p50",
+        "call p99",
+        "pipelined",
+        "RSS first",
+        "peak RSS",
+        "ping (blocked)"
     );
     for r in &reports {
         println!(
-            "{:<20} {:>9.2} ms {:>9.3} ms {:>7.3} ms {:>7.3} ms {:>9.0} call/s {:>6} MiB {:>11.3} ms",
+            "{:<20} {:>9.2} ms {:>9.3} ms {:>7.3} ms {:>7.3} ms {:>9.0} call/s {:>6.1} MiB {:>6} MiB {:>11.3} ms",
             r.name,
             ms(r.cold_start),
             ms(r.list),
             ms(r.p50),
             ms(r.p99),
             r.throughput,
+            r.rss_first_kib as f64 / 1024.0,
             r.rss_kib / 1024,
             ms(r.ping_while_blocked)
         );
     }
     let (k, p) = (&reports[0], &reports[1]);
     println!(
-        "ratios kyro/peer: cold start {:.2}, call p50 {:.2}, pipelined throughput {:.2}, peak RSS {:.2}, ping while blocked {:.4}",
+        "ratios kyro/peer: cold start {:.2}, tools/list {:.2}, call p50 {:.2}, pipelined throughput {:.2}, RSS after the first call {:.2}, peak RSS {:.2}, ping while blocked {:.4}",
         ms(k.cold_start) / ms(p.cold_start),
+        ms(k.list) / ms(p.list),
         ms(k.p50) / ms(p.p50),
         k.throughput / p.throughput,
+        k.rss_first_kib as f64 / p.rss_first_kib as f64,
         k.rss_kib as f64 / p.rss_kib as f64,
         ms(k.ping_while_blocked) / ms(p.ping_while_blocked)
     );

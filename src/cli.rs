@@ -140,6 +140,9 @@ fn connect_upstreams(
     Ok(connected)
 }
 
+/// The built-ins' canonical schemas, prepared by the build script.
+const PREPARED_SCHEMAS: &str = include_str!(concat!(env!("OUT_DIR"), "/prepared-schemas.json"));
+
 /// Parses the command line and runs it.
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
@@ -151,7 +154,7 @@ pub fn run() -> ExitCode {
         }
         _ => kyro_tools::available(false),
     };
-    let registry = match Registry::with_catalog(&usable) {
+    let registry = match Registry::with_prepared_catalog(&usable, PREPARED_SCHEMAS) {
         Ok(registry) => Arc::new(registry),
         Err(e) => return fail(&format!("the built-in catalog does not register: {e}")),
     };
@@ -317,11 +320,13 @@ fn load_policy(session: &Session) -> Result<Policy, ExitCode> {
 }
 
 /// The runtime of a session: workspace, policy and the receipt log under `.kyro/`.
-fn open_runtime(registry: Arc<Registry>, session: &Session) -> Result<Runtime, ExitCode> {
+/// A `batched` receipt log holds receipts back until the server's next write of answers.
+fn open_runtime(registry: Arc<Registry>, session: &Session, batched: bool) -> Result<Runtime, ExitCode> {
     let root = session.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
     let workspace = Workspace::new(&root).map_err(|e| usage(&format!("workspace `{}`: {e}", root.display())))?;
     let policy = load_policy(session)?;
-    let log = Arc::new(JsonlReceiptLog::in_workspace(workspace.root()));
+    let log = JsonlReceiptLog::in_workspace(workspace.root());
+    let log = Arc::new(if batched { log.batched() } else { log });
     Runtime::new(registry, workspace, &policy)
         .map(|runtime| runtime.with_observer(log))
         .map_err(|e| usage(&format!("policy: {e}")))
@@ -335,20 +340,30 @@ fn async_runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
 }
 
 /// Says on stderr when programs will not run under the OS sandbox, and what happens then.
-fn say_sandbox(runtime: &Runtime) {
-    let policy = runtime.scope().sandbox();
-    if policy.mode == kyro_core::policy::SandboxMode::Full {
-        eprintln!("kyro: [sandbox] mode = \"full\": programs tools start run without an OS sandbox");
-    } else if let Err(why) = kyro_core::sandbox::support() {
-        if policy.allow_unsandboxed {
-            eprintln!(
-                "kyro: {why}; programs tools start run WITHOUT an OS sandbox ([sandbox] allow_unsandboxed = true)"
-            );
-        } else {
-            eprintln!(
-                "kyro: {why}; run_command, start_process and upstream servers are refused (set [sandbox] allow_unsandboxed = true to run them without a sandbox); git runs unsandboxed"
-            );
+/// The kernel is probed (a child process is started) on a thread of its own when
+/// `background`, so that a server answers `initialize` without waiting for it; a call that
+/// needs the answer waits for the same probe.
+fn say_sandbox(runtime: &Runtime, background: bool) {
+    let policy = runtime.scope().sandbox().clone();
+    let say = move || {
+        if policy.mode == kyro_core::policy::SandboxMode::Full {
+            eprintln!("kyro: [sandbox] mode = \"full\": programs tools start run without an OS sandbox");
+        } else if let Err(why) = kyro_core::sandbox::support() {
+            if policy.allow_unsandboxed {
+                eprintln!(
+                    "kyro: {why}; programs tools start run WITHOUT an OS sandbox ([sandbox] allow_unsandboxed = true)"
+                );
+            } else {
+                eprintln!(
+                    "kyro: {why}; run_command, start_process and upstream servers are refused (set [sandbox] allow_unsandboxed = true to run them without a sandbox); git runs unsandboxed"
+                );
+            }
         }
+    };
+    if background {
+        std::thread::spawn(say);
+    } else {
+        say();
     }
 }
 
@@ -357,9 +372,10 @@ fn say_sandbox(runtime: &Runtime) {
 fn start(
     registry: &Arc<Registry>,
     session: &Session,
+    (serving, stdio): (bool, bool),
 ) -> Result<(Runtime, tokio::runtime::Runtime, Vec<upstream::Upstream>), ExitCode> {
-    let runtime = open_runtime(registry.clone(), session)?;
-    say_sandbox(&runtime);
+    let runtime = open_runtime(registry.clone(), session, serving && stdio)?;
+    say_sandbox(&runtime, serving);
     let executor = async_runtime()?;
     let upstreams = connect_upstreams(&executor, registry, &runtime, session)?;
     Ok((runtime, executor, upstreams))
@@ -376,7 +392,7 @@ fn mcp(
         Ok(auth) => auth,
         Err(e) => return fail(&format!("mcp: the HTTP token: {e}")),
     };
-    let (runtime, executor, _upstreams) = match start(&registry, session) {
+    let (runtime, executor, _upstreams) = match start(&registry, session, (true, http.is_none())) {
         Ok(started) => started,
         Err(code) => return code,
     };
@@ -424,7 +440,7 @@ fn call(
         return usage("--approve asks on a terminal; pass --approve-fingerprint HEX instead");
     }
     // Upstream tools first, so their schemas type the arguments below.
-    let (runtime, executor, _upstreams) = match start(&registry, session) {
+    let (runtime, executor, _upstreams) = match start(&registry, session, (false, false)) {
         Ok(started) => started,
         Err(code) => return code,
     };

@@ -114,6 +114,12 @@ impl Server {
     /// The call runtime this server would serve: the registry of every catalog, the
     /// workspace, the policy, the receipt log in `.kyro/receipts.jsonl` and the observers.
     pub fn runtime(&self) -> Result<Runtime, ServeError> {
+        self.runtime_with_log(false)
+    }
+
+    /// [`Server::runtime`], its receipt log [batched](JsonlReceiptLog::batched) when served
+    /// over stdio (flushed before each write of answers).
+    fn runtime_with_log(&self, batched: bool) -> Result<Runtime, ServeError> {
         let registry = Registry::default();
         for catalog in &self.catalogs {
             for entry in *catalog {
@@ -125,7 +131,8 @@ impl Server {
             path: root.display().to_string(),
             message: e.to_string(),
         })?;
-        let log = Arc::new(JsonlReceiptLog::in_workspace(workspace.root()));
+        let log = JsonlReceiptLog::in_workspace(workspace.root());
+        let log = Arc::new(if batched { log.batched() } else { log });
         let policy = self.policy.clone().unwrap_or_default();
         let mut runtime = Runtime::new(Arc::new(registry), workspace, &policy)
             .map_err(|e| ServeError::Policy(e.to_string()))?
@@ -138,13 +145,13 @@ impl Server {
 
     /// Serves MCP on stdin/stdout until the client closes the stream.
     pub async fn serve_stdio(self) -> Result<(), ServeError> {
-        self.mcp_server()?.serve_stdio().await
+        self.mcp_server(true)?.serve_stdio().await
     }
 
     /// The MCP server over [`Server::runtime`], serving and listing what the policy's
     /// `[catalog]` and the command line's selection flags choose (every toolset by default).
-    fn mcp_server(&self) -> Result<KyroServer, ServeError> {
-        let runtime = self.runtime()?;
+    fn mcp_server(&self, stdio: bool) -> Result<KyroServer, ServeError> {
+        let runtime = self.runtime_with_log(stdio)?;
         let policy = self.policy.clone().unwrap_or_default();
         let chosen = self.catalog_flags.over(&policy.catalog);
         let selection = Selection::resolve(&chosen, &runtime, None)?;
@@ -168,7 +175,7 @@ impl Server {
             Some(auth) => auth,
             None => HttpAuth::from_env_or_new()?,
         };
-        self.mcp_server()?.serve_http(addr, auth).await
+        self.mcp_server(false)?.serve_http(addr, auth).await
     }
 
     /// The whole `main` of a tool server: reads `--workspace DIR`, `--policy FILE` and

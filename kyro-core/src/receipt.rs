@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use serde::Serialize;
-use serde_json::Value;
 
 pub use crate::denial::Denial;
 pub use crate::observed::{EffectLog, ObservedEffect};
@@ -84,6 +83,9 @@ pub trait Observer: Send + Sync {
     /// snapshot (absent when the call never got that far: an unknown tool, arguments that
     /// are not an object) and its outcome, with the result or the error.
     fn observe(&self, receipt: &Receipt, call: Option<&CanonicalCall>, outcome: &Outcome);
+
+    /// Writes out what the observer holds back, if anything ([`Runtime::flush_observers`](crate::Runtime::flush_observers)).
+    fn flush(&self) {}
 }
 
 /// kyro's own directory in a workspace, `.kyro/` beneath `root`: created when missing,
@@ -121,9 +123,14 @@ pub struct JsonlReceiptLog {
     path: PathBuf,
     /// The workspace whose `.kyro/` holds the log, checked before the first write.
     workspace: Option<PathBuf>,
-    /// Opened on the first receipt, then kept: one write per receipt.
+    /// Opened on the first receipt, then kept.
     file: Mutex<Option<std::fs::File>>,
+    /// Receipts held back until [`Observer::flush`] ([`JsonlReceiptLog::batched`]).
+    batch: Option<Mutex<Vec<u8>>>,
 }
+
+/// The most bytes of receipts a batched log holds back: past this, they are written at once.
+const MAX_BATCH: usize = 64 * 1024;
 
 impl JsonlReceiptLog {
     /// Appends to `path`, creating its directory on first write.
@@ -132,15 +139,24 @@ impl JsonlReceiptLog {
             path: path.into(),
             workspace: None,
             file: Mutex::new(None),
+            batch: None,
         }
+    }
+
+    /// Holds receipts back (64 KiB at most) until [`Observer::flush`], to write them in one
+    /// append: a server flushes before each write of answers, so a receipt is in the log
+    /// before its answer leaves, and receipts of calls answered together cost one write.
+    /// Dropping the log flushes it.
+    pub fn batched(mut self) -> JsonlReceiptLog {
+        self.batch = Some(Mutex::default());
+        self
     }
 
     /// The conventional log of a workspace: `.kyro/receipts.jsonl`.
     pub fn in_workspace(root: &Path) -> JsonlReceiptLog {
-        JsonlReceiptLog {
-            workspace: Some(root.to_path_buf()),
-            ..JsonlReceiptLog::new(root.join(".kyro").join("receipts.jsonl"))
-        }
+        let mut log = JsonlReceiptLog::new(root.join(".kyro").join("receipts.jsonl"));
+        log.workspace = Some(root.to_path_buf());
+        log
     }
 
     /// The file appended to.
@@ -148,7 +164,7 @@ impl JsonlReceiptLog {
         &self.path
     }
 
-    fn append(&self, line: &str) -> std::io::Result<()> {
+    fn append(&self, line: &[u8]) -> std::io::Result<()> {
         let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
         if file.is_none() {
             use std::os::unix::fs::OpenOptionsExt;
@@ -179,20 +195,52 @@ impl JsonlReceiptLog {
         match file.as_mut() {
             // One `write` of the whole line with O_APPEND: lines from several processes
             // do not interleave.
-            Some(f) => f.write_all(line.as_bytes()),
+            Some(f) => f.write_all(line),
             None => Ok(()),
+        }
+    }
+}
+
+impl JsonlReceiptLog {
+    /// Appends `lines`; an observer must not change the outcome, so a failing log is
+    /// reported, not fatal.
+    fn write(&self, lines: &[u8]) {
+        if let Err(e) = self.append(lines) {
+            eprintln!("kyro: cannot append to {}: {e}", self.path.display());
         }
     }
 }
 
 impl Observer for JsonlReceiptLog {
     fn observe(&self, receipt: &Receipt, _call: Option<&CanonicalCall>, _outcome: &Outcome) {
-        let mut line = serde_json::to_string(receipt).unwrap_or_else(|_| Value::Null.to_string());
-        line.push('\n');
-        // An observer must not change the outcome; a failing log is reported, not fatal.
-        if let Err(e) = self.append(&line) {
-            eprintln!("kyro: cannot append to {}: {e}", self.path.display());
+        let mut line = serde_json::to_vec(receipt).unwrap_or_else(|_| b"null".to_vec());
+        line.push(b'\n');
+        match &self.batch {
+            Some(batch) => {
+                let mut held = batch.lock().unwrap_or_else(|p| p.into_inner());
+                held.extend_from_slice(&line);
+                if held.len() >= MAX_BATCH {
+                    drop(held);
+                    self.flush();
+                }
+            }
+            None => self.write(&line),
         }
+    }
+
+    fn flush(&self) {
+        if let Some(batch) = &self.batch {
+            let held = std::mem::take(&mut *batch.lock().unwrap_or_else(|p| p.into_inner()));
+            if !held.is_empty() {
+                self.write(&held);
+            }
+        }
+    }
+}
+
+impl Drop for JsonlReceiptLog {
+    fn drop(&mut self) {
+        self.flush();
     }
 }
 

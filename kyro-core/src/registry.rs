@@ -137,13 +137,22 @@ pub struct CustomTool {
 impl ToolDefinition {
     /// The definition of a catalog entry.
     pub fn builtin(entry: &ToolEntry) -> Result<ToolDefinition, RegistryError> {
-        let spec = &entry.spec;
         let schema_err = |error| RegistryError::Schema {
-            tool: spec.name.to_owned(),
+            tool: entry.spec.name.to_owned(),
             error,
         };
         let input_schema = canonicalize((entry.input_schema)(), Role::Input).map_err(schema_err)?;
         let output_schema = canonicalize((entry.output_schema)(), Role::Output).map_err(schema_err)?;
+        ToolDefinition::with_schemas(entry, input_schema, output_schema)
+    }
+
+    /// The definition of a catalog entry whose canonical schemas are given.
+    fn with_schemas(
+        entry: &ToolEntry,
+        input_schema: Value,
+        output_schema: Value,
+    ) -> Result<ToolDefinition, RegistryError> {
+        let spec = &entry.spec;
         let descriptor = ToolDescriptor {
             name: spec.name.to_owned(),
             title: spec.title.map(str::to_owned),
@@ -430,6 +439,41 @@ impl Registry {
             .collect::<Result<Vec<_>, _>>()?;
         registry.commit(|_| Ok(tools))?;
         Ok(registry)
+    }
+
+    /// A registry holding a catalog's tools with the canonical schemas a build script
+    /// prepared ([`Registry::prepared_schemas`], embedded with `include_str!`): start-up
+    /// then neither generates nor checks a schema. An entry `prepared` lacks (or text that
+    /// is not the prepared JSON) is registered as [`Registry::with_catalog`] does.
+    pub fn with_prepared_catalog(catalog: &[ToolEntry], prepared: &str) -> Result<Registry, RegistryError> {
+        let mut prepared: serde_json::Map<String, Value> = serde_json::from_str(prepared).unwrap_or_default();
+        let registry = Registry::new();
+        let tools = catalog
+            .iter()
+            .map(|entry| {
+                let definition = match prepared.remove(entry.spec.name) {
+                    Some(Value::Array(mut pair)) if pair.len() == 2 => {
+                        let output = pair.pop().unwrap_or_default();
+                        ToolDefinition::with_schemas(entry, pair.pop().unwrap_or_default(), output)?
+                    }
+                    _ => ToolDefinition::builtin(entry)?,
+                };
+                Ok(Arc::new(RegisteredTool::lazy(definition)))
+            })
+            .collect::<Result<Vec<_>, RegistryError>>()?;
+        registry.commit(|_| Ok(tools))?;
+        Ok(registry)
+    }
+
+    /// The canonical input and output schemas of a catalog's tools as JSON text, for a
+    /// build script to write and the program to embed ([`Registry::with_prepared_catalog`]).
+    pub fn prepared_schemas(catalog: &[ToolEntry]) -> Result<String, RegistryError> {
+        let mut prepared = serde_json::Map::new();
+        for entry in catalog {
+            let d = ToolDefinition::builtin(entry)?.descriptor;
+            prepared.insert(d.name, Value::Array(vec![d.input_schema, d.output_schema]));
+        }
+        Ok(Value::Object(prepared).to_string())
     }
 
     /// Compiles every validator not compiled yet; the build script runs this over the

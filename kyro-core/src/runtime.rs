@@ -108,6 +108,11 @@ impl Runtime {
         self
     }
 
+    /// Has every observer write out what it holds back (a batched receipt log).
+    pub fn flush_observers(&self) {
+        self.observers.iter().for_each(|o| o.flush());
+    }
+
     /// The registry.
     pub fn registry(&self) -> &Arc<Registry> {
         &self.registry

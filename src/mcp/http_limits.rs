@@ -95,8 +95,8 @@ pub(crate) async fn limit(State(limits): State<Arc<HttpLimits>>, request: Reques
             };
         }
     };
-    let passed = match crate::frames::check(&bytes) {
-        Ok(passed) => passed,
+    let (passed, message) = match crate::frames::check(&bytes) {
+        Ok(checked) => checked,
         Err(line) => {
             let answered = serde_json::from_slice::<Value>(&line).is_ok_and(|v| !v["id"].is_null());
             let status = if answered {
@@ -108,12 +108,7 @@ pub(crate) async fn limit(State(limits): State<Arc<HttpLimits>>, request: Reques
         }
     };
     let id = match passed {
-        Passed::Request(_) => Some(
-            std::str::from_utf8(&bytes)
-                .ok()
-                .and_then(crate::frames::request_id)
-                .unwrap_or(Value::Null),
-        ),
+        Passed::Request(_) => Some(message.get("id").cloned().unwrap_or(Value::Null)),
         Passed::Cancelled(_) | Passed::Other => None,
     };
     let opens_session = session.is_none() && method(&bytes).as_deref() == Some("initialize");

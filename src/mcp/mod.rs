@@ -103,20 +103,36 @@ impl KyroServer {
 
     /// Serves on stdin/stdout until the client closes the stream; the answers rmcp wrote
     /// before it stopped are flushed to stdout (for at most 5 s) before this returns.
+    /// Receipts held back by the observers are written before each write of answers, at
+    /// the end, and on SIGTERM or SIGINT (which then end the process, status 143 or 130).
     pub async fn serve_stdio(self) -> Result<(), crate::ServeError> {
-        let (transport, writer) = crate::frames::guarded_stdio(self.max_in_flight());
-        let running = self
-            .serve(transport)
-            .await
-            .map_err(|e| crate::ServeError::Mcp(e.to_string()))?;
-        running
-            .waiting()
-            .await
-            .map_err(|e| crate::ServeError::Mcp(e.to_string()))?;
-        // rmcp's side of the pipe is closed now; the writer ends once it has written what
-        // was queued (and once stdin has ended, which holds the other sender).
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), writer).await;
-        Ok(())
+        let runtime = self.runtime.clone();
+        let flusher = runtime.clone();
+        let (transport, writer) =
+            crate::frames::guarded_stdio(self.max_in_flight(), Box::new(move || flusher.flush_observers()));
+        let served = async {
+            let running = self
+                .serve(transport)
+                .await
+                .map_err(|e| crate::ServeError::Mcp(e.to_string()))?;
+            running
+                .waiting()
+                .await
+                .map_err(|e| crate::ServeError::Mcp(e.to_string()))?;
+            // rmcp's side is closed now; the writer ends once it has written what was queued
+            // (and once stdin has ended, which holds the other sender).
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(5), writer).await;
+            Ok(())
+        };
+        let ended = tokio::select! {
+            ended = served => ended,
+            status = signalled() => {
+                runtime.flush_observers();
+                std::process::exit(status);
+            }
+        };
+        runtime.flush_observers();
+        ended
     }
 
     /// Serves Streamable HTTP at `http://ADDR/mcp` until the process ends. Only loopback
@@ -173,6 +189,19 @@ impl KyroServer {
         }
         axum::serve(listener, router).await?;
         Ok(())
+    }
+}
+
+/// Resolves with the exit status for SIGTERM (143) or SIGINT (130) when one arrives;
+/// never when the handlers cannot be installed.
+async fn signalled() -> i32 {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+        (Ok(mut term), Ok(mut int)) => tokio::select! {
+            _ = term.recv() => 143,
+            _ = int.recv() => 130,
+        },
+        _ => std::future::pending().await,
     }
 }
 
@@ -264,28 +293,27 @@ fn ok_result(result: Value, text: Option<String>, mode: TextMode) -> CallToolRes
         .zip(result.get("data").and_then(Value::as_str))
         .map(|(mime, data)| (mime.to_owned(), data.to_owned()));
     let Some((mime, data)) = image else {
-        let mut answer = CallToolResult::structured(result);
-        if mode == TextMode::Readable
-            && let Some(first) = answer.content.first_mut()
-        {
-            let readable = match text {
-                Some(text) => text,
-                None => text::readable(answer.structured_content.as_ref().unwrap_or(&Value::Null)),
-            };
-            *first = ContentBlock::text(readable);
-        }
+        // The result is serialized once, in the response: the text block is the readable
+        // rendering, or the JSON text only when that is what was asked for.
+        let text = match (mode, text) {
+            (TextMode::Readable, Some(text)) => text,
+            (TextMode::Readable, None) => text::readable(&result),
+            (TextMode::Json, _) => result.to_string(),
+        };
+        let mut answer = CallToolResult::success(vec![ContentBlock::text(text)]);
+        answer.structured_content = Some(result);
         return answer;
     };
     // The image goes once, as the image block: the structured result names it instead.
     let mut named = result;
     named["data"] = Value::String(format!("(the {mime} image is the next content block)"));
-    let mut answer = CallToolResult::structured(named.clone());
     let text = match (mode, text) {
         (TextMode::Readable, Some(text)) => text,
         (TextMode::Readable, None) => text::readable(&named),
         (TextMode::Json, _) => named.to_string(),
     };
-    answer.content = vec![ContentBlock::text(text), ContentBlock::image(data, mime)];
+    let mut answer = CallToolResult::success(vec![ContentBlock::text(text), ContentBlock::image(data, mime)]);
+    answer.structured_content = Some(named);
     answer
 }
 

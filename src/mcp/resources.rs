@@ -58,6 +58,7 @@ pub(crate) async fn read(runtime: &Runtime, uri: &str) -> Result<ResourceContent
         return Ok(ResourceContents::text(text, uri).with_mime_type("application/json"));
     }
     if let Some(id) = uri.strip_prefix(RECEIPTS) {
+        runtime.flush_observers();
         let log = runtime.workspace().root().join(".kyro/receipts.jsonl");
         let file = std::fs::File::open(&log)
             .map_err(|_| ErrorData::resource_not_found("no call has been receipted yet", None))?;

@@ -23,6 +23,10 @@ struct AddArgs {
 struct ReadArgs {
     /// Path of the file.
     path: String,
+    /// First line to return, 1-based; default 1.
+    offset: Option<usize>,
+    /// Most lines to return; default 2000.
+    limit: Option<usize>,
 }
 
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
@@ -49,9 +53,16 @@ impl Peer {
         (a + b).to_string()
     }
 
-    #[tool(description = "Read a UTF-8 text file")]
-    async fn read_file(&self, Parameters(ReadArgs { path }): Parameters<ReadArgs>) -> String {
-        std::fs::read_to_string(path).unwrap_or_else(|e| e.to_string())
+    #[tool(description = "Read lines of a UTF-8 text file")]
+    async fn read_file(&self, Parameters(ReadArgs { path, offset, limit }): Parameters<ReadArgs>) -> String {
+        match std::fs::read_to_string(path) {
+            Ok(text) => text
+                .split_inclusive('\n')
+                .skip(offset.unwrap_or(1).saturating_sub(1))
+                .take(limit.unwrap_or(2000))
+                .collect(),
+            Err(e) => e.to_string(),
+        }
     }
 
     #[tool(description = "Block the thread for a while (plain blocking code)")]

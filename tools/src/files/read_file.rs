@@ -58,16 +58,23 @@ impl Execute for ReadFile {
 
     /// The lines numbered as `cat -n` does, under a line saying which lines of how many.
     fn text(w: &FileWindow) -> Option<String> {
-        let mut out = format!("{}: lines {}-{} of {}", w.path, w.start_line, w.end_line, w.total_lines);
+        use std::fmt::Write;
+        let mut out = String::with_capacity(w.content.len() + w.content.len() / 8 + 64);
+        let _ = write!(
+            out,
+            "{}: lines {}-{} of {}",
+            w.path, w.start_line, w.end_line, w.total_lines
+        );
         if let Some(next) = w.next_offset {
-            out.push_str(&format!(" (more from offset {next})"));
+            let _ = write!(out, " (more from offset {next})");
         }
         if w.line_cut {
             out.push_str(" (the line is cut)");
         }
         out.push('\n');
         for (i, line) in w.content.split_inclusive('\n').enumerate() {
-            out.push_str(&format!("{:>6}\t{line}", w.start_line + i as u64));
+            let _ = write!(out, "{:>6}\t", w.start_line + i as u64);
+            out.push_str(line);
         }
         Some(out)
     }
@@ -153,14 +160,21 @@ fn read_window(mut file: impl std::io::Read, offset: u64, limit: u64) -> Result<
         };
         let chunk = &buffer[..n];
         hasher.update(chunk);
-        if chunk.contains(&0) {
+        if memchr::memchr(0, chunk).is_some() {
             return Err(WindowError::Binary);
         }
         check_utf8(&mut utf8_carry, chunk)?;
         last_byte = chunk.last().copied();
         let mut start = 0;
         loop {
-            let newline = chunk[start..].iter().position(|b| *b == b'\n').map(|i| start + i);
+            if full.is_some() || line > last {
+                // Past the window: the lines are only counted.
+                let rest = memchr::memchr_iter(b'\n', &chunk[start..]).count() as u64;
+                newlines += rest;
+                line += rest;
+                break;
+            }
+            let newline = memchr::memchr(b'\n', &chunk[start..]).map(|i| start + i);
             let end = newline.map_or(chunk.len(), |i| i + 1);
             if full.is_none() && (offset..=last).contains(&line) {
                 let part = &chunk[start..end];
