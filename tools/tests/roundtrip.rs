@@ -88,3 +88,42 @@ fn awkward_content_survives_every_file_tool() {
     let listed = ok(&rt, "glob", json!({"pattern": "**/*|*.txt"}));
     assert_eq!(listed["paths"].as_array().unwrap().len(), contents.len());
 }
+
+/// read_file remembers the hash and line count of a file untouched for two seconds, and
+/// then reads only the window; a write of the same size, in the same second, is still seen:
+/// the file's change time moved, so it is read whole again. Without that rule the second
+/// read would give the old hash.
+#[test]
+fn a_remembered_file_rewritten_in_place_is_read_anew() {
+    use sha2::Digest;
+    let ws = tempfile::tempdir().unwrap();
+    let rt = runtime(ws.path());
+    let path = ws.path().join("settled.txt");
+    let text = |tag: &str| (1..=500).map(|n| format!("{tag} line {n}\n")).collect::<String>();
+    let sha = |text: &str| format!("{:x}", sha2::Sha256::digest(text.as_bytes()));
+    std::fs::write(&path, text("old")).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let window = json!({"path": "settled.txt", "offset": 11, "limit": 5});
+    for _ in 0..2 {
+        // Read whole (and remembered), then from memory: the same answer both times.
+        let read = ok(&rt, "read_file", window.clone());
+        assert_eq!(read["sha256"], sha(&text("old")));
+        assert_eq!(read["total_lines"], 500);
+        assert_eq!(
+            read["content"],
+            "old line 11\nold line 12\nold line 13\nold line 14\nold line 15\n"
+        );
+    }
+    // Same size, written now: a new identity.
+    std::fs::write(&path, text("new")).unwrap();
+    let read = ok(&rt, "read_file", window.clone());
+    assert_eq!(read["sha256"], sha(&text("new")));
+    assert_eq!(
+        read["content"],
+        "new line 11\nnew line 12\nnew line 13\nnew line 14\nnew line 15\n"
+    );
+    // A later window of the remembered file, past the first one read.
+    let tail = ok(&rt, "read_file", json!({"path": "settled.txt", "offset": 499}));
+    assert_eq!(tail["content"], "new line 499\nnew line 500\n");
+    assert_eq!(tail["truncated"], false);
+}

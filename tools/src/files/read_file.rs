@@ -1,5 +1,6 @@
 //! `read_file`: a window of lines from a UTF-8 text file.
 
+use super::settled;
 use crate::Failure;
 use kyro_core::{ConfinedPath, Execute, ToolContext, ToolError, WorkspacePath, tool};
 
@@ -87,10 +88,27 @@ impl Execute for ReadFile {
         }
         let offset = self.offset.unwrap_or(1);
         let limit = self.limit.unwrap_or(DEFAULT_LIMIT);
-        let window = read_window(path.open()?, offset, limit).map_err(|e| match e {
+        let failed = |e| match e {
             WindowError::Binary => ToolError::BinaryFile { path: given.clone() },
             WindowError::Io(e) => ToolError::io("read", &given, &e),
-        })?;
+        };
+        // A file read whole before and not changed since: only its window is read.
+        let file = path.open()?;
+        let identity = |file: &std::fs::File| file.metadata().map(|m| settled::Identity::of(&m));
+        let before = identity(&file).map_err(|e| failed(WindowError::Io(e)))?;
+        let known = settled::recall(&before);
+        let mut window = read_window(&file, offset, limit, known.as_ref()).map_err(failed)?;
+        let after = identity(&file).map_err(|e| failed(WindowError::Io(e)))?;
+        if known.is_some() && after != before {
+            // Changed while it was read: read it whole.
+            window = read_window(&path.open()?, offset, limit, None).map_err(failed)?;
+        } else if known.is_none() {
+            let whole = settled::Whole {
+                sha256: window.sha256.clone(),
+                total_lines: window.total_lines,
+            };
+            settled::remember(before, after, &whole);
+        }
         let total = window.total_lines;
         if offset > total && !(total == 0 && offset == 1) {
             return Err(Failure::OffsetOutOfRange {
@@ -137,12 +155,19 @@ enum WindowError {
 
 /// Reads `file` once, in fixed-size chunks, keeping only the lines of the window: the
 /// hash, the line count and the UTF-8 check cover the whole file, the memory only the
-/// window (at most [`MAX_WINDOW_BYTES`]).
-fn read_window(mut file: impl std::io::Read, offset: u64, limit: u64) -> Result<Window, WindowError> {
+/// window (at most [`MAX_WINDOW_BYTES`]). With what a whole read of the same file found
+/// (`known`), reading stops after the window.
+fn read_window(
+    mut file: impl std::io::Read,
+    offset: u64,
+    limit: u64,
+    known: Option<&settled::Whole>,
+) -> Result<Window, WindowError> {
     use sha2::Digest;
     let last = offset.saturating_add(limit - 1);
     let mut hasher = sha2::Sha256::new();
-    let mut buffer = vec![0u8; 64 * 1024];
+    let mut buffer = [0u8; 32 * 1024];
+    let mut past_window = false;
     let mut utf8_carry: Vec<u8> = Vec::new();
     let mut content: Vec<u8> = Vec::new();
     let mut line = 1u64;
@@ -159,7 +184,9 @@ fn read_window(mut file: impl std::io::Read, offset: u64, limit: u64) -> Result<
             Err(e) => return Err(WindowError::Io(e)),
         };
         let chunk = &buffer[..n];
-        hasher.update(chunk);
+        if known.is_none() {
+            hasher.update(chunk);
+        }
         if memchr::memchr(0, chunk).is_some() {
             return Err(WindowError::Binary);
         }
@@ -168,6 +195,10 @@ fn read_window(mut file: impl std::io::Read, offset: u64, limit: u64) -> Result<
         let mut start = 0;
         loop {
             if full.is_some() || line > last {
+                past_window = true;
+                if known.is_some() {
+                    break;
+                }
                 // Past the window: the lines are only counted.
                 let rest = memchr::memchr_iter(b'\n', &chunk[start..]).count() as u64;
                 newlines += rest;
@@ -202,6 +233,19 @@ fn read_window(mut file: impl std::io::Read, offset: u64, limit: u64) -> Result<
                 None => break,
             }
         }
+        if past_window && known.is_some() {
+            break;
+        }
+    }
+    if let Some(known) = known {
+        let end_line = full.unwrap_or_else(|| last.min(known.total_lines));
+        return Ok(Window {
+            content: String::from_utf8(content).map_err(|_| WindowError::Binary)?,
+            end_line,
+            total_lines: known.total_lines,
+            line_cut,
+            sha256: known.sha256.clone(),
+        });
     }
     if !utf8_carry.is_empty() {
         return Err(WindowError::Binary);
