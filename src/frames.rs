@@ -136,16 +136,20 @@ impl rmcp::transport::Transport<RoleServer> for Guarded {
             line.push(b'\n');
             line
         });
-        if let Some(id) = answered {
-            self.in_flight.leave(&id);
-        }
         let lines = self.lines.clone();
+        let in_flight = self.in_flight.clone();
         async move {
             let line = line.map_err(std::io::Error::other)?;
-            lines
+            let sent = lines
                 .send(line)
                 .await
-                .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "stdout is closed"))
+                .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "stdout is closed"));
+            // The request's room is given back once its answer is queued for stdout, not
+            // before: answers waiting for a slow reader count against the bound.
+            if let Some(id) = answered {
+                in_flight.leave(&id);
+            }
+            sent
         }
     }
 
@@ -644,6 +648,34 @@ mod tests {
             assert_eq!(next_message(&mut rmcp).await.unwrap()["id"], 5);
             rmcp_sends(&mut rmcp, json!({"jsonrpc": "2.0", "id": 4, "result": {}})).await;
             assert_eq!(next_message(&mut rmcp).await.unwrap()["id"], 6);
+        });
+    }
+
+    /// Answers the client does not read count against the bound: rmcp stops getting
+    /// requests, however fast it answers them (each answer sent on a task of its own, as
+    /// rmcp sends them), instead of answers piling up in memory.
+    #[test]
+    fn answers_the_client_does_not_read_hold_back_its_requests() {
+        rt().block_on(async {
+            let (mut client, server_in) = tokio::io::duplex(1024 * 1024);
+            let (server_out, _never_read) = tokio::io::duplex(1024);
+            let (mut rmcp, _writer) = guarded(server_in, server_out, 2, Box::new(|| ()));
+            let burst: String = (1..=1000)
+                .map(|id| format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n"))
+                .collect();
+            client.write_all(burst.as_bytes()).await.unwrap();
+            let mut received = 0;
+            let mut sends = tokio::task::JoinSet::new();
+            while let Some(message) = next_message(&mut rmcp).await {
+                received += 1;
+                let answer = json!({"jsonrpc": "2.0", "id": message["id"], "result": {}});
+                sends.spawn(rmcp.send(serde_json::from_value(answer).unwrap()));
+            }
+            assert!(
+                received < 300,
+                "{received} requests taken while their answers cannot be written"
+            );
+            assert!(received > 2, "{received}");
         });
     }
 
