@@ -29,6 +29,7 @@ mod runtime;
 #[cfg(target_os = "linux")]
 pub mod sandbox;
 pub mod schema;
+mod size;
 mod stop;
 mod tool;
 

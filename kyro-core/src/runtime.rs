@@ -482,7 +482,7 @@ impl Runtime {
     }
 
     fn check_result(&self, tool: &RegisteredTool, name: String, result: Value, text: Option<String>) -> Outcome {
-        let bytes = serialized_len(&result);
+        let bytes = crate::size::json_len(&result);
         if bytes > self.limits.max_output_bytes {
             return Outcome::ExecutionFailed {
                 tool: name,
@@ -515,23 +515,6 @@ impl Runtime {
             text,
         }
     }
-}
-
-/// The length of a value's compact JSON, counted without building the string.
-fn serialized_len(value: &Value) -> u64 {
-    struct Count(u64);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len() as u64;
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
 }
 
 /// The access a tool's path arguments need: write tools write, the rest read.

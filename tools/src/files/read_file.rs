@@ -74,7 +74,7 @@ impl Execute for ReadFile {
         }
         out.push('\n');
         for (i, line) in w.content.split_inclusive('\n').enumerate() {
-            let _ = write!(out, "{:>6}\t", w.start_line + i as u64);
+            push_number(&mut out, w.start_line + i as u64);
             out.push_str(line);
         }
         Some(out)
@@ -133,6 +133,29 @@ impl Execute for ReadFile {
     }
 }
 
+/// `n` right-aligned in six columns and a tab, as `cat -n` writes it (`format!("{n:>6}\t")`
+/// without the formatter, once per line).
+fn push_number(out: &mut String, n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    let written = digits.len() - at;
+    for _ in written..6 {
+        out.push(' ');
+    }
+    // ASCII digits.
+    out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
+    out.push('\t');
+}
+
 /// Most bytes of content one window holds: the window ends at the last whole line that
 /// fits, and a first line longer than this is cut here.
 const MAX_WINDOW_BYTES: usize = 2 * 1024 * 1024;
@@ -187,10 +210,13 @@ fn read_window(
         if known.is_none() {
             hasher.update(chunk);
         }
-        if memchr::memchr(0, chunk).is_some() {
-            return Err(WindowError::Binary);
+        // A file read whole before was text; its window is checked as UTF-8 once, at the end.
+        if known.is_none() {
+            if memchr::memchr(0, chunk).is_some() {
+                return Err(WindowError::Binary);
+            }
+            check_utf8(&mut utf8_carry, chunk)?;
         }
-        check_utf8(&mut utf8_carry, chunk)?;
         last_byte = chunk.last().copied();
         let mut start = 0;
         loop {
@@ -379,6 +405,15 @@ mod tests {
     use kyro_core::policy::PathDenial;
 
     use crate::testing::{call, denied_path, failed, ok, workspace};
+
+    #[test]
+    fn line_numbers_are_written_as_cat_n_writes_them() {
+        for n in [0, 1, 9, 10, 99_999, 999_999, 1_000_000, 12_345_678_901, u64::MAX] {
+            let mut out = String::new();
+            super::push_number(&mut out, n);
+            assert_eq!(out, format!("{n:>6}\t"));
+        }
+    }
 
     #[test]
     fn reads_a_window_with_line_endings_pipes_and_unicode_kept() {
