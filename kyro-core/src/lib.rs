@@ -23,6 +23,7 @@ mod observed;
 mod offload;
 mod outcome;
 pub mod policy;
+mod prepared;
 pub mod receipt;
 mod registry;
 mod runtime;

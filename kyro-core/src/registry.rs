@@ -147,7 +147,7 @@ impl ToolDefinition {
     }
 
     /// The definition of a catalog entry whose canonical schemas are given.
-    fn with_schemas(
+    pub(crate) fn with_schemas(
         entry: &ToolEntry,
         input_schema: Value,
         output_schema: Value,
@@ -299,7 +299,7 @@ impl RegisteredTool {
     /// Compiles the validators on first use: for catalog tools, whose schemas are fixed at
     /// build time and compiled by the build script ([`Registry::compile_all`]), so that
     /// starting a server does not compile a hundred validators it may never use.
-    fn lazy(definition: ToolDefinition) -> RegisteredTool {
+    pub(crate) fn lazy(definition: ToolDefinition) -> RegisteredTool {
         RegisteredTool {
             input: OnceLock::new(),
             output: OnceLock::new(),
@@ -441,41 +441,6 @@ impl Registry {
         Ok(registry)
     }
 
-    /// A registry holding a catalog's tools with the canonical schemas a build script
-    /// prepared ([`Registry::prepared_schemas`], embedded with `include_str!`): start-up
-    /// then neither generates nor checks a schema. An entry `prepared` lacks (or text that
-    /// is not the prepared JSON) is registered as [`Registry::with_catalog`] does.
-    pub fn with_prepared_catalog(catalog: &[ToolEntry], prepared: &str) -> Result<Registry, RegistryError> {
-        let mut prepared: serde_json::Map<String, Value> = serde_json::from_str(prepared).unwrap_or_default();
-        let registry = Registry::new();
-        let tools = catalog
-            .iter()
-            .map(|entry| {
-                let definition = match prepared.remove(entry.spec.name) {
-                    Some(Value::Array(mut pair)) if pair.len() == 2 => {
-                        let output = pair.pop().unwrap_or_default();
-                        ToolDefinition::with_schemas(entry, pair.pop().unwrap_or_default(), output)?
-                    }
-                    _ => ToolDefinition::builtin(entry)?,
-                };
-                Ok(Arc::new(RegisteredTool::lazy(definition)))
-            })
-            .collect::<Result<Vec<_>, RegistryError>>()?;
-        registry.commit(|_| Ok(tools))?;
-        Ok(registry)
-    }
-
-    /// The canonical input and output schemas of a catalog's tools as JSON text, for a
-    /// build script to write and the program to embed ([`Registry::with_prepared_catalog`]).
-    pub fn prepared_schemas(catalog: &[ToolEntry]) -> Result<String, RegistryError> {
-        let mut prepared = serde_json::Map::new();
-        for entry in catalog {
-            let d = ToolDefinition::builtin(entry)?.descriptor;
-            prepared.insert(d.name, Value::Array(vec![d.input_schema, d.output_schema]));
-        }
-        Ok(Value::Object(prepared).to_string())
-    }
-
     /// Compiles every validator not compiled yet; the build script runs this over the
     /// catalog, so a built-in schema that does not compile fails the build.
     pub fn compile_all(&self) -> Result<(), RegistryError> {
@@ -564,7 +529,7 @@ impl Registry {
         self.commit(|_| Ok(old.tools.clone()))
     }
 
-    fn commit(
+    pub(crate) fn commit(
         &self,
         change: impl FnOnce(&[Arc<RegisteredTool>]) -> Result<Vec<Arc<RegisteredTool>>, RegistryError>,
     ) -> Result<Arc<Snapshot>, RegistryError> {

@@ -429,3 +429,29 @@ fn every_builtin_states_honest_annotations() {
         );
     }
 }
+
+/// The schemas the build script prepares give the registry generation would: the same
+/// descriptors, tool for tool; a prepared text that is damaged, or lacks a tool, falls back
+/// to generating that tool's schemas.
+#[test]
+fn a_prepared_catalog_registers_what_generation_registers() {
+    let generated = Registry::with_catalog(BUILTINS).unwrap();
+    let prepared = Registry::prepared_schemas(BUILTINS).unwrap();
+    assert_eq!(prepared.lines().count(), BUILTINS.len());
+    let damaged: String = prepared
+        .lines()
+        .enumerate()
+        .map(|(i, line)| match i % 3 {
+            0 => "not json\n".to_owned(),
+            1 => String::new(),
+            _ => format!("{line}\n"),
+        })
+        .collect();
+    for text in [prepared.as_str(), damaged.as_str(), ""] {
+        let registry = Registry::with_prepared_catalog(BUILTINS, text).unwrap();
+        let (a, b) = (generated.snapshot(), registry.snapshot());
+        let a: Vec<_> = a.descriptors().collect();
+        let b: Vec<_> = b.descriptors().collect();
+        assert_eq!(a, b);
+    }
+}
