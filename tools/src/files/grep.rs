@@ -7,7 +7,7 @@ use kyro_core::{EntryType, Execute, ToolContext, ToolError, WorkspacePath, tool}
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::walk::{WalkOptions, walk};
+use super::walk::WalkOptions;
 
 const DEFAULT_MAX_RESULTS: u32 = 200;
 /// Longest line returned; longer ones are cut (and marked).
@@ -74,6 +74,8 @@ pub struct GrepMatches {
     pub files_searched: u64,
     /// True when more lines matched than were returned.
     pub truncated: bool,
+    /// Entries that could not be read (`path: why`), skipped; at most 100.
+    pub unreadable: Vec<String>,
 }
 
 /// One matching line.
@@ -115,10 +117,22 @@ struct Collector<'a> {
     over: bool,
 }
 
+impl LineMatch {
+    /// What the line costs of the output budget, with its context: path, numbers and JSON
+    /// punctuation cost about 64 bytes a line.
+    pub(super) fn cost(&self) -> usize {
+        self.before
+            .iter()
+            .chain(&self.after)
+            .chain([&self.line])
+            .map(|t| t.len() + 64)
+            .sum()
+    }
+}
+
 impl Collector<'_> {
     /// Takes `text`'s size from the budget; false once it is spent.
     fn spend(&mut self, text: &str) -> bool {
-        // Path, numbers and JSON punctuation cost about this much per line.
         let cost = text.len() + 64;
         if cost > *self.bytes_left {
             self.over = true;
@@ -127,6 +141,103 @@ impl Collector<'_> {
         *self.bytes_left -= cost;
         true
     }
+}
+
+/// The matches of one file searched.
+pub(super) struct FileMatches {
+    /// Path relative to the workspace root, for ordering.
+    pub relative: std::path::PathBuf,
+    pub matches: Vec<LineMatch>,
+    /// More lines matched than the file's collector kept.
+    pub over: bool,
+}
+
+/// One search's matcher, settings and limits, shared by the threads that search.
+pub(super) struct Search<'a> {
+    matcher: &'a grep_regex::RegexMatcher,
+    /// Lines of context before and after each match.
+    context: usize,
+    include: Option<&'a globset::GlobSet>,
+    exclude: Option<&'a globset::GlobSet>,
+    limit: usize,
+    budget: usize,
+}
+
+impl Search<'_> {
+    /// The bytes of lines the result may hold.
+    pub(super) fn budget(&self) -> usize {
+        self.budget
+    }
+
+    /// A searcher for one thread.
+    pub(super) fn searcher(&self) -> Searcher {
+        SearcherBuilder::new()
+            .line_number(true)
+            .before_context(self.context)
+            .after_context(self.context)
+            .binary_detection(grep_searcher::BinaryDetection::quit(b'\0'))
+            .build()
+    }
+
+    /// Searches one file (`None` when `include` or `exclude` leaves it out) with one
+    /// thread's `searcher`, keeping at most the call's limits of its matches.
+    pub(super) fn file(
+        &self,
+        searcher: &mut Searcher,
+        file: &kyro_core::ConfinedPath,
+    ) -> Result<Option<FileMatches>, ToolError> {
+        let relative = file.relative().to_owned();
+        if self.include.is_some_and(|set| !set.is_match(&relative))
+            || self.exclude.is_some_and(|set| set.is_match(&relative))
+        {
+            return Ok(None);
+        }
+        let handle = file.open()?;
+        let mut matches = Vec::new();
+        let mut bytes_left = self.budget;
+        let mut sink = Collector {
+            path: file.display(),
+            out: &mut matches,
+            pending_before: Vec::new(),
+            limit: self.limit,
+            bytes_left: &mut bytes_left,
+            over: false,
+        };
+        searcher
+            .search_file(self.matcher, &handle, &mut sink)
+            .map_err(|e| ToolError::io("search", file.given(), &e))?;
+        let over = sink.over;
+        Ok(Some(FileMatches {
+            relative,
+            matches,
+            over,
+        }))
+    }
+}
+
+/// The `exclude` globs as ignore overrides rooted at the workspace root, so that an
+/// excluded directory is never entered (a bare pattern matches at any depth, as in
+/// ripgrep's `--glob '!PATTERN'`).
+fn excludes(root: &std::path::Path, patterns: &[String]) -> Result<Option<ignore::overrides::Override>, ToolError> {
+    if patterns.is_empty() {
+        return Ok(None);
+    }
+    let mut builder = ignore::overrides::OverrideBuilder::new(root);
+    for pattern in patterns {
+        builder
+            .add(&format!("!{pattern}"))
+            .map_err(|e| Failure::InvalidPattern {
+                pattern: pattern.clone(),
+                message: e.to_string(),
+            })?;
+    }
+    builder.build().map(Some).map_err(|e| {
+        Failure::InvalidPattern {
+            pattern: patterns.join(", "),
+            message: e.to_string(),
+        }
+        .into()
+    })
 }
 
 impl Sink for Collector<'_> {
@@ -243,27 +354,34 @@ impl Execute for Grep {
         let include = globs(&self.include)?;
         let exclude = globs(&self.exclude)?;
         let context = self.context.unwrap_or(0) as usize;
-        let mut searcher = SearcherBuilder::new()
-            .line_number(true)
-            .before_context(context)
-            .after_context(context)
-            .binary_detection(grep_searcher::BinaryDetection::quit(b'\0'))
-            .build();
         let start = cx.path(&self.path.unwrap_or_else(|| WorkspacePath::new(".")))?;
-        let files = match start.entry_type()? {
+        let limit = self.max_results.unwrap_or(DEFAULT_MAX_RESULTS) as usize;
+        // Three quarters of the output limit for the lines, the rest for JSON escapes.
+        let budget = (cx.output_limit() / 4 * 3) as usize;
+        let search = Search {
+            matcher: &matcher,
+            context,
+            include: include.as_ref(),
+            exclude: exclude.as_ref(),
+            limit,
+            budget,
+        };
+        let (found, mut truncated, unreadable) = match start.entry_type()? {
             Some(EntryType::Directory) => {
                 let options = WalkOptions {
                     include_hidden: self.include_hidden,
                     respect_gitignore: self.respect_gitignore,
                     max_depth: None,
                 };
-                walk(&start, &options, cx.stop())?
-                    .into_iter()
-                    .filter(|w| w.kind == EntryType::File)
-                    .map(|w| w.path)
-                    .collect()
+                let root = cx.path(&WorkspacePath::new("."))?.host_path();
+                let excluded = excludes(&root, &self.exclude)?;
+                super::search_tree::search_tree(&start, &options, excluded, &search, cx.stop())?
             }
-            Some(EntryType::File) => vec![start],
+            Some(EntryType::File) => (
+                search.file(&mut search.searcher(), &start)?.into_iter().collect(),
+                false,
+                Vec::new(),
+            ),
             Some(_) => {
                 return Err(ToolError::NotAFile {
                     path: start.given().to_owned(),
@@ -275,42 +393,26 @@ impl Execute for Grep {
                 });
             }
         };
-        let limit = self.max_results.unwrap_or(DEFAULT_MAX_RESULTS) as usize;
+        let searched = found.len() as u64;
         let mut matches = Vec::new();
-        let mut searched = 0;
-        let mut truncated = false;
-        // Three quarters of the output limit for the lines, the rest for JSON escapes.
-        let mut bytes_left = (cx.output_limit() / 4 * 3) as usize;
-        for file in files {
-            cx.stop().check()?;
-            let relative = file.relative().to_owned();
-            if include.as_ref().is_some_and(|set| !set.is_match(&relative))
-                || exclude.as_ref().is_some_and(|set| set.is_match(&relative))
-            {
-                continue;
-            }
-            searched += 1;
-            let handle = file.open()?;
-            let mut sink = Collector {
-                path: file.display(),
-                out: &mut matches,
-                pending_before: Vec::new(),
-                limit,
-                bytes_left: &mut bytes_left,
-                over: false,
-            };
-            searcher
-                .search_file(&matcher, &handle, &mut sink)
-                .map_err(|e| ToolError::io("search", file.given(), &e))?;
-            if sink.over {
-                truncated = true;
-                break;
+        let mut bytes_left = budget;
+        'files: for file in found {
+            truncated |= file.over;
+            for m in file.matches {
+                let cost = m.cost();
+                if matches.len() >= limit || cost > bytes_left {
+                    truncated = true;
+                    break 'files;
+                }
+                bytes_left -= cost;
+                matches.push(m);
             }
         }
         Ok(GrepMatches {
             matches,
             files_searched: searched,
             truncated,
+            unreadable,
         })
     }
 }
@@ -336,6 +438,56 @@ mod tests {
             std::fs::write(p, body).unwrap();
         }
         ws
+    }
+
+    /// An entry the walk cannot read (here a directory whose .gitignore does not parse) is
+    /// reported and skipped, the rest still searched; an excluded directory is never
+    /// entered, so its fault never shows.
+    #[test]
+    fn an_unreadable_entry_is_reported_and_an_excluded_directory_never_entered() {
+        let ws = setup();
+        std::fs::create_dir_all(ws.path().join("vendor")).unwrap();
+        std::fs::create_dir_all(ws.path().join("vendor")).unwrap();
+        std::fs::write(ws.path().join("vendor/.gitignore"), "{a\n").unwrap();
+        std::fs::write(ws.path().join("vendor/v.rs"), "TODO vendored\n").unwrap();
+        let r = ok(call(ws.path(), "grep", json!({"pattern": "TODO"})));
+        let unreadable = r["unreadable"].as_array().unwrap();
+        assert_eq!(unreadable.len(), 1, "{r}");
+        assert!(unreadable[0].as_str().unwrap().contains("vendor"), "{r}");
+        assert_eq!(
+            lines(&r),
+            [
+                "src/a.rs:2:    let x = 1; // TODO fix|me",
+                "vendor/v.rs:1:TODO vendored"
+            ]
+        );
+        let r = ok(call(
+            ws.path(),
+            "grep",
+            json!({"pattern": "TODO", "exclude": ["vendor"]}),
+        ));
+        assert_eq!(r["unreadable"], json!([]), "{r}");
+        assert_eq!(lines(&r), ["src/a.rs:2:    let x = 1; // TODO fix|me"]);
+    }
+
+    /// Many files searched on several threads still come back in path order, component by
+    /// component (`d/x` before `d-x`), as one sorted walk gives them.
+    #[test]
+    fn matches_come_in_path_order_whatever_thread_found_them() {
+        let ws = workspace();
+        let mut expected = Vec::new();
+        for d in ["d", "d-x", "d.y", "e"] {
+            for f in 0..30 {
+                let path = format!("{d}/f{f:02}.txt");
+                let p = ws.path().join(&path);
+                std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                std::fs::write(p, "hit\n").unwrap();
+                expected.push(format!("{path}:1:hit"));
+            }
+        }
+        let r = ok(call(ws.path(), "grep", json!({"pattern": "hit", "max_results": 5000})));
+        assert_eq!(lines(&r), expected);
+        assert_eq!(r["files_searched"], 120);
     }
 
     fn lines(result: &serde_json::Value) -> Vec<String> {

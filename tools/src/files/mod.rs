@@ -14,6 +14,7 @@ mod move_path;
 mod multi_edit;
 mod read_file;
 mod read_many_files;
+mod search_tree;
 mod settled;
 mod text_file;
 mod walk;
