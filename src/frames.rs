@@ -48,14 +48,38 @@ const WRITE_BATCH: usize = 1024 * 1024;
 /// (rmcp gets its typed message, not text to parse again), and answers serialized once
 /// straight into the lines written to stdout; and the writer's task, to await once rmcp
 /// is done so that the last answers reach stdout before the process ends.
-/// `before_write` runs before each write of answers (the server writes out the receipts it
-/// holds back there, so a receipt is in its log before the answer leaves).
-pub fn guarded_stdio(max_in_flight: usize, before_write: BeforeWrite) -> (Guarded, tokio::task::JoinHandle<()>) {
-    guarded(stdin(), stdout(), max_in_flight, before_write)
+pub fn guarded_stdio(max_in_flight: usize, hooks: Hooks) -> (Guarded, tokio::task::JoinHandle<()>) {
+    guarded(stdin(), stdout(), max_in_flight, hooks)
 }
 
-/// What runs before each write to stdout.
-pub type BeforeWrite = Box<dyn Fn() + Send + Sync>;
+/// What the server does at this edge.
+pub struct Hooks {
+    /// Runs before each write of answers (the server writes out the receipts it holds back
+    /// there, so a receipt is in its log before the answer leaves).
+    pub before_write: Box<dyn Fn() + Send + Sync>,
+    /// The registry's version. With it, the answer rmcp gave to `tools/list` without a
+    /// cursor is kept, serialized, and a later such request of the same version is answered
+    /// here with those bytes instead of being listed and serialized again.
+    pub version: Option<Box<dyn Fn() -> u64 + Send + Sync>>,
+}
+
+impl Default for Hooks {
+    fn default() -> Hooks {
+        Hooks {
+            before_write: Box::new(|| ()),
+            version: None,
+        }
+    }
+}
+
+/// The kept `tools/list` answer.
+#[derive(Default)]
+struct Listing {
+    /// Requests for the first page passed to rmcp, by id, with the registry version then.
+    asked: HashMap<String, u64>,
+    /// The `result` of the first page answered last, serialized, and its version.
+    kept: Option<(u64, Arc<Vec<u8>>)>,
+}
 
 /// Standard input: a pipe is read through the runtime's poller; anything else (a file, a
 /// terminal) through tokio's blocking reader.
@@ -97,17 +121,26 @@ pub fn guarded(
     input: impl AsyncRead + Send + Unpin + 'static,
     output: impl AsyncWrite + Send + Unpin + 'static,
     max_in_flight: usize,
-    before_write: BeforeWrite,
+    hooks: Hooks,
 ) -> (Guarded, tokio::task::JoinHandle<()>) {
     let (incoming, received) = mpsc::channel(INPUT_QUEUE);
     let (lines, queue) = mpsc::channel::<Vec<u8>>(OUTPUT_QUEUE);
-    let writer = tokio::spawn(write_lines(queue, output, before_write));
+    let writer = tokio::spawn(write_lines(queue, output, hooks.before_write));
     let in_flight = InFlight::new(max_in_flight);
-    tokio::spawn(check_requests(input, incoming, lines.clone(), in_flight.clone()));
+    let listing = hooks
+        .version
+        .map(|version| (Arc::new(version), Arc::<Mutex<Listing>>::default()));
+    tokio::spawn(check_requests(
+        input,
+        incoming,
+        (lines.clone(), listing.clone()),
+        in_flight.clone(),
+    ));
     let transport = Guarded {
         received,
         lines,
         in_flight,
+        listing: listing.map(|(_, kept)| kept),
     };
     (transport, writer)
 }
@@ -117,6 +150,7 @@ pub struct Guarded {
     received: mpsc::Receiver<RxJsonRpcMessage<RoleServer>>,
     lines: mpsc::Sender<Vec<u8>>,
     in_flight: InFlight,
+    listing: Option<Arc<Mutex<Listing>>>,
 }
 
 impl rmcp::transport::Transport<RoleServer> for Guarded {
@@ -131,6 +165,9 @@ impl rmcp::transport::Transport<RoleServer> for Guarded {
             JsonRpcMessage::Error(error) => error.id.as_ref().map(typed_key),
             _ => None,
         };
+        if let (Some(listing), JsonRpcMessage::Response(response)) = (&self.listing, &item) {
+            keep_listing(listing, response);
+        }
         // Serialized here, once, into the line that goes out.
         let line = serde_json::to_vec(&item).map(|mut line| {
             line.push(b'\n');
@@ -168,7 +205,7 @@ impl rmcp::transport::Transport<RoleServer> for Guarded {
 async fn write_lines(
     mut queue: mpsc::Receiver<Vec<u8>>,
     mut output: impl AsyncWrite + Unpin,
-    before_write: BeforeWrite,
+    before_write: Box<dyn Fn() + Send + Sync>,
 ) {
     let mut batch: Vec<u8> = Vec::new();
     while let Some(line) = queue.recv().await {
@@ -250,11 +287,15 @@ fn typed_key(id: &RequestId) -> String {
 async fn check_requests(
     input: impl AsyncRead + Unpin,
     to_rmcp: mpsc::Sender<RxJsonRpcMessage<RoleServer>>,
-    lines: mpsc::Sender<Vec<u8>>,
+    (lines, listing): (
+        mpsc::Sender<Vec<u8>>,
+        Option<(Arc<Box<dyn Fn() -> u64 + Send + Sync>>, Arc<Mutex<Listing>>)>,
+    ),
     in_flight: InFlight,
 ) {
     type Message = RxJsonRpcMessage<RoleServer>;
     let mut reader = Frames::new(input);
+    let mut initialized = false;
     // A request read while rmcp holds the maximum: it waits here (one at most) while the
     // messages behind it that need no room (responses, notifications) still pass.
     let mut held: Option<(String, Message)> = None;
@@ -286,7 +327,15 @@ async fn check_requests(
                 -32600,
                 format!("Invalid Request: the message is over the {MAX_FRAME}-byte limit"),
             )),
-            Frame::Line(line) => check(&line).and_then(|(passed, message)| typed(passed, message)),
+            Frame::Line(line) => check(&line).and_then(|(passed, message)| {
+                initialized |= message["method"] == "notifications/initialized";
+                if let (true, Some((version, kept))) = (initialized, &listing)
+                    && let Some(answer) = listed(&passed, &message, version(), kept)
+                {
+                    return Err(answer);
+                }
+                typed(passed, message)
+            }),
         };
         let (passed, message) = match passed {
             Ok((passed, Some(message))) => (passed, message),
@@ -331,6 +380,53 @@ async fn check_requests(
         if to_rmcp.send(message).await.is_err() {
             return;
         }
+    }
+}
+
+/// The answer to a `tools/list` request without a cursor from the kept bytes, when they are
+/// of the registry's `version`; otherwise the request is noted, to keep rmcp's answer.
+fn listed(passed: &Passed, message: &Value, version: u64, listing: &Mutex<Listing>) -> Option<Vec<u8>> {
+    let first_page = message
+        .get("params")
+        .and_then(|p| p.get("cursor"))
+        .is_none_or(Value::is_null);
+    let Passed::Request(key) = passed else { return None };
+    if message["method"] != "tools/list" || !first_page {
+        return None;
+    }
+    let mut listing = listing.lock().unwrap_or_else(|p| p.into_inner());
+    let result = match &listing.kept {
+        Some((kept, result)) if *kept == version => result.clone(),
+        _ => {
+            if listing.asked.len() < 1024 {
+                listing.asked.insert(key.clone(), version);
+            }
+            return None;
+        }
+    };
+    let id = serde_json::to_vec(message.get("id")?).ok()?;
+    let mut line = Vec::with_capacity(result.len() + id.len() + 40);
+    line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    line.extend_from_slice(&id);
+    line.extend_from_slice(b",\"result\":");
+    line.extend_from_slice(&result);
+    line.extend_from_slice(b"}\n");
+    Some(line)
+}
+
+/// Keeps rmcp's answer to a noted `tools/list` request, with the version noted (a list
+/// made after a later change is kept under the earlier version, so it is never served:
+/// versions only grow).
+fn keep_listing(listing: &Mutex<Listing>, response: &rmcp::model::JsonRpcResponse<rmcp::model::ServerResult>) {
+    let mut listing = listing.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(version) = listing.asked.remove(&typed_key(&response.id)) else {
+        return;
+    };
+    if let rmcp::model::ServerResult::ListToolsResult(result) = &response.result
+        && result.next_cursor.is_none()
+        && let Ok(bytes) = serde_json::to_vec(&response.result)
+    {
+        listing.kept = Some((version, Arc::new(bytes)));
     }
 }
 
@@ -524,7 +620,7 @@ mod tests {
     async fn through(input: Vec<u8>) -> (Vec<Value>, Vec<Value>) {
         let (mut client, server_in) = tokio::io::duplex(1024 * 1024);
         let (server_out, client_out) = tokio::io::duplex(1024 * 1024);
-        let (mut transport, _writer) = guarded(server_in, server_out, 64, Box::new(|| ()));
+        let (mut transport, _writer) = guarded(server_in, server_out, 64, super::Hooks::default());
         let writer = tokio::spawn(async move {
             client.write_all(&input).await.unwrap();
             client.shutdown().await.unwrap();
@@ -606,7 +702,7 @@ mod tests {
         rt().block_on(async {
             let (mut client, server_in) = tokio::io::duplex(1024 * 1024);
             let (server_out, _client_out) = tokio::io::duplex(1024 * 1024);
-            let (mut rmcp, _writer) = guarded(server_in, server_out, 2, Box::new(|| ()));
+            let (mut rmcp, _writer) = guarded(server_in, server_out, 2, super::Hooks::default());
             let request = |id: u64| format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n");
             let mut burst = String::new();
             for id in 1..=3 {
@@ -659,7 +755,7 @@ mod tests {
         rt().block_on(async {
             let (mut client, server_in) = tokio::io::duplex(1024 * 1024);
             let (server_out, _never_read) = tokio::io::duplex(1024);
-            let (mut rmcp, _writer) = guarded(server_in, server_out, 2, Box::new(|| ()));
+            let (mut rmcp, _writer) = guarded(server_in, server_out, 2, super::Hooks::default());
             let burst: String = (1..=1000)
                 .map(|id| format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n"))
                 .collect();

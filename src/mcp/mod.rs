@@ -106,10 +106,28 @@ impl KyroServer {
     /// Receipts held back by the observers are written before each write of answers, at
     /// the end, and on SIGTERM or SIGINT (which then end the process, status 143 or 130).
     pub async fn serve_stdio(self) -> Result<(), crate::ServeError> {
+        self.serve_lines(None).await
+    }
+
+    /// [`KyroServer::serve_stdio`], or over `streams` (input, output) for tests.
+    pub(crate) async fn serve_lines(
+        self,
+        streams: Option<(
+            Box<dyn tokio::io::AsyncRead + Send + Unpin>,
+            Box<dyn tokio::io::AsyncWrite + Send + Unpin>,
+        )>,
+    ) -> Result<(), crate::ServeError> {
         let runtime = self.runtime.clone();
         let flusher = runtime.clone();
-        let (transport, writer) =
-            crate::frames::guarded_stdio(self.max_in_flight(), Box::new(move || flusher.flush_observers()));
+        let registry = runtime.registry().clone();
+        let hooks = crate::frames::Hooks {
+            before_write: Box::new(move || flusher.flush_observers()),
+            version: Some(Box::new(move || registry.snapshot().version())),
+        };
+        let (transport, writer) = match streams {
+            None => crate::frames::guarded_stdio(self.max_in_flight(), hooks),
+            Some((input, output)) => crate::frames::guarded(input, output, self.max_in_flight(), hooks),
+        };
         let served = async {
             let running = self
                 .serve(transport)

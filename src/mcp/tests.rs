@@ -382,3 +382,75 @@ fn an_image_result_carries_its_bytes_once() {
         assert_eq!(structured["width"], 1);
     }
 }
+
+/// Over stdio, `tools/list` without a cursor is answered, after the first time, from the
+/// bytes of rmcp's first answer kept for the registry version: they are what the handler
+/// lists (asked with a cursor of 0, which only the handler answers), before and after the
+/// registry changes.
+#[test]
+fn the_prepared_listing_is_the_handlers_and_follows_the_registry() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    rt().block_on(async {
+        let workspace = tempfile::tempdir().unwrap();
+        let registry = Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());
+        let runtime = Runtime::new(
+            registry.clone(),
+            Workspace::new(workspace.path()).unwrap(),
+            &Policy::default(),
+        )
+        .unwrap();
+        let (mut client, server_in) = tokio::io::duplex(1 << 20);
+        let (server_out, client_out) = tokio::io::duplex(1 << 22);
+        tokio::spawn(KyroServer::new(runtime).serve_lines(Some((Box::new(server_in), Box::new(server_out)))));
+        let mut lines = tokio::io::BufReader::new(client_out).lines();
+        let mut ask = async |id: u64, method: &str, params: Value| -> Value {
+            let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+            client.write_all(format!("{message}\n").as_bytes()).await.unwrap();
+            if method == "initialize" {
+                let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+                client.write_all(format!("{initialized}\n").as_bytes()).await.unwrap();
+            }
+            loop {
+                let line = lines.next_line().await.unwrap().unwrap();
+                let answer: Value = serde_json::from_str(&line).unwrap();
+                if answer["id"] == id {
+                    return answer;
+                }
+            }
+        };
+        let init =
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}});
+        ask(1, "initialize", init).await;
+        let first = ask(2, "tools/list", json!({})).await;
+        let prepared = ask(6, "tools/list", json!({})).await;
+        assert_eq!(first, json!({"jsonrpc": "2.0", "id": 2, "result": prepared["result"]}));
+        let handled = ask(3, "tools/list", json!({"cursor": "0"})).await;
+        let keys = |v: &Value| v["result"].as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        assert_eq!(keys(&prepared), keys(&handled));
+        let (a, b) = (
+            prepared["result"]["tools"].as_array().unwrap(),
+            handled["result"]["tools"].as_array().unwrap(),
+        );
+        assert_eq!(a.len(), b.len());
+        for (x, y) in a.iter().zip(b) {
+            assert_eq!(x, y, "{}", x["name"]);
+        }
+        assert_eq!(prepared["result"], handled["result"]);
+        assert_eq!(
+            prepared["result"]["tools"].as_array().unwrap().len(),
+            kyro_tools::BUILTINS.len()
+        );
+        registry.register(slow_tool(Arc::default())).unwrap();
+        ask(7, "tools/list", json!({})).await;
+        let prepared = ask(4, "tools/list", json!({})).await;
+        let handled = ask(5, "tools/list", json!({"cursor": "0"})).await;
+        assert_eq!(prepared["result"], handled["result"]);
+        let names: Vec<&str> = prepared["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert!(names.contains(&"slow"), "{names:?}");
+    });
+}
