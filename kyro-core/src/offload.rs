@@ -40,7 +40,11 @@ impl Offloaded {
                     // Resolves when told to stop (or when the caller's side is gone).
                     let _ = stopped.await;
                 };
-                first_of(tool.executor().run(arguments, &cx), stopped).await
+                let run = async {
+                    let result = tool.executor().run(arguments, &cx).await?;
+                    checked(&tool, result, cx.output_limit())
+                };
+                first_of(run, stopped).await
             })
         });
         Offloaded { stop: Some(stop), work }
@@ -68,6 +72,22 @@ impl Offloaded {
         drop(self.stop.take());
         tokio::time::timeout(STOP_GRACE, &mut self.work).await.is_ok()
     }
+}
+
+/// A result within the output limit (`limit` bytes of JSON) and valid against the tool's
+/// output schema, checked here, on the executor's thread, not on the one serving requests.
+fn checked(tool: &RegisteredTool, result: Value, limit: u64) -> Result<Value, ToolError> {
+    let bytes = crate::size::json_len(&result);
+    if bytes > limit {
+        return Err(ToolError::OutputTooLarge { bytes, limit });
+    }
+    let output = tool.output().map_err(ToolError::from)?;
+    if let Some(first) = output.violations(&result).into_iter().next() {
+        return Err(ToolError::Output {
+            message: format!("{}: {}", first.pointer, first.message),
+        });
+    }
+    Ok(result)
 }
 
 /// Runs `work` unless `cancel` completes first; dropping `work` stops the executor.

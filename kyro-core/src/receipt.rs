@@ -84,7 +84,7 @@ pub trait Observer: Send + Sync {
     /// are not an object) and its outcome, with the result or the error.
     fn observe(&self, receipt: &Receipt, call: Option<&CanonicalCall>, outcome: &Outcome);
 
-    /// Writes out what the observer holds back, if anything ([`Runtime::flush_observers`](crate::Runtime::flush_observers)).
+    /// Writes out what the observer holds back, if anything (the runtime's `flush_observers`).
     fn flush(&self) {}
 }
 

@@ -385,10 +385,12 @@ impl Runtime {
                 tool: name.clone(),
                 error,
             },
-            Some(Ok(Ok(result))) => {
-                let text = text.lock().unwrap_or_else(|e| e.into_inner()).take();
-                self.check_result(&tool, name.clone(), result, text)
-            }
+            // Checked against the output limit and schema on the executor's thread.
+            Some(Ok(Ok(result))) => Outcome::Ok {
+                tool: name.clone(),
+                result,
+                text: text.lock().unwrap_or_else(|e| e.into_inner()).take(),
+            },
         };
         Staged {
             tool: Some(name),
@@ -478,41 +480,6 @@ impl Runtime {
                     })
                 }
             }
-        }
-    }
-
-    fn check_result(&self, tool: &RegisteredTool, name: String, result: Value, text: Option<String>) -> Outcome {
-        let bytes = crate::size::json_len(&result);
-        if bytes > self.limits.max_output_bytes {
-            return Outcome::ExecutionFailed {
-                tool: name,
-                error: ToolError::OutputTooLarge {
-                    bytes,
-                    limit: self.limits.max_output_bytes,
-                },
-            };
-        }
-        let output = match tool.output() {
-            Ok(output) => output,
-            Err(error) => {
-                return Outcome::ExecutionFailed {
-                    tool: name,
-                    error: error.into(),
-                };
-            }
-        };
-        if let Some(first) = output.violations(&result).into_iter().next() {
-            return Outcome::ExecutionFailed {
-                tool: name,
-                error: ToolError::Output {
-                    message: format!("{}: {}", first.pointer, first.message),
-                },
-            };
-        }
-        Outcome::Ok {
-            tool: name,
-            result,
-            text,
         }
     }
 }
