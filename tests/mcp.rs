@@ -811,3 +811,42 @@ fn the_file_templates_path_completes_within_the_workspace_only() {
     assert!(complete(6, "../").is_empty(), "nothing outside the workspace");
     assert!(complete(7, "/etc/").is_empty(), "nothing outside the workspace");
 }
+
+/// A receipt is in the log before its answer leaves (receipts are held back only until the
+/// next write of answers, and written just before it), and SIGTERM writes out what the log
+/// holds before kyro ends, with status 143.
+#[test]
+fn every_answered_call_is_in_the_log_and_sigterm_ends_after_writing_it() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "a\n").unwrap();
+    let mut server = Server::start(ws.path());
+    let log = ws.path().join(".kyro/receipts.jsonl");
+    let receipted = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains("\"read_file\""))
+            .count()
+    };
+    // Pipelined: the receipts of calls answered together go out in one write.
+    for id in 10..60 {
+        server.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "read_file", "arguments": {"path": "a.txt"}}})
+                .to_string(),
+        );
+    }
+    for (answered, id) in (10..60).enumerate() {
+        let answer = server.answer(id);
+        assert_eq!(answer["result"]["isError"], false, "{answer}");
+        assert!(receipted() > answered, "answer {id} arrived before its receipt");
+    }
+    assert_eq!(receipted(), 50);
+    let killed = Command::new("kill")
+        .args(["-TERM", &server.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = server.child.wait().unwrap();
+    assert_eq!(status.code(), Some(143), "{status:?}");
+    assert_eq!(receipted(), 50);
+}
