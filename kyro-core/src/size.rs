@@ -23,16 +23,22 @@ pub(crate) fn json_len(value: &Value) -> u64 {
 /// `\n`, `\f`, `\r`) take one byte more, every other control character five (`\u001f`).
 fn string_len(s: &str) -> u64 {
     let bytes = s.as_bytes();
-    let special = bytes.iter().filter(|&&b| b < 0x20 || b == b'"' || b == b'\\').count();
-    let long = if special == 0 {
-        0
-    } else {
-        bytes
-            .iter()
-            .filter(|&&b| b < 0x20 && !matches!(b, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d))
-            .count()
-    };
-    (2 + bytes.len() + special + 4 * long) as u64
+    // Counted in blocks small enough for a 16-bit sum (5 at most a byte), which the
+    // compiler turns into vector instructions.
+    let escapes: usize = bytes
+        .chunks(8192)
+        .map(|block| block.iter().fold(0u16, |n, &b| n + extra(b)) as usize)
+        .sum();
+    (2 + bytes.len() + escapes) as u64
+}
+
+/// The bytes an escape adds to `b`.
+#[inline(always)]
+fn extra(b: u8) -> u16 {
+    let control = b < 0x20;
+    let special = control | (b == b'"') | (b == b'\\');
+    let short = matches!(b, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d);
+    u16::from(special) + 4 * u16::from(control & !short)
 }
 
 fn number_len(n: &serde_json::Number) -> u64 {
