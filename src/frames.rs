@@ -72,6 +72,9 @@ impl Default for Hooks {
     }
 }
 
+/// The registry's version and the kept `tools/list` answer, as the reader sees them.
+type Kept = (Arc<Box<dyn Fn() -> u64 + Send + Sync>>, Arc<Mutex<Listing>>);
+
 /// The kept `tools/list` answer.
 #[derive(Default)]
 struct Listing {
@@ -287,10 +290,7 @@ fn typed_key(id: &RequestId) -> String {
 async fn check_requests(
     input: impl AsyncRead + Unpin,
     to_rmcp: mpsc::Sender<RxJsonRpcMessage<RoleServer>>,
-    (lines, listing): (
-        mpsc::Sender<Vec<u8>>,
-        Option<(Arc<Box<dyn Fn() -> u64 + Send + Sync>>, Arc<Mutex<Listing>>)>,
-    ),
+    (lines, listing): (mpsc::Sender<Vec<u8>>, Option<Kept>),
     in_flight: InFlight,
 ) {
     type Message = RxJsonRpcMessage<RoleServer>;
