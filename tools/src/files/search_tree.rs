@@ -28,17 +28,7 @@ pub(super) fn search_tree(
     stop: &StopSignal,
 ) -> Result<(Vec<FileMatches>, bool, Vec<String>), ToolError> {
     let host = start.host_path();
-    let mut builder = ignore::WalkBuilder::new(&host);
-    builder
-        .follow_links(false)
-        .hidden(!options.include_hidden)
-        .git_ignore(options.respect_gitignore)
-        .git_global(false)
-        .git_exclude(options.respect_gitignore)
-        .ignore(options.respect_gitignore)
-        .parents(options.respect_gitignore)
-        .require_git(false)
-        .max_depth(options.max_depth);
+    let mut builder = super::walk::walker(&host, options);
     if let Some(excluded) = excluded {
         builder.overrides(excluded);
     }

@@ -20,11 +20,9 @@ pub(crate) struct Walked {
     pub kind: EntryType,
 }
 
-/// Every entry below `start` (not `start` itself), in sorted order; ends with
-/// [`ToolError::Stopped`] as soon as `stop` is set.
-pub(crate) fn walk(start: &ConfinedPath, options: &WalkOptions, stop: &StopSignal) -> Result<Vec<Walked>, ToolError> {
-    let host = start.host_path();
-    let mut builder = ignore::WalkBuilder::new(&host);
+/// A walk of `host` as `options` say, symlinks never followed (ripgrep's rules).
+pub(crate) fn walker(host: &std::path::Path, options: &WalkOptions) -> ignore::WalkBuilder {
+    let mut builder = ignore::WalkBuilder::new(host);
     builder
         .follow_links(false)
         .hidden(!options.include_hidden)
@@ -34,8 +32,16 @@ pub(crate) fn walk(start: &ConfinedPath, options: &WalkOptions, stop: &StopSigna
         .ignore(options.respect_gitignore)
         .parents(options.respect_gitignore)
         .require_git(false)
-        .max_depth(options.max_depth)
-        .sort_by_file_name(|a, b| a.cmp(b));
+        .max_depth(options.max_depth);
+    builder
+}
+
+/// Every entry below `start` (not `start` itself), in sorted order; ends with
+/// [`ToolError::Stopped`] as soon as `stop` is set.
+pub(crate) fn walk(start: &ConfinedPath, options: &WalkOptions, stop: &StopSignal) -> Result<Vec<Walked>, ToolError> {
+    let host = start.host_path();
+    let mut builder = walker(&host, options);
+    builder.sort_by_file_name(|a, b| a.cmp(b));
     let mut out = Vec::new();
     for entry in builder.build() {
         stop.check()?;
