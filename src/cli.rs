@@ -321,13 +321,17 @@ fn load_policy(session: &Session) -> Result<Policy, ExitCode> {
 
 /// The runtime of a session: workspace, policy and the receipt log under `.kyro/`.
 /// A `batched` receipt log holds receipts back until the server's next write of answers.
-fn open_runtime(registry: Arc<Registry>, session: &Session, batched: bool) -> Result<Runtime, ExitCode> {
+fn open_runtime(
+    registry: Arc<Registry>,
+    session: &Session,
+    policy: &Policy,
+    batched: bool,
+) -> Result<Runtime, ExitCode> {
     let root = session.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
     let workspace = Workspace::new(&root).map_err(|e| usage(&format!("workspace `{}`: {e}", root.display())))?;
-    let policy = load_policy(session)?;
     let log = JsonlReceiptLog::in_workspace(workspace.root());
     let log = Arc::new(if batched { log.batched() } else { log });
-    Runtime::new(registry, workspace, &policy)
+    Runtime::new(registry, workspace, policy)
         .map(|runtime| runtime.with_observer(log))
         .map_err(|e| usage(&format!("policy: {e}")))
 }
@@ -372,9 +376,9 @@ fn say_sandbox(runtime: &Runtime, background: bool) {
 fn start(
     registry: &Arc<Registry>,
     session: &Session,
-    (serving, stdio): (bool, bool),
+    (policy, serving, stdio): (&Policy, bool, bool),
 ) -> Result<(Runtime, tokio::runtime::Runtime, Vec<upstream::Upstream>), ExitCode> {
-    let runtime = open_runtime(registry.clone(), session, serving && stdio)?;
+    let runtime = open_runtime(registry.clone(), session, policy, serving && stdio)?;
     say_sandbox(&runtime, serving);
     let executor = async_runtime()?;
     let upstreams = connect_upstreams(&executor, registry, &runtime, session)?;
@@ -392,12 +396,12 @@ fn mcp(
         Ok(auth) => auth,
         Err(e) => return fail(&format!("mcp: the HTTP token: {e}")),
     };
-    let (runtime, executor, _upstreams) = match start(&registry, session, (true, http.is_none())) {
-        Ok(started) => started,
-        Err(code) => return code,
-    };
     let policy = match load_policy(session) {
         Ok(policy) => policy,
+        Err(code) => return code,
+    };
+    let (runtime, executor, _upstreams) = match start(&registry, session, (&policy, true, http.is_none())) {
+        Ok(started) => started,
         Err(code) => return code,
     };
     let mut chosen = catalog.over(&policy.catalog);
@@ -440,7 +444,11 @@ fn call(
         return usage("--approve asks on a terminal; pass --approve-fingerprint HEX instead");
     }
     // Upstream tools first, so their schemas type the arguments below.
-    let (runtime, executor, _upstreams) = match start(&registry, session, (false, false)) {
+    let policy = match load_policy(session) {
+        Ok(policy) => policy,
+        Err(code) => return code,
+    };
+    let (runtime, executor, _upstreams) = match start(&registry, session, (&policy, false, false)) {
         Ok(started) => started,
         Err(code) => return code,
     };

@@ -73,7 +73,7 @@ impl Default for Hooks {
 }
 
 /// The registry's version and the kept `tools/list` answer, as the reader sees them.
-type Kept = (Arc<Box<dyn Fn() -> u64 + Send + Sync>>, Arc<Mutex<Listing>>);
+type Kept = (Box<dyn Fn() -> u64 + Send + Sync>, Arc<Mutex<Listing>>);
 
 /// The kept `tools/list` answer.
 #[derive(Default)]
@@ -130,20 +130,19 @@ pub fn guarded(
     let (lines, queue) = mpsc::channel::<Vec<u8>>(OUTPUT_QUEUE);
     let writer = tokio::spawn(write_lines(queue, output, hooks.before_write));
     let in_flight = InFlight::new(max_in_flight);
-    let listing = hooks
-        .version
-        .map(|version| (Arc::new(version), Arc::<Mutex<Listing>>::default()));
+    let listing = hooks.version.map(|version| (version, Arc::<Mutex<Listing>>::default()));
+    let kept = listing.as_ref().map(|(_, kept)| kept.clone());
     tokio::spawn(check_requests(
         input,
         incoming,
-        (lines.clone(), listing.clone()),
+        (lines.clone(), listing),
         in_flight.clone(),
     ));
     let transport = Guarded {
         received,
         lines,
         in_flight,
-        listing: listing.map(|(_, kept)| kept),
+        listing: kept,
     };
     (transport, writer)
 }

@@ -303,35 +303,28 @@ fn object(schema: &Value) -> Map<String, Value> {
 /// A successful result: structured content with its JSON text; an image result
 /// (`mime_type: image/*` with base64 `data`, as browser_screenshot returns) also comes as
 /// an image content block, and its text names the image instead of repeating it.
-fn ok_result(result: Value, text: Option<String>, mode: TextMode) -> CallToolResult {
+fn ok_result(mut result: Value, text: Option<String>, mode: TextMode) -> CallToolResult {
     let image = result
         .get("mime_type")
         .and_then(Value::as_str)
         .filter(|m| m.starts_with("image/"))
         .zip(result.get("data").and_then(Value::as_str))
         .map(|(mime, data)| (mime.to_owned(), data.to_owned()));
-    let Some((mime, data)) = image else {
-        // The result is serialized once, in the response: the text block is the readable
-        // rendering, or the JSON text only when that is what was asked for.
-        let text = match (mode, text) {
-            (TextMode::Readable, Some(text)) => text,
-            (TextMode::Readable, None) => text::readable(&result),
-            (TextMode::Json, _) => result.to_string(),
-        };
-        let mut answer = CallToolResult::success(vec![ContentBlock::text(text)]);
-        answer.structured_content = Some(result);
-        return answer;
-    };
-    // The image goes once, as the image block: the structured result names it instead.
-    let mut named = result;
-    named["data"] = Value::String(format!("(the {mime} image is the next content block)"));
+    if let Some((mime, _)) = &image {
+        // The image goes once, as the image block: the structured result names it instead.
+        result["data"] = Value::String(format!("(the {mime} image is the next content block)"));
+    }
+    // The result is serialized once, in the response: the text block is the readable
+    // rendering, or the JSON text only when that is what was asked for.
     let text = match (mode, text) {
         (TextMode::Readable, Some(text)) => text,
-        (TextMode::Readable, None) => text::readable(&named),
-        (TextMode::Json, _) => named.to_string(),
+        (TextMode::Readable, None) => text::readable(&result),
+        (TextMode::Json, _) => result.to_string(),
     };
-    let mut answer = CallToolResult::success(vec![ContentBlock::text(text), ContentBlock::image(data, mime)]);
-    answer.structured_content = Some(named);
+    let mut content = vec![ContentBlock::text(text)];
+    content.extend(image.map(|(mime, data)| ContentBlock::image(data, mime)));
+    let mut answer = CallToolResult::success(content);
+    answer.structured_content = Some(result);
     answer
 }
 
