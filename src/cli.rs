@@ -2,19 +2,18 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use std::io::IsTerminal;
 
-use kyro_core::receipt::JsonlReceiptLog;
-use kyro_core::{ApprovalToken, Call, Outcome, OutcomeKind, Policy, Registry, Runtime, ToolDescriptor, Workspace};
+use kyro_core::{ApprovalToken, Call, Outcome, OutcomeKind, Registry, ToolDescriptor};
 use serde_json::Value;
 
-use kyro::dialects::{self as providers, Dialect};
+use kyro::dialects::{self, Dialect};
 use kyro::inventory;
 use kyro::text_arguments;
-use kyro::upstream::{self, UpstreamSpec};
+
+mod pending;
 
 /// Writes a line to stdout; a closed pipe (`kyro tools | head`) is not an error.
 macro_rules! out {
@@ -67,7 +66,7 @@ enum Command {
         /// One JSON object (`'{"path": "a.txt"}'`), or key=value words (`path=a.txt limit=5`).
         arguments: Vec<String>,
         #[command(flatten)]
-        session: Session,
+        session: kyro::SessionArgs,
         /// Ask on the terminal (y/N) when the call needs approval.
         #[arg(long, conflicts_with = "approve_fingerprint")]
         approve: bool,
@@ -82,17 +81,7 @@ enum Command {
     /// Serve the catalog over MCP on stdin/stdout, or Streamable HTTP with --http.
     Mcp {
         #[command(flatten)]
-        session: Session,
-        #[command(flatten)]
-        catalog: kyro::selection::CatalogFlags,
-        /// The text block of a result: `readable` (the tool's rendering) or `json`.
-        #[arg(long, value_enum, value_name = "MODE", default_value = "readable")]
-        text: kyro::mcp::TextMode,
-        /// Serve Streamable HTTP on this loopback address (`127.0.0.1:PORT`) instead of stdio.
-        #[arg(long, value_name = "ADDR")]
-        http: Option<std::net::SocketAddr>,
-        #[command(flatten)]
-        auth: kyro::mcp::HttpAuthFlags,
+        serve: kyro::ServeArgs,
     },
     /// Print the tool inventory document, or check the committed copy.
     Docs {
@@ -105,68 +94,39 @@ enum Command {
     },
 }
 
-/// Where calls run and under which policy.
-#[derive(Debug, clap::Args)]
-struct Session {
-    /// The workspace root; default the current directory.
-    #[arg(long, value_name = "DIR")]
-    workspace: Option<PathBuf>,
-    /// A policy file (TOML); default: reads allowed, writes, exec and network need approval.
-    #[arg(long, value_name = "FILE")]
-    policy: Option<PathBuf>,
-    /// Run another MCP server and serve its tools as `NAME.tool` (repeatable).
-    #[arg(long, value_name = "NAME='CMD ARGS'")]
-    upstream: Vec<UpstreamSpec>,
-}
-
-/// Connects every `--upstream` and registers its tools; refusals are reported on stderr.
-fn connect_upstreams(
-    executor: &tokio::runtime::Runtime,
-    registry: &Arc<Registry>,
-    runtime: &Runtime,
-    session: &Session,
-) -> Result<Vec<upstream::Upstream>, ExitCode> {
-    let mut connected = Vec::new();
-    for spec in &session.upstream {
-        let up = executor
-            .block_on(upstream::connect(spec, registry, runtime.scope()))
-            .map_err(|e| fail(&e))?;
-        eprintln!("kyro: upstream `{}` runs under the sandbox: {}", up.name, up.sandbox);
-        for (tool, reason) in &up.refused {
-            eprintln!("kyro: upstream `{}`: `{tool}` not registered: {reason}", up.name);
-        }
-        connected.push(up);
-    }
-    Ok(connected)
-}
-
 /// The built-ins' canonical schemas, prepared by the build script.
 const PREPARED_SCHEMAS: &str = include_str!(concat!(env!("OUT_DIR"), "/prepared-schemas.json"));
 
 /// Parses the command line and runs it.
-pub fn run() -> ExitCode {
+pub(crate) fn run() -> ExitCode {
     let cli = Cli::parse();
     // The docs describe the whole catalog; every other command serves what works here.
     let (usable, left_out) = match &cli.command {
         Command::Docs { .. } => (kyro_tools::BUILTINS.to_vec(), Vec::new()),
-        Command::Mcp { session, .. } | Command::Call { session, .. } => {
-            kyro_tools::available(!session.upstream.is_empty())
-        }
+        Command::Mcp { serve } => kyro_tools::available(!serve.session.upstream.is_empty()),
+        Command::Call { session, .. } => kyro_tools::available(!session.upstream.is_empty()),
         _ => kyro_tools::available(false),
     };
-    let registry = match Registry::with_prepared_catalog(&usable, PREPARED_SCHEMAS) {
-        Ok(registry) => Arc::new(registry),
-        Err(e) => return fail(&format!("the built-in catalog does not register: {e}")),
+    let served = || builtins(&usable, &left_out);
+    // What only describes the catalog needs its registry, not a server (which makes its own).
+    let registry = || Registry::with_prepared_catalog(&usable, PREPARED_SCHEMAS);
+    let registry = match &cli.command {
+        Command::Call { .. } | Command::Mcp { .. } => Registry::default(),
+        _ => match registry() {
+            Ok(registry) => registry,
+            Err(e) => return fail(&format!("the built-in catalog does not register: {e}")),
+        },
     };
     match cli.command {
         Command::Tools { names: true, .. } => {
-            for name in kyro::compat::available_tools(&registry.snapshot()) {
+            for name in dialects::names(&registry.snapshot()) {
                 out!("{name}");
             }
             ExitCode::SUCCESS
         }
         Command::Tools { json, dialect, .. } => tools(&registry, json, dialect, &left_out),
         Command::Describe { name, json, dialect } => describe(&registry, &name, json, dialect),
+        Command::Docs { check, path } => docs(&registry, check, &path),
         Command::Call {
             name,
             arguments,
@@ -174,25 +134,17 @@ pub fn run() -> ExitCode {
             approve,
             approve_fingerprint,
             from,
-        } => call(
-            registry,
-            &name,
-            &arguments,
-            &session,
-            Approving {
+        } => {
+            let approving = Approving {
                 ask: approve,
                 fingerprint: approve_fingerprint,
-            },
-            from,
-        ),
-        Command::Docs { check, path } => docs(&registry, check, &path),
-        Command::Mcp {
-            session,
-            catalog,
-            text,
-            http,
-            auth,
-        } => mcp(registry, &session, (&catalog, text), http, &auth),
+            };
+            call(served(), &name, &arguments, &session, approving, from)
+        }
+        Command::Mcp { serve } => match served().default_toolsets(kyro::DEFAULT_TOOLSETS).args(serve) {
+            Ok(server) => server.serve(),
+            Err(e) => crate::server::failed(&e),
+        },
     }
 }
 
@@ -228,7 +180,7 @@ fn tools(registry: &Registry, json: bool, dialect: Option<Dialect>, left_out: &[
     if let Some(dialect) = dialect {
         let mut definitions = Vec::new();
         for d in snapshot.descriptors() {
-            match providers::export(d, dialect) {
+            match dialects::export(d, dialect) {
                 Ok(exported) => definitions.push(exported.definition),
                 Err(e) => eprintln!("kyro: left out: {e}"),
             }
@@ -263,7 +215,7 @@ fn describe(registry: &Registry, name: &str, json: bool, dialect: Option<Dialect
     };
     let d = tool.descriptor();
     if let Some(dialect) = dialect {
-        return match providers::export(d, dialect) {
+        return match dialects::export(d, dialect) {
             Ok(exported) => {
                 print_json(&exported);
                 ExitCode::SUCCESS
@@ -307,132 +259,25 @@ fn print_text(d: &ToolDescriptor) {
     }
 }
 
-/// The session's policy file, or the default policy.
-fn load_policy(session: &Session) -> Result<Policy, ExitCode> {
-    match &session.policy {
-        None => Ok(Policy::default()),
-        Some(file) => {
-            let text =
-                std::fs::read_to_string(file).map_err(|e| usage(&format!("policy `{}`: {e}", file.display())))?;
-            toml::from_str(&text).map_err(|e| usage(&format!("policy `{}`: {e}", file.display())))
-        }
-    }
-}
-
-/// The runtime of a session: workspace, policy and the receipt log under `.kyro/`.
-/// A `batched` receipt log holds receipts back until the server's next write of answers.
-fn open_runtime(
-    registry: Arc<Registry>,
-    session: &Session,
-    policy: &Policy,
-    batched: bool,
-) -> Result<Runtime, ExitCode> {
-    let root = session.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
-    let workspace = Workspace::new(&root).map_err(|e| usage(&format!("workspace `{}`: {e}", root.display())))?;
-    let log = JsonlReceiptLog::in_workspace(workspace.root());
-    let log = Arc::new(if batched { log.batched() } else { log });
-    Runtime::new(registry, workspace, policy)
-        .map(|runtime| runtime.with_observer(log))
-        .map_err(|e| usage(&format!("policy: {e}")))
-}
-
-fn async_runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| fail(&format!("cannot start the async runtime: {e}")))
-}
-
-/// Says on stderr when programs will not run under the OS sandbox, and what happens then.
-/// The kernel is probed (a child process is started) on a thread of its own when
-/// `background`, so that a server answers `initialize` without waiting for it; a call that
-/// needs the answer waits for the same probe.
-fn say_sandbox(runtime: &Runtime, background: bool) {
-    let policy = runtime.scope().sandbox().clone();
-    let say = move || {
-        if policy.mode == kyro_core::policy::SandboxMode::Full {
-            eprintln!("kyro: [sandbox] mode = \"full\": programs tools start run without an OS sandbox");
-        } else if let Err(why) = kyro_core::sandbox::support() {
-            if policy.allow_unsandboxed {
-                eprintln!(
-                    "kyro: {why}; programs tools start run WITHOUT an OS sandbox ([sandbox] allow_unsandboxed = true)"
-                );
-            } else {
-                eprintln!(
-                    "kyro: {why}; run_command, start_process and upstream servers are refused (set [sandbox] allow_unsandboxed = true to run them without a sandbox); git runs unsandboxed"
-                );
-            }
-        }
-    };
-    if background {
-        std::thread::spawn(say);
-    } else {
-        say();
-    }
-}
-
-/// The call runtime, the async executor and the connected upstreams, whose tools are
-/// registered by now (keep the upstreams alive as long as their tools are served).
-fn start(
-    registry: &Arc<Registry>,
-    session: &Session,
-    (policy, serving, stdio): (&Policy, bool, bool),
-) -> Result<(Runtime, tokio::runtime::Runtime, Vec<upstream::Upstream>), ExitCode> {
-    let runtime = open_runtime(registry.clone(), session, policy, serving && stdio)?;
-    say_sandbox(&runtime, serving);
-    let executor = async_runtime()?;
-    let upstreams = connect_upstreams(&executor, registry, &runtime, session)?;
-    Ok((runtime, executor, upstreams))
-}
-
-fn mcp(
-    registry: Arc<Registry>,
-    session: &Session,
-    (catalog, text): (&kyro::selection::CatalogFlags, kyro::mcp::TextMode),
-    http: Option<std::net::SocketAddr>,
-    auth: &kyro::mcp::HttpAuthFlags,
-) -> ExitCode {
-    let auth = match http.map(|_| auth.resolve()).transpose() {
-        Ok(auth) => auth,
-        Err(e) => return fail(&format!("mcp: the HTTP token: {e}")),
-    };
-    let policy = match load_policy(session) {
-        Ok(policy) => policy,
-        Err(code) => return code,
-    };
-    let (runtime, executor, _upstreams) = match start(&registry, session, (&policy, true, http.is_none())) {
-        Ok(started) => started,
-        Err(code) => return code,
-    };
-    let mut chosen = catalog.over(&policy.catalog);
-    if !session.upstream.is_empty() && chosen.toolsets.is_none() {
-        // The upstreams' tools are listed by default, and so is the tool that calls them.
-        chosen.tools.push("mcp_call".into());
-    }
-    let selection =
-        match kyro::selection::Selection::resolve(&chosen, &runtime, Some(kyro::selection::DEFAULT_TOOLSETS)) {
-            Ok(selection) => selection,
-            Err(e) => return usage(&format!("mcp: {e}")),
-        };
-    let server = kyro::mcp::KyroServer::new(runtime)
-        .with_selection(selection)
-        .with_text(text)
-        .search_only(catalog.catalog == kyro::selection::CatalogMode::Search);
-    let served = match (http, auth) {
-        (Some(addr), Some(auth)) => executor.block_on(server.serve_http(addr, auth)),
-        _ => executor.block_on(server.serve_stdio()),
-    };
-    match served {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => fail(&format!("mcp: {e}")),
-    }
+/// The built-ins that work on this machine, as one server: their schemas prepared at
+/// build time, and the `[approvals.tools]` rules for those left out here (the browser tools
+/// without Chromium, `mcp_call` without an upstream) set aside, so one policy serves every
+/// machine.
+fn builtins(usable: &[kyro_core::ToolEntry], left_out: &[kyro_tools::Unavailable]) -> kyro::Server {
+    let set_aside = kyro_tools::BUILTINS
+        .iter()
+        .filter(|entry| left_out.iter().any(|u| u.tool == entry.spec.name))
+        .flat_map(|entry| std::iter::once(entry.spec.name).chain(entry.spec.aliases.iter().copied()));
+    kyro::Server::new(usable)
+        .prepared_schemas(PREPARED_SCHEMAS)
+        .set_aside(set_aside)
 }
 
 fn call(
-    registry: Arc<Registry>,
+    server: kyro::Server,
     name: &str,
     words: &[String],
-    session: &Session,
+    session: &kyro::SessionArgs,
     approving: Approving,
     from: Option<Dialect>,
 ) -> ExitCode {
@@ -443,15 +288,21 @@ fn call(
     if approve && !std::io::stdin().is_terminal() {
         return usage("--approve asks on a terminal; pass --approve-fingerprint HEX instead");
     }
+    let executor = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(executor) => executor,
+        Err(e) => return fail(&format!("cannot start the async runtime: {e}")),
+    };
     // Upstream tools first, so their schemas type the arguments below.
-    let policy = match load_policy(session) {
-        Ok(policy) => policy,
-        Err(code) => return code,
+    let started = match server.session(session) {
+        Ok(server) => executor.block_on(server.start()),
+        Err(e) => Err(e),
     };
-    let (runtime, executor, _upstreams) = match start(&registry, session, (&policy, false, false)) {
+    let started = match started {
         Ok(started) => started,
-        Err(code) => return code,
+        Err(e) => return crate::server::failed(&e),
     };
+    let runtime = &started.runtime;
+    let registry = runtime.registry();
     let snapshot = registry.snapshot();
     let descriptor = snapshot.get(name).map(|t| t.descriptor().clone());
     let arguments = match (from, words) {
@@ -478,8 +329,10 @@ fn call(
         }
     };
     let mut call = Call::new(name, arguments);
+    let root = runtime.workspace().root().to_path_buf();
     if let Some(hex) = &approve_fingerprint {
-        call = call.approved(ApprovalToken::for_fingerprint(hex));
+        // Good once across processes: the request kyro noted is taken (pending.rs).
+        call = call.approved(pending::take(&root, hex));
     }
     let mut execution = executor.block_on(runtime.execute(call.clone()));
     if let Outcome::ApprovalRequired {
@@ -491,9 +344,22 @@ fn call(
         let approved = call.approved(ApprovalToken::for_fingerprint(fingerprint));
         execution = executor.block_on(runtime.execute(approved));
     }
+    if let Outcome::ApprovalRequired { fingerprint, .. } = &execution.outcome
+        && let Err(e) = pending::note(&root, fingerprint)
+    {
+        eprintln!(
+            "kyro: cannot note the approval request in `.kyro/approvals` ({e}); --approve-fingerprint will be refused"
+        );
+    }
     let mut printed = execution.outcome.to_json();
     printed["receipt"] = serde_json::to_value(&execution.receipt).unwrap_or(Value::Null);
     out!("{printed}");
+    runtime.flush_observers();
+    if let Err(message) = runtime.observers_ready() {
+        // The receipt is printed above, but the log lost it: say so, and fail.
+        eprintln!("kyro: the receipt log lost this call's receipt: {message}");
+        return ExitCode::FAILURE;
+    }
     if execution.outcome.kind() == OutcomeKind::Ok {
         ExitCode::SUCCESS
     } else {
@@ -519,17 +385,17 @@ fn provider_arguments(
     };
     match dialect {
         Dialect::Openai => match descriptor {
-            Some(d) => providers::openai::arguments(d, payload).map_err(|e| e.to_string()),
+            Some(d) => dialects::openai::arguments(d, payload).map_err(|e| e.to_string()),
             None => kyro_core::parse_arguments(payload).map_err(|e| e.to_string()),
         },
         Dialect::Mcp => kyro_core::parse_arguments(payload).map_err(|e| e.to_string()),
         Dialect::Anthropic => {
             let block = Value::Object(kyro_core::parse_arguments(payload).map_err(|e| e.to_string())?);
-            object(providers::anthropic::arguments(&block), "input")
+            object(dialects::anthropic::arguments(&block), "input")
         }
         Dialect::Gemini => {
             let call = Value::Object(kyro_core::parse_arguments(payload).map_err(|e| e.to_string())?);
-            object(providers::gemini::arguments(&call), "args")
+            object(dialects::gemini::arguments(&call), "args")
         }
     }
 }

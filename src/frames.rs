@@ -2,7 +2,10 @@
 //! sees it, so a malformed message gets its JSON-RPC error and the server goes on.
 //!
 //! - more than [`MAX_FRAME`] bytes without a newline: `-32600`, the rest of the line is
-//!   skipped without being kept;
+//!   skipped without being kept; answered under the request's id when its first bytes
+//!   name it ([`oversized`]), `null` otherwise;
+//! - a request whose id is that of a request still in flight: `-32600` at once, and it
+//!   never runs (rmcp would run both and lose one answer; see [`in_flight`]);
 //! - not JSON, a lone surrogate, nesting past 128 levels, a duplicate key, a number out of
 //!   range (`1e400`): `-32700`, or `-32602` with the request's id when its `id` and
 //!   `method` can still be read (the fault is inside its `params`), so that every request
@@ -21,6 +24,10 @@
 //! task per request it reads). Responses and notifications from the client never wait
 //! behind that bound while a request is held: one request is read ahead at most.
 
+mod in_flight;
+mod oversized;
+mod stdio;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -29,10 +36,12 @@ use rmcp::model::{JsonRpcMessage, RequestId};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::mpsc;
+
+use in_flight::InFlight;
 
 /// The longest message accepted, in bytes.
-pub const MAX_FRAME: usize = 8 * 1024 * 1024;
+pub(crate) const MAX_FRAME: usize = 8 * 1024 * 1024;
 
 /// Lines waiting to be written to stdout (answers and errors); a slow reader of stdout
 /// slows the server down instead of growing this.
@@ -48,12 +57,12 @@ const WRITE_BATCH: usize = 1024 * 1024;
 /// (rmcp gets its typed message, not text to parse again), and answers serialized once
 /// straight into the lines written to stdout; and the writer's task, to await once rmcp
 /// is done so that the last answers reach stdout before the process ends.
-pub fn guarded_stdio(max_in_flight: usize, hooks: Hooks) -> (Guarded, tokio::task::JoinHandle<()>) {
-    guarded(stdin(), stdout(), max_in_flight, hooks)
+pub(crate) fn guarded_stdio(max_in_flight: usize, hooks: Hooks) -> (Guarded, tokio::task::JoinHandle<()>) {
+    guarded(stdio::stdin(), stdio::stdout(), max_in_flight, hooks)
 }
 
 /// What the server does at this edge.
-pub struct Hooks {
+pub(crate) struct Hooks {
     /// Runs before each write of answers (the server writes out the receipts it holds back
     /// there, so a receipt is in its log before the answer leaves).
     pub before_write: Box<dyn Fn() + Send + Sync>,
@@ -84,43 +93,8 @@ struct Listing {
     kept: Option<(u64, Arc<Vec<u8>>)>,
 }
 
-/// Standard input: a pipe is read through the runtime's poller; anything else (a file, a
-/// terminal) through tokio's blocking reader.
-fn stdin() -> Box<dyn AsyncRead + Send + Unpin> {
-    let fd = std::os::fd::AsRawFd::as_raw_fd(&std::io::stdin());
-    match dup_pipe(fd).map(tokio::net::unix::pipe::Receiver::from_owned_fd) {
-        Some(Ok(pipe)) => Box::new(pipe),
-        _ => Box::new(tokio::io::stdin()),
-    }
-}
-
-/// Standard output, as [`stdin`] reads standard input.
-fn stdout() -> Box<dyn AsyncWrite + Send + Unpin> {
-    let fd = std::os::fd::AsRawFd::as_raw_fd(&std::io::stdout());
-    match dup_pipe(fd).map(tokio::net::unix::pipe::Sender::from_owned_fd) {
-        Some(Ok(pipe)) => Box::new(pipe),
-        _ => Box::new(tokio::io::stdout()),
-    }
-}
-
-/// A duplicate of `fd` when it is a pipe, for the runtime's poller (which puts it in
-/// non-blocking mode: the pipe is the one the client made for kyro, and what kyro starts
-/// never inherits kyro's stdin or stdout).
-fn dup_pipe(fd: std::os::fd::RawFd) -> Option<std::os::fd::OwnedFd> {
-    use std::os::unix::fs::FileTypeExt;
-    // SAFETY: fd 0 and 1 stay open for the life of the process.
-    let duplicate = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }
-        .try_clone_to_owned()
-        .ok()?;
-    let file = std::fs::File::from(duplicate);
-    file.metadata()
-        .ok()
-        .filter(|m| m.file_type().is_fifo())
-        .map(|_| file.into())
-}
-
 /// [`guarded_stdio`] over any pair of streams.
-pub fn guarded(
+pub(crate) fn guarded(
     input: impl AsyncRead + Send + Unpin + 'static,
     output: impl AsyncWrite + Send + Unpin + 'static,
     max_in_flight: usize,
@@ -148,7 +122,7 @@ pub fn guarded(
 }
 
 /// The stdio transport rmcp's service loop drives.
-pub struct Guarded {
+pub(crate) struct Guarded {
     received: mpsc::Receiver<RxJsonRpcMessage<RoleServer>>,
     lines: mpsc::Sender<Vec<u8>>,
     in_flight: InFlight,
@@ -167,6 +141,10 @@ impl rmcp::transport::Transport<RoleServer> for Guarded {
             JsonRpcMessage::Error(error) => error.id.as_ref().map(typed_key),
             _ => None,
         };
+        // The id is free again from here, before the answer can reach the client; the
+        // request's room is given back once its answer is queued for stdout, not before:
+        // answers waiting for a slow reader count against the bound.
+        let room = answered.and_then(|id| self.in_flight.answered(&id));
         if let (Some(listing), JsonRpcMessage::Response(response)) = (&self.listing, &item) {
             keep_listing(listing, response);
         }
@@ -176,18 +154,13 @@ impl rmcp::transport::Transport<RoleServer> for Guarded {
             line
         });
         let lines = self.lines.clone();
-        let in_flight = self.in_flight.clone();
         async move {
             let line = line.map_err(std::io::Error::other)?;
             let sent = lines
                 .send(line)
                 .await
                 .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "stdout is closed"));
-            // The request's room is given back once its answer is queued for stdout, not
-            // before: answers waiting for a slow reader count against the bound.
-            if let Some(id) = answered {
-                in_flight.leave(&id);
-            }
+            drop(room);
             sent
         }
     }
@@ -225,32 +198,6 @@ async fn write_lines(
         if batch.capacity() > WRITE_BATCH * 2 {
             batch = Vec::new();
         }
-    }
-}
-
-/// The requests rmcp holds: one permit each, by id, given back with the answer.
-#[derive(Clone)]
-struct InFlight {
-    permits: Arc<Semaphore>,
-    held: Arc<Mutex<HashMap<String, OwnedSemaphorePermit>>>,
-}
-
-impl InFlight {
-    fn new(max: usize) -> InFlight {
-        InFlight {
-            permits: Arc::new(Semaphore::new(max.max(1))),
-            held: Arc::default(),
-        }
-    }
-
-    /// Counts `id` in with its permit (a reused id gives back the permit it replaces).
-    fn admit(&self, id: String, permit: OwnedSemaphorePermit) {
-        self.held.lock().unwrap_or_else(|e| e.into_inner()).insert(id, permit);
-    }
-
-    /// Counts `id` out (answered or cancelled); an unknown id is nothing.
-    fn leave(&self, id: &str) {
-        self.held.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
     }
 }
 
@@ -321,13 +268,24 @@ async fn check_requests(
         };
         let Some(frame) = frame else { return };
         let passed = match frame {
-            Frame::Oversized => Err(error(
-                Value::Null,
+            Frame::Oversized(start) => Err(error(
+                oversized::request_id(&start).unwrap_or(Value::Null),
                 -32600,
                 format!("Invalid Request: the message is over the {MAX_FRAME}-byte limit"),
             )),
             Frame::Line(line) => check(&line).and_then(|(passed, message)| {
                 initialized |= message["method"] == "notifications/initialized";
+                if let Passed::Request(id) = &passed
+                    && (in_flight.taken(id) || held.as_ref().is_some_and(|(held_id, _)| held_id == id))
+                {
+                    return Err(error(
+                        message["id"].clone(),
+                        -32600,
+                        format!(
+                            "Invalid Request: a request with id {id} is already in flight; an id may be used again once its request is answered"
+                        ),
+                    ));
+                }
                 if let (true, Some((version, kept))) = (initialized, &listing)
                     && let Some(answer) = listed(&passed, &message, version(), kept)
                 {
@@ -372,7 +330,7 @@ async fn check_requests(
                     held = None;
                     continue;
                 }
-                in_flight.leave(&id);
+                in_flight.cancelled(&id);
             }
             Passed::Other => {}
         }
@@ -449,10 +407,11 @@ fn typed(passed: Passed, message: Value) -> Result<(Passed, Option<RxJsonRpcMess
     }
 }
 
-/// One line the client sent, or the fact that it was over [`MAX_FRAME`].
+/// One line the client sent, or the fact that it was over [`MAX_FRAME`], with its first
+/// bytes (at most [`oversized::HEAD`]).
 enum Frame {
     Line(Vec<u8>),
-    Oversized,
+    Oversized(Vec<u8>),
 }
 
 /// The client's stream cut into lines; `next` is cancel-safe (a partial line stays here).
@@ -485,18 +444,23 @@ impl<R: AsyncRead + Unpin> Frames<R> {
             let used = part.len();
             if !self.oversized {
                 if self.frame.len() + used > MAX_FRAME + 1 {
+                    // Only the start is kept, to look for the id in.
                     self.oversized = true;
-                    self.frame = Vec::new();
+                    let room = oversized::HEAD.saturating_sub(self.frame.len());
+                    self.frame.extend_from_slice(&part[..room.min(used)]);
+                    self.frame.truncate(oversized::HEAD);
+                    self.frame.shrink_to_fit();
                 } else {
                     self.frame.extend_from_slice(part);
                 }
             }
             self.reader.consume(used);
             if complete {
+                let frame = std::mem::take(&mut self.frame);
                 return Some(if std::mem::take(&mut self.oversized) {
-                    Frame::Oversized
+                    Frame::Oversized(frame)
                 } else {
-                    Frame::Line(std::mem::take(&mut self.frame))
+                    Frame::Line(frame)
                 });
             }
         }
@@ -607,273 +571,4 @@ fn error(id: Value, code: i64, message: String) -> Vec<u8> {
 }
 
 #[cfg(test)]
-mod tests {
-    use rmcp::transport::Transport;
-    use serde_json::{Value, json};
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-
-    use super::{Guarded, MAX_FRAME, guarded};
-
-    /// Sends `input` through the guard; returns the messages rmcp would receive (as JSON)
-    /// and what the client would get back.
-    async fn through(input: Vec<u8>) -> (Vec<Value>, Vec<Value>) {
-        let (mut client, server_in) = tokio::io::duplex(1024 * 1024);
-        let (server_out, client_out) = tokio::io::duplex(1024 * 1024);
-        let (mut transport, _writer) = guarded(server_in, server_out, 64, super::Hooks::default());
-        let writer = tokio::spawn(async move {
-            client.write_all(&input).await.unwrap();
-            client.shutdown().await.unwrap();
-        });
-        let mut passed = Vec::new();
-        while let Some(message) = transport.receive().await {
-            passed.push(serde_json::to_value(&message).unwrap());
-        }
-        writer.await.unwrap();
-        let mut answers = Vec::new();
-        let mut lines = BufReader::new(client_out).lines();
-        while let Ok(Ok(Some(line))) =
-            tokio::time::timeout(std::time::Duration::from_millis(300), lines.next_line()).await
-        {
-            answers.push(serde_json::from_str(&line).unwrap());
-        }
-        (passed, answers)
-    }
-
-    /// The id of each message, for comparisons.
-    fn ids(messages: &[Value]) -> Vec<Value> {
-        messages.iter().map(|m| m["id"].clone()).collect()
-    }
-
-    fn rt() -> tokio::runtime::Runtime {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-    }
-
-    #[test]
-    fn every_malformed_message_gets_its_error_and_the_next_one_still_passes() {
-        rt().block_on(async {
-            let good = r#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#;
-            let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
-            let huge = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"x","params":{{"p":"{}"}}}}"#, "a".repeat(MAX_FRAME + 10));
-            let cases: Vec<(String, i64, Value)> = vec![
-                (r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","arguments":"{\"path\":\"a\"}"}}"#.into(), -32602, json!(1)),
-                (r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_file","arguments":["a"]}}"#.into(), -32602, json!(2)),
-                (r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read_file","name":"write_file","arguments":{}}}"#.into(), -32602, json!(3)),
-                (r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"a","arguments":{"path":"x","path":"y"}}}"#.into(), -32602, json!(4)),
-                (deep, -32700, Value::Null),
-                (r#"{"jsonrpc":"2.0","id":5,"method":"ping","params":{"s":"\ud800"}}"#.into(), -32602, json!(5)),
-                (huge, -32600, Value::Null),
-                ("[1,2]".into(), -32600, Value::Null),
-                (r#"{"jsonrpc":"2.0","id":6,"method":7}"#.into(), -32600, json!(6)),
-                ("not json".into(), -32700, Value::Null),
-                (r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"a","arguments":{"x":1e400}}}"#.into(), -32602, json!(7)),
-                (r#"{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"a","arguments":{"x":-1e999}}}"#.into(), -32602, json!("s")),
-            ];
-            for (message, code, id) in cases {
-                let input = format!("{message}\n{good}\n").into_bytes();
-                let (passed, answers) = through(input).await;
-                assert_eq!(ids(&passed), [json!(9)], "only the good message reaches rmcp ({code})");
-                assert_eq!(passed[0]["method"], "ping");
-                assert_eq!(answers.len(), 1, "{answers:?}");
-                assert_eq!(answers[0]["error"]["code"], code, "{}", answers[0]);
-                assert_eq!(answers[0]["id"], id, "{}", answers[0]);
-            }
-        });
-    }
-
-    /// The next message rmcp receives, read with a deadline (`None`: nothing came in 200 ms).
-    async fn next_message(transport: &mut Guarded) -> Option<Value> {
-        match tokio::time::timeout(std::time::Duration::from_millis(200), transport.receive()).await {
-            Ok(Some(message)) => Some(serde_json::to_value(&message).unwrap()),
-            _ => None,
-        }
-    }
-
-    /// rmcp sends `message` (as JSON) through the transport.
-    async fn rmcp_sends(transport: &mut Guarded, message: Value) {
-        transport.send(serde_json::from_value(message).unwrap()).await.unwrap();
-    }
-
-    #[test]
-    fn past_the_bound_requests_wait_while_responses_and_cancellations_pass() {
-        rt().block_on(async {
-            let (mut client, server_in) = tokio::io::duplex(1024 * 1024);
-            let (server_out, _client_out) = tokio::io::duplex(1024 * 1024);
-            let (mut rmcp, _writer) = guarded(server_in, server_out, 2, super::Hooks::default());
-            let request = |id: u64| format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n");
-            let mut burst = String::new();
-            for id in 1..=3 {
-                burst.push_str(&request(id));
-            }
-            // Behind the held request: the client's answer to one of kyro's requests, and
-            // the cancellation of the held request itself.
-            burst.push_str("{\"jsonrpc\":\"2.0\",\"id\":\"k1\",\"result\":{}}\n");
-            burst.push_str(
-                "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":3}}\n",
-            );
-            for id in 4..=6 {
-                burst.push_str(&request(id));
-            }
-            client.write_all(burst.as_bytes()).await.unwrap();
-
-            assert_eq!(next_message(&mut rmcp).await.unwrap()["id"], 1);
-            assert_eq!(next_message(&mut rmcp).await.unwrap()["id"], 2);
-            assert_eq!(
-                next_message(&mut rmcp).await.unwrap()["id"],
-                "k1",
-                "a response passes a held request"
-            );
-            // 3 was cancelled while held: it never reaches rmcp. 4 waits for room, and 5
-            // and 6 are not even read.
-            assert_eq!(next_message(&mut rmcp).await, None, "two in flight: nothing more");
-
-            rmcp_sends(&mut rmcp, json!({"jsonrpc": "2.0", "id": 1, "result": {}})).await;
-            assert_eq!(next_message(&mut rmcp).await.unwrap()["id"], 4);
-            assert_eq!(next_message(&mut rmcp).await, None);
-            // A notification from rmcp (no id) gives no room back; an answer does.
-            rmcp_sends(
-                &mut rmcp,
-                json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1, "progress": 1}}),
-            )
-            .await;
-            assert_eq!(next_message(&mut rmcp).await, None);
-            rmcp_sends(&mut rmcp, json!({"jsonrpc": "2.0", "id": 2, "result": {}})).await;
-            assert_eq!(next_message(&mut rmcp).await.unwrap()["id"], 5);
-            rmcp_sends(&mut rmcp, json!({"jsonrpc": "2.0", "id": 4, "result": {}})).await;
-            assert_eq!(next_message(&mut rmcp).await.unwrap()["id"], 6);
-        });
-    }
-
-    /// Answers the client does not read count against the bound: rmcp stops getting
-    /// requests, however fast it answers them (each answer sent on a task of its own, as
-    /// rmcp sends them), instead of answers piling up in memory.
-    #[test]
-    fn answers_the_client_does_not_read_hold_back_its_requests() {
-        rt().block_on(async {
-            let (mut client, server_in) = tokio::io::duplex(1024 * 1024);
-            let (server_out, _never_read) = tokio::io::duplex(1024);
-            let (mut rmcp, _writer) = guarded(server_in, server_out, 2, super::Hooks::default());
-            let burst: String = (1..=1000)
-                .map(|id| format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n"))
-                .collect();
-            client.write_all(burst.as_bytes()).await.unwrap();
-            let mut received = 0;
-            let mut sends = tokio::task::JoinSet::new();
-            while let Some(message) = next_message(&mut rmcp).await {
-                received += 1;
-                let answer = json!({"jsonrpc": "2.0", "id": message["id"], "result": {}});
-                sends.spawn(rmcp.send(serde_json::from_value(answer).unwrap()));
-            }
-            assert!(
-                received < 300,
-                "{received} requests taken while their answers cannot be written"
-            );
-            assert!(received > 2, "{received}");
-        });
-    }
-
-    #[test]
-    fn an_id_rmcp_could_not_echo_is_refused_here() {
-        rt().block_on(async {
-            for id in ["1.5", "null", "[1]", "{}", "true"] {
-                let input = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n").into_bytes();
-                let (passed, answers) = through(input).await;
-                assert!(passed.is_empty(), "{id}");
-                assert_eq!(answers[0]["error"]["code"], -32600, "{id}");
-            }
-        });
-    }
-
-    /// A message as a fuzzer would shape it: JSON-RPC fields present or not, of any type,
-    /// params from arbitrary JSON, then the text possibly cut or spliced with noise.
-    fn message() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
-        use proptest::prelude::*;
-        let scalar = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::from),
-            any::<i64>().prop_map(Value::from),
-            any::<f64>().prop_filter_map("finite", |f| serde_json::Number::from_f64(f).map(Value::Number)),
-            "\\PC{0,8}".prop_map(Value::from),
-        ];
-        let json = scalar.prop_recursive(3, 16, 4, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
-                prop::collection::btree_map("\\PC{0,5}", inner, 0..3)
-                    .prop_map(|m| Value::Object(m.into_iter().collect())),
-            ]
-        });
-        let method = prop_oneof![
-            prop::sample::select(vec![
-                "ping",
-                "tools/call",
-                "tools/list",
-                "notifications/cancelled",
-                "initialize"
-            ])
-            .prop_map(Value::from),
-            json.clone(),
-        ];
-        (
-            proptest::option::of(prop_oneof![Just(json!("2.0")), json.clone()]),
-            proptest::option::of(prop_oneof![any::<u32>().prop_map(Value::from), json.clone()]),
-            proptest::option::of(method),
-            proptest::option::of(json),
-            0..4u8,
-            prop::collection::vec(any::<u8>(), 0..6),
-        )
-            .prop_map(|(version, id, method, params, mangle, noise)| {
-                let mut object = serde_json::Map::new();
-                for (key, value) in [("jsonrpc", version), ("id", id), ("method", method), ("params", params)] {
-                    if let Some(value) = value {
-                        object.insert(key.into(), value);
-                    }
-                }
-                let mut text = Value::Object(object).to_string().into_bytes();
-                let middle = text.len() / 2;
-                match mangle {
-                    0 => text.truncate(middle),
-                    1 => drop(text.splice(middle..middle, noise)),
-                    _ => {}
-                }
-                text.retain(|b| *b != b'\n');
-                text
-            })
-    }
-
-    proptest::proptest! {
-        #![proptest_config(proptest::test_runner::Config { cases: 3000, failure_persistence: None, ..Default::default() })]
-
-        /// The fuzz target over the line handler: whatever a line holds, the check neither
-        /// panics nor stays silent about a request: a request with an id rmcp can echo either
-        /// passes under that id or is answered here with one JSON-RPC error line carrying it.
-        #[test]
-        fn fuzz_every_line_is_passed_or_answered_once(line in message()) {
-            let parsed: Option<Value> = serde_json::from_slice(&line).ok();
-            let request_id = parsed.as_ref().and_then(|m| {
-                let id = m.get("id")?;
-                (m.get("method").is_some_and(Value::is_string) && (id.is_u64() || id.is_i64() || id.is_string()))
-                    .then(|| id.clone())
-            });
-            match super::check(&line) {
-                Ok((super::Passed::Request(key), _)) => {
-                    let id = request_id.clone();
-                    proptest::prop_assert!(id.is_some(), "passed as a request: {}", String::from_utf8_lossy(&line));
-                    proptest::prop_assert_eq!(key, super::id_key(&id.unwrap()));
-                }
-                Ok(_) => {}
-                Err(answer) => {
-                    proptest::prop_assert_eq!(answer.iter().filter(|b| **b == b'\n').count(), 1);
-                    let answer: Value = serde_json::from_slice(&answer).expect("one JSON line");
-                    proptest::prop_assert!(answer["error"]["code"].is_i64());
-                    if let Some(id) = &request_id
-                        && parsed.as_ref().is_some_and(|m| m["jsonrpc"] == "2.0")
-                    {
-                        proptest::prop_assert_eq!(&answer["id"], id);
-                    }
-                }
-            }
-        }
-    }
-}
+mod tests;

@@ -8,32 +8,55 @@
 //! [`catalog!`], the [`Server`] that serves a catalog over MCP, the [`inventory`] renderer
 //! and the provider [`dialects`]. With `default-features = false` nothing of the built-in
 //! tools is compiled; the default feature `builtins` adds them, as [`builtins`] and as
-//! catalogs to add next to an author's own.
+//! catalogs to add next to an author's own, and a family's feature (`files`, `web`,
+//! `browser`, `state`, ...) only that family and its own dependencies.
 #![deny(missing_docs)]
+#![deny(unreachable_pub)]
 
 // Lets `#[tool]` and `#[output]` name `::kyro::__core` from this crate's own code.
 extern crate self as kyro;
 
-pub mod compat;
-#[path = "providers/mod.rs"]
+#[cfg(feature = "builtins")]
+mod cli;
+mod config;
 pub mod dialects;
 mod frames;
 pub mod inventory;
-pub mod mcp;
-pub mod selection;
+mod mcp;
+mod selection;
 mod server;
-pub mod text_arguments;
-pub mod upstream;
+#[cfg(feature = "builtins")]
+mod text_arguments;
+mod upstream;
 
+pub use config::{ServerSettings, Transport, load_policy};
 pub use kyro_core::{
     Call, Observer, Outcome, OutcomeKind, Policy, Receipt, Registry, Runtime, ToolDescriptor, ToolEntry, Workspace,
     catalog,
 };
-pub use server::{ServeError, Server, load_policy};
+pub use mcp::{HttpAuth, HttpAuthFlags, TextMode};
+pub use selection::{CatalogFlags, CatalogMode, CatalogSelection, DEFAULT_TOOLSETS, SelectionError};
+pub use server::{ServeArgs, ServeError, Server, SessionArgs, Started};
+pub use upstream::UpstreamSpec;
 
-/// The built-in tools (the `builtins` feature): [`builtins::BUILTINS`], every one, and
-/// [`builtins::catalogs`], one catalog per family.
+/// The `kyro` binary's `main`: its command line over this library. Not part of the API.
 #[cfg(feature = "builtins")]
+#[doc(hidden)]
+pub fn __main() -> std::process::ExitCode {
+    cli::run()
+}
+
+/// The built-in tools (the `builtins` feature, or one family's: `files`, `shell`, `git`,
+/// `web`, `github`, `browser`, `state`): [`builtins::BUILTINS`], every one compiled, and
+/// [`builtins::catalogs`], one catalog per family.
+#[cfg(any(
+    feature = "files",
+    feature = "shell",
+    feature = "git",
+    feature = "web",
+    feature = "browser",
+    feature = "state"
+))]
 pub use kyro_tools as builtins;
 
 /// JSON values, for [`ToolError::with_data`](prelude::ToolError::with_data) and

@@ -1,8 +1,6 @@
 //! `kyro`: the built-in catalog on the command line (and, with `kyro mcp`, over MCP). A thin
-//! CLI over the `kyro` library.
-
-mod cli;
+//! CLI over the `kyro` library, whose `cli` module it runs.
 
 fn main() -> std::process::ExitCode {
-    cli::run()
+    kyro::__main()
 }

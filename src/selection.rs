@@ -2,13 +2,33 @@
 //! read-only mode, from the policy's `[catalog]` table and the command line, with the GitHub
 //! MCP server's conventions.
 
-use kyro_core::policy::CatalogSelection;
 use kyro_core::{Runtime, ToolDescriptor};
+use serde::{Deserialize, Serialize};
 
 /// The toolsets `kyro mcp` lists when none are chosen: what a coding agent uses on most
 /// turns, and the tools of upstream servers the user named. Every other served tool is
 /// found with `tool_search` and called by name.
 pub const DEFAULT_TOOLSETS: &[&str] = &["files", "git", "shell", "discovery", kyro_core::UPSTREAM_CATEGORY];
+
+/// Which tools a server serves and lists (the policy file's `[catalog]` table), with the GitHub MCP server's conventions:
+/// toolsets are tool categories (`files`, `git`, ...; `all` and `default` special).
+///
+/// Without `toolsets`, every tool is served and the default toolsets (plus `tools`) are
+/// listed; the rest stay reachable through `tool_search`. With `toolsets`, only those
+/// toolsets and `tools` are served at all. `exclude_tools` wins over both, and `read_only`
+/// serves only tools that change nothing, even when named.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CatalogSelection {
+    /// Toolsets to serve and list.
+    pub toolsets: Option<Vec<String>>,
+    /// Tools to serve and list besides the toolsets.
+    pub tools: Vec<String>,
+    /// Tools never served.
+    pub exclude_tools: Vec<String>,
+    /// Serve only read-only tools.
+    pub read_only: bool,
+}
 
 /// The flags that choose tools (`kyro mcp`, [`crate::Server::run`]); each replaces the
 /// policy's `[catalog]` key of the same name.
@@ -59,7 +79,7 @@ impl CatalogFlags {
 
 /// A selection resolved against a catalog: what is served, what is listed.
 #[derive(Debug, Clone)]
-pub struct Selection {
+pub(crate) struct Selection {
     /// Toolsets listed (and, when chosen explicitly, the only ones served).
     listed_sets: Vec<String>,
     explicit: bool,
@@ -91,7 +111,7 @@ impl Selection {
     /// Resolves `selection` against the tools of `runtime`; `defaults` are the toolsets the
     /// name `default` stands for (`None`: every toolset, as a server of one's own catalog
     /// wants).
-    pub fn resolve(
+    pub(crate) fn resolve(
         selection: &CatalogSelection,
         runtime: &Runtime,
         defaults: Option<&[&str]>,
@@ -100,11 +120,19 @@ impl Selection {
         let mut categories: Vec<String> = snapshot.descriptors().map(|d| d.category.clone()).collect();
         categories.sort();
         categories.dedup();
-        for name in selection.tools.iter().chain(&selection.exclude_tools) {
-            if snapshot.get(name).is_none() {
-                return Err(SelectionError::Tool { name: name.clone() });
-            }
-        }
+        // Names as the registry knows them: an alias (`bash`, `cat`) names its tool.
+        let canonical = |names: &[String]| -> Result<Vec<String>, SelectionError> {
+            names
+                .iter()
+                .map(|name| {
+                    snapshot
+                        .get(name)
+                        .map(|tool| tool.descriptor().name.clone())
+                        .ok_or_else(|| SelectionError::Tool { name: name.clone() })
+                })
+                .collect()
+        };
+        let (tools, exclude) = (canonical(&selection.tools)?, canonical(&selection.exclude_tools)?);
         let explicit = selection.toolsets.is_some();
         let mut listed_sets = Vec::new();
         let wanted: Vec<String> = match &selection.toolsets {
@@ -132,8 +160,8 @@ impl Selection {
         Ok(Selection {
             listed_sets,
             explicit,
-            tools: selection.tools.clone(),
-            exclude: selection.exclude_tools.clone(),
+            tools,
+            exclude,
             read_only: selection.read_only,
         })
     }
@@ -143,22 +171,24 @@ impl Selection {
     }
 
     /// Whether the tool is served at all (callable).
-    pub fn serves(&self, d: &ToolDescriptor) -> bool {
+    pub(crate) fn serves(&self, d: &ToolDescriptor) -> bool {
         !self.exclude.contains(&d.name)
             && (!self.read_only || d.annotations.read_only_hint)
             && (!self.explicit || self.chosen(d))
     }
 
     /// Whether the tool is in `tools/list`: served, chosen, and allowed by the policy at all.
-    pub fn lists(&self, d: &ToolDescriptor, runtime: &Runtime) -> bool {
+    pub(crate) fn lists(&self, d: &ToolDescriptor, runtime: &Runtime) -> bool {
         self.serves(d) && self.chosen(d) && runtime.scope().may_allow(d)
     }
 
-    /// Takes the tools this selection does not serve out of `runtime`'s registry.
-    pub fn apply(&self, runtime: &Runtime) {
-        let snapshot = runtime.registry().snapshot();
-        for d in snapshot.descriptors().filter(|d| !self.serves(d)) {
-            let _ = runtime.registry().remove(&d.name);
-        }
+    /// Takes the tools this selection does not serve out of `runtime`'s registry, and
+    /// keeps doing so: the registry admits only what it serves from now on
+    /// ([`Registry::admit_only`](kyro_core::Registry::admit_only)), so the upstream
+    /// servers' tools, registered again whenever an upstream says its list changed, meet
+    /// it too ([`crate::upstream`]).
+    pub(crate) fn apply(&self, runtime: &Runtime) {
+        let selection = self.clone();
+        let _ = runtime.registry().admit_only(move |d| selection.serves(d));
     }
 }

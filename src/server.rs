@@ -1,5 +1,6 @@
-//! [`Server`]: an author's catalog served over MCP, with kyro's boundary in front of every
-//! call (validation, authorization, approvals, receipts).
+//! [`Server`]: the one way a catalog is served over MCP, with kyro's boundary in front of
+//! every call (validation, authorization, approvals, receipts). An author's server and the
+//! `kyro` binary's `mcp` and `call` are all assembled here, so what one does the others do.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -7,10 +8,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use kyro_core::receipt::JsonlReceiptLog;
-use kyro_core::{Observer, Policy, Registry, RegistryError, Runtime, ToolDefinition, ToolEntry, Workspace};
+use kyro_core::{Observer, Policy, Registry, RegistryError, Runtime, ToolEntry, Workspace};
 
+use crate::config::{ServerSettings, Transport, load_policy};
 use crate::mcp::{HttpAuth, HttpAuthFlags, KyroServer, TextMode};
-use crate::selection::{CatalogFlags, Selection};
+use crate::selection::{CatalogFlags, CatalogMode, Selection};
+use crate::upstream::{self, Upstream, UpstreamSpec};
 
 /// Why a server could not start or stopped serving.
 #[derive(Debug, thiserror::Error)]
@@ -33,6 +36,12 @@ pub enum ServeError {
     /// Streamable HTTP is served on loopback addresses only.
     #[error("--http serves on loopback only (127.0.0.1 or [::1]); `{0}` is not")]
     NotLoopback(SocketAddr),
+    /// The HTTP bearer token cannot be read or is not one.
+    #[error("the HTTP token (--token-file FILE, or KYRO_HTTP_TOKEN): {0}")]
+    HttpToken(String),
+    /// An upstream server could not be started or did not answer.
+    #[error("{0}")]
+    Upstream(String),
     /// The transport failed.
     #[error("{0}")]
     Io(#[from] std::io::Error),
@@ -44,10 +53,52 @@ pub enum ServeError {
     Selection(#[from] crate::selection::SelectionError),
 }
 
-/// Reads a policy file (TOML; every key optional, see the README).
-pub fn load_policy(path: &std::path::Path) -> Result<Policy, ServeError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ServeError::Policy(format!("`{}`: {e}", path.display())))?;
-    toml::from_str(&text).map_err(|e| ServeError::Policy(format!("`{}`: {e}", path.display())))
+impl ServeError {
+    /// Whether the command line or a file it named is at fault (exit code 2, as for
+    /// clap's own usage errors) rather than the machine or a peer (1).
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            ServeError::Workspace { .. }
+                | ServeError::Policy(_)
+                | ServeError::NotLoopback(_)
+                | ServeError::Selection(_)
+        )
+    }
+}
+
+/// Where calls run, as the command line says it (`kyro call`, `kyro mcp`, [`Server::run`]).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SessionArgs {
+    /// The workspace root; default the current directory.
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// A policy file (TOML); default: reads allowed, writes, exec and network need approval.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// Run another MCP server and serve its tools as `NAME.tool` (repeatable).
+    #[arg(long, value_name = "NAME='CMD ARGS'")]
+    pub upstream: Vec<UpstreamSpec>,
+}
+
+/// The flags of a server (`kyro mcp`, [`Server::run`]).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub session: SessionArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub catalog: CatalogFlags,
+    /// The text block of a result: `readable` (the tool's rendering) or `json`.
+    #[arg(long, value_enum, value_name = "MODE", default_value = "readable")]
+    pub text: TextMode,
+    /// Serve Streamable HTTP on this loopback address (`127.0.0.1:PORT`) instead of stdio.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<SocketAddr>,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub auth: HttpAuthFlags,
 }
 
 /// An MCP server for a catalog of tools.
@@ -61,34 +112,79 @@ pub fn load_policy(path: &std::path::Path) -> Result<Policy, ServeError> {
 /// }
 /// ```
 pub struct Server {
-    catalogs: Vec<&'static [ToolEntry]>,
+    entries: Vec<ToolEntry>,
+    prepared: Option<&'static str>,
+    set_aside: Vec<&'static str>,
+    upstreams: Vec<UpstreamSpec>,
     workspace: Option<PathBuf>,
     policy: Option<Policy>,
+    settings: ServerSettings,
     observers: Vec<Arc<dyn Observer>>,
+    http: Option<SocketAddr>,
     http_auth: Option<HttpAuth>,
+    allowed_origins: Vec<String>,
     catalog_flags: CatalogFlags,
+    default_toolsets: Option<&'static [&'static str]>,
     text: TextMode,
+}
+
+/// A runtime ready for calls, with the upstream servers whose tools it serves (they stop
+/// when this is dropped).
+pub struct Started {
+    /// The call runtime.
+    pub runtime: Runtime,
+    _upstreams: Vec<Upstream>,
 }
 
 impl Server {
     /// A server for `tools` (a [`catalog!`](crate::catalog)), in the current directory,
     /// under the default policy (reads run; writes, exec and network ask).
-    pub fn new(tools: &'static [ToolEntry]) -> Server {
+    pub fn new(tools: &[ToolEntry]) -> Server {
         Server {
-            catalogs: vec![tools],
+            entries: tools.to_vec(),
+            prepared: None,
+            set_aside: Vec::new(),
+            upstreams: Vec::new(),
             workspace: None,
             policy: None,
+            settings: ServerSettings::default(),
             observers: Vec::new(),
+            http: None,
             http_auth: None,
+            allowed_origins: Vec::new(),
             catalog_flags: CatalogFlags::default(),
+            default_toolsets: None,
             text: TextMode::default(),
         }
     }
 
     /// Adds another catalog (a built-in family, another crate's tools); a name shared
     /// with a tool already served is refused when the server starts.
-    pub fn catalog(mut self, more: &'static [ToolEntry]) -> Server {
-        self.catalogs.push(more);
+    pub fn catalog(mut self, more: &[ToolEntry]) -> Server {
+        self.entries.extend_from_slice(more);
+        self
+    }
+
+    /// The tools' schemas as [`Registry::prepared_schemas`] wrote them at build time for
+    /// these very entries: the server starts without generating them. An entry the text
+    /// does not name generates its own.
+    pub fn prepared_schemas(mut self, prepared: &'static str) -> Server {
+        self.prepared = Some(prepared);
+        self
+    }
+
+    /// Names (and aliases) of tools the policy may speak of that are not served on this
+    /// machine (a browser tool without Chromium): their `[approvals.tools]` rules are set
+    /// aside instead of refused, so one policy file serves every machine.
+    pub fn set_aside(mut self, names: impl IntoIterator<Item = &'static str>) -> Server {
+        self.set_aside.extend(names);
+        self
+    }
+
+    /// Another MCP server to start under the sandbox and serve the tools of as
+    /// `NAME.tool` (`--upstream`).
+    pub fn upstream(mut self, spec: UpstreamSpec) -> Server {
+        self.upstreams.push(spec);
         self
     }
 
@@ -104,6 +200,13 @@ impl Server {
         self
     }
 
+    /// The transport's bounds: requests in flight per session, HTTP sessions at once
+    /// (a policy file's `[limits] max_in_flight` and `max_sessions`).
+    pub fn transport(mut self, transport: Transport) -> Server {
+        self.settings.transport = transport;
+        self
+    }
+
     /// An observer of every call (audit, plugins, learning): it receives the receipt and
     /// the canonical snapshot the policy saw, after the call.
     pub fn observer(mut self, observer: Arc<dyn Observer>) -> Server {
@@ -111,54 +214,24 @@ impl Server {
         self
     }
 
-    /// The call runtime this server would serve: the registry of every catalog, the
-    /// workspace, the policy, the receipt log in `.kyro/receipts.jsonl` and the observers.
-    pub fn runtime(&self) -> Result<Runtime, ServeError> {
-        self.runtime_with_log(false)
+    /// What is served and listed, as the selection flags say (over the policy's
+    /// `[catalog]`).
+    pub fn select(mut self, flags: CatalogFlags) -> Server {
+        self.catalog_flags = flags;
+        self
     }
 
-    /// [`Server::runtime`], its receipt log [batched](JsonlReceiptLog::batched) when served
-    /// over stdio (flushed before each write of answers).
-    fn runtime_with_log(&self, batched: bool) -> Result<Runtime, ServeError> {
-        let registry = Registry::default();
-        for catalog in &self.catalogs {
-            for entry in *catalog {
-                registry.register(ToolDefinition::builtin(entry)?)?;
-            }
-        }
-        let root = self.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
-        let workspace = Workspace::new(&root).map_err(|e| ServeError::Workspace {
-            path: root.display().to_string(),
-            message: e.to_string(),
-        })?;
-        let log = JsonlReceiptLog::in_workspace(workspace.root());
-        let log = Arc::new(if batched { log.batched() } else { log });
-        let policy = self.policy.clone().unwrap_or_default();
-        let mut runtime = Runtime::new(Arc::new(registry), workspace, &policy)
-            .map_err(|e| ServeError::Policy(e.to_string()))?
-            .with_observer(log);
-        for observer in &self.observers {
-            runtime = runtime.with_observer(observer.clone());
-        }
-        Ok(runtime)
+    /// The toolsets listed when neither the flags nor the policy choose (every toolset
+    /// when not set).
+    pub fn default_toolsets(mut self, toolsets: &'static [&'static str]) -> Server {
+        self.default_toolsets = Some(toolsets);
+        self
     }
 
-    /// Serves MCP on stdin/stdout until the client closes the stream.
-    pub async fn serve_stdio(self) -> Result<(), ServeError> {
-        self.mcp_server(true)?.serve_stdio().await
-    }
-
-    /// The MCP server over [`Server::runtime`], serving and listing what the policy's
-    /// `[catalog]` and the command line's selection flags choose (every toolset by default).
-    fn mcp_server(&self, stdio: bool) -> Result<KyroServer, ServeError> {
-        let runtime = self.runtime_with_log(stdio)?;
-        let policy = self.policy.clone().unwrap_or_default();
-        let chosen = self.catalog_flags.over(&policy.catalog);
-        let selection = Selection::resolve(&chosen, &runtime, None)?;
-        Ok(KyroServer::new(runtime)
-            .with_selection(selection)
-            .with_text(self.text)
-            .search_only(self.catalog_flags.catalog == crate::selection::CatalogMode::Search))
+    /// What the text block of a successful call holds.
+    pub fn text(mut self, text: TextMode) -> Server {
+        self.text = text;
+        self
     }
 
     /// How HTTP clients authenticate: by default a bearer token from `KYRO_HTTP_TOKEN`, or
@@ -168,98 +241,245 @@ impl Server {
         self
     }
 
+    /// Browser origins (`https://app.example:443`, `http://localhost:*`) whose pages may
+    /// call the HTTP endpoint besides the server's own: a request carrying any other
+    /// `Origin` is answered 403 (`--allow-origin` on the command line).
+    pub fn allow_origins(mut self, origins: impl IntoIterator<Item = String>) -> Server {
+        self.allowed_origins.extend(origins);
+        self
+    }
+
+    /// Where calls run, from the command line: the workspace, the policy file (read now;
+    /// its policy and server settings replace those set in code), the upstream servers.
+    pub fn session(mut self, args: &SessionArgs) -> Result<Server, ServeError> {
+        if let Some(dir) = &args.workspace {
+            self.workspace = Some(dir.clone());
+        }
+        if let Some(file) = &args.policy {
+            let (policy, settings) = load_policy(file)?;
+            self.policy = Some(policy);
+            self.settings = settings;
+        }
+        self.upstreams.extend(args.upstream.iter().cloned());
+        Ok(self)
+    }
+
+    /// Everything the command line says: [`Server::session`], the selection, the text
+    /// mode, and `--http` with its authentication and allowed origins.
+    pub fn args(self, args: ServeArgs) -> Result<Server, ServeError> {
+        let mut server = self
+            .session(&args.session)?
+            .select(args.catalog)
+            .text(args.text)
+            .allow_origins(args.auth.allow_origin.iter().cloned());
+        if args.http.is_some() {
+            server.http = args.http;
+            server.http_auth = Some(args.auth.resolve().map_err(|e| ServeError::HttpToken(e.to_string()))?);
+        }
+        Ok(server)
+    }
+
+    /// The call runtime this server would serve: the registry of every catalog, the
+    /// workspace, the policy, the receipt log in `.kyro/receipts.jsonl` and the observers
+    /// (no upstream servers: [`Server::start`] connects them).
+    pub fn runtime(&self) -> Result<Runtime, ServeError> {
+        let runtime = self.bare_runtime(false)?;
+        runtime
+            .check_tool_rules()
+            .map_err(|e| ServeError::Policy(e.to_string()))?;
+        Ok(runtime)
+    }
+
+    /// The runtime with its upstream servers connected and their tools registered; says on
+    /// stderr when programs will not run under the OS sandbox.
+    pub async fn start(&self) -> Result<Started, ServeError> {
+        self.started(false).await
+    }
+
+    /// [`Server::start`] for serving: a `batched` receipt log (flushed before each write
+    /// of answers) over stdio, and the sandbox probed in the background so that the first
+    /// request is not kept waiting.
+    async fn started(&self, serving_stdio: bool) -> Result<Started, ServeError> {
+        let runtime = self.bare_runtime(serving_stdio)?;
+        // Said where programs may run: a tool that runs them, or an upstream server (an
+        // author's catalog without either has nothing to say it about).
+        let runs_programs = !self.upstreams.is_empty()
+            || runtime
+                .registry()
+                .snapshot()
+                .descriptors()
+                .any(|d| d.effect == kyro_core::Effect::Exec);
+        if runs_programs {
+            say_sandbox(&runtime, serving_stdio || self.http.is_some());
+        }
+        let mut upstreams = Vec::new();
+        for spec in &self.upstreams {
+            let up = upstream::connect(spec, runtime.registry(), runtime.scope())
+                .await
+                .map_err(ServeError::Upstream)?;
+            eprintln!("kyro: upstream `{}` runs under the sandbox: {}", up.name, up.sandbox);
+            for (tool, reason) in &up.refused {
+                eprintln!("kyro: upstream `{}`: `{tool}` not registered: {reason}", up.name);
+            }
+            upstreams.push(up);
+        }
+        // Every `[approvals.tools]` key names a served tool, the upstreams' `NAME.tool` too.
+        runtime
+            .check_tool_rules()
+            .map_err(|e| ServeError::Policy(e.to_string()))?;
+        Ok(Started {
+            runtime,
+            _upstreams: upstreams,
+        })
+    }
+
+    fn bare_runtime(&self, batched: bool) -> Result<Runtime, ServeError> {
+        let registry = Registry::with_prepared_catalog(&self.entries, self.prepared.unwrap_or_default())?;
+        if self.prepared.is_none() {
+            // A schema that does not compile refuses the server now, not its first call
+            // (prepared schemas were compiled by the build that prepared them).
+            registry.compile_all()?;
+        }
+        let root = self.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
+        let workspace = Workspace::new(&root).map_err(|e| ServeError::Workspace {
+            path: root.display().to_string(),
+            message: e.to_string(),
+        })?;
+        let log = JsonlReceiptLog::in_workspace(workspace.root());
+        let log = Arc::new(if batched { log.batched() } else { log });
+        let mut policy = self.policy.clone().unwrap_or_default();
+        for name in &self.set_aside {
+            policy.approvals.tools.remove(*name);
+        }
+        let mut runtime = Runtime::new(Arc::new(registry), workspace, &policy)
+            .map_err(|e| ServeError::Policy(e.to_string()))?
+            .with_observer(log);
+        for observer in &self.observers {
+            runtime = runtime.with_observer(observer.clone());
+        }
+        Ok(runtime)
+    }
+
+    /// The MCP server over `runtime`, serving and listing what the policy's `[catalog]`
+    /// and the selection flags choose.
+    fn mcp_server(&self, runtime: Runtime) -> Result<KyroServer, ServeError> {
+        let mut chosen = self.catalog_flags.over(&self.settings.catalog);
+        if !self.upstreams.is_empty()
+            && chosen.toolsets.is_none()
+            && runtime.registry().snapshot().get("mcp_call").is_some()
+        {
+            // The upstreams' tools are listed by default, and so is the tool that calls them.
+            chosen.tools.push("mcp_call".into());
+        }
+        let selection = Selection::resolve(&chosen, &runtime, self.default_toolsets)?;
+        Ok(KyroServer::new(runtime)
+            .with_selection(selection)
+            .with_text(self.text)
+            .with_allowed_origins(self.allowed_origins.iter().cloned())
+            .with_transport(self.settings.transport)
+            .search_only(self.catalog_flags.catalog == CatalogMode::Search))
+    }
+
+    /// Serves MCP on stdin/stdout until the client closes the stream.
+    pub async fn serve_stdio(self) -> Result<(), ServeError> {
+        let Started { runtime, _upstreams } = self.started(true).await?;
+        self.mcp_server(runtime)?.serve_stdio().await
+    }
+
     /// Serves MCP Streamable HTTP at `http://ADDR/mcp` (loopback addresses only), every
     /// request carrying the bearer token (see [`Server::http_auth`]).
     pub async fn serve_http(mut self, addr: SocketAddr) -> Result<(), ServeError> {
+        self.http = Some(addr);
         let auth = match self.http_auth.take() {
             Some(auth) => auth,
-            None => HttpAuth::from_env_or_new()?,
+            None => HttpAuth::from_env_or_new().map_err(|e| ServeError::HttpToken(e.to_string()))?,
         };
-        self.mcp_server(false)?.serve_http(addr, auth).await
+        let Started { runtime, _upstreams } = self.started(false).await?;
+        self.mcp_server(runtime)?.serve_http(addr, auth).await
     }
 
-    /// The whole `main` of a tool server: reads `--workspace DIR`, `--policy FILE` and
-    /// `--http ADDR` from the command line (as `kyro mcp` does), builds the async runtime
-    /// and serves until the client goes; errors are printed and exit non-zero.
-    pub fn run(mut self) -> ExitCode {
-        let args = match Args::parse(std::env::args().skip(1)) {
-            Ok(args) => args,
-            Err(message) => {
-                eprintln!("{message}");
-                return ExitCode::from(2);
-            }
+    /// Serves on stdio, or on HTTP when [`Server::args`] had `--http`, until the client
+    /// goes; an error is printed on stderr and exits 2 (usage) or 1. Stdio has one client
+    /// and is served on one thread (tools run on the blocking pool either way); HTTP has
+    /// many and gets one thread a core.
+    pub fn serve(self) -> ExitCode {
+        let executor = match self.http {
+            None => tokio::runtime::Builder::new_current_thread().enable_all().build(),
+            Some(_) => tokio::runtime::Builder::new_multi_thread().enable_all().build(),
         };
-        if let Some(dir) = args.workspace {
-            self.workspace = Some(dir);
-        }
-        self.catalog_flags = args.catalog;
-        self.text = args.text;
-        if args.http.is_some() {
-            match args.auth.resolve() {
-                Ok(auth) => self.http_auth = Some(auth),
-                Err(e) => {
-                    eprintln!("--token-file: {e}");
-                    return ExitCode::from(2);
-                }
-            }
-        }
-        if let Some(file) = args.policy {
-            match load_policy(&file) {
-                Ok(policy) => self.policy = Some(policy),
-                Err(e) => {
-                    eprintln!("{e}");
-                    return ExitCode::from(2);
-                }
-            }
-        }
-        let executor = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        let executor = match executor {
             Ok(executor) => executor,
-            Err(e) => {
-                eprintln!("cannot start the async runtime: {e}");
-                return ExitCode::FAILURE;
-            }
+            Err(e) => return failed(&ServeError::Io(e)),
         };
-        let served = match args.http {
+        let served = match self.http {
             Some(addr) => executor.block_on(self.serve_http(addr)),
             None => executor.block_on(self.serve_stdio()),
         };
         match served {
             Ok(()) => ExitCode::SUCCESS,
+            Err(e) => failed(&e),
+        }
+    }
+
+    /// The whole `main` of a tool server: reads the command line ([`ServeArgs`]: as
+    /// `kyro mcp` does) and [serves](Server::serve).
+    pub fn run(self) -> ExitCode {
+        #[derive(clap::Parser)]
+        #[command(about = "An MCP tool server built with kyro")]
+        struct Command {
+            #[command(flatten)]
+            args: ServeArgs,
+        }
+        let command = match <Command as clap::Parser>::try_parse() {
+            Ok(command) => command,
             Err(e) => {
-                eprintln!("{e}");
-                ExitCode::FAILURE
+                let _ = e.print();
+                return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
             }
+        };
+        match self.args(command.args) {
+            Ok(server) => server.serve(),
+            Err(e) => failed(&e),
         }
     }
 }
 
-/// The flags [`Server::run`] takes.
-#[derive(Debug, clap::Parser)]
-#[command(about = "An MCP tool server built with kyro")]
-struct Args {
-    /// The workspace root; default the current directory.
-    #[arg(long, value_name = "DIR")]
-    workspace: Option<PathBuf>,
-    /// A policy file (TOML); default: reads allowed, writes, exec and network need approval.
-    #[arg(long, value_name = "FILE")]
-    policy: Option<PathBuf>,
-    /// Serve Streamable HTTP on this loopback address (`127.0.0.1:PORT`) instead of stdio.
-    #[arg(long, value_name = "ADDR")]
-    http: Option<SocketAddr>,
-    #[command(flatten)]
-    auth: HttpAuthFlags,
-    #[command(flatten)]
-    catalog: CatalogFlags,
-    /// The text block of a result: `readable` (the tool's rendering) or `json`.
-    #[arg(long, value_enum, value_name = "MODE", default_value = "readable")]
-    text: TextMode,
+/// Prints `e` after the program's name and gives its exit code.
+pub(crate) fn failed(e: &ServeError) -> ExitCode {
+    let program = std::env::args_os()
+        .next()
+        .map(PathBuf::from)
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "server".into());
+    eprintln!("{program}: {e}");
+    ExitCode::from(if e.is_usage() { 2 } else { 1 })
 }
 
-impl Args {
-    fn parse(args: impl Iterator<Item = String>) -> Result<Args, String> {
-        use clap::Parser;
-        let program = std::env::args().next().unwrap_or_else(|| "server".into());
-        Args::try_parse_from(std::iter::once(program).chain(args)).map_err(|e| e.to_string())
+/// Says on stderr when programs will not run under the OS sandbox, and what happens then.
+/// The kernel is probed (a child process is started) on a thread of its own when
+/// `background`, so that a server answers its first request without waiting for it; a
+/// call that needs the answer waits for the same probe.
+fn say_sandbox(runtime: &Runtime, background: bool) {
+    let policy = runtime.scope().sandbox().clone();
+    let say = move || {
+        if policy.mode == kyro_core::policy::SandboxMode::Full {
+            eprintln!("kyro: [sandbox] mode = \"full\": programs tools start run without an OS sandbox");
+        } else if let Err(why) = kyro_core::sandbox::support() {
+            if policy.allow_unsandboxed {
+                eprintln!(
+                    "kyro: {why}; programs tools start run WITHOUT an OS sandbox ([sandbox] allow_unsandboxed = true)"
+                );
+            } else {
+                eprintln!(
+                    "kyro: {why}; run_command, start_process and upstream servers are refused (set [sandbox] allow_unsandboxed = true to run them without a sandbox); git runs unsandboxed"
+                );
+            }
+        }
+    };
+    if background {
+        std::thread::spawn(say);
+    } else {
+        say();
     }
 }
 
@@ -314,6 +534,41 @@ mod tests {
             Outcome::ExecutionFailed { error, .. } => assert_eq!(error.kind(), "not_found"),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// Takes a name.
+    #[allow(unreachable_pub)]
+    #[crate::prelude::tool(name = "bad_pattern", category = "testing", effect = "none")]
+    pub struct BadPattern {
+        /// A name, matched by a pattern that is no regular expression.
+        #[schemars(regex(pattern = "(unclosed"))]
+        pub name: String,
+    }
+
+    impl crate::prelude::Execute for BadPattern {
+        type Output = serde_json::Map<String, serde_json::Value>;
+
+        async fn run(self, _cx: &crate::prelude::ToolContext) -> Result<Self::Output, crate::prelude::ToolError> {
+            Ok(serde_json::Map::from_iter([("name".to_owned(), self.name.into())]))
+        }
+    }
+
+    crate::catalog! {
+        const BAD = [BadPattern];
+    }
+
+    #[test]
+    fn a_schema_that_does_not_compile_refuses_the_server_at_start() {
+        let ws = tempfile::tempdir().unwrap();
+        let refused = Server::new(BAD).workspace(ws.path()).runtime();
+        assert!(
+            matches!(
+                refused,
+                Err(ServeError::Catalog(kyro_core::RegistryError::Schema { .. }))
+            ),
+            "{:?}",
+            refused.err()
+        );
     }
 
     #[test]

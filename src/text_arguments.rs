@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 /// Why `key=value` words could not become an arguments object.
 #[derive(Debug, PartialEq, Eq)]
-pub enum TextArgumentsError {
+pub(crate) enum TextArgumentsError {
     /// A word without `=`.
     NotKeyValue(String),
     /// The same key twice.
@@ -42,7 +42,7 @@ impl std::fmt::Display for TextArgumentsError {
 
 /// Builds the arguments object from `key=value` words, typed by `input_schema` (an
 /// argument alias is typed as the field it stands for).
-pub fn from_words(
+pub(crate) fn from_words(
     words: &[String],
     input_schema: &Value,
     aliases: &[ArgumentAlias],

@@ -7,8 +7,18 @@
 //! with the reason) and goes through the same boundary as a built-in: validated,
 //! authorized, executed, receipted. Its effect is `exec` whatever the upstream says: the
 //! upstream is a program kyro runs, and its annotations are never taken as policy.
+//!
+//! The catalog selection holds for upstream tools whenever they are listed again: a tool
+//! that `--read-only`, `--exclude-tools` or `--toolsets` leaves out is not registered when
+//! the upstream says its list changed: the registry admits only what the selection serves
+//! ([`Registry::admit_only`](kyro_core::Registry::admit_only)).
+//!
+//! The process gets only the environment it is given ([`INHERITED`], and what its spec
+//! sets or passes), runs in a session and process group of its own, and ends with kyro:
+//! its group is killed when the [`Upstream`] is dropped, when it fails to start and when
+//! kyro exits, and the process itself gets SIGKILL if kyro dies first.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use kyro_core::UPSTREAM_CATEGORY;
 use kyro_core::policy::Scope;
@@ -20,19 +30,65 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
+/// The variables an upstream gets from kyro's own environment whatever its spec says (the
+/// ones `run_command` passes); every other one (`GITHUB_TOKEN`, `AWS_*`, ...) stays out
+/// unless the spec passes it by name.
+pub(crate) const INHERITED: &[&str] = &[
+    "PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "USER", "TERM",
+];
+
+/// The word before the command that passes variables through: `--pass-env=A,B`.
+const PASS_ENV: &str = "--pass-env=";
+
 /// One `--upstream` argument, parsed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct UpstreamSpec {
     /// The name tools are registered under (`NAME.tool`).
     pub name: String,
     /// The program and its arguments.
     pub argv: Vec<String>,
+    /// Variables set for it, values as given (`VAR=VALUE` words before the command).
+    pub env: Vec<(String, String)>,
+    /// Variables passed through from kyro's environment, when set there (`--pass-env=A,B`
+    /// words before the command), besides the few every upstream inherits (`PATH`,
+    /// `HOME`, locale, `TZ`, `TMPDIR`, `USER`, `TERM`).
+    pub pass_env: Vec<String>,
+}
+
+impl std::fmt::Debug for UpstreamSpec {
+    /// The values of `env` are left out: they are often credentials.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let set: Vec<&str> = self.env.iter().map(|(name, _)| name.as_str()).collect();
+        f.debug_struct("UpstreamSpec")
+            .field("name", &self.name)
+            .field("argv", &self.argv)
+            .field("env", &set)
+            .field("pass_env", &self.pass_env)
+            .finish()
+    }
+}
+
+/// Whether `name` is an environment variable's name (`[A-Za-z_][A-Za-z0-9_]*`, at most 128).
+fn variable_name(name: &str) -> bool {
+    name.len() <= 128
+        && name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Whether a word before the command says what the environment holds (`VAR=VALUE`,
+/// `--pass-env=A,B`) rather than being the command.
+fn setting(word: &str) -> bool {
+    word.starts_with(PASS_ENV) || word.split_once('=').is_some_and(|(name, _)| variable_name(name))
 }
 
 impl std::str::FromStr for UpstreamSpec {
     type Err = String;
 
-    /// `NAME=CMD ARGS`, the command split like a shell would (quotes, no expansion).
+    /// `NAME=[VAR=VALUE ...] [--pass-env=A,B ...] CMD ARGS`, the command split like a shell
+    /// would (quotes, no expansion). The words before the command set variables for it
+    /// (`VAR=VALUE`) and pass variables of kyro's own environment through by name
+    /// (`--pass-env=A,B`); nothing else of that environment reaches it but `PATH`, `HOME`,
+    /// locale, `TZ`, `TMPDIR`, `USER` and `TERM`.
     fn from_str(text: &str) -> Result<UpstreamSpec, String> {
         let (name, command) = text
             .split_once('=')
@@ -47,33 +103,129 @@ impl std::str::FromStr for UpstreamSpec {
                 "upstream name `{name}`: lowercase letters, digits and `_`, starting with a letter, at most 32"
             ));
         }
-        let argv = shell_words::split(command).map_err(|e| format!("upstream `{name}`: {e}"))?;
+        let mut words = shell_words::split(command).map_err(|e| format!("upstream `{name}`: {e}"))?;
+        let settings = words.iter().take_while(|word| setting(word)).count();
+        let argv = words.split_off(settings);
         if argv.is_empty() {
             return Err(format!("upstream `{name}` has no command"));
+        }
+        let (mut env, mut pass_env) = (Vec::new(), Vec::new());
+        for word in words {
+            if let Some(names) = word.strip_prefix(PASS_ENV) {
+                for variable in names.split(',') {
+                    if !variable_name(variable) {
+                        return Err(format!(
+                            "upstream `{name}`: `{variable}` in {PASS_ENV}... is not a variable name"
+                        ));
+                    }
+                    pass_env.push(variable.to_owned());
+                }
+            } else if let Some((variable, value)) = word.split_once('=') {
+                env.push((variable.to_owned(), value.to_owned()));
+            }
         }
         Ok(UpstreamSpec {
             name: name.to_owned(),
             argv,
+            env,
+            pass_env,
         })
     }
 }
 
-/// A connected upstream; the child process is stopped when this is dropped.
-pub struct Upstream {
+/// A connected upstream; the child process and everything it started are stopped when this
+/// is dropped.
+pub(crate) struct Upstream {
     /// Its configured name.
     pub name: String,
     /// Tools left out, with why.
     pub refused: Vec<(String, String)>,
     /// The OS sandbox it runs under, or why there is none.
     pub sandbox: String,
+    // Dropped in this order: the group is killed before rmcp reaps its leader.
+    _group: Group,
     _service: RunningService<RoleClient, Watcher>,
     _sandbox: Sandbox,
+}
+
+/// An upstream's process group (the session its process leads): killed with everything in
+/// it when this is dropped, or when kyro exits first (`exit` runs [`kill_live_groups`]).
+struct Group(Option<libc::pid_t>);
+
+/// The groups of the upstreams alive.
+static LIVE_GROUPS: Mutex<Vec<libc::pid_t>> = Mutex::new(Vec::new());
+
+fn live_groups() -> MutexGuard<'static, Vec<libc::pid_t>> {
+    LIVE_GROUPS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Kills every live upstream's group; run by `exit` (kyro's end, SIGTERM's included).
+extern "C" fn kill_live_groups() {
+    for &group in live_groups().iter() {
+        // SAFETY: killpg only sends a signal.
+        unsafe {
+            libc::killpg(group, libc::SIGKILL);
+        }
+    }
+}
+
+impl Group {
+    /// The group `leader` (the process just started, in a session of its own) leads.
+    fn led_by(leader: Option<u32>) -> Group {
+        static AT_EXIT: std::sync::Once = std::sync::Once::new();
+        let group = leader
+            .and_then(|pid| libc::pid_t::try_from(pid).ok())
+            .filter(|&pid| pid > 1);
+        if let Some(group) = group {
+            AT_EXIT.call_once(|| {
+                // SAFETY: registers a function that only locks a mutex and sends signals.
+                unsafe {
+                    libc::atexit(kill_live_groups);
+                }
+            });
+            live_groups().push(group);
+        }
+        Group(group)
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if let Some(group) = self.0.take() {
+            live_groups().retain(|&g| g != group);
+            // SAFETY: killpg only sends a signal. Its leader is kyro's child, not reaped
+            // before this runs unless it ended by itself, so the id is still this group's.
+            unsafe {
+                libc::killpg(group, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+/// Makes the child `command` starts get SIGKILL when the kyro thread that starts it ends
+/// (and so when kyro does); a child whose kyro is already gone does not start. Added after
+/// the sandbox's steps, since entering a user namespace clears the death signal.
+fn dies_with_kyro(command: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    let kyro = std::process::id() as libc::pid_t;
+    // SAFETY: prctl and getppid are async-signal-safe, and nothing here allocates.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() != kyro {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
 }
 
 /// The client side of an upstream connection: follows the upstream's
 /// `notifications/tools/list_changed` into the registry (whose own change notifies
 /// kyro's clients in turn).
-pub struct Watcher {
+pub(crate) struct Watcher {
     name: String,
     registry: Arc<Registry>,
 }
@@ -96,13 +248,13 @@ impl ClientHandler for Watcher {
 }
 
 /// How long an upstream has to answer the handshake and its first `tools/list`.
-pub const START_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+pub(crate) const START_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Starts the upstream, lists its tools and registers each one that can be, within
 /// [`START_TIMEOUT`]: an upstream that does not answer in time is stopped and reported.
 /// It runs under the OS sandbox of `scope` (`[sandbox]`, or its own
 /// `[sandbox.upstreams.NAME]`).
-pub async fn connect(spec: &UpstreamSpec, registry: &Arc<Registry>, scope: &Scope) -> Result<Upstream, String> {
+pub(crate) async fn connect(spec: &UpstreamSpec, registry: &Arc<Registry>, scope: &Scope) -> Result<Upstream, String> {
     tokio::time::timeout(START_TIMEOUT, connect_now(spec, registry, scope))
         .await
         .unwrap_or_else(|_| {
@@ -118,10 +270,25 @@ async fn connect_now(spec: &UpstreamSpec, registry: &Arc<Registry>, scope: &Scop
     let sandbox = Sandbox::prepare(&SandboxRequest::upstream(scope, &spec.name))
         .map_err(|e| format!("upstream `{}`: {e}", spec.name))?;
     let mut command = tokio::process::Command::new(&spec.argv[0]);
-    command.args(&spec.argv[1..]);
-    sandbox.apply(command.as_std_mut());
+    command.args(&spec.argv[1..]).env_clear();
+    let passed = spec.pass_env.iter().map(String::as_str);
+    for name in INHERITED.iter().copied().chain(passed) {
+        if let Some(value) = std::env::var_os(name) {
+            command.env(name, value);
+        }
+    }
+    for (name, value) in &spec.env {
+        command.env(name, value);
+    }
+    let std_command = command.as_std_mut();
+    // A session of its own, so its group can be killed whole (`apply` makes one too; a
+    // second call adds nothing); then the sandbox (whose TMPDIR wins); then the death signal.
+    kyro_core::sandbox::new_session(std_command);
+    sandbox.apply(std_command);
+    dies_with_kyro(std_command);
     let transport = TokioChildProcess::new(command)
         .map_err(|e| format!("upstream `{}`: cannot run `{}`: {e}", spec.name, spec.argv[0]))?;
+    let group = Group::led_by(transport.id());
     let watcher = Watcher {
         name: spec.name.clone(),
         registry: registry.clone(),
@@ -141,16 +308,18 @@ async fn connect_now(spec: &UpstreamSpec, registry: &Arc<Registry>, scope: &Scop
         _sandbox: sandbox,
         name: spec.name.clone(),
         refused,
+        _group: group,
         _service: service,
     })
 }
 
 /// Brings the registry's `server.*` tools in line with the upstream's list: new ones
-/// registered, changed ones replaced, vanished ones removed. Returns the names registered
-/// and the refusals.
+/// registered, changed ones replaced, vanished ones removed; a tool the catalog selection
+/// applied to the registry does not serve is neither registered nor kept. Returns the names
+/// registered and the refusals.
 fn sync(
     server: &str,
-    registry: &Registry,
+    registry: &Arc<Registry>,
     tools: &[rmcp::model::Tool],
     peer: &Peer<RoleClient>,
 ) -> (Vec<String>, Vec<(String, String)>) {
@@ -164,17 +333,25 @@ fn sync(
     let (mut registered, mut refused) = (Vec::new(), Vec::new());
     for tool in tools {
         let full = format!("{server}.{}", tool.name);
-        let result = definition(server, tool, peer.clone()).and_then(|d| {
-            if before.contains(&full) {
-                registry.replace(d)
-            } else {
-                registry.register(d)
+        let defined = match definition(server, tool, peer.clone()) {
+            Ok(defined) => defined,
+            Err(reason) => {
+                refused.push((full, reason));
+                continue;
             }
-            .map_err(|e| e.to_string())
-        });
+        };
+        let result = if before.contains(&full) {
+            registry.replace(defined)
+        } else {
+            registry.register(defined)
+        };
         match result {
-            Ok(_) => registered.push(full),
-            Err(reason) => refused.push((full, reason)),
+            // Kept unless a selection applied meanwhile left it out.
+            Ok(snapshot) if snapshot.get(&full).is_some() => registered.push(full),
+            Ok(_) => {}
+            // Left out by the server's selection (and removed below if it was there).
+            Err(kyro_core::RegistryError::NotAdmitted { .. }) => {}
+            Err(e) => refused.push((full, e.to_string())),
         }
     }
     for gone in before.iter().filter(|n| !registered.contains(n)) {
@@ -271,5 +448,36 @@ mod tests {
         for bad in ["noequals", "Fs=cmd", "1x=cmd", "a-b=cmd", "x=", "x='unclosed"] {
             assert!(bad.parse::<UpstreamSpec>().is_err(), "{bad}");
         }
+    }
+
+    /// The words before the command set variables and pass kyro's own by name; after the
+    /// command, the same shapes are its arguments.
+    #[test]
+    fn variables_are_set_and_passed_only_before_the_command() {
+        let spec: UpstreamSpec = "gh=GH_HOST='a b' --pass-env=GITHUB_TOKEN,AWS_PROFILE npx -y srv A=1 --pass-env=B"
+            .parse()
+            .unwrap();
+        assert_eq!(spec.env, [("GH_HOST".to_owned(), "a b".to_owned())]);
+        assert_eq!(spec.pass_env, ["GITHUB_TOKEN", "AWS_PROFILE"]);
+        assert_eq!(spec.argv, ["npx", "-y", "srv", "A=1", "--pass-env=B"]);
+        let plain: UpstreamSpec = "fs=/opt/a=b/server".parse().unwrap();
+        assert_eq!(plain.argv, ["/opt/a=b/server"], "not a variable name: the command");
+        assert!(plain.env.is_empty() && plain.pass_env.is_empty());
+        for bad in [
+            "x=A=1",
+            "x=--pass-env=A",
+            "x=--pass-env= cmd",
+            "x=--pass-env=A,1B cmd",
+            "x=--pass-env=A=B cmd",
+        ] {
+            assert!(bad.parse::<UpstreamSpec>().is_err(), "{bad}");
+        }
+        // Values set are often credentials: Debug names them only.
+        let secret: UpstreamSpec = "gh=GITHUB_TOKEN=ghp_secret cmd".parse().unwrap();
+        let shown = format!("{secret:?}");
+        assert!(
+            shown.contains("GITHUB_TOKEN") && !shown.contains("ghp_secret"),
+            "{shown}"
+        );
     }
 }

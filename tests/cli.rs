@@ -4,6 +4,9 @@ use std::process::{Command, Output};
 
 use serde_json::{Value, json};
 
+#[path = "cli/approval.rs"]
+mod approval;
+
 fn kyro(args: &[&str], workspace: &std::path::Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_kyro"))
         .args(args)
@@ -209,10 +212,16 @@ fn usage_errors_exit_two_and_run_nothing() {
         let out = kyro(&args, ws.path());
         assert_eq!(out.status.code(), Some(2), "{args:?}");
     }
-    assert!(
-        std::fs::read_dir(ws.path()).unwrap().next().is_none(),
-        "a refused call wrote a file"
-    );
+    // kyro's own `.kyro` is made at start, before any program could plant a log there;
+    // nothing else is written, and no call was receipted.
+    let written: Vec<_> = std::fs::read_dir(ws.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|name| name != ".kyro")
+        .collect();
+    assert!(written.is_empty(), "a refused call wrote {written:?}");
+    let log = std::fs::read_to_string(ws.path().join(".kyro/receipts.jsonl")).unwrap_or_default();
+    assert_eq!(log, "", "a usage error was receipted");
 }
 
 #[test]
@@ -425,14 +434,43 @@ fn a_background_process_ends_with_kyro_call() {
 }
 
 #[test]
-fn receipts_never_go_through_a_planted_symlink_or_block_on_a_fifo() {
-    // A `.kyro` symlink pointing out: the call still answers, nothing is written outside.
+fn a_program_gets_the_default_signal_actions_whatever_kyro_inherited() {
+    // kyro started as a script's background job or under nohup: SIGTERM, SIGINT, SIGHUP
+    // and SIGQUIT ignored, which exec passes on unless kyro gives the defaults back (the
+    // test's own process may ignore more: 32 and 33 were, here).
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("p.toml"), "[approvals]\nexec = \"auto\"\n").unwrap();
+    let out = Command::new("sh")
+        .args([
+            "-c",
+            r#"trap '' TERM INT HUP QUIT; exec "$0" call run_command '{"argv": ["grep", "SigIgn", "/proc/self/status"]}' --policy p.toml"#,
+            env!("CARGO_BIN_EXE_kyro"),
+        ])
+        .current_dir(ws.path())
+        .output()
+        .unwrap();
+    let outcome = stdout_json(&out);
+    assert_eq!(outcome["outcome"], "ok", "{outcome}");
+    assert_eq!(
+        outcome["result"]["stdout"].as_str().unwrap().trim(),
+        "SigIgn:\t0000000000000000"
+    );
+}
+
+#[test]
+fn receipts_never_go_through_a_planted_symlink_or_block_on_a_fifo_and_no_call_runs_unrecorded() {
+    let refused_unrecorded = |out: &Output| {
+        let outcome = stdout_json(out);
+        assert_eq!(outcome["outcome"], "denied", "{outcome}");
+        assert_eq!(outcome["error"]["reason"]["kind"], "receipts_unwritable", "{outcome}");
+        assert_eq!(out.status.code(), Some(1));
+    };
+    // A `.kyro` symlink pointing out: the call is refused, nothing is written outside.
     let ws = tempfile::tempdir().unwrap();
     let outside = tempfile::tempdir().unwrap();
     std::fs::write(ws.path().join("a.txt"), "a\n").unwrap();
     std::os::unix::fs::symlink(outside.path(), ws.path().join(".kyro")).unwrap();
-    let out = kyro(&["call", "read_file", r#"{"path": "a.txt"}"#], ws.path());
-    assert_eq!(stdout_json(&out)["outcome"], "ok");
+    refused_unrecorded(&kyro(&["call", "read_file", r#"{"path": "a.txt"}"#], ws.path()));
     assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
     // A symlinked receipts.jsonl: the outside file is not appended to.
     let ws = tempfile::tempdir().unwrap();
@@ -441,10 +479,9 @@ fn receipts_never_go_through_a_planted_symlink_or_block_on_a_fifo() {
     let target = outside.path().join("victim");
     std::fs::write(&target, "untouched\n").unwrap();
     std::os::unix::fs::symlink(&target, ws.path().join(".kyro/receipts.jsonl")).unwrap();
-    let out = kyro(&["call", "read_file", r#"{"path": "a.txt"}"#], ws.path());
-    assert_eq!(stdout_json(&out)["outcome"], "ok");
+    refused_unrecorded(&kyro(&["call", "read_file", r#"{"path": "a.txt"}"#], ws.path()));
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "untouched\n");
-    // A FIFO at receipts.jsonl: the call answers instead of blocking.
+    // A FIFO at receipts.jsonl: the call is refused at once instead of blocking.
     let ws = tempfile::tempdir().unwrap();
     std::fs::write(ws.path().join("a.txt"), "a\n").unwrap();
     std::fs::create_dir(ws.path().join(".kyro")).unwrap();
@@ -457,6 +494,7 @@ fn receipts_never_go_through_a_planted_symlink_or_block_on_a_fifo() {
         .args(["call", "read_file", r#"{"path": "a.txt"}"#])
         .current_dir(ws.path())
         .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
@@ -467,6 +505,7 @@ fn receipts_never_go_through_a_planted_symlink_or_block_on_a_fifo() {
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
+    refused_unrecorded(&child.wait_with_output().unwrap());
 }
 
 #[test]

@@ -6,6 +6,11 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use serde_json::{Value, json};
 
+#[path = "mcp/frames.rs"]
+mod frames;
+#[path = "mcp/resources.rs"]
+mod resources;
+
 struct Server {
     child: Child,
     stdin: ChildStdin,
@@ -21,6 +26,20 @@ impl Server {
     }
 
     fn start_with(workspace: &std::path::Path, extra: &[&str]) -> Server {
+        let mut server = Server::spawn(workspace, extra);
+        let init = server.request(
+            1,
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}),
+        );
+        assert_eq!(init["result"]["serverInfo"]["name"], "kyro");
+        assert_eq!(init["result"]["capabilities"]["tools"]["listChanged"], true);
+        server.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string());
+        server
+    }
+
+    /// `kyro mcp`, not yet spoken to (a 2026-07-28 client sends no `initialize`).
+    fn spawn(workspace: &std::path::Path, extra: &[&str]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_kyro"))
             .args(["mcp", "--workspace"])
             .arg(workspace)
@@ -32,22 +51,13 @@ impl Server {
             .expect("kyro mcp starts");
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut server = Server {
+        Server {
             child,
             stdin,
             stdout,
             pending: HashMap::new(),
             notifications: Vec::new(),
-        };
-        let init = server.request(
-            1,
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}),
-        );
-        assert_eq!(init["result"]["serverInfo"]["name"], "kyro");
-        assert_eq!(init["result"]["capabilities"]["tools"]["listChanged"], true);
-        server.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string());
-        server
+        }
     }
 
     fn send(&mut self, line: &str) {
@@ -174,6 +184,48 @@ fn tools_list_serves_every_descriptor_with_schemas_and_annotations() {
             .contains("18446744073709551615"),
         "u64::MAX restated"
     );
+}
+
+/// MCP 2026-07-28: no `initialize`; every request carries the version and the client's
+/// capabilities in `_meta`, and `server/discover` says what the server speaks.
+#[test]
+fn a_current_client_calls_without_initialize() {
+    let ws = tempfile::tempdir().unwrap();
+    let mut server = Server::spawn(ws.path(), &[]);
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "current", "version": "1"}
+    });
+    let discovered = server.request(1, "server/discover", json!({"_meta": meta}));
+    let versions = discovered["result"]["supportedVersions"]
+        .as_array()
+        .expect("supported versions");
+    assert!(versions.contains(&json!("2026-07-28")), "{discovered}");
+    assert!(versions.contains(&json!("2025-06-18")), "{discovered}");
+    let listed = server.request(2, "tools/list", json!({"_meta": meta}));
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .expect("a tool list")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(names.contains(&"read_file"), "{names:?}");
+    let called = server.request(
+        3,
+        "tools/call",
+        json!({"name": "calculate", "arguments": {"expression": "6*7"}, "_meta": meta}),
+    );
+    assert_eq!(called["result"]["structuredContent"]["value"], 42, "{called}");
+    assert_eq!(called["result"]["isError"], false);
+    // Validation and authorization are the same as for any client.
+    let refused = server.request(
+        4,
+        "tools/call",
+        json!({"name": "calculate", "arguments": {"expression": 6}, "_meta": meta}),
+    );
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert!(std::fs::read_to_string(ws.path().join(".kyro/receipts.jsonl")).is_ok_and(|r| r.lines().count() == 2));
 }
 
 #[test]
@@ -440,29 +492,6 @@ fn an_unknown_tool_is_invalid_params() {
     assert_eq!(unknown["error"]["code"], -32602);
 }
 
-#[test]
-fn the_server_survives_a_thousand_malformed_lines() {
-    let ws = tempfile::tempdir().unwrap();
-    let mut server = Server::start(ws.path());
-    for i in 0..1000 {
-        let line = match i % 4 {
-            0 => "not json at all".to_owned(),
-            1 => format!("{{\"jsonrpc\": \"2.0\", \"id\": {i}, \"method\": "),
-            2 => "[1, 2, 3]".to_owned(),
-            _ => "{\"jsonrpc\": \"2.0\", \"method\": 42}".to_owned(),
-        };
-        server.send(&line);
-    }
-    let pong = server.request(100_000, "ping", json!({}));
-    assert_eq!(pong["result"], json!({}));
-    let call = server.request(
-        100_001,
-        "tools/call",
-        json!({"name": "calculate", "arguments": {"expression": "6 * 7"}}),
-    );
-    assert_eq!(call["result"]["structuredContent"]["value"], 42);
-}
-
 /// Chromium is killed with kyro even when kyro gets no chance to clean up (SIGKILL): the
 /// browser is spawned with a parent-death signal.
 #[test]
@@ -545,107 +574,29 @@ fn children_of(parent: u32) -> Vec<u32> {
         .collect()
 }
 
-#[test]
-fn malformed_messages_get_their_json_rpc_errors_and_the_server_goes_on() {
-    let ws = tempfile::tempdir().unwrap();
-    std::fs::write(ws.path().join("a.txt"), "a\n").unwrap();
-    let mut server = Server::start(ws.path());
-    // Answered with the request's id.
-    for (id, params) in [
-        (20, r#"{"name":"read_file","arguments":"{\"path\":\"a.txt\"}"}"#),
-        (21, r#"{"name":"read_file","arguments":["a.txt"]}"#),
-        (
-            22,
-            r#"{"name":"read_file","name":"write_file","arguments":{"path":"a.txt"}}"#,
+/// A server started in `ws` whose `web_fetch` of the URL returned stalls (its listener,
+/// returned too, accepts and never answers) until `timeout_ms`; network calls run without
+/// asking, and so do the `extra` approvals (`write = "auto"\n`).
+fn stalled_fetch(ws: &std::path::Path, timeout_ms: u64, extra: &str) -> (Server, String, std::net::TcpListener) {
+    let stalled = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/slow", stalled.local_addr().unwrap());
+    let policy = ws.join("policy.toml");
+    std::fs::write(
+        &policy,
+        format!(
+            "[approvals]\nnetwork = \"auto\"\n{extra}[limits]\ntimeout_ms = {timeout_ms}\n\
+             [tools.network]\nallow_hosts = [\"127.0.0.1\"]\n"
         ),
-    ] {
-        server.send(&format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{params}}}"#
-        ));
-        assert_eq!(server.answer(id)["error"]["code"], -32602, "{params}");
-    }
-    // A fault inside a request's params (a lone surrogate, a number no double holds) is
-    // answered to that request.
-    for (id, params) in [
-        (23, r#"{"s":"\ud800"}"#),
-        (25, r#"{"name":"calculate","arguments":{"expression":"1","x":1e400}}"#),
-    ] {
-        server.send(&format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{params}}}"#
-        ));
-        assert_eq!(server.answer(id)["error"]["code"], -32602, "{params}");
-    }
-    // Answered with a null id: the message could not be read far enough to find one.
-    let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
-    let huge = format!(
-        r#"{{"jsonrpc":"2.0","id":24,"method":"ping","params":{{"p":"{}"}}}}"#,
-        "a".repeat(20 << 20)
-    );
-    for (frame, code) in [(deep, -32700), (huge, -32600)] {
-        server.send(&frame);
-        let mut line = String::new();
-        server.stdout.read_line(&mut line).unwrap();
-        let answer: Value = serde_json::from_str(&line).unwrap();
-        assert_eq!(
-            (answer["id"].clone(), answer["error"]["code"].clone()),
-            (Value::Null, json!(code))
-        );
-    }
-    // And the server still serves.
-    let read = server.request(
-        25,
-        "tools/call",
-        json!({"name": "read_file", "arguments": {"path": "a.txt"}}),
-    );
-    assert_eq!(read["result"]["structuredContent"]["content"], "a\n");
-}
-
-#[test]
-fn every_answer_is_written_when_the_client_closes_stdin_right_after_its_requests() {
-    let ws = tempfile::tempdir().unwrap();
-    std::fs::write(ws.path().join("a.txt"), "a\n").unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kyro"))
-        .args(["mcp", "--workspace"])
-        .arg(ws.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    for line in [
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).to_string(),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
-        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "read_file", "arguments": {"path": "a.txt"}}}).to_string(),
-        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read_file","arguments":"x"}}"#.to_owned(),
-    ] {
-        writeln!(stdin, "{line}").unwrap();
-    }
-    drop(stdin);
-    let out = child.wait_with_output().unwrap();
-    let answers: Vec<Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let mut ids: Vec<u64> = answers.iter().filter_map(|a| a["id"].as_u64()).collect();
-    ids.sort();
-    assert_eq!(ids, [1, 2, 3], "{answers:?}");
+    )
+    .unwrap();
+    let server = Server::start_with(ws, &["--policy", policy.to_str().unwrap()]);
+    (server, url, stalled)
 }
 
 #[test]
 fn a_stalled_fetch_ends_at_the_time_limit_and_pings_are_answered_meanwhile() {
-    // A server that accepts and never answers.
-    let stalled = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/slow", stalled.local_addr().unwrap());
     let ws = tempfile::tempdir().unwrap();
-    let policy = ws.path().join("policy.toml");
-    std::fs::write(
-        &policy,
-        "[approvals]\nnetwork = \"auto\"\n[limits]\ntimeout_ms = 300\n[tools.network]\nallow_hosts = [\"127.0.0.1\"]\n",
-    )
-    .unwrap();
-    let mut server = Server::start_with(ws.path(), &["--policy", policy.to_str().unwrap()]);
+    let (mut server, url, _stalled) = stalled_fetch(ws.path(), 300, "");
     let started = std::time::Instant::now();
     server.send(
         &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
@@ -722,96 +673,6 @@ fn catalog_search_lists_discovery_and_call_tool_which_runs_any_tool_through_the_
     assert_eq!(tools, ["calculate", "write_file"]);
 }
 
-#[test]
-fn resources_serve_the_inventory_descriptors_receipts_and_confined_files() {
-    let ws = tempfile::tempdir().unwrap();
-    std::fs::write(ws.path().join("a.txt"), "one\ntwo\n").unwrap();
-    let mut server = Server::start(ws.path());
-    let listed = server.request(2, "resources/list", json!({}));
-    let uris: Vec<&str> = listed["result"]["resources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["uri"].as_str().unwrap())
-        .collect();
-    assert!(
-        uris.contains(&"kyro://inventory") && uris.contains(&"kyro://tools/read_file"),
-        "{uris:?}"
-    );
-    let templates = server.request(3, "resources/templates/list", json!({}));
-    assert!(templates.to_string().contains("kyro://workspace/{path}"), "{templates}");
-    let read = |server: &mut Server, id: u64, uri: &str| server.request(id, "resources/read", json!({"uri": uri}));
-    let inventory = read(&mut server, 4, "kyro://inventory");
-    assert!(
-        inventory["result"]["contents"][0]["text"]
-            .as_str()
-            .unwrap()
-            .contains("read_file")
-    );
-    let descriptor = read(&mut server, 5, "kyro://tools/read_file");
-    let descriptor: Value =
-        serde_json::from_str(descriptor["result"]["contents"][0]["text"].as_str().unwrap()).unwrap();
-    assert!(
-        descriptor["outputSchema"]["properties"]["content"]["description"].is_string(),
-        "prose kept here"
-    );
-    let file = read(&mut server, 6, "kyro://workspace/a.txt");
-    assert_eq!(file["result"]["contents"][0]["text"], "one\ntwo\n");
-    // Confined exactly as read_file: a path out of the workspace is refused.
-    let outside = read(&mut server, 7, "kyro://workspace/../outside.txt");
-    assert!(
-        outside["error"]["message"].as_str().unwrap().contains("denied"),
-        "{outside}"
-    );
-    // The read was a call like any other: its receipt is a resource too.
-    let receipts = std::fs::read_to_string(ws.path().join(".kyro/receipts.jsonl")).unwrap();
-    let first: Value = serde_json::from_str(receipts.lines().next().unwrap()).unwrap();
-    assert_eq!(first["tool"], "read_file");
-    let receipt = read(
-        &mut server,
-        8,
-        &format!("kyro://receipts/{}", first["call_id"].as_str().unwrap()),
-    );
-    assert!(
-        receipt["result"]["contents"][0]["text"]
-            .as_str()
-            .unwrap()
-            .contains("\"read_file\"")
-    );
-    let missing = read(&mut server, 9, "kyro://receipts/nope");
-    assert!(missing["error"].is_object(), "{missing}");
-}
-
-#[test]
-fn the_file_templates_path_completes_within_the_workspace_only() {
-    let ws = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(ws.path().join("src/inner")).unwrap();
-    std::fs::write(ws.path().join("src/lib.rs"), "").unwrap();
-    std::fs::write(ws.path().join("src/.hidden"), "").unwrap();
-    std::fs::write(ws.path().join("README.md"), "").unwrap();
-    let mut server = Server::start(ws.path());
-    let mut complete = |id: u64, value: &str| -> Vec<String> {
-        let answer = server.request(
-            id,
-            "completion/complete",
-            json!({"ref": {"type": "ref/resource", "uri": "kyro://workspace/{path}"},
-                   "argument": {"name": "path", "value": value}}),
-        );
-        answer["result"]["completion"]["values"]
-            .as_array()
-            .unwrap_or_else(|| panic!("{answer}"))
-            .iter()
-            .map(|v| v.as_str().unwrap().to_owned())
-            .collect()
-    };
-    assert_eq!(complete(2, "src/"), ["src/inner/", "src/lib.rs"]);
-    assert_eq!(complete(3, "src/l"), ["src/lib.rs"]);
-    assert_eq!(complete(4, "src/.h"), ["src/.hidden"]);
-    assert_eq!(complete(5, "REA"), ["README.md"]);
-    assert!(complete(6, "../").is_empty(), "nothing outside the workspace");
-    assert!(complete(7, "/etc/").is_empty(), "nothing outside the workspace");
-}
-
 /// A receipt is in the log before its answer leaves (receipts are held back only until the
 /// next write of answers, and written just before it), and SIGTERM writes out what the log
 /// holds before kyro ends, with status 143.
@@ -849,4 +710,26 @@ fn every_answered_call_is_in_the_log_and_sigterm_ends_after_writing_it() {
     let status = server.child.wait().unwrap();
     assert_eq!(status.code(), Some(143), "{status:?}");
     assert_eq!(receipted(), 50);
+}
+
+#[test]
+fn an_alias_given_to_exclude_tools_excludes_its_tool() {
+    let ws = tempfile::tempdir().unwrap();
+    // `bash` is run_command's alias, `cat` read_file's.
+    let mut server = Server::start_with(ws.path(), &["--exclude-tools", "bash,cat"]);
+    let (names, _) = listing(&mut server, 2);
+    assert!(
+        !names.iter().any(|n| n == "run_command" || n == "read_file"),
+        "{names:?}"
+    );
+    let called = server.request(
+        3,
+        "tools/call",
+        json!({"name": "run_command", "arguments": {"argv": ["true"]}}),
+    );
+    assert!(
+        called["result"]["isError"] == true || called["error"].is_object(),
+        "an excluded tool was called: {called}"
+    );
+    assert!(!called.to_string().contains("exit_code"), "{called}");
 }

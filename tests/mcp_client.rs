@@ -83,7 +83,7 @@ async fn exercise(client: &RunningService<RoleClient, ()>) {
     let default_toolsets = kyro_tools::available(false)
         .0
         .iter()
-        .filter(|e| kyro::selection::DEFAULT_TOOLSETS.contains(&e.spec.category))
+        .filter(|e| kyro::DEFAULT_TOOLSETS.contains(&e.spec.category))
         .count();
     assert_eq!(tools.len(), default_toolsets, "the default toolsets are listed");
     for tool in &tools {
@@ -180,6 +180,21 @@ fn http_requires_the_bearer_token() {
     assert!(head.starts_with("http/1.1 200"), "{head}");
 }
 
+/// RFC 7235: the scheme is case-insensitive, so `bearer` and `BEARER` carry the token as
+/// `Bearer` does; the token itself is compared exactly.
+#[test]
+fn http_takes_the_bearer_scheme_in_any_case() {
+    let ws = workspace();
+    let server = HttpServer::start(ws.path());
+    for scheme in ["bearer", "BEARER", "bEaReR"] {
+        let head = post_initialize(&server.url, Some(&format!("{scheme} {TOKEN}")));
+        assert!(head.starts_with("http/1.1 200"), "{scheme}: {head}");
+    }
+    let upper = TOKEN.to_uppercase();
+    let head = post_initialize(&server.url, Some(&format!("bearer {upper}")));
+    assert!(head.starts_with("http/1.1 401"), "{head}");
+}
+
 #[test]
 fn http_without_a_token_set_makes_one_and_no_auth_is_explicit() {
     let ws = workspace();
@@ -209,6 +224,104 @@ fn http_without_a_token_set_makes_one_and_no_auth_is_explicit() {
     let open = HttpServer::start_with(ws.path(), &["--no-auth"], None);
     let head = post_initialize(&open.url, None);
     assert!(head.starts_with("http/1.1 200"), "{head}");
+}
+
+/// A web page open in the user's browser can POST to a loopback port; its request carries
+/// the page's `Origin`, which the server refuses unless it is its own or allowed.
+#[test]
+fn http_refuses_a_page_of_a_foreign_origin_even_without_auth() {
+    let ws = workspace();
+    let origin_of = |url: &str| url.trim_end_matches("/mcp").to_owned();
+    let with_origin = |url: &str, origin: &str, auth: Option<&str>| {
+        let mut headers = vec![("Origin", origin)];
+        headers.extend(auth.map(|a| ("Authorization", a)));
+        Raw::send(url, &headers, INITIALIZE).head()
+    };
+    let open = HttpServer::start_with(
+        ws.path(),
+        &[
+            "--no-auth",
+            "--allow-origin",
+            "https://app.example:*",
+            "--allow-origin",
+            "http://docs.example",
+        ],
+        None,
+    );
+    let port = open.url.trim_end_matches("/mcp").rsplit(':').next().unwrap().to_owned();
+    for foreign in [
+        "https://evil.example",
+        "http://evil.example:80",
+        "null",
+        "http://localhost:1",
+        "not an origin",
+        // Allowed without a port means the scheme's default, not any port.
+        "http://docs.example:9999",
+    ] {
+        let head = with_origin(&open.url, foreign, None);
+        assert!(head.starts_with("http/1.1 403"), "{foreign}: {head}");
+    }
+    for allowed in [
+        origin_of(&open.url),
+        format!("http://localhost:{port}"),
+        "https://app.example:8443".to_owned(),
+        "http://docs.example".to_owned(),
+    ] {
+        let head = with_origin(&open.url, &allowed, None);
+        assert!(head.starts_with("http/1.1 200"), "{allowed}: {head}");
+    }
+    assert!(
+        post_initialize(&open.url, None).starts_with("http/1.1 200"),
+        "no Origin: not a browser"
+    );
+    // With a token too: a page that somehow holds it still needs an allowed origin.
+    let guarded = HttpServer::start(ws.path());
+    let bearer = format!("Bearer {TOKEN}");
+    let head = with_origin(&guarded.url, "https://evil.example", Some(&bearer));
+    assert!(head.starts_with("http/1.1 403"), "{head}");
+    // A malformed --allow-origin is a usage error, before anything is served.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kyro"))
+        .args([
+            "mcp",
+            "--http",
+            "127.0.0.1:0",
+            "--no-auth",
+            "--allow-origin",
+            "evil.example",
+        ])
+        .arg("--workspace")
+        .arg(ws.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not an origin"));
+}
+
+/// MCP 2026-07-28 over HTTP: one POST a call, no session, the method in a header.
+#[test]
+fn http_serves_a_current_client_without_a_session_and_still_checks_the_origin() {
+    let ws = workspace();
+    let server = HttpServer::start(ws.path());
+    let bearer = format!("Bearer {TOKEN}");
+    let body = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"calculate","arguments":{"expression":"6*7"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let current = |extra: &[(&str, &str)]| {
+        let mut headers = vec![
+            ("Authorization", bearer.as_str()),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "calculate"),
+        ];
+        headers.extend_from_slice(extra);
+        Raw::send(&server.url, &headers, body)
+    };
+    let mut answered = current(&[]);
+    let head = answered.head();
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    assert!(!head.contains("mcp-session-id"), "stateless: {head}");
+    let rest = answered.rest();
+    assert!(rest.contains(r#""value":42"#), "{rest}");
+    let head = current(&[("Origin", "https://evil.example")]).head();
+    assert!(head.starts_with("http/1.1 403"), "{head}");
 }
 
 #[test]

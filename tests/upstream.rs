@@ -3,180 +3,26 @@
 //! that are fine, failing, and refused at registration. It logs every call it receives,
 //! so the tests can tell that refused and unapproved calls never reached it.
 //!
+//! What the upstream does besides is set by the variables its spec gives it:
+//! `UPSTREAM_LOG` (the call log), `UPSTREAM_LIST_LOG` (a line per `tools/list`),
+//! `UPSTREAM_GROW_WHEN` (change its tool list by itself once that file exists) and
+//! `UPSTREAM_LINGER_MS` (stay that long after its client is gone).
+//!
 //! No libtest harness (`harness = false`): `main` either serves or runs the tests.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Output};
-use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
-};
-use rmcp::service::RequestContext;
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
 use rmcp::transport::TokioChildProcess;
-use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-fn object(v: Value) -> Arc<Map<String, Value>> {
-    Arc::new(v.as_object().cloned().unwrap())
-}
-
-/// The upstream's tools: six that register and three that must be refused; after `grow`,
-/// `extra` appears and `wipe` is gone.
-fn upstream_tools(grown: bool) -> Vec<Tool> {
-    let add_input = json!({
-        "type": "object",
-        "properties": {
-            "a": { "type": "integer", "description": "First addend." },
-            "b": { "type": "integer", "description": "Second addend." }
-        },
-        "required": ["a", "b"]
-    });
-    let text_input = json!({
-        "type": "object",
-        "properties": { "text": { "type": "string", "description": "What to say." } },
-        "required": ["text"]
-    });
-    let mut tools = vec![
-        Tool::new("grow", "Change the tool list.", object(json!({ "type": "object" }))),
-        Tool::new("add", "Add two integers.", object(add_input.clone())).with_raw_output_schema(object(json!({
-            "type": "object",
-            "properties": { "sum": { "type": "integer" } },
-            "required": ["sum"]
-        }))),
-        Tool::new("echo", "Say the text back.", object(text_input.clone())),
-        Tool::new("fail", "Always fails.", object(json!({ "type": "object" }))),
-        // Claims to be read-only; kyro must not believe it.
-        Tool::new("wipe", "Claims to be harmless.", object(json!({ "type": "object" })))
-            .with_annotations(ToolAnnotations::new().read_only(true).destructive(false)),
-        Tool::new("BadName", "Uppercase name.", object(json!({ "type": "object" }))),
-        Tool::new(
-            "refs",
-            "Uses $ref.",
-            object(json!({
-                "type": "object",
-                "properties": { "x": { "$ref": "#/$defs/X", "description": "An x." } },
-                "$defs": { "X": { "type": "string" } }
-            })),
-        ),
-        Tool::new(
-            "nodesc",
-            "A property without a description.",
-            object(json!({ "type": "object", "properties": { "x": { "type": "string" } } })),
-        ),
-        // What the reference servers (zod-to-json-schema) emit: draft-07, no descriptions.
-        Tool::new(
-            "draft7",
-            "An older dialect.",
-            object(json!({
-                "$schema": "http://json-schema.org/draft-07/schema#",
-                "type": "object",
-                "properties": { "path": { "type": "string" } },
-                "required": ["path"],
-                "additionalProperties": false
-            })),
-        ),
-        // Tuple-form `items` means something else in 2020-12.
-        Tool::new(
-            "tuple7",
-            "A draft-07 tuple.",
-            object(json!({
-                "$schema": "http://json-schema.org/draft-07/schema#",
-                "type": "object",
-                "properties": { "pair": { "type": "array", "items": [{ "type": "string" }, { "type": "integer" }] } }
-            })),
-        ),
-        Tool::new(
-            "draft4",
-            "A dialect too old.",
-            object(json!({ "$schema": "http://json-schema.org/draft-04/schema#", "type": "object" })),
-        ),
-    ];
-    if grown {
-        tools.retain(|t| t.name != "wipe");
-        tools.push(Tool::new("extra", "Appeared later.", object(text_input)));
-    }
-    tools
-}
-
-struct Upstream {
-    log: Option<PathBuf>,
-    grown: std::sync::atomic::AtomicBool,
-}
-
-impl ServerHandler for Upstream {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .build(),
-        )
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(upstream_tools(
-            self.grown.load(std::sync::atomic::Ordering::SeqCst),
-        )))
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let args = Value::Object(request.arguments.clone().unwrap_or_default());
-        if let Some(log) = &self.log {
-            // Under a read-only sandbox the log cannot be written; the call still answers.
-            let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(log) else {
-                return Ok(CallToolResult::success(vec![ContentBlock::text("unlogged")]).into());
-            };
-            writeln!(file, "{} {args}", request.name).unwrap();
-        }
-        let result = match request.name.as_ref() {
-            "add" => {
-                let sum = args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0);
-                CallToolResult::structured(json!({ "sum": sum }))
-            }
-            "echo" => CallToolResult::success(vec![ContentBlock::text(args["text"].as_str().unwrap_or(""))]),
-            "fail" => CallToolResult::error(vec![ContentBlock::text("boom")]),
-            "wipe" => CallToolResult::success(vec![ContentBlock::text("wiped")]),
-            "extra" => CallToolResult::success(vec![ContentBlock::text("extra")]),
-            "grow" => {
-                self.grown.store(true, std::sync::atomic::Ordering::SeqCst);
-                let _ = context.peer.notify_tool_list_changed().await;
-                CallToolResult::success(vec![ContentBlock::text("grown")])
-            }
-            "draft7" => CallToolResult::success(vec![ContentBlock::text(args["path"].as_str().unwrap_or(""))]),
-            other => return Err(ErrorData::invalid_params(format!("no tool {other}"), None)),
-        };
-        Ok(result.into())
-    }
-}
-
-fn serve() {
-    let log = std::env::var_os("UPSTREAM_LOG").map(PathBuf::from);
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(async {
-            let running = Upstream {
-                log,
-                grown: Default::default(),
-            }
-            .serve(rmcp::transport::stdio())
-            .await
-            .unwrap();
-            let _ = running.waiting().await;
-        });
-}
+#[path = "upstream/process.rs"]
+mod process;
+#[path = "upstream/server.rs"]
+mod server;
 
 /// A workspace with policies, and the upstream's call log.
 struct Setup {
@@ -191,9 +37,15 @@ impl Setup {
         Setup { dir }
     }
 
+    /// `up=...`: this binary serving, with UPSTREAM_LOG passed from kyro's environment.
     fn upstream_arg(&self) -> String {
+        self.upstream_with("--pass-env=UPSTREAM_LOG")
+    }
+
+    /// `up=SETTINGS ...`: this binary serving, with these words before the command.
+    fn upstream_with(&self, settings: &str) -> String {
         let exe = std::env::current_exe().unwrap();
-        format!("up='{}' serve", exe.display())
+        format!("up={settings} '{}' serve", exe.display())
     }
 
     fn log(&self) -> PathBuf {
@@ -474,9 +326,86 @@ fn a_broken_upstream_is_a_clear_startup_error() {
     );
 }
 
+/// `--exclude-tools`, `--read-only` and `--toolsets` hold when the upstream changes its
+/// list and kyro lists it again: what they left out is neither listed nor callable then.
+fn the_selection_holds_when_an_upstream_lists_its_tools_again() {
+    let setup = Setup::new();
+    let lists = setup.dir.path().join("lists.log");
+    let grow = setup.dir.path().join("grow");
+    let spec = setup.upstream_with(&format!(
+        "--pass-env=UPSTREAM_LOG UPSTREAM_GROW_WHEN='{}' UPSTREAM_LIST_LOG='{}'",
+        grow.display(),
+        lists.display()
+    ));
+    let listed = || std::fs::read_to_string(&lists).unwrap_or_default().lines().count();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    for flags in [
+        &["--exclude-tools", "up.echo"][..],
+        &["--read-only"],
+        &["--toolsets", "files"],
+    ] {
+        let _ = std::fs::remove_file(&lists);
+        let _ = std::fs::remove_file(&grow);
+        rt.block_on(async {
+            let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_kyro"));
+            command
+                .arg("mcp")
+                .arg("--workspace")
+                .arg(setup.dir.path())
+                .arg("--policy")
+                .arg(setup.dir.path().join("auto.toml"))
+                .arg("--upstream")
+                .arg(&spec)
+                .args(flags)
+                .env("UPSTREAM_LOG", setup.log());
+            let client = ().serve(TokioChildProcess::new(command).unwrap()).await.unwrap();
+            let names =
+                |tools: &[rmcp::model::Tool]| -> Vec<String> { tools.iter().map(|t| t.name.to_string()).collect() };
+            let before = names(&client.list_all_tools().await.unwrap());
+            assert!(!before.contains(&"up.echo".to_owned()), "{flags:?}: {before:?}");
+            assert_eq!(listed(), 1, "{flags:?}");
+            // Now the upstream changes its list, and kyro lists it a second time.
+            std::fs::write(&grow, "").unwrap();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while listed() < 2 {
+                assert!(
+                    Instant::now() < deadline,
+                    "{flags:?}: the upstream was not listed again"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let after = names(&client.list_all_tools().await.unwrap());
+            assert!(!after.contains(&"up.echo".to_owned()), "{flags:?}: {after:?}");
+            if flags[0] == "--exclude-tools" {
+                // The change itself went through: the new tool is there.
+                assert!(after.contains(&"up.extra".to_owned()), "{flags:?}: {after:?}");
+            } else {
+                assert!(!after.iter().any(|n| n.starts_with("up.")), "{flags:?}: {after:?}");
+            }
+            let echo = client
+                .call_tool(
+                    CallToolRequestParams::new("up.echo")
+                        .with_arguments(json!({"text": "back"}).as_object().unwrap().clone()),
+                )
+                .await;
+            assert!(echo.is_err(), "{flags:?}: up.echo is callable: {echo:?}");
+            client.cancel().await.unwrap();
+        });
+    }
+    assert!(
+        !setup.calls().iter().any(|c| c.starts_with("echo")),
+        "{:?}",
+        setup.calls()
+    );
+}
+
 fn main() {
     if std::env::args().nth(1).as_deref() == Some("serve") {
-        return serve();
+        return server::serve();
     }
     let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
     let tests: &[(&str, fn())] = &[
@@ -500,6 +429,18 @@ fn main() {
         (
             "a_broken_upstream_is_a_clear_startup_error",
             a_broken_upstream_is_a_clear_startup_error,
+        ),
+        (
+            "an_upstream_gets_only_the_variables_it_is_given",
+            process::an_upstream_gets_only_the_variables_it_is_given,
+        ),
+        (
+            "the_selection_holds_when_an_upstream_lists_its_tools_again",
+            the_selection_holds_when_an_upstream_lists_its_tools_again,
+        ),
+        (
+            "an_upstream_and_what_it_starts_end_with_kyro",
+            process::an_upstream_and_what_it_starts_end_with_kyro,
         ),
     ];
     let mut failed = 0;

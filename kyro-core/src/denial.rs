@@ -44,6 +44,15 @@ pub enum ScopeError {
         /// What is wrong with it.
         message: String,
     },
+    /// `[approvals.tools]` names no tool this registry serves (by name or alias): a typo, or
+    /// a tool the rule was never going to reach.
+    #[error("[approvals.tools] names `{key}`, which is no served tool's name or alias{}", did_you_mean(.closest))]
+    UnknownToolRule {
+        /// The key as the policy spells it.
+        key: String,
+        /// The canonical name of the closest tool, when one is close.
+        closest: Option<String>,
+    },
     /// A child asked for a capability its parent does not hold.
     #[error("capability `{capability}` is not held by the parent scope")]
     CapabilityWidening {
@@ -66,6 +75,13 @@ pub enum ScopeError {
         /// The policy's maximum.
         max: u32,
     },
+}
+
+fn did_you_mean(closest: &Option<String>) -> String {
+    match closest {
+        Some(name) => format!("; did you mean `{name}`?"),
+        None => " (`kyro tools` lists them)".to_owned(),
+    }
 }
 
 /// Why a path argument is refused.
@@ -138,6 +154,13 @@ pub enum Denial {
         /// How long approvals last, in seconds.
         lifetime_s: u64,
     },
+    /// The call's receipt could not be recorded (the receipt log is not a regular file in
+    /// a real `.kyro` directory, or a write to it failed): kyro runs no call it cannot
+    /// record.
+    ReceiptsUnwritable {
+        /// What is wrong with the log.
+        message: String,
+    },
     /// A sub-agent asked for a scope wider than its caller's, or nested too deep.
     Scope {
         /// Why.
@@ -165,6 +188,10 @@ impl std::fmt::Display for Denial {
             Denial::PolicyForbids { effect } => write!(f, "the policy denies `{effect}` tools"),
             Denial::RuleForbids { rule } => write!(f, "the policy's {rule} denies this call"),
             Denial::SandboxUnavailable { message } => write!(f, "{message}"),
+            Denial::ReceiptsUnwritable { message } => write!(
+                f,
+                "the call's receipt cannot be recorded ({message}); kyro runs no call it cannot record"
+            ),
             Denial::ApprovalMismatch { approved, fingerprint } => write!(
                 f,
                 "the approval is for call {approved}, not this call {fingerprint}; arguments changed since approval"

@@ -94,22 +94,18 @@ impl Capability {
     pub const EXEC: Capability = Capability::named("exec");
     /// Reach other hosts.
     pub const NETWORK: Capability = Capability::named("network");
-    /// Change a Git repository (commit, checkout, branch).
-    pub const GIT_WRITE: Capability = Capability::named("git.write");
-    /// Change runtime-owned state: memory, graph, tasks.
+    /// Change runtime-owned state (the `state` effect's).
     pub const STATE: Capability = Capability::named("state");
-    /// Run batches and sub-agents.
-    pub const ORCHESTRATE: Capability = Capability::named("orchestrate");
 
-    /// kyro's own capabilities: what the default policy grants.
-    pub const BUILT_IN: [Capability; 7] = [
+    /// The capabilities the effects imply: any policy may grant them, served tools or not.
+    /// Every other capability is a tool's own (`git.write`, `orchestrate`, `kv.write`),
+    /// declared in `#[tool(capabilities = [...])]`.
+    pub const OF_EFFECTS: [Capability; 5] = [
         Capability::FS_READ,
         Capability::FS_WRITE,
         Capability::EXEC,
         Capability::NETWORK,
-        Capability::GIT_WRITE,
         Capability::STATE,
-        Capability::ORCHESTRATE,
     ];
 
     /// The capability called `name`; a malformed name fails the build when called in a

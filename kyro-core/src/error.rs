@@ -26,27 +26,11 @@ pub enum ToolError {
         /// The workspace path as given.
         path: String,
     },
-    /// The file is not UTF-8 text.
-    #[error("`{path}` is a binary or non-UTF-8 file; only UTF-8 text can be read")]
-    BinaryFile {
-        /// The workspace path as given.
-        path: String,
-    },
     /// The target exists and the call did not allow replacing it.
     #[error("`{path}` already exists")]
     AlreadyExists {
         /// The workspace path as given.
         path: String,
-    },
-    /// The file changed since the caller read it.
-    #[error("`{path}` changed since it was read: expected sha256 {expected}, found {actual}")]
-    StaleFile {
-        /// The workspace path as given.
-        path: String,
-        /// The hash the caller expected.
-        expected: String,
-        /// The hash of the file now (empty when it no longer exists).
-        actual: String,
     },
     /// The path leaves the workspace (absolute, `..` or a symlink pointing out).
     #[error("`{path}` is outside the workspace")]
@@ -79,12 +63,6 @@ pub enum ToolError {
         table: String,
         /// serde's message.
         message: String,
-    },
-    /// A tool named in the arguments is not in the catalog.
-    #[error("no tool is named `{name}`")]
-    UnknownTool {
-        /// The name asked for.
-        name: String,
     },
     /// The serialized result is larger than the runtime's limit.
     #[error("the result is {bytes} bytes, over the {limit}-byte limit; ask for less (a smaller limit or window)")]

@@ -86,6 +86,13 @@ pub trait Observer: Send + Sync {
 
     /// Writes out what the observer holds back, if anything (the runtime's `flush_observers`).
     fn flush(&self) {}
+
+    /// Whether the observer can record the next call. An observer that must see every call
+    /// (a receipt log) says why not; the runtime then refuses calls before authorization
+    /// (`denied`, `receipts_unwritable`) instead of running them unrecorded.
+    fn ready(&self) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// kyro's own directory in a workspace, `.kyro/` beneath `root`: created when missing,
@@ -118,19 +125,34 @@ pub fn state_dir(root: &Path) -> std::io::Result<PathBuf> {
 }
 
 /// The built-in observer: one JSON line per receipt, appended to a file.
+///
+/// The file is opened without following a symlink, without blocking on a FIFO and without
+/// taking a terminal, and kept only when it is a regular file; the log of a workspace is
+/// opened beneath a real `.kyro` directory. Once a write fails, receipts have been lost:
+/// from then on [`Observer::ready`] says so and the runtime runs no call.
 #[derive(Debug)]
 pub struct JsonlReceiptLog {
     path: PathBuf,
-    /// The workspace whose `.kyro/` holds the log, checked before the first write.
+    /// The workspace whose `.kyro/` holds the log.
     workspace: Option<PathBuf>,
-    /// Opened on the first receipt, then kept.
-    file: Mutex<Option<std::fs::File>>,
+    /// Opened on first use (for a workspace's log, when it is made), then kept.
+    file: Mutex<LogFile>,
     /// Receipts held back until [`Observer::flush`] ([`JsonlReceiptLog::batched`]).
     batch: Option<Mutex<Vec<u8>>>,
 }
 
+#[derive(Debug, Default)]
+struct LogFile {
+    file: Option<std::fs::File>,
+    /// Why receipts were lost, once a write failed.
+    lost: Option<String>,
+}
+
 /// The most bytes of receipts a batched log holds back: past this, they are written at once.
 const MAX_BATCH: usize = 64 * 1024;
+
+/// The log's name in `.kyro/`.
+const LOG_NAME: &std::ffi::CStr = c"receipts.jsonl";
 
 impl JsonlReceiptLog {
     /// Appends to `path`, creating its directory on first write.
@@ -138,7 +160,7 @@ impl JsonlReceiptLog {
         JsonlReceiptLog {
             path: path.into(),
             workspace: None,
-            file: Mutex::new(None),
+            file: Mutex::default(),
             batch: None,
         }
     }
@@ -152,10 +174,14 @@ impl JsonlReceiptLog {
         self
     }
 
-    /// The conventional log of a workspace: `.kyro/receipts.jsonl`.
+    /// The conventional log of a workspace, `.kyro/receipts.jsonl`, made now: `.kyro` and
+    /// the log exist before any program runs, so the sandbox keeps them read-only and no
+    /// program can plant its own (a FIFO, a symlink) at their names. A log that cannot be
+    /// made now is tried again at each call, which is refused while it cannot.
     pub fn in_workspace(root: &Path) -> JsonlReceiptLog {
         let mut log = JsonlReceiptLog::new(root.join(".kyro").join("receipts.jsonl"));
         log.workspace = Some(root.to_path_buf());
+        let _ = log.ready();
         log
     }
 
@@ -164,49 +190,58 @@ impl JsonlReceiptLog {
         &self.path
     }
 
-    fn append(&self, line: &[u8]) -> std::io::Result<()> {
-        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
-        if file.is_none() {
-            use std::os::unix::fs::OpenOptionsExt;
-            match &self.workspace {
-                Some(root) => {
-                    state_dir(root)?;
+    fn open(&self) -> std::io::Result<std::fs::File> {
+        match &self.workspace {
+            Some(root) => open_log(&state_dir(root)?, true),
+            None => {
+                use std::os::unix::fs::OpenOptionsExt;
+                if let Some(parent) = self.path.parent() {
+                    std::fs::create_dir_all(parent)?;
                 }
-                None => {
-                    if let Some(parent) = self.path.parent() {
-                        std::fs::create_dir_all(parent)?;
-                    }
-                }
+                let file = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+                    .open(&self.path)
+                    .map_err(not_regular_unless_plain)?;
+                regular(file)
             }
-            // Never through a symlink, never blocking on a FIFO; only a regular file.
-            let opened = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-                .open(&self.path)?;
-            if !opened.metadata()?.is_file() {
-                return Err(std::io::Error::other(format!(
-                    "`{}` is not a regular file",
-                    self.path.display()
-                )));
-            }
-            *file = Some(opened);
-        }
-        match file.as_mut() {
-            // One `write` of the whole line with O_APPEND: lines from several processes
-            // do not interleave.
-            Some(f) => f.write_all(line),
-            None => Ok(()),
         }
     }
-}
 
-impl JsonlReceiptLog {
-    /// Appends `lines`; an observer must not change the outcome, so a failing log is
-    /// reported, not fatal.
+    /// The open log, opening it when it is not yet; the reason receipts are lost, if they were.
+    fn with_file<T>(&self, then: impl FnOnce(&mut LogFile) -> Result<T, String>) -> Result<T, String> {
+        let mut log = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(lost) = &log.lost {
+            return Err(lost.clone());
+        }
+        if log.file.is_none() {
+            log.file = Some(self.open().map_err(|e| format!("`{}`: {e}", self.path.display()))?);
+        }
+        then(&mut log)
+    }
+
+    /// Appends `lines` in one `write` (with O_APPEND, lines from several processes do not
+    /// interleave). A failed write loses receipts: it is reported, and the log refuses
+    /// every later call ([`Observer::ready`]) rather than go on without them.
     fn write(&self, lines: &[u8]) {
-        if let Err(e) = self.append(lines) {
-            eprintln!("kyro: cannot append to {}: {e}", self.path.display());
+        let written = self.with_file(|log| {
+            let Some(file) = log.file.as_mut() else {
+                return Ok(());
+            };
+            if let Err(e) = file.write_all(lines) {
+                let lost = format!(
+                    "`{}`: receipts could not be written ({e}); no call runs until kyro is restarted",
+                    self.path.display()
+                );
+                log.file = None;
+                log.lost = Some(lost.clone());
+                return Err(lost);
+            }
+            Ok(())
+        });
+        if let Err(message) = written {
+            eprintln!("kyro: receipts not recorded: {message}");
         }
     }
 }
@@ -236,11 +271,110 @@ impl Observer for JsonlReceiptLog {
             }
         }
     }
+
+    fn ready(&self) -> Result<(), String> {
+        self.with_file(|_| Ok(()))
+    }
 }
 
 impl Drop for JsonlReceiptLog {
     fn drop(&mut self) {
         self.flush();
+    }
+}
+
+/// Opens the receipt log in the directory `dir` (itself opened without following a
+/// symlink), to append (creating it) or to read: never through a symlink (O_NOFOLLOW),
+/// never blocking on a FIFO (O_NONBLOCK), never taking a terminal (O_NOCTTY), not kept
+/// past an exec (O_CLOEXEC), and only when it is a regular file.
+fn open_log(dir: &Path, append: bool) -> std::io::Result<std::fs::File> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+        .open(dir)
+        .map_err(not_regular_unless_plain)?;
+    let access = if append {
+        libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND
+    } else {
+        libc::O_RDONLY
+    };
+    let flags = access | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
+    // SAFETY: `LOG_NAME` is NUL-terminated and `dir` is an open directory for the call.
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), LOG_NAME.as_ptr(), flags, 0o644 as libc::c_uint) };
+    if fd < 0 {
+        return Err(not_regular_unless_plain(std::io::Error::last_os_error()));
+    }
+    // SAFETY: `fd` was just opened and nothing else owns it.
+    regular(unsafe { std::fs::File::from_raw_fd(fd) })
+}
+
+/// `file`, when it is a regular file with one name (a hard link planted as the log would
+/// append receipts to a file elsewhere).
+fn regular(file: std::fs::File) -> std::io::Result<std::fs::File> {
+    let meta = file.metadata()?;
+    if meta.is_file() && std::os::unix::fs::MetadataExt::nlink(&meta) == 1 {
+        Ok(file)
+    } else {
+        Err(not_a_regular_file())
+    }
+}
+
+fn not_a_regular_file() -> std::io::Error {
+    std::io::Error::other(
+        "not a regular file with one name in a real `.kyro` directory (a symlink, a hard link, a FIFO or a device was planted there)",
+    )
+}
+
+/// An open error, said plainly when it comes from what O_NOFOLLOW or O_NONBLOCK refused: a
+/// symlink (ELOOP, or ENOTDIR for a `.kyro` that is not a directory) or a FIFO without a
+/// reader (ENXIO).
+fn not_regular_unless_plain(error: std::io::Error) -> std::io::Error {
+    match error.raw_os_error() {
+        Some(libc::ELOOP | libc::ENOTDIR | libc::ENXIO) => not_a_regular_file(),
+        _ => error,
+    }
+}
+
+/// Opens the receipt log of the workspace `root` (`.kyro/receipts.jsonl`) to read, as it
+/// is written: beneath a real `.kyro` (never created here), never through a symlink, never
+/// blocking on a FIFO, and only when it is a regular file. A planted FIFO, device or
+/// symlink is an error, at once.
+pub fn read_receipt_log(root: &Path) -> std::io::Result<std::io::BufReader<std::fs::File>> {
+    open_log(&root.join(".kyro"), false).map(std::io::BufReader::new)
+}
+
+/// Most bytes of one line [`find_receipt`] reads; a longer line is skipped.
+const MAX_LINE: usize = 16 * 1024 * 1024;
+
+/// The receipt with `call_id` in the log of the workspace `root`, read with
+/// [`read_receipt_log`] one line at a time (at most 16 MiB a line), parsing only a line
+/// that holds the id: `Ok(None)` when no receipt has it.
+pub fn find_receipt(root: &Path, call_id: &str) -> std::io::Result<Option<serde_json::Value>> {
+    use std::io::{BufRead, Read};
+    let mut log = read_receipt_log(root)?;
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if log.by_ref().take(MAX_LINE as u64).read_until(b'\n', &mut line)? == 0 {
+            return Ok(None);
+        }
+        if line.len() >= MAX_LINE && line.last() != Some(&b'\n') {
+            log.skip_until(b'\n')?;
+            continue;
+        }
+        let Ok(text) = std::str::from_utf8(&line) else {
+            continue;
+        };
+        if !text.contains(call_id) {
+            continue;
+        }
+        if let Ok(receipt) = serde_json::from_str::<serde_json::Value>(text)
+            && receipt["call_id"] == call_id
+        {
+            return Ok(Some(receipt));
+        }
     }
 }
 

@@ -38,6 +38,12 @@ pub enum RegistryError {
         /// The name asked for.
         name: String,
     },
+    /// The registry admits only what its [`Registry::admit_only`] test passes.
+    #[error("`{name}` is not admitted: the server does not serve it")]
+    NotAdmitted {
+        /// The tool's name.
+        name: String,
+    },
     /// No snapshot with that version is kept.
     #[error("no snapshot with version {version} is kept")]
     UnknownVersion {
@@ -418,10 +424,20 @@ impl Default for Registry {
 /// dropped, so a registry that changes all day holds a bounded history.
 pub const KEPT_VERSIONS: usize = 32;
 
+/// Which tools a registry admits (see [`Registry::admit_only`]).
+struct Admission(Box<dyn Fn(&ToolDescriptor) -> bool + Send + Sync>);
+
+impl std::fmt::Debug for Admission {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Admission")
+    }
+}
+
 #[derive(Debug, Default)]
 struct State {
     current: Arc<Snapshot>,
     history: Vec<Arc<Snapshot>>,
+    admit: Option<Admission>,
 }
 
 impl Registry {
@@ -467,6 +483,7 @@ impl Registry {
     /// Adds a tool; its name and aliases must be free.
     pub fn register(&self, definition: ToolDefinition) -> Result<Arc<Snapshot>, RegistryError> {
         let tool = Arc::new(RegisteredTool::compile(definition)?);
+        self.admitted(&tool.descriptor)?;
         self.commit(|tools| {
             let names = || std::iter::once(&tool.descriptor.name).chain(&tool.descriptor.aliases);
             for existing in tools {
@@ -487,6 +504,7 @@ impl Registry {
     /// Replaces the tool with the same canonical name.
     pub fn replace(&self, definition: ToolDefinition) -> Result<Arc<Snapshot>, RegistryError> {
         let tool = Arc::new(RegisteredTool::compile(definition)?);
+        self.admitted(&tool.descriptor)?;
         self.commit(|tools| {
             let name = &tool.descriptor.name;
             if !tools.iter().any(|t| &t.descriptor.name == name) {
@@ -503,6 +521,27 @@ impl Registry {
                 })
                 .collect())
         })
+    }
+
+    /// From now on the registry holds only the tools `admit` passes (a server's selection;
+    /// it runs under the registry's lock, so it must not read the registry): those it
+    /// holds and fails leave now, in one change, and registering one later is refused.
+    pub fn admit_only(
+        &self,
+        admit: impl Fn(&ToolDescriptor) -> bool + Send + Sync + 'static,
+    ) -> Result<Arc<Snapshot>, RegistryError> {
+        self.state
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .admit = Some(Admission(Box::new(admit)));
+        self.commit(|tools| Ok(tools.to_vec())) // which filters by the test just set
+    }
+
+    fn admitted(&self, d: &ToolDescriptor) -> Result<(), RegistryError> {
+        match self.read().admit.as_ref().is_some_and(|admit| !(admit.0)(d)) {
+            true => Err(RegistryError::NotAdmitted { name: d.name.clone() }),
+            false => Ok(()),
+        }
     }
 
     /// Removes a tool by canonical name.
@@ -534,14 +573,13 @@ impl Registry {
         change: impl FnOnce(&[Arc<RegisteredTool>]) -> Result<Vec<Arc<RegisteredTool>>, RegistryError>,
     ) -> Result<Arc<Snapshot>, RegistryError> {
         let mut state = self.state.write().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let tools = change(&state.current.tools)?;
+        let mut tools = change(&state.current.tools)?;
+        tools.retain(|t| state.admit.as_ref().is_none_or(|admit| (admit.0)(&t.descriptor)));
         let next = Arc::new(Snapshot::build(state.current.version + 1, tools)?);
         let previous = std::mem::replace(&mut state.current, next.clone());
         state.history.push(previous);
-        if state.history.len() > KEPT_VERSIONS {
-            let excess = state.history.len() - KEPT_VERSIONS;
-            state.history.drain(..excess);
-        }
+        let excess = state.history.len().saturating_sub(KEPT_VERSIONS);
+        state.history.drain(..excess);
         self.changes.send_replace(next.version);
         Ok(next)
     }

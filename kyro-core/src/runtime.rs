@@ -50,13 +50,16 @@ impl std::fmt::Debug for Runtime {
 }
 
 impl Runtime {
-    /// A runtime over `registry` in `workspace` under `policy`. A capability the policy
-    /// grants must be kyro's own or one a registered tool declares: a misspelt grant is an
-    /// error, not a silent no-op.
+    /// A runtime over `registry` in `workspace` under `policy`. A policy that lists no
+    /// capabilities grants every one the registered tools require; a capability it lists
+    /// must be an effect's or one a registered tool declares, and an
+    /// `[approvals.tools]` key a registered tool's name or alias (an alias stands for its
+    /// tool; a namespaced `NAME.tool` key waits for [`Runtime::check_tool_rules`]): a
+    /// misspelt grant or rule is an error, not a silent no-op.
     pub fn new(registry: Arc<Registry>, workspace: Workspace, policy: &Policy) -> Result<Runtime, ScopeError> {
         let snapshot = registry.snapshot();
-        if let Some(unknown) = policy.capabilities.iter().find(|granted| {
-            !crate::Capability::BUILT_IN.contains(granted)
+        if let Some(unknown) = policy.capabilities.iter().flatten().find(|granted| {
+            !crate::Capability::OF_EFFECTS.contains(granted)
                 && !snapshot.descriptors().any(|d| d.capabilities.contains(granted))
         }) {
             return Err(ScopeError::UnknownCapability {
@@ -92,8 +95,21 @@ impl Runtime {
                 })?;
             }
         }
+        // No list granted: every capability a served tool requires.
+        let capabilities = policy.capabilities.clone().unwrap_or_else(|| {
+            let mut needed: Vec<_> = crate::Capability::OF_EFFECTS.to_vec();
+            needed.extend(snapshot.descriptors().flat_map(|d| d.capabilities.iter().cloned()));
+            needed.sort_unstable();
+            needed.dedup();
+            needed
+        });
+        let bound = Policy {
+            approvals: policy.approvals.bound(&snapshot, true)?,
+            capabilities: Some(capabilities),
+            ..policy.clone()
+        };
         Ok(Runtime {
-            scope: Scope::from_policy(policy, workspace.root())?,
+            scope: Scope::from_policy(&bound, workspace.root())?,
             registry,
             workspace,
             limits: policy.limits,
@@ -106,6 +122,19 @@ impl Runtime {
     pub fn with_observer(mut self, observer: Arc<dyn Observer>) -> Runtime {
         self.observers.push(observer);
         self
+    }
+
+    /// Checks every `[approvals.tools]` key against the tools registered now, namespaced
+    /// ones (`NAME.tool`) included: call it once the upstream servers are connected.
+    pub fn check_tool_rules(&self) -> Result<(), ScopeError> {
+        self.scope.approvals().bound(&self.registry.snapshot(), false).map(drop)
+    }
+
+    /// Whether every observer can record the next call; when one cannot (a receipt log
+    /// that is not a regular file, or lost a write), calls are refused before
+    /// authorization with `denied` (`receipts_unwritable`), so nothing runs unrecorded.
+    pub fn observers_ready(&self) -> Result<(), String> {
+        self.observers.iter().try_for_each(|observer| observer.ready())
     }
 
     /// Has every observer write out what it holds back (a batched receipt log).
@@ -306,7 +335,18 @@ impl Runtime {
             canonical,
             fingerprint: fingerprint.to_string(),
         };
-        // 6. Authorization.
+        // 6. Authorization, only for a call that can be recorded: no approval is spent and
+        // nothing runs while the receipt log cannot be written.
+        if let Err(message) = self.observers_ready() {
+            let reason = Denial::ReceiptsUnwritable { message };
+            return Staged {
+                tool: Some(name.clone()),
+                canonical: Some(canonical),
+                decision: Decision::Denied { reason: reason.clone() },
+                outcome: Outcome::Denied { tool: name, reason },
+                work_stopped: None,
+            };
+        }
         let mut confined = HashMap::new();
         let authorized = self.authorize(
             &tool,
@@ -432,18 +472,16 @@ impl Runtime {
                 }
             }
         }
-        let mut rule = scope.approvals().for_effect(descriptor.effect);
-        if descriptor.approval == Some(Approval::Required) && rule == ApprovalRule::Auto {
-            rule = ApprovalRule::Ask;
+        let mut effect_rule = scope.approvals().for_effect(descriptor.effect);
+        if descriptor.approval == Some(Approval::Required) && effect_rule == ApprovalRule::Auto {
+            effect_rule = ApprovalRule::Ask;
         }
-        // A rule of the policy's that names this call (a command prefix) decides instead.
-        let matched = tool
-            .executor()
-            .rule(arguments, scope)
-            .or_else(|| scope.approvals().for_tool(&descriptor.name));
-        if let Some(matched) = &matched {
-            rule = matched.decision;
-        }
+        // The tool's own rule, then a rule naming this very call (a command), which never
+        // lifts a deny and, against the tool's rule, is held to the stricter of the two.
+        let (rule, matched) =
+            scope
+                .approvals()
+                .decide(&descriptor.name, effect_rule, tool.executor().rule(arguments, scope));
         match (rule, approval) {
             (ApprovalRule::Auto, _) => Ok(match matched {
                 Some(matched) => Decision::AllowedByRule { rule: matched.rule },

@@ -526,7 +526,7 @@ fn a_deny_rule_refuses_the_effect_even_with_an_approval() {
 fn a_missing_capability_is_denied_before_anything_runs() {
     let t = tree();
     let policy = Policy {
-        capabilities: vec![Capability::FS_READ],
+        capabilities: Some(vec![Capability::FS_READ]),
         ..open_policy()
     };
     let rt = runtime_in(&t.root, &policy);
@@ -546,7 +546,7 @@ fn a_missing_capability_is_denied_before_anything_runs() {
 
 fn parent_scope(t: &Tree) -> Scope {
     let policy = Policy {
-        capabilities: vec![Capability::FS_READ, Capability::FS_WRITE],
+        capabilities: Some(vec![Capability::FS_READ, Capability::FS_WRITE]),
         max_depth: 2,
         ..open_policy()
     };
@@ -842,4 +842,60 @@ fn the_runtime_refuses_a_result_over_the_output_limit() {
         "{outcome:?}"
     );
     assert!(matches!(run(&rt, "big", json!({"size": 10})), Outcome::Ok { .. }));
+}
+
+/// A tool that needs a capability of its author's own, besides its effect's.
+#[kyro_core::tool(name = "kv_put", category = "testing", effect = "state", capabilities = ["kv.write"])]
+pub struct KvPut {}
+
+impl kyro_core::Execute for KvPut {
+    type Output = common::Echo;
+
+    async fn run(self, _cx: &kyro_core::ToolContext) -> Result<common::Echo, ToolError> {
+        Ok(common::Echo { count: 0 })
+    }
+}
+
+kyro_core::catalog! {
+    const KV_CATALOG = [KvPut];
+}
+
+fn kv_runtime(root: &Path, policy: &Policy) -> Result<kyro_core::Runtime, kyro_core::policy::ScopeError> {
+    let registry = Arc::new(kyro_core::Registry::with_catalog(KV_CATALOG).unwrap());
+    kyro_core::Runtime::new(registry, kyro_core::Workspace::new(root).unwrap(), policy)
+}
+
+#[test]
+fn the_default_policy_grants_what_the_served_tools_need_and_nothing_they_do_not() {
+    let t = tree();
+    let rt = kv_runtime(&t.root, &Policy::default()).unwrap();
+    let granted = rt.scope().capabilities();
+    assert!(granted.contains(&Capability::named("kv.write")), "{granted:?}");
+    assert_eq!(run(&rt, "kv_put", json!({})).kind(), OutcomeKind::Ok);
+    // A server without git tools or orchestration grants neither.
+    for foreign in ["git.write", "orchestrate"] {
+        assert!(!granted.contains(&Capability::named(foreign)), "{foreign}: {granted:?}");
+    }
+    // ... and a policy cannot grant them there: a misspelt or foreign grant is an error.
+    let policy = Policy {
+        capabilities: Some(vec![Capability::named("git.write")]),
+        ..Policy::default()
+    };
+    assert!(matches!(
+        kv_runtime(&t.root, &policy),
+        Err(kyro_core::policy::ScopeError::UnknownCapability { .. })
+    ));
+    // A policy that lists capabilities grants those only.
+    let policy = Policy {
+        capabilities: Some(vec![Capability::STATE]),
+        ..Policy::default()
+    };
+    let rt = kv_runtime(&t.root, &policy).unwrap();
+    assert!(matches!(
+        run(&rt, "kv_put", json!({})),
+        Outcome::Denied {
+            reason: Denial::MissingCapability { .. },
+            ..
+        }
+    ));
 }

@@ -113,6 +113,32 @@ fn the_history_keeps_the_last_versions_only() {
 }
 
 #[test]
+fn a_registry_admits_only_what_its_test_passes_from_then_on() {
+    let registry = Registry::new();
+    registry
+        .register(custom("keep_a", echo_input(), Some(echo_output())).unwrap())
+        .unwrap();
+    let before = registry
+        .register(custom("drop_a", echo_input(), Some(echo_output())).unwrap())
+        .unwrap();
+    let after = registry.admit_only(|d| d.name.starts_with("keep")).unwrap();
+    let names = |s: &kyro_core::Snapshot| s.descriptors().map(|d| d.name.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&after), ["keep_a"], "what fails the test leaves at once");
+    assert_eq!(
+        registry
+            .register(custom("drop_b", echo_input(), Some(echo_output())).unwrap())
+            .unwrap_err(),
+        RegistryError::NotAdmitted { name: "drop_b".into() }
+    );
+    registry
+        .register(custom("keep_b", echo_input(), Some(echo_output())).unwrap())
+        .unwrap();
+    // Restoring a snapshot from before the test does not bring the refused tool back.
+    let restored = registry.restore(before.version()).unwrap();
+    assert_eq!(names(&restored), ["keep_a"]);
+}
+
+#[test]
 fn replace_swaps_a_tool_and_remove_needs_one() {
     let registry = Registry::new();
     registry

@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use subtle::ConstantTimeEq;
 
 /// The environment variable a token can come from.
-pub const TOKEN_VARIABLE: &str = "KYRO_HTTP_TOKEN";
+pub(super) const TOKEN_VARIABLE: &str = "KYRO_HTTP_TOKEN";
 
 /// How HTTP requests are authenticated.
 #[derive(Clone)]
@@ -84,6 +84,53 @@ pub struct HttpAuthFlags {
     /// then call tools and answer approvals).
     #[arg(long)]
     pub no_auth: bool,
+    /// With --http: a browser origin (`https://app.example:443`, `http://localhost:*`)
+    /// whose pages may call the server besides its own; repeatable. Requests from any
+    /// other page are refused (403).
+    #[arg(long = "allow-origin", value_name = "ORIGIN", value_parser = origin)]
+    pub allow_origin: Vec<String>,
+}
+
+/// An origin as browsers send it, `http` or `https`, `://`, a host and a port, or `:*`
+/// for any port; or `null`. Without a port it is the scheme's default (rmcp would match
+/// any port), so `http://localhost` admits port 80 only.
+fn origin(value: &str) -> Result<String, String> {
+    if value == "null" {
+        return Ok(value.to_owned());
+    }
+    let refused = || {
+        format!("`{value}` is not an origin: write `https://HOST`, `http://HOST:PORT` or `http://HOST:*` (any port)")
+    };
+    let (scheme, authority) = value.split_once("://").ok_or_else(refused)?;
+    let scheme = scheme.to_ascii_lowercase();
+    let default_port = match scheme.as_str() {
+        "http" => "80",
+        "https" => "443",
+        _ => return Err(refused()),
+    };
+    // The host, and what follows it: `[v6]` keeps its colons.
+    let host_end = match authority.strip_prefix('[') {
+        Some(v6) => v6.find(']').map(|end| end + 2).ok_or_else(refused)?,
+        None => authority.find(':').unwrap_or(authority.len()),
+    };
+    let (host, rest) = authority.split_at(host_end);
+    let port = match rest.strip_prefix(':') {
+        None if rest.is_empty() => default_port.to_owned(),
+        Some("*") => "*".to_owned(),
+        Some(port) if port.bytes().all(|b| b.is_ascii_digit()) => match port.parse::<u16>() {
+            Ok(port) if port > 0 => port.to_string(),
+            _ => return Err(refused()),
+        },
+        _ => return Err(refused()),
+    };
+    let host_ok = !host.is_empty()
+        && host.bytes().all(|b| b.is_ascii_graphic())
+        && !host.contains(['/', '?', '#', '@', '*', '\\'])
+        && (host.starts_with('[') || !host.contains(':'));
+    if !host_ok {
+        return Err(refused());
+    }
+    Ok(format!("{scheme}://{}:{port}", host.to_ascii_lowercase()))
 }
 
 impl HttpAuthFlags {
@@ -97,6 +144,15 @@ impl HttpAuthFlags {
     }
 }
 
+/// The credentials of an `Authorization` value in the `Bearer` scheme, which RFC 7235
+/// compares without regard to case (`bearer`, `BEARER`); one or more spaces follow it.
+fn bearer(value: &str) -> Option<&str> {
+    let (scheme, credentials) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| credentials.trim_start_matches(' '))
+}
+
 /// Lets a request through when it carries the token (compared in constant time); answers
 /// 401 with `WWW-Authenticate: Bearer` otherwise.
 pub(crate) async fn require_token(State(token): State<Arc<str>>, request: Request, next: Next) -> Response {
@@ -104,7 +160,7 @@ pub(crate) async fn require_token(State(token): State<Arc<str>>, request: Reques
         .headers()
         .get(AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "));
+        .and_then(bearer);
     match given {
         Some(given) if bool::from(given.as_bytes().ct_eq(token.as_bytes())) => next.run(request).await,
         _ => (
@@ -113,5 +169,51 @@ pub(crate) async fn require_token(State(token): State<Arc<str>>, request: Reques
             "kyro: send `Authorization: Bearer <token>` (the token kyro printed at start, or KYRO_HTTP_TOKEN)\n",
         )
             .into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bearer;
+
+    #[test]
+    fn an_allowed_origin_is_a_scheme_a_host_and_a_port_and_nothing_else() {
+        for (value, kept) in [
+            ("http://localhost:*", "http://localhost:*"),
+            ("https://app.example:8443", "https://app.example:8443"),
+            ("HTTPS://App.Example", "https://app.example:443"),
+            ("http://localhost", "http://localhost:80"),
+            ("http://[::1]:8080", "http://[::1]:8080"),
+            ("null", "null"),
+        ] {
+            assert_eq!(super::origin(value).as_deref(), Ok(kept), "{value}");
+        }
+        for value in [
+            "localhost",
+            "ftp://x",
+            "http://",
+            "http://x/path",
+            "https://a@b",
+            "*",
+            "http://a b",
+            "http://app.example:99999",
+            "http://app.example:0",
+            "https://*.example.com",
+            "http://[::1",
+            "http://x:80:80",
+            "http://x:+80",
+        ] {
+            assert!(super::origin(value).is_err(), "{value}");
+        }
+    }
+
+    #[test]
+    fn the_bearer_scheme_is_matched_in_any_case_and_nothing_else_is() {
+        for value in ["Bearer tok", "bearer tok", "BEARER tok", "bEaReR   tok"] {
+            assert_eq!(bearer(value), Some("tok"), "{value}");
+        }
+        for value in ["Basic tok", "Bearertok", "Bearer", "tok", "Bearer-x tok", " Bearer tok"] {
+            assert_eq!(bearer(value), None, "{value}");
+        }
     }
 }

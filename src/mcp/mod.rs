@@ -5,30 +5,31 @@
 //! object is handed over unchanged: no string round trip.
 
 mod auth;
+mod elicit;
+mod http;
 mod http_limits;
+mod progress;
 mod resources;
 mod search;
 mod text;
 
 pub use text::TextMode;
 
+use elicit::{Approval, approve, asks_for_approval};
+use progress::ProgressForwarder;
+
 pub use auth::{HttpAuth, HttpAuthFlags};
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use kyro_core::{ApprovalToken, Call, Outcome, Runtime, ToolDescriptor};
-use rmcp::Peer;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult, CompletionInfo,
-    ContentBlock, ElicitRequestParams, ElicitationAction, ElicitationSchema, Implementation,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, ProgressToken, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    ContentBlock, Implementation, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerCapabilities,
+    ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, RequestContext};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
 
@@ -40,7 +41,7 @@ type Listed = (u64, Arc<Vec<Tool>>);
 
 /// The MCP face of a runtime.
 #[derive(Clone)]
-pub struct KyroServer {
+pub(crate) struct KyroServer {
     runtime: Runtime,
     /// The MCP tool list of the last snapshot served, rebuilt only when the version changes.
     listed: Arc<std::sync::Mutex<Option<Listed>>>,
@@ -56,11 +57,15 @@ pub struct KyroServer {
     /// Tools the client's user approved for the rest of this session (one MCP session:
     /// the stdio connection, or one HTTP session).
     approved_for_session: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
+    /// Browser origins allowed over HTTP besides the server's own (`--allow-origin`).
+    allowed_origins: Arc<[String]>,
+    /// Requests in flight per session, HTTP sessions at once.
+    transport: crate::Transport,
 }
 
 impl KyroServer {
     /// A server for `runtime`.
-    pub fn new(runtime: Runtime) -> KyroServer {
+    pub(crate) fn new(runtime: Runtime) -> KyroServer {
         let changes = runtime.registry().subscribe();
         KyroServer {
             runtime,
@@ -70,26 +75,35 @@ impl KyroServer {
             text: TextMode::default(),
             search: false,
             approved_for_session: Arc::default(),
+            allowed_origins: Arc::new([]),
+            transport: crate::Transport::default(),
         }
     }
 
     /// Lists only the discovery tools and a `call_tool` meta-tool that runs any served tool
     /// by name (`--catalog search`), for a listing of a few kilobytes whatever the catalog.
-    pub fn search_only(mut self, search: bool) -> KyroServer {
+    pub(crate) fn search_only(mut self, search: bool) -> KyroServer {
         self.search = search;
+        self
+    }
+
+    /// Browser origins (`https://app.example:443`, `http://localhost:*`) whose pages may
+    /// call the HTTP endpoint besides the server's own; see [`KyroServer::serve_http`].
+    pub(crate) fn with_allowed_origins(mut self, origins: impl IntoIterator<Item = String>) -> KyroServer {
+        self.allowed_origins = origins.into_iter().collect();
         self
     }
 
     /// What the text block of a successful call holds: readable text (the default) or the
     /// result's JSON.
-    pub fn with_text(mut self, text: TextMode) -> KyroServer {
+    pub(crate) fn with_text(mut self, text: TextMode) -> KyroServer {
         self.text = text;
         self
     }
 
     /// Serves only what `selection` serves (the rest leaves the registry) and lists only
     /// what it lists.
-    pub fn with_selection(mut self, selection: crate::selection::Selection) -> KyroServer {
+    pub(crate) fn with_selection(mut self, selection: crate::selection::Selection) -> KyroServer {
         selection.apply(&self.runtime);
         // Taking tools out before any client connected is no change to announce.
         self.changes.borrow_and_update();
@@ -97,15 +111,21 @@ impl KyroServer {
         self
     }
 
+    /// The transport's bounds (see [`crate::Transport`]).
+    pub(crate) fn with_transport(mut self, transport: crate::Transport) -> KyroServer {
+        self.transport = transport;
+        self
+    }
+
     fn max_in_flight(&self) -> usize {
-        self.runtime.limits().max_in_flight as usize
+        self.transport.max_in_flight as usize
     }
 
     /// Serves on stdin/stdout until the client closes the stream; the answers rmcp wrote
     /// before it stopped are flushed to stdout (for at most 5 s) before this returns.
     /// Receipts held back by the observers are written before each write of answers, at
     /// the end, and on SIGTERM or SIGINT (which then end the process, status 143 or 130).
-    pub async fn serve_stdio(self) -> Result<(), crate::ServeError> {
+    pub(crate) async fn serve_stdio(self) -> Result<(), crate::ServeError> {
         self.serve_lines(None).await
     }
 
@@ -152,62 +172,6 @@ impl KyroServer {
         runtime.flush_observers();
         ended
     }
-
-    /// Serves Streamable HTTP at `http://ADDR/mcp` until the process ends. Only loopback
-    /// addresses are accepted, and rmcp checks the `Host` header against them (DNS
-    /// rebinding); every request must carry `auth`'s bearer token. The bound address is
-    /// announced on stderr (so `:0` picks a free port), then the token when kyro made it.
-    pub async fn serve_http(self, addr: SocketAddr, auth: HttpAuth) -> Result<(), crate::ServeError> {
-        if !addr.ip().is_loopback() {
-            return Err(crate::ServeError::NotLoopback(addr));
-        }
-        let limits = *self.runtime.limits();
-        let sessions = Arc::new(LocalSessionManager::default());
-        let service: StreamableHttpService<KyroServer, LocalSessionManager> = StreamableHttpService::new(
-            // Each HTTP session has its own session approvals.
-            move || {
-                let mut session = self.clone();
-                session.approved_for_session = Arc::default();
-                Ok(session)
-            },
-            sessions.clone(),
-            StreamableHttpServerConfig::default().with_max_request_body_bytes(crate::frames::MAX_FRAME),
-        );
-        let bounds = Arc::new(http_limits::HttpLimits::new(
-            sessions,
-            limits.max_sessions as usize,
-            limits.max_in_flight as usize,
-            crate::frames::MAX_FRAME,
-        ));
-        let mut router = axum::Router::new()
-            .nest_service("/mcp", service)
-            .layer(axum::middleware::from_fn_with_state(bounds, http_limits::limit));
-        let listener = tokio::net::TcpListener::bind(addr).await?;
-        // One write, and a closed stderr is no reason to stop serving.
-        let mut announce = format!("kyro: serving MCP on http://{}/mcp\n", listener.local_addr()?);
-        let token = match auth {
-            HttpAuth::Token(token) => Some(token),
-            HttpAuth::Generated(token) => {
-                announce.push_str(&format!(
-                    "kyro: bearer token {token} (send `Authorization: Bearer {token}`)\n"
-                ));
-                Some(token)
-            }
-            HttpAuth::None => {
-                announce.push_str("kyro: --no-auth: any local process can use this server, approvals included\n");
-                None
-            }
-        };
-        if let Some(token) = token {
-            router = router.layer(axum::middleware::from_fn_with_state(token, auth::require_token));
-        }
-        {
-            use std::io::Write;
-            let _ = std::io::stderr().write_all(announce.as_bytes());
-        }
-        axum::serve(listener, router).await?;
-        Ok(())
-    }
 }
 
 /// Resolves with the exit status for SIGTERM (143) or SIGINT (130) when one arrives;
@@ -224,7 +188,7 @@ async fn signalled() -> i32 {
 }
 
 /// The MCP tool for a descriptor: same name, description, schemas; annotations from the effect.
-pub fn mcp_tool(d: &ToolDescriptor) -> Tool {
+pub(crate) fn mcp_tool(d: &ToolDescriptor) -> Tool {
     // Each hint only where it differs from the spec's default (read-only false,
     // destructive true, idempotent false, open-world true): a client reads the same four
     // values, in a fifth of the bytes. The title is the tool's own (`annotations.title`
@@ -455,7 +419,9 @@ impl ServerHandler for KyroServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Ok(ListResourceTemplatesResult::with_all_items(resources::templates()))
+        Ok(ListResourceTemplatesResult::with_all_items(resources::templates(
+            &self.runtime,
+        )))
     }
 
     async fn read_resource(
@@ -577,80 +543,6 @@ impl KyroServer {
         )
         .await
         .outcome
-    }
-}
-
-/// Whether the client declared it can be asked questions (form elicitation).
-fn asks_for_approval(peer: &Peer<RoleServer>) -> bool {
-    peer.peer_info()
-        .is_some_and(|info| info.capabilities.elicitation.is_some())
-}
-
-/// What the client's user answered.
-enum Approval {
-    Refused,
-    Once,
-    /// This call, and every later call of the same tool in this session.
-    ForSession,
-}
-
-/// Asks the client's user to approve a call, showing its summary and fingerprint, and
-/// whether to approve the tool for the rest of the session.
-async fn approve(peer: &Peer<RoleServer>, summary: &str, fingerprint: &str) -> Approval {
-    let Ok(schema) = ElicitationSchema::builder()
-        .required_bool("approve")
-        .optional_bool_with("for_session", |b| {
-            b.with_default(false)
-                .description("Also approve every later call of this tool in this session, without asking")
-        })
-        .description("Approve this one call")
-        .build()
-    else {
-        return Approval::Refused;
-    };
-    let request = ElicitRequestParams::FormElicitationParams {
-        meta: None,
-        message: format!("kyro asks to run {summary}\nfingerprint {fingerprint}\nApprove this call?"),
-        requested_schema: schema,
-    };
-    let Ok(result) = peer.create_elicitation(request).await else {
-        return Approval::Refused;
-    };
-    let answer = |key: &str| result.content.as_ref().and_then(|c| c.get(key)) == Some(&Value::Bool(true));
-    if result.action != ElicitationAction::Accept || !answer("approve") {
-        Approval::Refused
-    } else if answer("for_session") {
-        Approval::ForSession
-    } else {
-        Approval::Once
-    }
-}
-
-/// Forwards progress reports to the client in order, as `notifications/progress`.
-struct ProgressForwarder {
-    reports: tokio::sync::mpsc::UnboundedSender<(f64, Option<f64>, Option<String>)>,
-}
-
-impl ProgressForwarder {
-    fn start(peer: Peer<RoleServer>, token: ProgressToken) -> ProgressForwarder {
-        let (reports, mut queue) = tokio::sync::mpsc::unbounded_channel::<(f64, Option<f64>, Option<String>)>();
-        tokio::spawn(async move {
-            while let Some((progress, total, message)) = queue.recv().await {
-                let mut param = ProgressNotificationParam::new(token.clone(), progress);
-                param.total = total;
-                param.message = message;
-                if peer.notify_progress(param).await.is_err() {
-                    break;
-                }
-            }
-        });
-        ProgressForwarder { reports }
-    }
-}
-
-impl kyro_core::Progress for ProgressForwarder {
-    fn report(&self, done: f64, total: Option<f64>, message: Option<&str>) {
-        let _ = self.reports.send((done, total, message.map(str::to_owned)));
     }
 }
 

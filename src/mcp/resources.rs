@@ -1,13 +1,18 @@
 //! MCP resources: the tool inventory, each listed tool's full descriptor, a receipt by call
 //! id, and workspace files through a template read exactly as `read_file` reads them (the
 //! same boundary: confinement, policy, a receipt).
+//!
+//! What reads the workspace is served only as far as `read_file` is ([`reading`]): the
+//! file template while the catalog selection serves `read_file` and the policy could allow
+//! it; completion of its `path` and the receipts (which no approval can be asked for, and
+//! which no receipt records) only while `read_file` runs without asking, and the receipts
+//! only while the log lies where the caller may read.
 
-use std::io::BufRead;
-
-use kyro_core::{Call, Outcome, Runtime};
+use kyro_core::policy::{Access, ApprovalRule};
+use kyro_core::{Approval, Call, Outcome, Runtime};
 use rmcp::ErrorData;
 use rmcp::model::{Resource, ResourceContents, ResourceTemplate, Tool};
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// The tool inventory, as markdown.
 const INVENTORY: &str = "kyro://inventory";
@@ -17,6 +22,57 @@ const TOOLS: &str = "kyro://tools/";
 const RECEIPTS: &str = "kyro://receipts/";
 /// `kyro://workspace/{path}`: a workspace file, through `read_file`.
 const WORKSPACE: &str = "kyro://workspace/";
+/// The tool the file template reads through.
+const READER: &str = "read_file";
+
+/// How far the workspace is served as resources: as far as `read_file` is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    /// `read_file` is not served (the catalog selection left it out) or the policy could
+    /// never allow it (a capability it does not grant, `deny`): no file template, no
+    /// completions, no receipts.
+    Hidden,
+    /// Each read asks for an approval: the file template is served (a read answers that it
+    /// needs one), completions and receipts are not.
+    Asks,
+    /// Reads run without asking.
+    Free,
+}
+
+/// How `read_file` is served to the caller of `runtime`, decided as the boundary decides a
+/// call of it (its capabilities, its effect's rule, its own `[approvals.tools]` rule).
+fn reading(runtime: &Runtime) -> Reading {
+    let snapshot = runtime.registry().snapshot();
+    let Some(reader) = snapshot.get(READER) else {
+        return Reading::Hidden;
+    };
+    let descriptor = reader.descriptor();
+    let scope = runtime.scope();
+    if !scope.may_allow(descriptor) {
+        return Reading::Hidden;
+    }
+    let approvals = scope.approvals();
+    let mut effect = approvals.for_effect(descriptor.effect);
+    if descriptor.approval == Some(Approval::Required) && effect == ApprovalRule::Auto {
+        effect = ApprovalRule::Ask;
+    }
+    match approvals.decide(&descriptor.name, effect, None).0 {
+        ApprovalRule::Auto => Reading::Free,
+        ApprovalRule::Ask => Reading::Asks,
+        ApprovalRule::Deny => Reading::Hidden,
+    }
+}
+
+/// Whether `kyro://receipts/` is served: reads run without asking, and the receipt log
+/// (`.kyro/receipts.jsonl` of the workspace) lies beneath a root the caller may read, so
+/// the receipts tell nobody more than `kyro://workspace/` would.
+fn serves_receipts(runtime: &Runtime) -> bool {
+    let log = runtime.workspace().root().join(".kyro").join("receipts.jsonl");
+    reading(runtime) == Reading::Free
+        && log
+            .to_str()
+            .is_some_and(|log| runtime.scope().confine(log, Access::Read).is_ok())
+}
 
 /// The fixed resources: the inventory and the listed tools' descriptors.
 pub(crate) fn listed(tools: &[Tool]) -> Vec<Resource> {
@@ -32,15 +88,22 @@ pub(crate) fn listed(tools: &[Tool]) -> Vec<Resource> {
     out
 }
 
-/// The templates: workspace files and receipts.
-pub(crate) fn templates() -> Vec<ResourceTemplate> {
-    let mut file = ResourceTemplate::new(format!("{WORKSPACE}{{path}}"), "workspace file");
-    file.description = Some("A UTF-8 text file of the workspace, read as read_file reads it".into());
-    file.mime_type = Some("text/plain".into());
-    let mut receipt = ResourceTemplate::new(format!("{RECEIPTS}{{call_id}}"), "receipt");
-    receipt.description = Some("The receipt of one call, by its call id".into());
-    receipt.mime_type = Some("application/json".into());
-    vec![file, receipt]
+/// The templates served: workspace files and receipts, each as far as [`reading`] allows.
+pub(crate) fn templates(runtime: &Runtime) -> Vec<ResourceTemplate> {
+    let mut templates = Vec::new();
+    if reading(runtime) != Reading::Hidden {
+        let mut file = ResourceTemplate::new(format!("{WORKSPACE}{{path}}"), "workspace file");
+        file.description = Some("A UTF-8 text file of the workspace, read as read_file reads it".into());
+        file.mime_type = Some("text/plain".into());
+        templates.push(file);
+    }
+    if serves_receipts(runtime) {
+        let mut receipt = ResourceTemplate::new(format!("{RECEIPTS}{{call_id}}"), "receipt");
+        receipt.description = Some("The receipt of one call, by its call id".into());
+        receipt.mime_type = Some("application/json".into());
+        templates.push(receipt);
+    }
+    templates
 }
 
 /// Reads one resource.
@@ -58,23 +121,35 @@ pub(crate) async fn read(runtime: &Runtime, uri: &str) -> Result<ResourceContent
         return Ok(ResourceContents::text(text, uri).with_mime_type("application/json"));
     }
     if let Some(id) = uri.strip_prefix(RECEIPTS) {
-        runtime.flush_observers();
-        let log = runtime.workspace().root().join(".kyro/receipts.jsonl");
-        let file = std::fs::File::open(&log)
-            .map_err(|_| ErrorData::resource_not_found("no call has been receipted yet", None))?;
-        for line in std::io::BufReader::new(file).lines().map_while(Result::ok) {
-            let Ok(receipt) = serde_json::from_str::<Value>(&line) else {
-                continue;
-            };
-            if receipt["call_id"] == id {
-                let text = serde_json::to_string_pretty(&receipt).unwrap_or(line);
-                return Ok(ResourceContents::text(text, uri).with_mime_type("application/json"));
-            }
+        if !serves_receipts(runtime) {
+            return Err(ErrorData::resource_not_found(
+                "receipts are not served here: only while read_file is served and runs without asking, to a caller whose roots hold the workspace's .kyro",
+                None,
+            ));
         }
-        return Err(ErrorData::resource_not_found(
-            format!("no receipt has call id `{id}`"),
-            None,
-        ));
+        runtime.flush_observers();
+        // The log is read off the thread serving requests (it can be long).
+        let (root, call_id) = (runtime.workspace().root().to_path_buf(), id.to_owned());
+        let found = tokio::task::spawn_blocking(move || kyro_core::receipt::find_receipt(&root, &call_id))
+            .await
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        return match found {
+            Ok(Some(receipt)) => {
+                let text = serde_json::to_string_pretty(&receipt).unwrap_or_default();
+                Ok(ResourceContents::text(text, uri).with_mime_type("application/json"))
+            }
+            Ok(None) => Err(ErrorData::resource_not_found(
+                format!("no receipt has call id `{id}`"),
+                None,
+            )),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Err(ErrorData::resource_not_found("no call has been receipted yet", None))
+            }
+            Err(e) => Err(ErrorData::internal_error(
+                format!("the receipt log cannot be read: {e}"),
+                None,
+            )),
+        };
     }
     if let Some(path) = uri.strip_prefix(WORKSPACE) {
         let call = Call::new("read_file", json!({"path": path, "limit": 20_000}));
@@ -102,15 +177,19 @@ pub(crate) async fn read(runtime: &Runtime, uri: &str) -> Result<ResourceContent
 /// Completions for the file template's `path`: the entries of the directory the value names
 /// so far that start with its last part, confined as `read_file` confines (a path that
 /// leaves the roots completes to nothing); directories end in `/`, hidden entries only
-/// when asked for with a leading `.`; at most 100.
+/// when asked for with a leading `.`; at most 100. Nothing unless `read_file` is served
+/// and runs without asking ([`Reading::Free`]).
 pub(crate) fn complete_path(runtime: &Runtime, value: &str) -> Vec<String> {
+    if reading(runtime) != Reading::Free {
+        return Vec::new();
+    }
     let (dir, stem) = match value.rfind('/') {
         Some(i) => (&value[..=i], &value[i + 1..]),
         None => ("", value),
     };
     let confined = match runtime
         .scope()
-        .confine(if dir.is_empty() { "." } else { dir }, kyro_core::policy::Access::Read)
+        .confine(if dir.is_empty() { "." } else { dir }, Access::Read)
     {
         Ok(confined) => confined,
         Err(_) => return Vec::new(),

@@ -16,7 +16,7 @@ pub enum TextMode {
 }
 
 /// The readable rendering of a result object.
-pub fn readable(result: &Value) -> String {
+pub(super) fn readable(result: &Value) -> String {
     let mut out = String::new();
     write_value(&mut out, result, 0);
     while out.ends_with('\n') {

@@ -11,6 +11,28 @@ use serde::{Deserialize, Serialize};
 #[serde(tag = "kind", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Failure {
+    /// The file is not UTF-8 text.
+    #[error("`{path}` is a binary or non-UTF-8 file; only UTF-8 text can be read")]
+    BinaryFile {
+        /// The workspace path as given.
+        path: String,
+    },
+    /// The file changed since the caller read it.
+    #[error("`{path}` changed since it was read: expected sha256 {expected}, found {actual}")]
+    StaleFile {
+        /// The workspace path as given.
+        path: String,
+        /// The hash the caller expected.
+        expected: String,
+        /// The hash of the file now (empty when it no longer exists).
+        actual: String,
+    },
+    /// A tool named in the arguments is not in the catalog.
+    #[error("no tool is named `{name}`")]
+    UnknownTool {
+        /// The name asked for.
+        name: String,
+    },
     /// A line window that starts past the end of the file.
     #[error("offset {offset} is past the end of `{path}`, which has {total_lines} lines")]
     OffsetOutOfRange {

@@ -35,16 +35,17 @@ impl NetworkSettings {
 }
 
 /// `[tools.shell]`: what run_command and start_process pass from kyro's own environment,
-/// and the rules for commands by argv prefix.
+/// and the rules for commands: one exact argv (`argv`), or every argv starting so
+/// (`argv_prefix`).
 ///
 /// ```toml
 /// [tools.shell]
 /// pass_env = ["CARGO_HOME"]
 /// [[tools.shell.rules]]
-/// argv_prefix = ["cargo", "test"]
+/// argv = ["cargo", "test"]   # exactly this command, nothing added
 /// decision = "auto"
 /// [[tools.shell.rules]]
-/// argv_prefix = ["cargo", "fetch"]
+/// argv_prefix = ["cargo", "fetch"]   # this and anything after it
 /// decision = "ask"
 /// network = true           # this command may reach the network; nothing else widens
 /// ```
@@ -54,20 +55,28 @@ pub struct ShellSettings {
     /// Variables passed through, besides PATH, HOME, LANG, LC_ALL, LC_CTYPE, TZ, TMPDIR,
     /// USER and TERM; every other variable of kyro's environment is withheld.
     pub pass_env: Vec<EnvName>,
-    /// Rules for commands by argv prefix (Codex's prefix rules). The rule with the longest
-    /// matching prefix decides (on a tie, the strictest); a `shell: true` script, or a
-    /// call setting a variable that changes which code runs (`LD_PRELOAD`, `PATH`, ...),
-    /// matches none.
+    /// Rules for commands. An exact rule (`argv`) decides for that argv alone; a prefix
+    /// rule (`argv_prefix`) for every argv starting with it, whatever follows. An exact
+    /// rule wins over every prefix rule, a longer prefix over a shorter one, and on a tie
+    /// the strictest decision. A call setting a variable the rule does not list in `env`
+    /// matches no rule; nor does a `shell: true` script, an interpreter's inline code
+    /// (`sh -c`, `python3 -c`, `perl -e`, ...), or a call setting a variable that changes
+    /// which code runs (`LD_PRELOAD`, `PATH`, `GIT_EXTERNAL_DIFF`, `RUSTC`, ...).
     pub rules: Vec<CommandRule>,
 }
 
-/// `[[tools.shell.rules]]`: what happens to commands whose argv starts with `argv_prefix`.
+/// `[[tools.shell.rules]]`: what happens to one command (`argv`) or to every command
+/// starting with `argv_prefix`; exactly one of the two.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, try_from = "RawCommandRule")]
+#[serde(try_from = "RawCommandRule", into = "RawCommandRule")]
 pub struct CommandRule {
-    /// The program and its first arguments, compared element by element.
-    pub argv_prefix: Vec<String>,
-    /// `auto`, `ask` or `deny`, in place of the policy's `exec` rule.
+    /// The command, whole or as a prefix, compared element by element.
+    pub argv: RuleArgv,
+    /// The environment variables a call may set and still match (`env = ["RUST_LOG"]`);
+    /// none by default. A variable that changes which code runs cannot be listed.
+    pub env: Vec<EnvName>,
+    /// `auto`, `ask` or `deny`, in place of the policy's `exec` rule (never lifting a
+    /// `deny` of the policy's, and against an `[approvals.tools]` rule the stricter holds).
     pub decision: ApprovalRule,
     /// Let these commands reach the network although `[sandbox] network` is off.
     pub network: bool,
@@ -76,30 +85,139 @@ pub struct CommandRule {
     pub sandbox: Option<SandboxMode>,
 }
 
-#[derive(Deserialize)]
+/// The command a rule names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RuleArgv {
+    /// `argv = [...]`: exactly this argv, no argument more or less.
+    Exact(Vec<String>),
+    /// `argv_prefix = [...]`: this argv followed by anything at all (options such as
+    /// `--config`, `-exec` or `--compress-program` included).
+    Prefix(Vec<String>),
+}
+
+impl RuleArgv {
+    /// The words the rule names.
+    pub fn words(&self) -> &[String] {
+        match self {
+            RuleArgv::Exact(words) | RuleArgv::Prefix(words) => words,
+        }
+    }
+
+    /// The policy's key for this form: `argv` or `argv_prefix`.
+    pub fn key(&self) -> &'static str {
+        match self {
+            RuleArgv::Exact(_) => "argv",
+            RuleArgv::Prefix(_) => "argv_prefix",
+        }
+    }
+
+    /// Whether `argv` is the command this names.
+    pub fn matches(&self, argv: &[String]) -> bool {
+        match self {
+            RuleArgv::Exact(words) => argv == words.as_slice(),
+            RuleArgv::Prefix(words) => argv.starts_with(words),
+        }
+    }
+}
+
+impl CommandRule {
+    /// Whether this rule names the command `argv` run with the variables `set` (names).
+    pub fn matches<'a>(&self, argv: &[String], mut set: impl Iterator<Item = &'a str>) -> bool {
+        self.argv.matches(argv) && set.all(|name| self.env.iter().any(|listed| listed.as_str() == name))
+    }
+}
+
+/// Why a `[[tools.shell.rules]]` rule is refused when the policy loads.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuleError {
+    /// Neither `argv` nor `argv_prefix`.
+    #[error(
+        "a [[tools.shell.rules]] rule needs `argv` (exactly that command) or `argv_prefix` (that and anything after it)"
+    )]
+    NoArgv,
+    /// Both `argv` and `argv_prefix`.
+    #[error(
+        "a [[tools.shell.rules]] rule has both `argv` and `argv_prefix`; keep one: `argv` for exactly that command, `argv_prefix` to trust anything after it"
+    )]
+    BothArgv,
+    /// An empty `argv` or `argv_prefix`.
+    #[error("a [[tools.shell.rules]] rule's `{key}` is empty; it must name at least the program")]
+    Empty {
+        /// `argv` or `argv_prefix`.
+        key: &'static str,
+    },
+    /// `env` lists a variable that changes which code runs.
+    #[error(
+        "a [[tools.shell.rules]] rule's `env` lists `{name}`, which changes which code runs; a call setting it matches no rule (it asks)"
+    )]
+    CodeChangingEnv {
+        /// The variable.
+        name: String,
+    },
+}
+
+#[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawCommandRule {
-    argv_prefix: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    argv: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    argv_prefix: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    env: Vec<EnvName>,
     decision: ApprovalRule,
     #[serde(default)]
     network: bool,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     sandbox: Option<SandboxMode>,
 }
 
 impl TryFrom<RawCommandRule> for CommandRule {
-    type Error = String;
+    type Error = RuleError;
 
-    fn try_from(raw: RawCommandRule) -> Result<CommandRule, String> {
-        if raw.argv_prefix.is_empty() {
-            return Err("a rule's argv_prefix must name at least the program".into());
+    fn try_from(raw: RawCommandRule) -> Result<CommandRule, RuleError> {
+        let argv = match (raw.argv, raw.argv_prefix) {
+            (Some(_), Some(_)) => return Err(RuleError::BothArgv),
+            (None, None) => return Err(RuleError::NoArgv),
+            (Some(words), None) => RuleArgv::Exact(words),
+            (None, Some(words)) => RuleArgv::Prefix(words),
+        };
+        if argv.words().is_empty() {
+            return Err(RuleError::Empty { key: argv.key() });
+        }
+        if let Some(name) = raw
+            .env
+            .iter()
+            .find(|name| crate::shell::environment::changes_code(name.as_str()))
+        {
+            return Err(RuleError::CodeChangingEnv {
+                name: name.as_str().to_owned(),
+            });
         }
         Ok(CommandRule {
-            argv_prefix: raw.argv_prefix,
+            argv,
+            env: raw.env,
             decision: raw.decision,
             network: raw.network,
             sandbox: raw.sandbox,
         })
+    }
+}
+
+impl From<CommandRule> for RawCommandRule {
+    fn from(rule: CommandRule) -> RawCommandRule {
+        let (argv, argv_prefix) = match rule.argv {
+            RuleArgv::Exact(words) => (Some(words), None),
+            RuleArgv::Prefix(words) => (None, Some(words)),
+        };
+        RawCommandRule {
+            argv,
+            argv_prefix,
+            env: rule.env,
+            decision: rule.decision,
+            network: rule.network,
+            sandbox: rule.sandbox,
+        }
     }
 }
 
@@ -147,4 +265,5 @@ impl Settings for ShellSettings {
 /// How long past a call's time limit a blocking client's own timeout is set: the runtime's
 /// limit fires first (the outcome is `timed_out`), and the blocking work ends soon after,
 /// well within the grace the runtime waits for it.
+#[cfg(feature = "web")]
 pub(crate) const PAST_THE_LIMIT: std::time::Duration = std::time::Duration::from_millis(50);

@@ -41,8 +41,11 @@ impl Session {
         let workspace = Workspace::new(root).expect("workspace exists");
         Session {
             runtime: Runtime::new(registry, workspace, &policy).expect("policy applies"),
+            // Pooled threads exit soon after their call, as a server's do after ten idle
+            // seconds: what a call leaves behind must not depend on its thread.
             executor: tokio::runtime::Builder::new_current_thread()
                 .enable_all()
+                .thread_keep_alive(std::time::Duration::from_millis(50))
                 .build()
                 .expect("tokio runtime"),
         }

@@ -1,5 +1,6 @@
 //! What a person is shown before approving a call: every argument in full and what the
-//! call will change (the diff of a write, the command line of a process).
+//! call will change (the diff of a write, the command line of a process); and which of the
+//! policy's rules decides a call (a tool named by alias, a command rule against a deny).
 
 use std::sync::Arc;
 
@@ -116,4 +117,158 @@ fn a_per_tool_rule_replaces_its_effects_rule_and_decides_the_listing() {
     assert!(listed("make_directory"));
     assert!(!listed("write_file"));
     assert!(!listed("delete_path"));
+}
+
+#[test]
+fn an_alias_names_its_tool_and_a_key_naming_no_tool_is_refused_with_the_closest_name() {
+    use kyro_core::policy::{ApprovalRule, ScopeError};
+    use kyro_core::receipt::Denial;
+    let ws = tempfile::tempdir().unwrap();
+    let registry = Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());
+    let mut policy = Policy::default();
+    policy.approvals.tools.insert("bash".into(), ApprovalRule::Deny);
+    let runtime = Runtime::new(registry.clone(), Workspace::new(ws.path()).unwrap(), &policy).unwrap();
+    let executor = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    match executor.block_on(runtime.execute_call(Call::new("run_command", json!({"argv": ["true"]})))) {
+        Outcome::Denied {
+            reason: Denial::RuleForbids { rule },
+            ..
+        } => assert_eq!(rule, "[approvals.tools] rule for `run_command`"),
+        other => panic!("the alias's rule was ignored: {other:?}"),
+    }
+    let snapshot = registry.snapshot();
+    assert!(
+        !runtime
+            .scope()
+            .may_allow(snapshot.get("run_command").unwrap().descriptor())
+    );
+    let refused = |key: &str| {
+        let mut policy = Policy::default();
+        policy.approvals.tools.insert(key.into(), ApprovalRule::Auto);
+        Runtime::new(registry.clone(), Workspace::new(ws.path()).unwrap(), &policy).map(drop)
+    };
+    for (typo, closest) in [
+        ("run_comand", "run_command"),
+        ("bsh", "run_command"),
+        ("wirte_file", "write_file"),
+    ] {
+        let error = refused(typo).unwrap_err();
+        assert_eq!(
+            error,
+            ScopeError::UnknownToolRule {
+                key: typo.into(),
+                closest: Some(closest.into())
+            }
+        );
+        assert!(
+            error.to_string().contains(&format!("did you mean `{closest}`")),
+            "{error}"
+        );
+    }
+    assert!(matches!(
+        refused("zzzzzzzzzzzz"),
+        Err(ScopeError::UnknownToolRule { closest: None, .. })
+    ));
+    // A namespaced key names an upstream's tool: it waits for the upstreams, then is checked.
+    let mut policy = Policy::default();
+    policy.approvals.tools.insert("up.echo".into(), ApprovalRule::Auto);
+    let runtime = Runtime::new(registry.clone(), Workspace::new(ws.path()).unwrap(), &policy).unwrap();
+    assert!(matches!(
+        runtime.check_tool_rules(),
+        Err(ScopeError::UnknownToolRule { key, .. }) if key == "up.echo"
+    ));
+}
+
+/// Keeps the last receipt.
+#[derive(Default)]
+struct Last(std::sync::Mutex<Option<kyro_core::Receipt>>);
+
+impl kyro_core::Observer for Last {
+    fn observe(&self, receipt: &kyro_core::Receipt, _: Option<&kyro_core::receipt::CanonicalCall>, _: &Outcome) {
+        *self.0.lock().unwrap() = Some(receipt.clone());
+    }
+}
+
+/// How `run_command ["true"]` is decided under a command rule `argv = ["true"]` with
+/// `decision`, in the default policy as `configure` changes it.
+fn decide(
+    root: &std::path::Path,
+    decision: kyro_core::policy::ApprovalRule,
+    configure: &dyn Fn(&mut Policy),
+) -> kyro_core::receipt::Decision {
+    let registry = Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());
+    let mut policy = Policy::default(); // exec asks
+    policy.tools.insert(
+        "shell".into(),
+        json!({"rules": [{"argv": ["true"], "decision": decision}]}),
+    );
+    configure(&mut policy);
+    let last = Arc::new(Last::default());
+    let runtime = Runtime::new(registry, Workspace::new(root).unwrap(), &policy)
+        .unwrap()
+        .with_observer(last.clone());
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(runtime.execute_call(Call::new("run_command", json!({"argv": ["true"]}))));
+    let receipt = last.0.lock().unwrap().take().unwrap();
+    receipt.decision
+}
+
+#[test]
+fn a_command_rule_never_lifts_a_deny_and_against_a_tool_rule_the_stricter_holds() {
+    use kyro_core::policy::ApprovalRule;
+    use kyro_core::receipt::{Decision, Denial};
+    let ws = tempfile::tempdir().unwrap();
+    let command_rule = "[tools.shell] rule argv [\"true\"]";
+    let denied_by = |rule: &str| Decision::Denied {
+        reason: Denial::RuleForbids { rule: rule.into() },
+    };
+    // The rule replaces the effect's `ask`: what rules are for.
+    assert_eq!(
+        decide(ws.path(), ApprovalRule::Auto, &|_| {}),
+        Decision::AllowedByRule {
+            rule: command_rule.into()
+        }
+    );
+    // A tool's deny, by name or alias, and the effect's deny hold.
+    for key in ["run_command", "bash"] {
+        let deny_tool = |p: &mut Policy| {
+            p.approvals.tools.insert(key.into(), ApprovalRule::Deny);
+        };
+        assert_eq!(
+            decide(ws.path(), ApprovalRule::Auto, &deny_tool),
+            denied_by("[approvals.tools] rule for `run_command`"),
+            "{key}"
+        );
+    }
+    assert_eq!(
+        decide(ws.path(), ApprovalRule::Auto, &|p| p.approvals.exec =
+            ApprovalRule::Deny),
+        Decision::Denied {
+            reason: Denial::PolicyForbids {
+                effect: kyro_core::Effect::Exec
+            }
+        }
+    );
+    // Against the tool's own rule, the stricter: its `ask` over the command's `auto`, the
+    // command's `deny` over its `auto`.
+    let ask_tool = |p: &mut Policy| {
+        p.approvals.tools.insert("run_command".into(), ApprovalRule::Ask);
+    };
+    assert_eq!(
+        decide(ws.path(), ApprovalRule::Auto, &ask_tool),
+        Decision::ApprovalRequired
+    );
+    let auto_tool = |p: &mut Policy| {
+        p.approvals.tools.insert("run_command".into(), ApprovalRule::Auto);
+    };
+    assert_eq!(
+        decide(ws.path(), ApprovalRule::Deny, &auto_tool),
+        denied_by(command_rule)
+    );
 }

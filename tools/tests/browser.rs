@@ -751,6 +751,8 @@ fn requests_a_page_makes_are_checked_against_the_policy() {
 fn one_browser_per_workspace_gone_with_the_runtime() {
     let Some(_serial) = serial() else { return };
     let site = Site::standard();
+    let descriptors = || std::fs::read_dir("/proc/self/fd").unwrap().count();
+    let before = descriptors();
     let h = Harness::local();
     h.ok("browser_navigate", json!({ "url": site.url("/") }));
     // A later call sees the page an earlier call opened.
@@ -779,6 +781,111 @@ fn one_browser_per_workspace_gone_with_the_runtime() {
             "process {pid} is left (a zombie?)"
         );
     }
+    // Nor does kyro keep what it held for them (the proxy's listener, the sockets made in
+    // Chromium's namespace, the relay): a few descriptors of other tests may come and go.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while descriptors() > before + 6 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        descriptors() <= before + 6,
+        "{} descriptors before, {} after",
+        before,
+        descriptors()
+    );
+}
+
+#[test]
+fn the_browser_is_out_of_reach_of_other_processes_and_downloads_nothing() {
+    let Some(_serial) = serial() else { return };
+    let name = format!("kyro-download-{}.bin", std::process::id());
+    let disposition = format!("attachment; filename=\"{name}\"");
+    let site = Site::start(HashMap::from([
+        (
+            "/",
+            (
+                200,
+                vec![],
+                "<title>Home</title><a id=\"get\" href=\"/file\">Get</a>".to_owned(),
+            ),
+        ),
+        (
+            "/file",
+            (200, vec![("Content-Disposition", disposition)], "payload".to_owned()),
+        ),
+    ]));
+    let h = Harness::local();
+    h.ok("browser_navigate", json!({ "url": site.url("/") }));
+    let snap = h.ok("browser_snapshot", json!({}));
+    h.ok("browser_click", json!({ "ref": ref_of(&snap, "Get") }));
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(site.requested("/file"), "the download was never asked for");
+    // Nothing written where a browser puts downloads (kyro's HOME, or Chromium's).
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from).unwrap();
+    assert!(
+        !home.join("Downloads").join(&name).exists(),
+        "the page downloaded into $HOME"
+    );
+
+    let chromium = chromium_children();
+    assert!(!chromium.is_empty());
+    if kyro_core::sandbox::support().is_ok() {
+        // In a network namespace of its own ...
+        let ns = |pid: &str| std::fs::read_link(format!("/proc/{pid}/ns/net")).unwrap();
+        assert_ne!(ns(&chromium[0].to_string()), ns("self"));
+        // ... so nothing listening on this host's loopback drives it for another process
+        // (kyro's own relay serves kyro only).
+        let probe = r#"
+import socket, sys
+for port in sys.argv[1:]:
+    try:
+        s = socket.create_connection(("127.0.0.1", int(port)), timeout=1)
+        s.sendall(b"GET /json/version HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        s.settimeout(1)
+        answer = b""
+        while len(answer) < 4096:
+            part = s.recv(4096)
+            if not part:
+                break
+            answer += part
+        if b"webSocketDebuggerUrl" in answer:
+            print("devtools on", port)
+    except OSError:
+        pass
+"#;
+        let ports: Vec<String> = loopback_listeners().iter().map(u16::to_string).collect();
+        assert!(!ports.is_empty(), "kyro's relay at least listens");
+        let out = std::process::Command::new("python3")
+            .arg("-c")
+            .arg(probe)
+            .args(&ports)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "",
+            "another process drives the browser"
+        );
+    }
+}
+
+/// Ports listening on this network namespace's IPv4 loopback (or every address).
+fn loopback_listeners() -> Vec<u16> {
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap();
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (address, port) = fields.get(1)?.split_once(':')?;
+            let listening = fields.get(3) == Some(&"0A");
+            let reachable = address == "0100007F" || address == "00000000";
+            (listening && reachable)
+                .then(|| u16::from_str_radix(port, 16).ok())
+                .flatten()
+        })
+        .collect()
 }
 
 /// Chromium processes this test process started (their parent is us).

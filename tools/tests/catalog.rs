@@ -455,3 +455,40 @@ fn a_prepared_catalog_registers_what_generation_registers() {
         assert_eq!(a, b);
     }
 }
+
+/// The README's catalog section: its count and its table name every built-in, and nothing
+/// else (a tool added or renamed without the README fails here).
+#[test]
+fn the_readme_counts_and_names_the_catalog() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let registry = Registry::with_catalog(BUILTINS).expect("built-ins register");
+    let snapshot = registry.snapshot();
+    let names: std::collections::BTreeSet<String> = snapshot.descriptors().map(|d| d.name.clone()).collect();
+    let count: usize = readme
+        .split_once(" built-in tools today")
+        .and_then(|(before, _)| before.rsplit(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .expect("the README says how many built-in tools there are");
+    assert_eq!(count, names.len(), "the README's count");
+    let section = readme.split_once("## The catalog").unwrap().1;
+    let table = section
+        .split_once("\n\n| category")
+        .unwrap()
+        .1
+        .split_once("\n\n")
+        .unwrap()
+        .0;
+    let listed: std::collections::BTreeSet<String> = table
+        .lines()
+        .skip(2)
+        .filter_map(|row| row.split('|').nth(2))
+        .flat_map(|cell| cell.split([',', ';', ':']))
+        .filter_map(|item| item.split_whitespace().next())
+        .map(|word| {
+            word.trim_matches(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .to_owned()
+        })
+        .filter(|word| names.contains(word) || word.contains('_') && !word.starts_with("KYRO"))
+        .collect();
+    assert_eq!(listed, names, "the README's table of tools");
+}

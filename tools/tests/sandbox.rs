@@ -168,8 +168,10 @@ fn connects(ws: &Path, sandbox: SandboxPolicy, rules: Option<Value>) -> (bool, V
     if let Some(rules) = rules {
         policy.tools.insert("shell".into(), json!({ "rules": rules }));
     }
-    let script = format!("echo hello > /dev/tcp/127.0.0.1/{port} && echo connected");
-    let result = match execute(ws, &policy, "run_command", json!({"argv": ["bash", "-c", script]})).0 {
+    // A script file, not `bash -c`: inline code matches no rule, and a rule widens this one.
+    let script = format!("echo hello > /dev/tcp/127.0.0.1/{port} && echo connected\n");
+    std::fs::write(ws.join("connect.sh"), script).unwrap();
+    let result = match execute(ws, &policy, "run_command", json!({"argv": ["bash", "connect.sh"]})).0 {
         Outcome::Ok { result, .. } => result,
         other => panic!("{other:?}"),
     };
@@ -190,7 +192,7 @@ fn network_off_refuses_a_connection_to_loopback_and_a_rule_can_allow_one_command
     };
     let (arrived, result) = connects(ws.path(), on, None);
     assert!(arrived, "{result}");
-    let rule = json!([{"argv_prefix": ["bash", "-c"], "decision": "auto", "network": true}]);
+    let rule = json!([{"argv": ["bash", "connect.sh"], "decision": "auto", "network": true}]);
     let (arrived, result) = connects(ws.path(), workspace_write(), Some(rule));
     assert!(arrived, "{result}");
     assert!(result["sandbox"].as_str().unwrap().contains("network on"), "{result}");
@@ -231,36 +233,46 @@ fn outcome_of(ws: &Path, rules: Value, arguments: Value) -> Outcome {
     execute(ws, &policy, "run_command", arguments).0
 }
 
+/// The decision of a `run_command` call under `rules`, and its outcome.
+fn decided(ws: &Path, rules: &Value, arguments: Value) -> (Outcome, Decision) {
+    let mut policy = Policy::default(); // exec asks
+    policy.tools.insert("shell".into(), json!({ "rules": rules }));
+    let (outcome, receipts) = execute(ws, &policy, "run_command", arguments);
+    (outcome, receipts[0].decision.clone())
+}
+
 #[test]
-fn a_prefix_rule_decides_only_for_commands_that_start_with_its_argv() {
+fn an_exact_rule_decides_only_its_argv_and_a_prefix_rule_what_starts_with_its_own() {
     let ws = tempfile::tempdir().unwrap();
     let rules = json!([
-        {"argv_prefix": ["true", "test"], "decision": "auto"},
+        {"argv": ["true", "test"], "decision": "auto"},
+        {"argv_prefix": ["true", "ok"], "decision": "auto"},
         {"argv_prefix": ["false"], "decision": "deny"}
     ]);
-    let (outcome, receipts) = {
-        let mut policy = Policy::default();
-        policy.tools.insert("shell".into(), json!({ "rules": rules.clone() }));
-        execute(
-            ws.path(),
-            &policy,
-            "run_command",
-            json!({"argv": ["true", "test", "--quiet"]}),
-        )
-    };
+    let (outcome, decision) = decided(ws.path(), &rules, json!({"argv": ["true", "test"]}));
     assert!(matches!(outcome, Outcome::Ok { .. }), "{outcome:?}");
     assert_eq!(
-        receipts[0].decision,
+        decision,
         Decision::AllowedByRule {
-            rule: "[tools.shell] rule argv_prefix [\"true\",\"test\"]".into()
+            rule: "[tools.shell] rule argv [\"true\",\"test\"]".into()
+        }
+    );
+    let (outcome, decision) = decided(ws.path(), &rules, json!({"argv": ["true", "ok", "--quiet"]}));
+    assert!(matches!(outcome, Outcome::Ok { .. }), "{outcome:?}");
+    assert_eq!(
+        decision,
+        Decision::AllowedByRule {
+            rule: "[tools.shell] rule argv_prefix [\"true\",\"ok\"]".into()
         }
     );
     for not_matching in [
-        json!({"argv": ["true", "testx"]}),
+        json!({"argv": ["true", "test", "--quiet"]}),
         json!({"argv": ["true"]}),
+        json!({"argv": ["true", "testx"]}),
         json!({"argv": ["sh", "-c", "true test; rm -rf ."]}),
         json!({"argv": ["true test; rm -rf ."], "shell": true}),
-        json!({"argv": ["true", "test"], "shell": false, "env": [{"name": "LD_PRELOAD", "value": "/tmp/x.so"}]}),
+        json!({"argv": ["true", "test"], "env": [{"name": "LD_PRELOAD", "value": "/tmp/x.so"}]}),
+        json!({"argv": ["true", "ok"], "env": [{"name": "ANYTHING", "value": "1"}]}),
     ] {
         let outcome = outcome_of(ws.path(), rules.clone(), not_matching.clone());
         assert!(
@@ -278,27 +290,55 @@ fn a_prefix_rule_decides_only_for_commands_that_start_with_its_argv() {
 }
 
 #[test]
-fn the_longest_prefix_decides_and_a_rule_with_an_empty_prefix_is_refused() {
+fn an_exact_rule_wins_over_prefixes_the_longest_prefix_over_shorter_and_malformed_rules_are_refused() {
     let ws = tempfile::tempdir().unwrap();
     let rules = json!([
         {"argv_prefix": ["true"], "decision": "deny"},
-        {"argv_prefix": ["true", "status"], "decision": "auto"}
+        {"argv_prefix": ["true", "status"], "decision": "auto"},
+        {"argv_prefix": ["true", "push"], "decision": "deny"},
+        {"argv": ["true", "push"], "decision": "auto"}
     ]);
-    let outcome = outcome_of(ws.path(), rules.clone(), json!({"argv": ["true", "status", "-s"]}));
-    assert!(matches!(outcome, Outcome::Ok { .. }), "{outcome:?}");
-    let outcome = outcome_of(ws.path(), rules, json!({"argv": ["true", "push"]}));
-    assert!(matches!(outcome, Outcome::Denied { .. }), "{outcome:?}");
-    let mut policy = Policy::default();
-    policy.tools.insert(
-        "shell".into(),
-        json!({"rules": [{"argv_prefix": [], "decision": "auto"}]}),
-    );
+    for (argv, allowed) in [
+        (json!(["true", "status", "-s"]), true),
+        (json!(["true", "push"]), true),
+        (json!(["true", "push", "--force"]), false),
+        (json!(["true", "pull"]), false),
+    ] {
+        let outcome = outcome_of(ws.path(), rules.clone(), json!({ "argv": argv }));
+        if allowed {
+            assert!(matches!(outcome, Outcome::Ok { .. }), "{argv}: {outcome:?}");
+        } else {
+            assert!(matches!(outcome, Outcome::Denied { .. }), "{argv}: {outcome:?}");
+        }
+    }
     let registry = Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());
-    let error = Runtime::new(registry, Workspace::new(ws.path()).unwrap(), &policy).unwrap_err();
-    assert!(
-        error.to_string().contains("argv_prefix must name at least the program"),
-        "{error}"
-    );
+    for (rule, says) in [
+        (
+            json!({"argv_prefix": [], "decision": "auto"}),
+            "must name at least the program",
+        ),
+        (
+            json!({"argv": [], "decision": "auto"}),
+            "must name at least the program",
+        ),
+        (
+            json!({"argv": ["git"], "argv_prefix": ["git"], "decision": "auto"}),
+            "both `argv` and `argv_prefix`",
+        ),
+        (json!({"decision": "auto"}), "needs `argv`"),
+        (
+            json!({"argv": ["git", "diff"], "env": ["GIT_EXTERNAL_DIFF"], "decision": "auto"}),
+            "changes which code runs",
+        ),
+    ] {
+        let mut policy = Policy::default();
+        policy.tools.insert("shell".into(), json!({ "rules": [rule] }));
+        let error = Runtime::new(registry.clone(), Workspace::new(ws.path()).unwrap(), &policy).unwrap_err();
+        assert!(
+            matches!(&error, kyro_core::policy::ScopeError::Settings { table, message } if table == "shell" && message.contains(says)),
+            "{rule}: {error}"
+        );
+    }
 }
 
 #[test]

@@ -111,6 +111,8 @@ pub struct ApprovalToken {
     fingerprint: String,
     nonce: u64,
     given: Instant,
+    /// Already used elsewhere (another process honoured it): refused as reused.
+    spent: bool,
 }
 
 impl ApprovalToken {
@@ -126,6 +128,17 @@ impl ApprovalToken {
             fingerprint: hex.trim().to_ascii_lowercase(),
             nonce: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             given,
+            spent: false,
+        }
+    }
+
+    /// An approval of `hex` that was already used (honoured by another process, as an
+    /// approval given on the command line and taken from the workspace's record): the
+    /// runtime refuses it as reused, with the call's receipt, and runs nothing.
+    pub fn spent(hex: &str) -> ApprovalToken {
+        ApprovalToken {
+            spent: true,
+            ..ApprovalToken::for_fingerprint(hex)
         }
     }
 
@@ -153,6 +166,9 @@ pub(crate) struct UsedApprovals {
 impl UsedApprovals {
     /// Records `token` as used: false when it already was.
     pub(crate) fn spend(&mut self, token: &ApprovalToken) -> bool {
+        if token.spent {
+            return false;
+        }
         if self.honoured.len() >= (2 * self.kept).max(64) {
             self.honoured.retain(|_, given| given.elapsed() <= APPROVAL_LIFETIME);
             self.kept = self.honoured.len();
@@ -277,6 +293,7 @@ mod used_tests {
         let token = ApprovalToken::for_fingerprint("ab");
         assert!(used.spend(&token));
         assert!(!used.spend(&token), "single use");
+        assert!(!used.spend(&ApprovalToken::spent("ab")), "spent elsewhere");
         // A machine up for less than the lifetime has no instant that old.
         let Some(long_ago) = Instant::now().checked_sub(APPROVAL_LIFETIME + Duration::from_secs(1)) else {
             return;

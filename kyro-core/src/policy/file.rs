@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::denial::Access;
+use crate::denial::{Access, ScopeError};
 use crate::effect::{Capability, Effect};
 
 /// What happens to a call of a given effect once capabilities and paths allow it.
@@ -21,8 +21,21 @@ pub enum ApprovalRule {
     Deny,
 }
 
-/// A decision from the policy's own rules for one tool (`Execute::rule`),
-/// which replaces the rule of the tool's effect for that call.
+impl ApprovalRule {
+    /// The stricter of two rules: `deny` over `ask` over `auto`.
+    pub fn strictest(self, other: ApprovalRule) -> ApprovalRule {
+        let rank = |rule| match rule {
+            ApprovalRule::Auto => 0,
+            ApprovalRule::Ask => 1,
+            ApprovalRule::Deny => 2,
+        };
+        if rank(self) >= rank(other) { self } else { other }
+    }
+}
+
+/// A decision from the policy's own rules for one tool (`Execute::rule`, a command rule),
+/// which replaces the rule of the tool's effect for that call but never lifts a `deny`
+/// (see [`ApprovalRules::decide`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MatchedRule {
     /// What happens to the call.
@@ -49,8 +62,10 @@ pub struct ApprovalRules {
     /// Pure computation.
     pub none: ApprovalRule,
     /// Rules for single tools (`[approvals.tools] git_commit = "auto"`), in place of their
-    /// effect's rule; a tool family's own argument rules (`[[tools.shell.rules]]`) come
-    /// first.
+    /// effect's rule. A key may be a tool's alias (`bash` is `run_command`); a key naming
+    /// no tool is refused when the policy is bound to the registry. A tool family's own
+    /// argument rules (`[[tools.shell.rules]]`) decide within them: see
+    /// [`ApprovalRules::decide`].
     pub tools: BTreeMap<String, ApprovalRule>,
 }
 
@@ -106,30 +121,86 @@ impl ApprovalRules {
 
     /// The stricter rule of the two for every effect (children never loosen approvals).
     pub fn stricter(&self, other: &ApprovalRules) -> ApprovalRules {
-        fn max(a: ApprovalRule, b: ApprovalRule) -> ApprovalRule {
-            let rank = |r| match r {
-                ApprovalRule::Auto => 0,
-                ApprovalRule::Ask => 1,
-                ApprovalRule::Deny => 2,
-            };
-            if rank(a) >= rank(b) { a } else { b }
-        }
         ApprovalRules {
-            read: max(self.read, other.read),
-            write: max(self.write, other.write),
-            exec: max(self.exec, other.exec),
-            network: max(self.network, other.network),
-            state: max(self.state, other.state),
-            none: max(self.none, other.none),
+            read: self.read.strictest(other.read),
+            write: self.write.strictest(other.write),
+            exec: self.exec.strictest(other.exec),
+            network: self.network.strictest(other.network),
+            state: self.state.strictest(other.state),
+            none: self.none.strictest(other.none),
             tools: {
                 let mut tools = self.tools.clone();
                 for (name, &rule) in &other.tools {
                     let mine = tools.get(name).copied().unwrap_or(rule);
-                    tools.insert(name.clone(), max(mine, rule));
+                    tools.insert(name.clone(), mine.strictest(rule));
                 }
                 tools
             },
         }
+    }
+
+    /// How a call is decided, and by which rule (none: the effect's). The tool's
+    /// `[approvals.tools]` rule stands in place of its effect's (`effect`); a rule naming
+    /// this very call (`call`: a `[[tools.shell.rules]]` command rule) stands in place of
+    /// both, except that it never lifts a `deny` (the effect's or the tool's), and against
+    /// a tool rule the stricter of the two holds (`deny` over `ask` over `auto`). An effect's
+    /// `ask` or `auto` is the default a command rule exists to replace.
+    pub fn decide(
+        &self,
+        tool: &str,
+        effect: ApprovalRule,
+        call: Option<MatchedRule>,
+    ) -> (ApprovalRule, Option<MatchedRule>) {
+        let (base, named) = match self.for_tool(tool) {
+            Some(rule) => (rule.decision, Some(rule)),
+            None => (effect, None),
+        };
+        let Some(call) = call else {
+            return (base, named);
+        };
+        let lifted = base == ApprovalRule::Deny || (named.is_some() && base.strictest(call.decision) != call.decision);
+        if lifted {
+            (base, named)
+        } else {
+            (call.decision, Some(call))
+        }
+    }
+
+    /// These rules bound to the tools of `snapshot`: a key that is a tool's alias becomes
+    /// its canonical name (two keys for one tool keep the stricter rule), and a key naming
+    /// no tool is refused with the closest name. With `upstreams_later`, a namespaced key
+    /// (`NAME.tool`: an upstream server's tool, registered once the server is connected) is
+    /// kept as written, for `Runtime::check_tool_rules` to check then.
+    pub(crate) fn bound(
+        &self,
+        snapshot: &crate::registry::Snapshot,
+        upstreams_later: bool,
+    ) -> Result<ApprovalRules, ScopeError> {
+        let mut tools = BTreeMap::new();
+        for (key, &rule) in &self.tools {
+            let canonical = match snapshot.get(key) {
+                Some(tool) => tool.descriptor().name.clone(),
+                None if upstreams_later && key.contains('.') => key.clone(),
+                None => {
+                    let names = snapshot
+                        .descriptors()
+                        .flat_map(|d| std::iter::once(d.name.as_str()).chain(d.aliases.iter().map(String::as_str)));
+                    let closest = crate::catalog::suggest(key, names)
+                        .first()
+                        .and_then(|name| snapshot.get(name))
+                        .map(|tool| tool.descriptor().name.clone());
+                    return Err(ScopeError::UnknownToolRule {
+                        key: key.clone(),
+                        closest,
+                    });
+                }
+            };
+            let kept = tools
+                .get(&canonical)
+                .map_or(rule, |&earlier: &ApprovalRule| earlier.strictest(rule));
+            tools.insert(canonical, kept);
+        }
+        Ok(ApprovalRules { tools, ..self.clone() })
     }
 }
 
@@ -151,12 +222,6 @@ pub struct Limits {
     pub timeout_ms: u64,
     /// Size of one serialized result, in bytes.
     pub max_output_bytes: u64,
-    /// Requests one MCP session may have in flight; past it the server stops reading
-    /// until one is answered, so a burst of any size runs in bounded memory.
-    pub max_in_flight: u32,
-    /// MCP sessions open at once over HTTP; past it a new client gets `503` until one
-    /// closes or expires (idle sessions expire after 5 minutes).
-    pub max_sessions: u32,
 }
 
 impl Default for Limits {
@@ -164,13 +229,13 @@ impl Default for Limits {
         Limits {
             timeout_ms: 120_000,
             max_output_bytes: 4 * 1024 * 1024,
-            max_in_flight: 64,
-            max_sessions: 16,
         }
     }
 }
 
-/// The policy file (`--policy FILE`, TOML). Every field has a safe default.
+/// The policy file (`--policy FILE`, TOML) as the boundary reads it. Every field has a safe
+/// default. A server reads the same file for its own settings (which tools it serves, its
+/// transport's bounds) and hands the rest to this.
 ///
 /// ```toml
 /// capabilities = ["fs.read", "fs.write"]
@@ -188,8 +253,10 @@ impl Default for Limits {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Policy {
-    /// Capabilities granted to the top-level caller.
-    pub capabilities: Vec<Capability>,
+    /// Capabilities granted to the top-level caller; when not given, every capability the
+    /// served tools require (their effects' and their own), computed when the runtime
+    /// starts.
+    pub capabilities: Option<Vec<Capability>>,
     /// Roots; the first is where relative paths resolve. Default: the workspace, read-write.
     pub roots: Vec<RootSpec>,
     /// Approval rule per effect.
@@ -198,9 +265,6 @@ pub struct Policy {
     pub max_depth: u32,
     /// Time and output limits.
     pub limits: Limits,
-    /// Which tools are served and listed (`[catalog]`); the command line's flags take
-    /// precedence.
-    pub catalog: CatalogSelection,
     /// The OS sandbox programs run under (`[sandbox]`): `run_command`, `start_process`,
     /// git's own processes and upstream MCP servers.
     pub sandbox: SandboxPolicy,
@@ -213,7 +277,7 @@ pub struct Policy {
 impl Default for Policy {
     fn default() -> Policy {
         Policy {
-            capabilities: Capability::BUILT_IN.to_vec(),
+            capabilities: None,
             roots: vec![RootSpec {
                 path: PathBuf::from("."),
                 access: Access::ReadWrite,
@@ -221,31 +285,10 @@ impl Default for Policy {
             approvals: ApprovalRules::default(),
             max_depth: 3,
             limits: Limits::default(),
-            catalog: CatalogSelection::default(),
             sandbox: SandboxPolicy::default(),
             tools: BTreeMap::new(),
         }
     }
-}
-
-/// Which tools a server serves and lists, with the GitHub MCP server's conventions:
-/// toolsets are tool categories (`files`, `git`, ...; `all` and `default` special).
-///
-/// Without `toolsets`, every tool is served and the default toolsets (plus `tools`) are
-/// listed; the rest stay reachable through `tool_search`. With `toolsets`, only those
-/// toolsets and `tools` are served at all. `exclude_tools` wins over both, and `read_only`
-/// serves only tools that change nothing, even when named.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct CatalogSelection {
-    /// Toolsets to serve and list.
-    pub toolsets: Option<Vec<String>>,
-    /// Tools to serve and list besides the toolsets.
-    pub tools: Vec<String>,
-    /// Tools never served.
-    pub exclude_tools: Vec<String>,
-    /// Serve only read-only tools.
-    pub read_only: bool,
 }
 
 /// What a program started by a tool may touch, enforced by the kernel (Landlock for the

@@ -138,7 +138,12 @@ impl Scope {
         Ok(Scope {
             lineage: Arc::from([next_scope_id()]),
             tables: Arc::new(Tables::new(policy.tools.clone())),
-            capabilities: policy.capabilities.iter().cloned().collect(),
+            // Without a list, the effects' own ([`Runtime::new`](crate::Runtime::new) puts the
+            // served tools' in the list before it gets here).
+            capabilities: match &policy.capabilities {
+                Some(listed) => listed.iter().cloned().collect(),
+                None => crate::Capability::OF_EFFECTS.iter().cloned().collect(),
+            },
             roots,
             approvals: policy.approvals.clone(),
             sandbox: Arc::new(SandboxPolicy {

@@ -35,7 +35,7 @@ impl Execute for WordCount {
 
 /// Greet someone by name.
 ///
-/// Needs the `greet.send` capability, which a policy grants.
+/// Needs the `greet.send` capability, the author's own.
 #[tool(name = "send_greeting", category = "greetings", effect = "none", capabilities = ["greet.send"])]
 pub struct SendGreeting {
     /// Who to greet.

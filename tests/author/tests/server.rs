@@ -1,5 +1,5 @@
 //! The author's server over MCP stdio, driven by rmcp's client: its tools listed with
-//! their schemas, a custom error kind, a capability the policy grants, blocking work that
+//! their schemas, a custom error kind, a capability of the author's own, blocking work that
 //! does not stall the server, the inventory written by build.rs.
 
 use std::path::Path;
@@ -40,9 +40,9 @@ async fn the_authors_tools_are_served_with_kyros_guarantees() {
 
     let tools = client.list_all_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    // `send_greeting` needs a capability the default policy does not grant: served (a
-    // call is denied with the reason) but not listed.
-    assert_eq!(names, ["slow_lookup", "word_count"]);
+    // `send_greeting` needs the author's own capability, which the default policy grants
+    // (it grants what the served tools need).
+    assert_eq!(names, ["send_greeting", "slow_lookup", "word_count"]);
     let count = tools.iter().find(|t| t.name == "word_count").unwrap();
     assert_eq!(count.input_schema["additionalProperties"], false, "closed schemas");
     assert_eq!(
@@ -67,10 +67,8 @@ async fn the_authors_tools_are_served_with_kyros_guarantees() {
     assert_eq!(bad.is_error, Some(true));
     assert!(text(&bad).starts_with("invalid_arguments"), "{}", text(&bad));
 
-    // `greet.send` is the author's capability: the default policy does not grant it.
-    let refused = call(&client, "send_greeting", json!({"name": "Ada"})).await;
-    assert_eq!(refused.is_error, Some(true));
-    assert!(text(&refused).contains("greet.send"), "{}", text(&refused));
+    let greeted = call(&client, "send_greeting", json!({"name": "Ada"})).await;
+    assert_eq!(greeted.structured_content, Some(json!({"greeting": "Hello, Ada!"})));
     client.cancel().await.unwrap();
 
     let receipts = std::fs::read_to_string(ws.path().join(".kyro/receipts.jsonl")).unwrap();
@@ -82,29 +80,55 @@ async fn the_authors_tools_are_served_with_kyros_guarantees() {
 }
 
 #[tokio::test(flavor = "current_thread")]
-async fn a_policy_grants_the_authors_capability() {
+async fn a_policy_that_lists_capabilities_grants_those_only() {
     let ws = tempfile::tempdir().unwrap();
     let policy = ws.path().join("policy.toml");
     std::fs::write(&policy, "capabilities = [\"fs.read\", \"greet.send\"]\n").unwrap();
-    let client = client(ws.path(), Some(&policy)).await;
-    let tools = client.list_all_tools().await.unwrap();
+    let granted = client(ws.path(), Some(&policy)).await;
+    let tools = granted.list_all_tools().await.unwrap();
     assert!(tools.iter().any(|t| t.name == "send_greeting"), "granted, it is listed");
-    let greeted = call(&client, "send_greeting", json!({"name": "Ada"})).await;
+    let greeted = call(&granted, "send_greeting", json!({"name": "Ada"})).await;
     assert_eq!(greeted.structured_content, Some(json!({"greeting": "Hello, Ada!"})));
-    client.cancel().await.unwrap();
+    granted.cancel().await.unwrap();
+
+    // Without `greet.send` in the list: served (a call is denied with the reason), not listed.
+    std::fs::write(&policy, "capabilities = [\"fs.read\"]\n").unwrap();
+    let narrow = client(ws.path(), Some(&policy)).await;
+    let tools = narrow.list_all_tools().await.unwrap();
+    assert!(
+        !tools.iter().any(|t| t.name == "send_greeting"),
+        "not granted, not listed"
+    );
+    let refused = call(&narrow, "send_greeting", json!({"name": "Ada"})).await;
+    assert_eq!(refused.is_error, Some(true));
+    assert!(text(&refused).contains("greet.send"), "{}", text(&refused));
+    narrow.cancel().await.unwrap();
+
+    // The server under `policy`, with stdin closed at once: what it says on stderr.
+    let started_with = |text: &str| {
+        std::fs::write(&policy, text).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_kyro-author-example"))
+            .arg("--workspace")
+            .arg(ws.path())
+            .arg("--policy")
+            .arg(&policy)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
 
     // A misspelt grant is refused when the server starts, not ignored.
-    std::fs::write(&policy, "capabilities = [\"greet.sned\"]\n").unwrap();
-    let status = std::process::Command::new(env!("CARGO_BIN_EXE_kyro-author-example"))
-        .arg("--workspace")
-        .arg(ws.path())
-        .arg("--policy")
-        .arg(&policy)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    assert!(!status.status.success());
-    assert!(String::from_utf8_lossy(&status.stderr).contains("greet.sned"));
+    let (ok, stderr) = started_with("capabilities = [\"greet.sned\"]\n");
+    assert!(!ok && stderr.contains("greet.sned"), "{stderr}");
+
+    // A catalog that runs no program says nothing about the sandbox programs run under.
+    let (_, stderr) = started_with("[sandbox]\nmode = \"full\"\n");
+    assert!(!stderr.contains("sandbox"), "{stderr}");
+    assert!(
+        stderr.contains("initialize"),
+        "it started and saw stdin close: {stderr}"
+    );
 }
 
 #[tokio::test(flavor = "current_thread")]

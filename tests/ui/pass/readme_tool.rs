@@ -28,7 +28,7 @@ impl Execute for CountLines {
         // The only way to the filesystem: a path confined beneath the caller's roots.
         let bytes = cx.path(&self.path)?.read()?;
         let text = String::from_utf8(bytes)
-            .map_err(|_| ToolError::BinaryFile { path: self.path.to_string() })?;
+            .map_err(|_| ToolError::custom("binary_file", format!("`{}` is not UTF-8 text", self.path)))?;
         Ok(Counts { lines: text.lines().count() as u64, bytes: text.len() as u64 })
     }
 }

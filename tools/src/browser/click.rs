@@ -49,7 +49,7 @@ impl Execute for BrowserClick {
         with_page(cx, move |tab, dialogs| {
             tab.click_at(super::element_point(tab, &target, &element)?)?;
             super::settle(tab);
-            let (url, title, _) = super::page_info(tab)?;
+            let (url, title, _) = super::script::page_info(tab)?;
             Ok(Clicked {
                 url,
                 title,

@@ -50,14 +50,13 @@ pub(crate) struct Direct {
 impl Direct {
     /// Connects to the page target `target` of the browser whose DevTools WebSocket is
     /// `browser_url` (`ws://127.0.0.1:PORT/devtools/browser/ID`).
-    pub(crate) fn connect(browser_url: &str, target: &str) -> Result<Direct, String> {
+    pub(crate) fn connect(browser_url: &str, target: &str, reach: &super::isolation::Reach) -> Result<Direct, String> {
         let address = browser_url
             .strip_prefix("ws://")
             .and_then(|rest| rest.split('/').next())
             .ok_or_else(|| format!("not a DevTools address: {browser_url}"))?;
         let url = format!("ws://{address}/devtools/page/{target}");
-        let stream = TcpStream::connect(address).map_err(|e| e.to_string())?;
-        stream.set_nodelay(true).map_err(|e| e.to_string())?;
+        let stream = reach.connect(address).map_err(|e| e.to_string())?;
         let config = WebSocketConfig::default().max_message_size(None).max_frame_size(None);
         let (reader, _) = tungstenite::client::client_with_config(
             url.as_str(),

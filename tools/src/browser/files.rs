@@ -63,7 +63,7 @@ impl Execute for BrowserFileUpload {
         }
         target["count"] = files.len().into();
         with_page(cx, move |tab, _| {
-            let answer = super::page_op(tab, "find the file input", "file_input", &target)?;
+            let answer = super::script::page_op(tab, "find the file input", "file_input", &target)?;
             super::element_answer(&answer, &element)?;
             let input = tab
                 .evaluate(None, "find the file input", "window.__kyroFileInput".into(), false)?
@@ -79,7 +79,7 @@ impl Execute for BrowserFileUpload {
                 "choose the files",
             )?;
             target["after"] = true.into();
-            let answer = super::page_op(tab, "read the file input", "file_input", &target)?;
+            let answer = super::script::page_op(tab, "read the file input", "file_input", &target)?;
             let files = answer["files"]
                 .as_array()
                 .map(|f| f.iter().filter_map(|n| n.as_str().map(str::to_owned)).collect())
@@ -210,7 +210,7 @@ impl Execute for BrowserDrag {
         let end = super::target(self.end_ref.as_deref(), self.end_selector.as_deref())?;
         with_page(cx, move |tab, dialogs| {
             let point = |(target, name): &(serde_json::Value, String)| -> Result<Point, ToolError> {
-                let answer = super::page_op(tab, "find the element", "center", target)?;
+                let answer = super::script::page_op(tab, "find the element", "center", target)?;
                 super::element_answer(&answer, name)?;
                 Ok(Point {
                     x: answer["x"].as_f64().unwrap_or_default(),
@@ -221,7 +221,7 @@ impl Execute for BrowserDrag {
             let to = point(&end)?;
             tab.drag(from, to)?;
             super::settle(tab);
-            let (url, title, _) = super::page_info(tab)?;
+            let (url, title, _) = super::script::page_info(tab)?;
             Ok(super::PageState {
                 url,
                 title,

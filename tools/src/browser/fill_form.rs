@@ -83,7 +83,7 @@ impl Execute for BrowserFillForm {
                 };
                 values.push(value);
             }
-            let (url, title, _) = super::page_info(tab)?;
+            let (url, title, _) = super::script::page_info(tab)?;
             Ok(Filled {
                 values,
                 url,

@@ -23,8 +23,8 @@ pub struct PageState {
     pub dialogs: Vec<String>,
 }
 
-fn state(tab: &super::session::Driven, dialogs: &super::session::Dialogs) -> Result<PageState, ToolError> {
-    let (url, title, _) = super::page_info(tab)?;
+fn state(tab: &super::driven::Driven, dialogs: &super::page::Dialogs) -> Result<PageState, ToolError> {
+    let (url, title, _) = super::script::page_info(tab)?;
     Ok(PageState {
         url,
         title,
@@ -230,7 +230,7 @@ impl Execute for BrowserWaitFor {
             if let Some((needle, present)) = text.map(|t| (t, true)).or(text_gone.map(|t| (t, false))) {
                 let waiting_since = Instant::now();
                 loop {
-                    let shown = super::page_op(tab, "read the page", "text", &json!({}))?;
+                    let shown = super::script::page_op(tab, "read the page", "text", &json!({}))?;
                     let shown = shown["text"].as_str().unwrap_or_default().to_owned();
                     if shown.contains(&needle) == present {
                         break;
@@ -251,7 +251,7 @@ impl Execute for BrowserWaitFor {
                     pause(100)?;
                 }
             }
-            let (url, title, _) = super::page_info(tab)?;
+            let (url, title, _) = super::script::page_info(tab)?;
             Ok(Waited {
                 waited_ms: started.elapsed().as_millis() as u64,
                 url,

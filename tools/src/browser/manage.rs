@@ -5,7 +5,8 @@ use kyro_core::policy::SettingsTable;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 use serde_json::Value;
 
-use super::session::{DialogAnswer, with_page};
+use super::page::DialogAnswer;
+use super::session::with_page;
 use crate::settings::NetworkSettings;
 
 /// Close the browser of this workspace (Chromium ends; the next browser call starts a new
@@ -74,8 +75,8 @@ impl Execute for BrowserResize {
     async fn run(self, cx: &ToolContext) -> Result<Resized, ToolError> {
         let (width, height) = (self.width, self.height);
         with_page(cx, move |tab, _| {
-            tab.call(super::session::viewport(width, height), "resize the viewport")?;
-            let seen = super::page_op(tab, "measure the page", "viewport", &serde_json::json!({}))?;
+            tab.call(super::page::viewport(width, height), "resize the viewport")?;
+            let seen = super::script::page_op(tab, "measure the page", "viewport", &serde_json::json!({}))?;
             let size = |k: &str| seen[k].as_u64().unwrap_or_default() as u32;
             Ok(Resized {
                 width: size("width"),

@@ -7,14 +7,20 @@
 
 mod click;
 mod direct;
+mod driven;
 mod files;
 mod fill_form;
+mod isolation;
 mod keys;
+mod launch;
 mod logs;
 mod manage;
 mod navigate;
+mod page;
 mod proxy;
+mod report;
 mod screenshot;
+mod script;
 mod select_option;
 mod session;
 mod snapshot;
@@ -25,6 +31,7 @@ pub use click::{BrowserClick, Clicked};
 pub use files::{BrowserDrag, BrowserFileUpload, BrowserPdfSave, PdfSaved, Uploaded};
 pub use fill_form::{BrowserFillForm, Filled, FormField};
 pub use keys::{BrowserHover, BrowserNavigateBack, BrowserPressKey, BrowserWaitFor, PageState, Waited};
+pub use launch::{CHROMIUM_ENV, DEFAULT_CHROMIUM, chromium_path, unavailable};
 pub use logs::{BrowserConsoleMessages, BrowserNetworkRequests, ConsoleMessages, NetworkRequests};
 pub use manage::{
     Armed, BrowserClose, BrowserEvaluate, BrowserHandleDialog, BrowserResize, Closed, Evaluated, Resized,
@@ -32,7 +39,6 @@ pub use manage::{
 pub use navigate::{BrowserNavigate, Page};
 pub use screenshot::{BrowserScreenshot, Screenshot};
 pub use select_option::{BrowserSelectOption, Selected};
-pub use session::{CHROMIUM_ENV, DEFAULT_CHROMIUM, chromium_path, unavailable};
 pub use snapshot::{BrowserSnapshot, PageSnapshot};
 pub use tabs::{BrowserTabs, Tab, Tabs, TabsAction};
 pub use type_text::{BrowserType, Typed};
@@ -41,32 +47,9 @@ use crate::Failure;
 use kyro_core::ToolError;
 use serde_json::{Value, json};
 
+use driven::Driven;
 use headless_chrome::browser::tab::point::Point;
-use session::Driven;
-
-/// The script every page operation runs.
-const PAGE_JS: &str = include_str!("page.js");
-
-/// The page's URL, title and the HTTP status of its document.
-fn page_info(page: &Driven) -> Result<(String, String, Option<u16>), ToolError> {
-    let info = page_op(page, "read the page", "page", &json!({}))?;
-    Ok((
-        info["url"].as_str().unwrap_or_default().to_owned(),
-        info["title"].as_str().unwrap_or_default().to_owned(),
-        info["status"].as_u64().and_then(|s| u16::try_from(s).ok()),
-    ))
-}
-
-/// Runs one operation of `page.js` in the page's main frame.
-fn page_op(page: &Driven, operation: &str, op: &str, arg: &Value) -> Result<Value, ToolError> {
-    page_op_in(page, None, operation, op, arg)
-}
-
-/// Runs one operation of `page.js` in kyro's world of `frame` (the main frame when `None`).
-fn page_op_in(page: &Driven, frame: Option<&str>, operation: &str, op: &str, arg: &Value) -> Result<Value, ToolError> {
-    let expression = format!("({PAGE_JS})({}, {})", json!(op), arg);
-    page.evaluate_json_in(frame, operation, &expression)
-}
+use script::{page_op, page_op_in};
 
 /// The cross-origin frame a ref belongs to: `f2e5` is in the snapshot's second one; page
 /// refs (`e5`) are in none.

@@ -49,7 +49,7 @@ impl Execute for BrowserNavigate {
         let url = self.url;
         with_page(cx, move |tab, dialogs| {
             tab.navigate(&url)?;
-            let (url, title, status) = super::page_info(tab)?;
+            let (url, title, status) = super::script::page_info(tab)?;
             Ok(Page {
                 url,
                 title,

@@ -21,7 +21,7 @@ use kyro_core::ToolError;
 
 use crate::integration::connect_checked;
 
-use super::session::{Seen, error};
+use super::report::{Seen, error};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// A connection idle this long in either direction is closed.
@@ -41,6 +41,9 @@ pub(crate) struct Proxy {
     addr: SocketAddr,
     policy: Current,
     stop: Arc<AtomicBool>,
+    /// The listener, to shut down on drop: that wakes the accept loop wherever the
+    /// listener is (in Chromium's network namespace, a connection from here could not).
+    listener: TcpListener,
 }
 
 impl Proxy {
@@ -48,7 +51,14 @@ impl Proxy {
     /// as (URL, reason).
     pub(crate) fn start(refused: Seen) -> Result<Proxy, ToolError> {
         let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| error("start the request proxy", e))?;
+        Proxy::serve(listener, refused)
+    }
+
+    /// Serves the clients of `listener` (which may be in Chromium's network namespace: the
+    /// connections out are made from the host's, by threads this one starts).
+    pub(crate) fn serve(listener: TcpListener, refused: Seen) -> Result<Proxy, ToolError> {
         let addr = listener.local_addr().map_err(|e| error("start the request proxy", e))?;
+        let woken = listener.try_clone().map_err(|e| error("start the request proxy", e))?;
         let policy: Current = Arc::default();
         let stop = Arc::new(AtomicBool::new(false));
         let (current, stopping) = (policy.clone(), stop.clone());
@@ -81,7 +91,12 @@ impl Proxy {
                 }
             })
             .map_err(|e| error("start the request proxy", e))?;
-        Ok(Proxy { addr, policy, stop })
+        Ok(Proxy {
+            addr,
+            policy,
+            stop,
+            listener: woken,
+        })
     }
 
     /// Where Chromium sends its requests.
@@ -99,7 +114,7 @@ impl Drop for Proxy {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
         // Wake the accept loop so that it sees the flag.
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
+        super::isolation::wake(&self.listener);
     }
 }
 

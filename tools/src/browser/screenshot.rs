@@ -10,7 +10,8 @@ use kyro_core::policy::SettingsTable;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 use serde::Deserialize;
 
-use super::session::{Driven, error, with_page};
+use super::driven::Driven;
+use super::session::{error, with_page};
 use crate::settings::NetworkSettings;
 
 /// Take a screenshot of the browser page: the viewport (1280x800), the whole page, or one
@@ -94,7 +95,7 @@ impl Execute for BrowserScreenshot {
             ..
         } = self;
         with_page(cx, move |tab, _| {
-            let (url, _, _) = super::page_info(tab)?;
+            let (url, _, _) = super::script::page_info(tab)?;
             let region = match &element {
                 Some((target, name)) => {
                     let (answer, _) = super::element_op(tab, "find the element", "box", target, name)?;

@@ -63,7 +63,7 @@ impl Execute for BrowserSelectOption {
                 .map(|v| v.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
                 .unwrap_or_default();
             super::settle(tab);
-            let (url, title, _) = super::page_info(tab)?;
+            let (url, title, _) = super::script::page_info(tab)?;
             Ok(Selected {
                 values,
                 url,

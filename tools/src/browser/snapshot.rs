@@ -116,7 +116,7 @@ impl Execute for BrowserSnapshot {
         with_page(cx, move |tab, _| {
             // One evaluation reads the outline, the URL and the title.
             let arg = json!({ "max": walk_max, "root": root });
-            let outline = super::page_op(tab, "read the page", "snapshot", &arg)?;
+            let outline = super::script::page_op(tab, "read the page", "snapshot", &arg)?;
             let text = |key: &str| outline[key].as_str().unwrap_or_default().to_owned();
             let (url, title) = (text("url"), text("title"));
             if let Some(root) = &root {
@@ -140,7 +140,7 @@ impl Execute for BrowserSnapshot {
                 let read = match tab.frame(index, false, "read a frame")? {
                     Some((_, frame)) => {
                         let arg = json!({ "max": max, "prefix": format!("f{index}") });
-                        super::page_op_in(tab, Some(&frame), "read a frame", "snapshot", &arg).ok()
+                        super::script::page_op_in(tab, Some(&frame), "read a frame", "snapshot", &arg).ok()
                     }
                     None => None,
                 };

@@ -91,7 +91,7 @@ impl Execute for BrowserType {
                 tab.press_key("Enter").map_err(|e| error("press Enter", e))?;
                 super::settle(tab);
             }
-            let (url, title, _) = super::page_info(tab)?;
+            let (url, title, _) = super::script::page_info(tab)?;
             Ok(Typed {
                 value,
                 url,

@@ -1,5 +1,6 @@
 //! `tool_describe`: full descriptors, as `tools/list` serves them.
 
+use crate::Failure;
 use kyro_core::{Execute, ToolContext, ToolDescriptor, ToolError, tool};
 
 /// Describe tools fully: description, input and output schemas, annotations, effect, aliases.
@@ -34,7 +35,7 @@ impl Execute for ToolDescribe {
             .into_iter()
             .map(|name| match cx.catalog().describe(&name) {
                 Some(descriptor) => Ok(descriptor.clone()),
-                None => Err(ToolError::UnknownTool { name }),
+                None => Err(Failure::UnknownTool { name }),
             })
             .collect::<Result<_, _>>()?;
         Ok(Descriptions { tools })
@@ -43,7 +44,8 @@ impl Execute for ToolDescribe {
 
 #[cfg(test)]
 mod tests {
-    use kyro_core::{Registry, ToolError};
+    use super::Failure;
+    use kyro_core::Registry;
     use serde_json::json;
 
     use crate::testing::{call, failed, ok, workspace};
@@ -65,12 +67,12 @@ mod tests {
     #[test]
     fn an_unknown_name_is_a_typed_failure() {
         assert_eq!(
-            failed(call(
+            Failure::of(&failed(call(
                 workspace().path(),
                 "tool_describe",
                 json!({"names": ["read_file", "nope"]})
-            )),
-            ToolError::UnknownTool { name: "nope".into() }
+            ))),
+            Some(Failure::UnknownTool { name: "nope".into() })
         );
     }
 }

@@ -153,14 +153,15 @@ impl Execute for ApplyPatch {
                     if let Some(expected) = self.expected_sha256.iter().find(|e| e.path == name).map(|e| &e.sha256) {
                         let actual = sha256_hex(&bytes);
                         if *expected != actual {
-                            return Err(ToolError::StaleFile {
+                            return Err(Failure::StaleFile {
                                 path: name,
                                 expected: expected.clone(),
                                 actual,
-                            });
+                            }
+                            .into());
                         }
                     }
-                    String::from_utf8(bytes).map_err(|_| ToolError::BinaryFile { path: name.clone() })?
+                    String::from_utf8(bytes).map_err(|_| Failure::BinaryFile { path: name.clone() })?
                 }
             };
             let parsed = diffy::Patch::from_str(&section.text).map_err(|e| failed(e.to_string()))?;
@@ -205,7 +206,6 @@ impl Execute for ApplyPatch {
 #[cfg(test)]
 mod tests {
     use crate::Failure;
-    use kyro_core::ToolError;
     use serde_json::json;
 
     use crate::testing::{call, failed, ok, workspace};
@@ -282,7 +282,7 @@ mod tests {
             "apply_patch",
             json!({"patch": PATCH, "expected_sha256": [{"path": "one.txt", "sha256": "0".repeat(64)}]}),
         ));
-        assert!(matches!(error, ToolError::StaleFile { .. }));
+        assert!(matches!(Failure::of(&error), Some(Failure::StaleFile { .. })));
         assert!(ws.path().join("gone.txt").exists());
     }
 

@@ -80,7 +80,7 @@ impl EditFile {
 #[cfg(test)]
 mod tests {
     use crate::Failure;
-    use kyro_core::{ToolError, sha256_hex};
+    use kyro_core::sha256_hex;
     use serde_json::json;
 
     use crate::testing::{call, failed, ok, workspace};
@@ -149,20 +149,20 @@ mod tests {
         );
         let stale = "0".repeat(64);
         assert!(matches!(
-            failed(call(
+            Failure::of(&failed(call(
                 ws.path(),
                 "edit_file",
                 json!({"path": "f", "old_text": "a", "new_text": "y", "expected_sha256": stale})
-            )),
-            ToolError::StaleFile { .. }
+            ))),
+            Some(Failure::StaleFile { .. })
         ));
         assert_eq!(
-            failed(call(
+            Failure::of(&failed(call(
                 ws.path(),
                 "edit_file",
                 json!({"path": "bin", "old_text": "a", "new_text": "y"})
-            )),
-            ToolError::BinaryFile { path: "bin".into() }
+            ))),
+            Some(Failure::BinaryFile { path: "bin".into() })
         );
         assert_eq!(std::fs::read_to_string(ws.path().join("f")).unwrap(), "abc");
     }

@@ -14,6 +14,7 @@ mod move_path;
 mod multi_edit;
 mod read_file;
 mod read_many_files;
+mod search_file;
 mod search_tree;
 mod settled;
 mod text_file;
@@ -27,13 +28,14 @@ pub use directory_tree::{DirectoryTree, Tree, TreeEntry};
 pub use edit_file::{EditFile, Edited};
 pub use file_info::{FileInfo, PathInfo};
 pub use glob::{Glob, GlobMatches};
-pub use grep::{Case, Grep, GrepMatches, LineMatch};
+pub use grep::{Case, Grep, GrepMatches};
 pub use list_directory::{DirectoryEntry, EntryKind, ListDirectory, Listing};
 pub use make_directory::{MadeDirectory, MakeDirectory};
 pub use move_path::{MovePath, Moved};
 pub use multi_edit::{MultiEdit, Replacement};
 pub use read_file::{FileWindow, ReadFile};
 pub use read_many_files::{ManyFiles, OneFile, ReadManyFiles};
+pub use search_file::LineMatch;
 pub use write_file::{WriteFile, Written};
 
 /// The default of boolean arguments that are on unless turned off.

@@ -89,7 +89,7 @@ impl Execute for ReadFile {
         let offset = self.offset.unwrap_or(1);
         let limit = self.limit.unwrap_or(DEFAULT_LIMIT);
         let failed = |e| match e {
-            WindowError::Binary => ToolError::BinaryFile { path: given.clone() },
+            WindowError::Binary => Failure::BinaryFile { path: given.clone() }.into(),
             WindowError::Io(e) => ToolError::io("read", &given, &e),
         };
         // A file read whole before and not changed since: only its window is read.
@@ -311,7 +311,7 @@ pub(crate) fn read_prefix(path: &ConfinedPath, max: usize) -> Result<Prefix, Too
     if path.info(true)?.kind != kyro_core::EntryType::File {
         return Err(ToolError::NotAFile { path: given });
     }
-    let binary = || ToolError::BinaryFile { path: given.clone() };
+    let binary = || ToolError::from(Failure::BinaryFile { path: given.clone() });
     let mut file = path.open()?;
     let mut hasher = sha2::Sha256::new();
     let mut buffer = vec![0u8; 64 * 1024];
@@ -387,9 +387,10 @@ pub(crate) fn read_text_bytes(path: &ConfinedPath) -> Result<Vec<u8>, ToolError>
     }
     let bytes = path.read()?;
     if bytes.contains(&0) {
-        return Err(ToolError::BinaryFile {
+        return Err(Failure::BinaryFile {
             path: path.given().to_owned(),
-        });
+        }
+        .into());
     }
     Ok(bytes)
 }
@@ -480,8 +481,8 @@ mod tests {
         std::fs::write(ws.path().join("latin1"), b"caf\xe9").unwrap();
         for name in ["nul", "latin1"] {
             assert_eq!(
-                failed(call(ws.path(), "read_file", json!({"path": name}))),
-                ToolError::BinaryFile { path: name.into() }
+                Failure::of(&failed(call(ws.path(), "read_file", json!({"path": name})))),
+                Some(Failure::BinaryFile { path: name.into() })
             );
         }
     }
@@ -566,8 +567,12 @@ mod tests {
         // Reading it hashes all 8 GiB; the NUL bytes after the first line make it binary,
         // found in the first chunk, so the refusal comes at once and costs nothing.
         assert!(matches!(
-            failed(call(ws.path(), "read_file", json!({"path": "huge", "limit": 1}))),
-            ToolError::BinaryFile { .. }
+            Failure::of(&failed(call(
+                ws.path(),
+                "read_file",
+                json!({"path": "huge", "limit": 1})
+            ))),
+            Some(Failure::BinaryFile { .. })
         ));
         // A 5 MiB one-line file: the window holds its first 2 MiB, cut at a character.
         let line = "é".repeat(5 * 1024 * 1024 / 2);

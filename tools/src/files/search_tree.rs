@@ -9,7 +9,7 @@ use ignore::WalkState;
 use ignore::overrides::Override;
 use kyro_core::{ConfinedPath, StopSignal, ToolError};
 
-use super::grep::{FileMatches, Search};
+use super::search_file::{FileMatches, Search};
 use super::walk::WalkOptions;
 
 /// The most unreadable entries reported.

@@ -17,13 +17,14 @@ impl TextFile {
         let bytes = read_text_bytes(&path)?;
         let sha256 = sha256_hex(&bytes);
         if let Some(expected) = expected.filter(|e| *e != sha256) {
-            return Err(ToolError::StaleFile {
+            return Err(Failure::StaleFile {
                 path: path.given().to_owned(),
                 expected: expected.to_owned(),
                 actual: sha256,
-            });
+            }
+            .into());
         }
-        let text = String::from_utf8(bytes).map_err(|_| ToolError::BinaryFile {
+        let text = String::from_utf8(bytes).map_err(|_| Failure::BinaryFile {
             path: path.given().to_owned(),
         })?;
         Ok(TextFile { path, text })

@@ -1,5 +1,6 @@
 //! `write_file`: create or replace a text file, atomically.
 
+use crate::Failure;
 use kyro_core::{EntryType, Execute, ToolContext, ToolError, WorkspacePath, sha256_hex, tool};
 
 /// Create or overwrite a UTF-8 text file in the workspace.
@@ -56,11 +57,12 @@ impl Execute for WriteFile {
         if let Some(expected) = &self.expected_sha256 {
             let actual = existing.as_deref().map(sha256_hex).unwrap_or_default();
             if *expected != actual {
-                return Err(ToolError::StaleFile {
+                return Err(Failure::StaleFile {
                     path: given,
                     expected: expected.clone(),
                     actual,
-                });
+                }
+                .into());
             }
         }
         if !path.parent_exists() {
@@ -98,6 +100,7 @@ impl Execute for WriteFile {
 mod tests {
     use std::os::unix::fs::symlink;
 
+    use crate::Failure;
     use kyro_core::ToolError;
     use serde_json::json;
 
@@ -142,12 +145,12 @@ mod tests {
             json!({"path": "f", "content": "v3", "expected_sha256": sha}),
         ));
         assert_eq!(
-            stale,
-            ToolError::StaleFile {
+            Failure::of(&stale),
+            Some(Failure::StaleFile {
                 path: "f".into(),
                 expected: sha.clone(),
                 actual: sha256_hex(b"v2")
-            }
+            })
         );
         assert_eq!(
             std::fs::read_to_string(ws.path().join("f")).unwrap(),

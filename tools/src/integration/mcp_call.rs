@@ -54,7 +54,7 @@ impl Execute for McpCall {
             d.category == UPSTREAM_CATEGORY && d.name == name && d.effect == <McpCall as kyro_core::Tool>::SPEC.effect
         });
         if !upstream {
-            return Err(ToolError::UnknownTool { name });
+            return Err(crate::Failure::UnknownTool { name }.into());
         }
         // This call was authorized with the server, tool and arguments in its fingerprint,
         // under the same effect as every upstream tool; the inner call is that call, so
@@ -133,10 +133,9 @@ mod tests {
             let outcome =
                 rt.block_on(runtime.execute_call(Call::new("mcp_call", json!({"server": "up", "tool": tool}))));
             match outcome {
-                Outcome::ExecutionFailed {
-                    error: kyro_core::ToolError::UnknownTool { name },
-                    ..
-                } => {
+                Outcome::ExecutionFailed { error, .. }
+                    if let Some(crate::Failure::UnknownTool { name }) = crate::Failure::of(&error) =>
+                {
                     assert_eq!(name, format!("up.{tool}"))
                 }
                 other => panic!("{tool}: {other:?}"),

@@ -13,7 +13,7 @@
 
 use std::os::unix::process::CommandExt;
 
-use kyro_core::sandbox::{IdMaps, InChild, Sandbox, probe, unshare};
+use kyro_core::sandbox::{IdMaps, InChild, Sandbox, new_session, probe, unshare};
 
 /// Whether this kernel lets kyro give a program a PID namespace (checked once).
 pub(crate) fn available() -> bool {
@@ -21,9 +21,11 @@ pub(crate) fn available() -> bool {
     *AVAILABLE.get_or_init(|| probe(|command| enter_before_exec(command, None)))
 }
 
-/// Makes `command` run its program in a PID namespace of its own under a supervisor, when
-/// the kernel allows it, and under `sandbox`; returns whether the PID namespace is made.
+/// Makes `command` run its program in a session of its own (no controlling terminal; the
+/// group kyro signals), in a PID namespace of its own under a supervisor when the kernel
+/// allows it, and under `sandbox`; returns whether the PID namespace is made.
 pub(crate) fn contain(command: &mut std::process::Command, sandbox: &Sandbox) -> bool {
+    new_session(command);
     if !available() {
         sandbox.apply(command);
         return false;
@@ -77,7 +79,10 @@ fn enter(maps: &IdMaps, sandbox: Option<&InChild>) -> bool {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
                 match libc::fork() {
                     -1 => libc::_exit(127),
-                    0 => sandbox.is_none_or(|s| s.restrict()),
+                    0 => sandbox.is_none_or(|s| {
+                        s.mount_proc();
+                        s.restrict()
+                    }),
                     program => init(program, write_end),
                 }
             }

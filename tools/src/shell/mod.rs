@@ -2,15 +2,18 @@
 //! a filtered environment, a time limit that kills the whole group, and capped output.
 
 mod contain;
+pub(crate) mod environment;
 mod process;
 mod process_table;
 mod read_process_output;
+mod rules;
 mod run_command;
+mod spawn;
 mod start_process;
 mod stop_process;
 
-pub use process::EnvVar;
 pub use read_process_output::{ProcessOutput, ReadProcessOutput};
 pub use run_command::{CommandResult, RunCommand};
+pub use spawn::EnvVar;
 pub use start_process::{StartProcess, Started};
 pub use stop_process::{StopProcess, Stopped};

@@ -1,13 +1,15 @@
 //! Spawning a program safely: argv (or `sh -c` when asked), the confined working directory,
-//! a filtered environment, its own process group, and a group kill that cannot be forgotten.
+//! a filtered environment, its own session and process group, and a group kill that cannot be forgotten.
 
+pub(crate) use super::spawn::{EnvVar, Spawn};
 use crate::Failure;
 use std::process::Stdio;
 
 use kyro_core::{ToolContext, ToolError, WorkspacePath};
 
-use crate::settings::{CommandRule, ShellSettings};
-use kyro_core::policy::{ApprovalRule, MatchedRule};
+use super::environment::changes_code;
+use super::rules::{matching_rule, suggestion};
+use crate::settings::ShellSettings;
 use kyro_core::receipt::Denial;
 use kyro_core::sandbox::{Sandbox, SandboxRequest};
 use rustix::process::{Pid, Signal, kill_process_group};
@@ -18,26 +20,6 @@ use rustix::process::{Pid, Signal, kill_process_group};
 const INHERITED: &[&str] = &[
     "PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "USER", "TERM",
 ];
-
-/// An environment variable to set for the program.
-#[derive(Debug, Clone, serde::Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct EnvVar {
-    /// The variable's name.
-    #[schemars(regex(pattern = "^[A-Za-z_][A-Za-z0-9_]{0,127}$"))]
-    pub name: String,
-    /// Its value.
-    #[schemars(length(max = 32768))]
-    pub value: String,
-}
-
-/// What to run.
-pub(crate) struct Spawn<'a> {
-    pub argv: &'a [String],
-    pub shell: bool,
-    pub cwd: Option<&'a WorkspacePath>,
-    pub env: &'a [EnvVar],
-}
 
 /// Kills the process group when dropped (time limit, cancellation, or the tool returning);
 /// holds the program's sandbox (its temporary directory goes with it).
@@ -84,10 +66,48 @@ pub(crate) fn spawn(cx: &ToolContext, what: &Spawn) -> Result<(tokio::process::C
 /// Starts the program with piped stdio in a new process group, owned by threads rather
 /// than by any async runtime (background processes outlive the call that started them).
 pub(crate) fn spawn_detached(cx: &ToolContext, what: &Spawn) -> Result<(std::process::Child, GroupGuard), ToolError> {
-    let (mut command, program, sandbox) = command(cx, what)?;
-    let child = command.spawn().map_err(|e| spawn_error(&program, &e))?;
+    let (command, program, sandbox) = command(cx, what)?;
+    let child = spawn_held(command).map_err(|e| spawn_error(&program, &e))?;
     let pgid = Pid::from_raw(child.id() as i32);
     Ok((child, GroupGuard { pgid, sandbox }))
+}
+
+/// A command to spawn and where to send the child.
+type SpawnRequest = (
+    std::process::Command,
+    std::sync::mpsc::SyncSender<std::io::Result<std::process::Child>>,
+);
+
+/// Spawns `command` from one thread that lives as long as kyro. The program's supervisor
+/// dies with the thread that forked it (`PR_SET_PDEATHSIG`, see `contain`), and the
+/// thread a call runs on is a pooled one that exits once idle for a while: a background
+/// process forked there was killed about ten seconds after its call returned.
+fn spawn_held(command: std::process::Command) -> std::io::Result<std::process::Child> {
+    static SPAWNER: std::sync::Mutex<Option<std::sync::mpsc::Sender<SpawnRequest>>> = std::sync::Mutex::new(None);
+    let spawner = {
+        let mut slot = SPAWNER.lock().unwrap_or_else(|p| p.into_inner());
+        match slot.as_ref() {
+            Some(spawner) => spawner.clone(),
+            // Made on first use, and again if making it failed before.
+            None => {
+                let (requests, received) = std::sync::mpsc::channel::<SpawnRequest>();
+                std::thread::Builder::new().name("kyro-spawner".into()).spawn(move || {
+                    for (mut command, answer) in received {
+                        // A panic in one spawn must not end the thread, and with it
+                        // (PDEATHSIG) every background process it started.
+                        let spawned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| command.spawn()))
+                            .unwrap_or_else(|_| Err(std::io::Error::other("starting the program panicked")));
+                        let _ = answer.send(spawned);
+                    }
+                })?;
+                slot.insert(requests).clone()
+            }
+        }
+    };
+    let gone = || std::io::Error::other("kyro's spawner thread is gone");
+    let (answer, child) = std::sync::mpsc::sync_channel(1);
+    spawner.send((command, answer)).map_err(|_| gone())?;
+    child.recv().map_err(|_| gone())?
 }
 
 fn spawn_error(program: &str, e: &std::io::Error) -> ToolError {
@@ -100,7 +120,6 @@ fn spawn_error(program: &str, e: &std::io::Error) -> ToolError {
 }
 
 fn command(cx: &ToolContext, what: &Spawn) -> Result<(std::process::Command, String, Sandbox), ToolError> {
-    use std::os::unix::process::CommandExt;
     let (program, args): (&str, Vec<&str>) = if what.shell {
         let [script] = what.argv else {
             return Err(Failure::InvalidRequest {
@@ -121,15 +140,15 @@ fn command(cx: &ToolContext, what: &Spawn) -> Result<(std::process::Command, Str
             path: cwd.given().to_owned(),
         });
     }
-    let mut command = std::process::Command::new(program);
+    let resolved = program_path(program, what)?;
+    let mut command = std::process::Command::new(&resolved);
     command
         .args(&args)
         .current_dir(cwd.host_content_path())
         .env_clear()
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
+        .stderr(Stdio::piped());
     let shell = cx.scope().settings::<ShellSettings>()?;
     let passed = shell.pass_env.iter().map(|name| name.as_str());
     for name in INHERITED.iter().copied().chain(passed) {
@@ -138,6 +157,8 @@ fn command(cx: &ToolContext, what: &Spawn) -> Result<(std::process::Command, Str
         }
     }
     command.envs(what.env.iter().map(|v| (&v.name, &v.value)));
+    // The program sees the name it was asked by, though kyro runs it by its absolute path.
+    std::os::unix::process::CommandExt::arg0(&mut command, program);
     let sandbox = sandbox(cx, &shell, what)?;
     if let Some(temp) = sandbox.temp_dir() {
         command.env("TMPDIR", temp);
@@ -158,73 +179,36 @@ fn sandbox(cx: &ToolContext, shell: &ShellSettings, what: &Spawn) -> Result<Sand
     })
 }
 
-/// The `[[tools.shell.rules]]` rule for this command: the longest matching argv prefix (on
-/// a tie, the strictest decision). A shell script matches none (its words are not an
-/// argv), nor does a call that sets a variable changing which code runs.
-pub(crate) fn matching_rule<'a>(shell: &'a ShellSettings, what: &Spawn) -> Option<&'a CommandRule> {
-    if what.shell || what.env.iter().any(|v| changes_code(&v.name)) {
-        return None;
+/// Where `program` is run from. A name with a `/` is a path (relative to the working
+/// directory); a bare name is looked up in the absolute entries of the `PATH` the program
+/// gets (the call's own, else kyro's) and nowhere else: a relative entry (`.`,
+/// `node_modules/.bin`) would run whatever the workspace put there, so a program only
+/// such an entry holds is not found.
+fn program_path(program: &str, what: &Spawn) -> Result<std::path::PathBuf, ToolError> {
+    use std::os::unix::fs::PermissionsExt;
+    if program.contains('/') {
+        return Ok(std::path::PathBuf::from(program));
     }
-    let strictness = |rule: ApprovalRule| match rule {
-        ApprovalRule::Auto => 0,
-        ApprovalRule::Ask => 1,
-        ApprovalRule::Deny => 2,
-    };
-    shell
-        .rules
+    let path = what
+        .env
         .iter()
-        .filter(|rule| what.argv.starts_with(&rule.argv_prefix))
-        .max_by_key(|rule| (rule.argv_prefix.len(), strictness(rule.decision)))
+        .rev()
+        .find(|v| v.name == "PATH")
+        .map(|v| std::ffi::OsString::from(&v.value))
+        .or_else(|| std::env::var_os("PATH"))
+        .unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    std::env::split_paths(&path)
+        .filter(|dir| dir.is_absolute() && !program.is_empty())
+        .map(|dir| dir.join(program))
+        .find(|candidate| {
+            candidate
+                .metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+        .ok_or_else(|| ToolError::NotFound {
+            path: program.to_owned(),
+        })
 }
-
-/// The rule's decision as the runtime takes it, named for the receipt.
-pub(crate) fn matched(cx_scope: &kyro_core::policy::Scope, what: &Spawn) -> Option<MatchedRule> {
-    let shell = cx_scope.settings::<ShellSettings>().ok()?;
-    let rule = matching_rule(&shell, what)?;
-    Some(MatchedRule {
-        decision: rule.decision,
-        rule: format!(
-            "[tools.shell] rule argv_prefix {}",
-            serde_json::to_string(&rule.argv_prefix).unwrap_or_default()
-        ),
-    })
-}
-
-fn changes_code(name: &str) -> bool {
-    CODE_CHANGING_ENV.contains(&name) || name.starts_with("LD_") || name.starts_with("DYLD_")
-}
-
-/// Environment variables that change which code a program runs, or how its shell reads
-/// the script: flagged to the person approving a command.
-const CODE_CHANGING_ENV: &[&str] = &[
-    "LD_PRELOAD",
-    "LD_LIBRARY_PATH",
-    "LD_AUDIT",
-    "PATH",
-    "BASH_ENV",
-    "ENV",
-    "IFS",
-    "PS4",
-    "PROMPT_COMMAND",
-    "SHELLOPTS",
-    "BASHOPTS",
-    "PYTHONPATH",
-    "PYTHONSTARTUP",
-    "PYTHONHOME",
-    "NODE_OPTIONS",
-    "NODE_PATH",
-    "PERL5OPT",
-    "PERL5LIB",
-    "RUBYOPT",
-    "RUBYLIB",
-    "JAVA_TOOL_OPTIONS",
-    "GIT_EXEC_PATH",
-    "GIT_SSH",
-    "GIT_SSH_COMMAND",
-    "GIT_CONFIG_PARAMETERS",
-    "RUSTC_WRAPPER",
-    "CARGO_BUILD_RUSTC_WRAPPER",
-];
 
 /// The command line a person approves: shell-quoted so it reads as it will run, the
 /// working directory, and every variable set, those that change which code runs flagged.
@@ -255,12 +239,9 @@ pub(crate) fn preview_command(what: &Spawn) -> String {
             out.push_str(&format!("   ⚠ {} changes which code the program runs", var.name));
         }
     }
-    if !what.shell && !what.env.iter().any(|v| changes_code(&v.name)) {
-        let prefix = &what.argv[..what.argv.len().min(2)];
-        out.push_str(&format!(
-            "\nto run commands starting so without asking, the policy can say:\n[[tools.shell.rules]]\nargv_prefix = {}\ndecision = \"auto\"",
-            serde_json::to_string(prefix).unwrap_or_default()
-        ));
+    if let Some(rule) = suggestion(what) {
+        out.push_str("\nto run exactly this command (no argument more or less) without asking, the policy can say:\n");
+        out.push_str(&rule);
     }
     out
 }
@@ -288,10 +269,33 @@ impl Capped {
 
     /// The text, with a marker when something was cut.
     pub fn text(&self) -> String {
-        let mut text = String::from_utf8_lossy(&self.kept).into_owned();
+        let mut text = visible(&String::from_utf8_lossy(&self.kept));
         if self.dropped > 0 {
             text.push_str(&format!("\n[… {} more bytes truncated]", self.dropped));
         }
         text
     }
+}
+
+/// Program output as text that shows on a terminal as itself and drives nothing: C0 and C1
+/// control characters (ESC opening an escape sequence, BEL ending an OSC 52 clipboard
+/// write, a lone CR overwriting the line) become visible pictures (`␛`, `␇`, `␍`, `␡`) or
+/// `\u{9b}`; newlines, tabs and CR-LF line ends stay.
+pub(crate) fn visible(text: &str) -> String {
+    let kept = |c: char| !c.is_control() || c == '\n' || c == '\t';
+    if text.chars().all(kept) {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' if chars.peek() == Some(&'\n') => out.push(c),
+            c if kept(c) => out.push(c),
+            c if (c as u32) < 0x20 => out.push(char::from_u32(0x2400 + c as u32).unwrap_or('\u{FFFD}')),
+            '\u{7f}' => out.push('\u{2421}'),
+            c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+        }
+    }
+    out
 }

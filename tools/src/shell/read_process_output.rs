@@ -3,6 +3,7 @@
 use crate::Failure;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 
+use super::process::visible;
 use super::process_table::{get, remove};
 
 /// Read what a background process printed since the last read, and whether it has exited.
@@ -61,8 +62,9 @@ impl Execute for ReadProcessOutput {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
         let mut output = process.output.lock().unwrap_or_else(|p| p.into_inner());
-        let stdout = String::from_utf8_lossy(&output.stdout.kept[output.stdout_read..]).into_owned();
-        let stderr = String::from_utf8_lossy(&output.stderr.kept[output.stderr_read..]).into_owned();
+        // Shown as text that drives no terminal (escape sequences made visible).
+        let stdout = visible(&String::from_utf8_lossy(&output.stdout.kept[output.stdout_read..]));
+        let stderr = visible(&String::from_utf8_lossy(&output.stderr.kept[output.stderr_read..]));
         output.stdout_read = output.stdout.kept.len();
         output.stderr_read = output.stderr.kept.len();
         let result = ProcessOutput {

@@ -86,6 +86,7 @@ impl RunCommand {
             shell: self.shell,
             cwd: self.cwd.as_ref(),
             env: &self.env,
+            input: self.stdin.as_ref().is_some_and(|s| !s.is_empty()),
         }
     }
 }
@@ -150,7 +151,7 @@ impl Execute for RunCommand {
     }
 
     fn rule(&self, scope: &Scope) -> Option<MatchedRule> {
-        super::process::matched(scope, &self.what())
+        super::rules::matched(scope, &self.what())
     }
 }
 

@@ -67,6 +67,7 @@ impl StartProcess {
             shell: self.shell,
             cwd: self.cwd.as_ref(),
             env: &self.env,
+            input: false,
         }
     }
 }
@@ -131,6 +132,6 @@ impl Execute for StartProcess {
     }
 
     fn rule(&self, scope: &kyro_core::policy::Scope) -> Option<kyro_core::policy::MatchedRule> {
-        super::process::matched(scope, &self.what())
+        super::rules::matched(scope, &self.what())
     }
 }

@@ -151,6 +151,19 @@ mod tests {
     }
 
     #[test]
+    fn a_background_process_outlives_the_thread_its_call_ran_on() {
+        let ws = workspace();
+        let s = Session::new(ws.path());
+        let started = ok(s.call("start_process", json!({"argv": ["sleep", "30.24"]})));
+        // The pooled thread that ran the call exits after 50 ms idle (see `Session`).
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let read = ok(s.call("read_process_output", json!({"id": started["id"]})));
+        assert_eq!(read["exited"], false, "{read}");
+        let stopped = ok(s.call("stop_process", json!({"id": started["id"], "grace_ms": 1000})));
+        assert_eq!(stopped["signal"], 15);
+    }
+
+    #[test]
     fn stop_returns_at_once_when_a_grandchild_escaped_the_group() {
         let ws = workspace();
         let s = Session::new(ws.path());

@@ -4,7 +4,7 @@
 use kyro_core::ToolDescriptor;
 use serde_json::{Map, Value, json};
 
-use super::{ExportError, Exported, Relaxed, describe_relaxed, escape, unsupported};
+use super::export::{ExportError, Exported, Relaxed, describe_relaxed, escape, unsupported};
 
 const DIALECT: &str = "gemini";
 
@@ -27,7 +27,7 @@ const ANNOTATIONS: &[&str] = &["examples", "readOnly", "writeOnly", "deprecated"
 
 /// `{name, description, parameters}`.
 pub fn export(d: &ToolDescriptor) -> Result<Exported, ExportError> {
-    let name_ok = super::name_fits(&d.name, b".");
+    let name_ok = super::export::name_fits(&d.name, b".");
     if !name_ok {
         return Err(ExportError::Name {
             dialect: DIALECT,

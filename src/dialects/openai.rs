@@ -4,7 +4,7 @@
 use kyro_core::{ArgumentsError, ToolDescriptor, parse_arguments};
 use serde_json::{Map, Value, json};
 
-use super::{ExportError, Exported, Relaxed, admits_null, describe_relaxed, escape, unsupported};
+use super::export::{ExportError, Exported, Relaxed, admits_null, describe_relaxed, escape, unsupported};
 
 const DIALECT: &str = "openai";
 
@@ -46,7 +46,7 @@ const FORMATS: &[&str] = &[
 
 /// `{"type": "function", "function": {name, description, parameters, strict: true}}`.
 pub fn export(d: &ToolDescriptor) -> Result<Exported, ExportError> {
-    let name_ok = super::name_fits(&d.name, &[]);
+    let name_ok = super::export::name_fits(&d.name, &[]);
     if !name_ok {
         return Err(ExportError::Name {
             dialect: DIALECT,

@@ -7,9 +7,15 @@
 //!   root are bind-mounted read-only in a mount namespace of the program's own (Landlock
 //!   grants rights to whole hierarchies and cannot take one back beneath a grant), and a
 //!   Landlock-restricted process may not change mounts, so it cannot undo that.
-//! - The network, when off: seccomp refuses every socket but a Unix one (and io_uring),
-//!   Landlock refuses TCP bind and connect (ABI 4) and abstract Unix sockets made outside
-//!   (ABI 6).
+//! - The network, when off: a network namespace of its own (nothing but a loopback that
+//!   is down), seccomp refuses every socket but a Unix one, Landlock refuses TCP bind and
+//!   connect (ABI 4) and abstract Unix sockets made outside (ABI 6). Named Unix sockets
+//!   are files: reachable where reads reach, as the README says.
+//! - Other principals: no controlling terminal (a session of its own) and no terminal
+//!   ioctls; a private `/dev` (null, zero, full, random, urandom, tty); no capabilities,
+//!   even as root; its own UTS namespace; resource limits; and a seccomp deny list for the
+//!   kernel's privileged surface (device nodes, BPF, perf, keyrings, modules, kexec, swap,
+//!   host names, io_uring). The filter is in `filter.rs`.
 //! - Signals: a sandboxed program may not signal a process outside its sandbox (ABI 6).
 //!
 //! Everything is prepared in kyro's process ([`Sandbox::prepare`]); the forked child only
@@ -17,20 +23,45 @@
 //! restricted and the program cannot run one instruction unrestricted.
 
 use std::ffi::CString;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
+mod child;
+mod filter;
+
+pub use child::InChild;
+
 use crate::policy::{Access, SandboxMode, SandboxPolicy, SandboxRead, Scope};
 
-/// What the system's programs need to read under `read = "roots"`.
+/// What the system's programs need to read under `read = "roots"` (`/etc` without
+/// [`SECRETS`]; `/dev` is private and holds only [`DEVICES`]).
 const SYSTEM_READ: &[&str] = &[
-    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/dev", "/proc", "/sys",
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/proc", "/sys",
 ];
 
-/// Devices every program may write (and read).
-const DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"];
+/// Entries of `/etc` left out under `read = "roots"`: password hashes and sudo's rules.
+const SECRETS: &[&str] = &[
+    "shadow",
+    "shadow-",
+    "gshadow",
+    "gshadow-",
+    "sudoers",
+    "sudoers.d",
+    "security",
+];
+
+/// Devices every program may write (and read); the whole of its private `/dev` but the
+/// links into `/proc`.
+const DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+];
 
 /// What one program (and its descendants) may do, before it is prepared.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +70,9 @@ pub struct SandboxRequest {
     pub mode: SandboxMode,
     /// Whether it may open network sockets.
     pub network: bool,
+    /// With `network`: in a network namespace of its own whose loopback is up, so that it
+    /// reaches only what listens inside (the browser, which reaches kyro's proxy there).
+    pub private_loopback: bool,
     /// Where it may read.
     pub read: SandboxRead,
     /// Read beneath these besides the system's directories, under `read = "roots"`.
@@ -49,6 +83,9 @@ pub struct SandboxRequest {
     pub read_only: Vec<PathBuf>,
     /// Run bare where the kernel cannot sandbox, instead of refusing.
     pub allow_unsandboxed: bool,
+    /// Whether the search for nested repositories' `.git` read every directory it meant
+    /// to (false: it stopped at its bound, and the receipt says so).
+    pub nested_search_complete: bool,
 }
 
 impl SandboxRequest {
@@ -60,11 +97,13 @@ impl SandboxRequest {
         let mut request = SandboxRequest {
             mode: policy.mode,
             network: policy.network,
+            private_loopback: false,
             read: policy.read,
             readable: policy.readable.clone(),
             writable: policy.writable.clone(),
             read_only: Vec::new(),
             allow_unsandboxed: policy.allow_unsandboxed,
+            nested_search_complete: true,
         };
         for root in scope.roots() {
             request.readable.push(root.path().to_owned());
@@ -76,7 +115,9 @@ impl SandboxRequest {
                         request.read_only.push(path);
                     }
                 }
-                request.read_only.extend(nested_git_dirs(root.path()));
+                let (nested, complete) = nested_git_dirs(root.path());
+                request.read_only.extend(nested);
+                request.nested_search_complete &= complete;
             }
         }
         request
@@ -105,31 +146,37 @@ impl SandboxRequest {
         SandboxRequest {
             mode: SandboxMode::WorkspaceWrite,
             network: false,
+            private_loopback: false,
             read: policy.read,
             readable,
             writable: dirs.to_vec(),
             read_only: Vec::new(),
             allow_unsandboxed: true,
+            nested_search_complete: true,
         }
     }
 }
 
-/// How deep below a root nested repositories' `.git` are looked for, and how many
-/// directories are read at most looking (the search costs a program start that much).
+/// How deep below a root nested repositories' `.git` are looked for (a repository three
+/// directories down is found), and how many directories are read at most looking (the
+/// search costs a program start that much; past it, the receipt says the search stopped).
 const NESTED_DEPTH: usize = 3;
-const NESTED_DIRECTORIES: usize = 1000;
+const NESTED_DIRECTORIES: usize = 10_000;
 
-/// The `.git` of repositories nested in `root` (submodules, vendored checkouts), down to
-/// [`NESTED_DEPTH`] levels, without following symlinks or entering hidden directories.
-fn nested_git_dirs(root: &Path) -> Vec<PathBuf> {
+/// The `.git` of repositories nested in `root` (submodules, vendored checkouts, hidden
+/// directories included), down to [`NESTED_DEPTH`] levels, without following symlinks or
+/// entering a `.git`; and whether the search read every directory it meant to.
+fn nested_git_dirs(root: &Path) -> (Vec<PathBuf>, bool) {
     let mut found = Vec::new();
     let mut level = vec![root.to_owned()];
     let mut read = 0;
-    for _ in 0..NESTED_DEPTH {
+    // Level 0 reads the root's entries; a repository `NESTED_DEPTH` down is found reading
+    // its parent, one level deeper.
+    for depth in 0..=NESTED_DEPTH {
         let mut next = Vec::new();
         for dir in level {
             if read == NESTED_DIRECTORIES {
-                return found;
+                return (found, false);
             }
             read += 1;
             let Ok(entries) = std::fs::read_dir(&dir) else {
@@ -140,16 +187,18 @@ fn nested_git_dirs(root: &Path) -> Vec<PathBuf> {
                 let Ok(kind) = entry.file_type() else {
                     continue;
                 };
-                if dir != root && name == ".git" {
-                    found.push(entry.path());
-                } else if kind.is_dir() && !name.as_encoded_bytes().starts_with(b".") {
+                if name == ".git" {
+                    if dir != root {
+                        found.push(entry.path());
+                    }
+                } else if kind.is_dir() && depth < NESTED_DEPTH {
                     next.push(entry.path());
                 }
             }
         }
         level = next;
     }
-    found
+    (found, true)
 }
 
 /// Whether this kernel can enforce the sandbox: `Ok(landlock_abi)`, or why not. Checked
@@ -306,6 +355,7 @@ impl Sandbox {
         };
         let temp = tempfile::Builder::new()
             .prefix("kyro-sandbox-")
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
             .tempdir()
             .map_err(|e| SandboxUnavailable(format!("cannot make the sandbox's temporary directory: {e}")))?;
         let restrictions = Restrictions::new(request, abi, temp.path())?;
@@ -316,6 +366,11 @@ impl Sandbox {
         );
         if request.read == SandboxRead::Roots {
             description.push_str(", reads confined to the roots");
+        }
+        if !request.nested_search_complete {
+            description.push_str(&format!(
+                ", nested repositories' .git protected within the first {NESTED_DIRECTORIES} directories only"
+            ));
         }
         description.push_str(&format!(" (Landlock ABI {abi})"));
         Ok(Sandbox {
@@ -341,10 +396,13 @@ impl Sandbox {
     }
 
     /// Applies the sandbox to `command` (for callers without a namespace of their own to
-    /// make): before exec the child enters a mount namespace, mounts `.git` and `.kyro`
-    /// read-only and restricts itself; `TMPDIR` is the private temporary directory.
+    /// make): before exec the child enters its namespaces, mounts `.git` and `.kyro`
+    /// read-only and its private `/dev`, and restricts itself; `TMPDIR` is the private
+    /// temporary directory. The command gets a session of its own in any case (see
+    /// [`new_session`]).
     pub fn apply(&self, command: &mut std::process::Command) {
         use std::os::unix::process::CommandExt;
+        new_session(command);
         let Some(child) = self.in_child() else {
             return;
         };
@@ -355,8 +413,7 @@ impl Sandbox {
         // SAFETY: the closure makes system calls only (see `InChild`).
         unsafe {
             command.pre_exec(move || {
-                let namespaces = child.namespaces();
-                if (namespaces == 0 || unshare(namespaces, &maps)) && child.mount() && child.restrict() {
+                if unshare(child.namespaces(), &maps) && child.mount() && child.restrict() {
                     Ok(())
                 } else {
                     Err(std::io::Error::other("cannot enter the sandbox"))
@@ -374,12 +431,72 @@ struct ReadOnlyMount {
     flags: libc::c_ulong,
 }
 
+/// Puts the program `command` starts in a session (and process group) of its own, led by
+/// itself: it has no controlling terminal, so it can neither open `/dev/tty` nor type
+/// into the terminal kyro was started from, and kyro signals it and everything it starts
+/// as one group (the group's id is its process id). Replaces `process_group(0)`, which
+/// would make the `setsid` fail; a second call adds nothing.
+///
+/// Every signal also gets its default action back: a kyro started with SIGTERM or SIGINT
+/// ignored (a background job of a script, `nohup`, some supervisors) would otherwise pass
+/// that on through exec, and its programs would ignore the SIGTERM that stops them.
+pub fn new_session(command: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setsid and sigaction are async-signal-safe; the struct is on the stack.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::getsid(0) != libc::getpid() && libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The kernel's own call, so that the real-time signals the C library keeps
+            // for itself (32, 33) are reset too: all zeros is SIG_DFL, no flags, an empty
+            // mask, in every architecture's layout of the kernel's struct.
+            let default = [0u64; 4];
+            for signal in 1..=64 {
+                if signal != libc::SIGKILL && signal != libc::SIGSTOP {
+                    libc::syscall(
+                        libc::SYS_rt_sigaction,
+                        signal,
+                        default.as_ptr(),
+                        std::ptr::null_mut::<u64>(),
+                        8usize,
+                    );
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
 /// What the child applies, prepared by the parent.
 #[derive(Debug)]
 struct Restrictions {
     ruleset: OwnedFd,
-    seccomp: Option<seccompiler::BpfProgram>,
+    seccomp: seccompiler::BpfProgram,
     read_only: Vec<ReadOnlyMount>,
+    /// A network namespace of its own (network off, or a private loopback).
+    own_network: bool,
+    /// Its loopback brought up.
+    loopback: bool,
+    /// kyro's session, which the program must leave.
+    parent_session: libc::pid_t,
+    /// What a program may do beneath a `/proc` of its own (Landlock's read rights).
+    proc_access: u64,
+}
+
+/// `/etc`'s entries but [`SECRETS`], read once.
+fn etc_without_secrets() -> &'static [PathBuf] {
+    static ETC: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    ETC.get_or_init(|| {
+        let Ok(entries) = std::fs::read_dir("/etc") else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter(|entry| !SECRETS.iter().any(|secret| entry.file_name() == *secret))
+            .map(|entry| entry.path())
+            .collect()
+    })
 }
 
 impl Restrictions {
@@ -406,11 +523,14 @@ impl Restrictions {
             SandboxRead::Everywhere => vec![PathBuf::from("/")],
             SandboxRead::Roots => {
                 let mut paths: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();
+                paths.extend(etc_without_secrets().iter().cloned());
                 paths.extend(request.readable.iter().cloned());
                 existing(paths)
             }
         };
         let devices = existing(DEVICES.iter().map(PathBuf::from).collect());
+        // Everything beneath a writable path but making device nodes.
+        let writes = AccessFs::from_all(abi) & !(AccessFs::MakeChar | AccessFs::MakeBlock);
         let rules = || -> Result<OwnedFd, landlock::RulesetError> {
             let mut ruleset = Ruleset::default()
                 .set_compatibility(CompatLevel::HardRequirement)
@@ -428,16 +548,12 @@ impl Restrictions {
             let created = ruleset
                 .create()?
                 .add_rules(path_beneath_rules(&readable, AccessFs::from_read(abi)))?
-                .add_rules(path_beneath_rules(&writable, AccessFs::from_all(abi)))?
+                .add_rules(path_beneath_rules(&writable, writes))?
                 .add_rules(path_beneath_rules(&devices, AccessFs::from_file(abi)))?;
             Ok(Option::<OwnedFd>::from(created).expect("a created ruleset has a descriptor"))
         };
         let ruleset = rules().map_err(|e| fail("cannot prepare the Landlock ruleset", &e))?;
-        let seccomp = if request.network {
-            None
-        } else {
-            Some(no_network_filter().map_err(|e| fail("cannot prepare the seccomp filter", &e))?)
-        };
+        let seccomp = filter::program(request.network).map_err(|e| fail("cannot prepare the seccomp filter", &e))?;
         let read_only = request
             .read_only
             .iter()
@@ -447,33 +563,13 @@ impl Restrictions {
             ruleset,
             seccomp,
             read_only,
+            own_network: !request.network || request.private_loopback,
+            loopback: request.network && request.private_loopback,
+            // SAFETY: getsid(0) cannot fail for the calling process.
+            parent_session: unsafe { libc::getsid(0) },
+            proc_access: AccessFs::from_read(abi).bits(),
         })
     }
-}
-
-/// seccomp: every socket but a Unix one, and io_uring (which would bypass the check),
-/// fail with EPERM.
-fn no_network_filter() -> Result<seccompiler::BpfProgram, seccompiler::BackendError> {
-    use seccompiler::{SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule};
-    let not_unix = SeccompRule::new(vec![SeccompCondition::new(
-        0,
-        SeccompCmpArgLen::Dword,
-        SeccompCmpOp::Ne,
-        libc::AF_UNIX as u64,
-    )?])?;
-    let rules = [(libc::SYS_socket, vec![not_unix]), (libc::SYS_io_uring_setup, vec![])]
-        .into_iter()
-        .collect();
-    let arch = std::env::consts::ARCH
-        .try_into()
-        .map_err(|_| seccompiler::BackendError::InvalidTargetArch(std::env::consts::ARCH.into()))?;
-    let filter = SeccompFilter::new(
-        rules,
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::EPERM as u32),
-        arch,
-    )?;
-    filter.try_into()
 }
 
 fn read_only_mount(path: &Path) -> std::io::Result<ReadOnlyMount> {
@@ -497,74 +593,4 @@ fn read_only_mount(path: &Path) -> std::io::Result<ReadOnlyMount> {
         }
     }
     Ok(ReadOnlyMount { path, flags })
-}
-
-/// The restrictions as the forked child applies them, between fork and exec: only system
-/// calls on what the parent prepared.
-#[derive(Debug, Clone)]
-pub struct InChild(Arc<Restrictions>);
-
-impl InChild {
-    /// The namespaces to make (with [`unshare`]) before [`InChild::mount`]: a mount
-    /// namespace when something is to be mounted read-only, none otherwise.
-    pub fn namespaces(&self) -> libc::c_int {
-        if self.0.read_only.is_empty() {
-            0
-        } else {
-            libc::CLONE_NEWNS
-        }
-    }
-
-    /// In the new mount namespace: nothing propagates back, and `.git` and `.kyro` are
-    /// bind-mounted read-only over themselves (nothing to do when none are).
-    ///
-    /// # Safety
-    /// In a forked child, after [`unshare`] made [`InChild::namespaces`]; system calls only.
-    pub unsafe fn mount(&self) -> bool {
-        if self.0.read_only.is_empty() {
-            return true;
-        }
-        let none = std::ptr::null();
-        // SAFETY: mount(2) on NUL-terminated paths prepared by the parent.
-        unsafe {
-            if libc::mount(
-                none,
-                c"/".as_ptr(),
-                none,
-                libc::MS_REC | libc::MS_PRIVATE,
-                std::ptr::null(),
-            ) != 0
-            {
-                return false;
-            }
-            for mount in &self.0.read_only {
-                let path = mount.path.as_ptr();
-                if libc::mount(path, path, none, libc::MS_BIND | libc::MS_REC, std::ptr::null()) != 0
-                    || libc::mount(none, path, none, mount.flags, std::ptr::null()) != 0
-                {
-                    return false;
-                }
-            }
-        }
-        true
-    }
-
-    /// No new privileges, then the Landlock ruleset and the seccomp filter, for this
-    /// process and everything it starts; none can be lifted.
-    ///
-    /// # Safety
-    /// In a forked child, just before exec; system calls only.
-    pub unsafe fn restrict(&self) -> bool {
-        // SAFETY: prctl and landlock_restrict_self on a descriptor the parent keeps open;
-        // apply_filter makes the seccomp system call on a prepared program.
-        unsafe {
-            libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
-                && libc::syscall(libc::SYS_landlock_restrict_self, self.0.ruleset.as_raw_fd(), 0u32) == 0
-                && self
-                    .0
-                    .seccomp
-                    .as_ref()
-                    .is_none_or(|p| seccompiler::apply_filter(p).is_ok())
-        }
-    }
 }

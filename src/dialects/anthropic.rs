@@ -4,7 +4,7 @@
 use kyro_core::ToolDescriptor;
 use serde_json::{Value, json};
 
-use super::{ExportError, Exported};
+use super::export::{ExportError, Exported};
 
 const DIALECT: &str = "anthropic";
 
@@ -20,7 +20,7 @@ pub fn export(d: &ToolDescriptor) -> Result<Exported, ExportError> {
             });
         }
     }
-    let name_ok = super::name_fits(&d.name, &[]);
+    let name_ok = super::export::name_fits(&d.name, &[]);
     if !name_ok {
         return Err(ExportError::Name {
             dialect: DIALECT,

@@ -1,0 +1,87 @@
+//! The seccomp filter every sandboxed program runs under: what Landlock and the dropped
+//! capabilities leave reachable of the kernel's privileged or shared surface is refused
+//! with `EPERM`, and with the network off, every socket but a Unix one.
+
+use seccompiler::{
+    BackendError, BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule,
+};
+
+/// System calls refused outright, whatever their arguments: kernel keyrings, BPF,
+/// performance counters, modules, kexec, swap, host and domain names, the kernel log,
+/// reboot, process accounting, file handles (which open by inode, past every path rule),
+/// and io_uring (whose operations seccomp never sees).
+const REFUSED: &[libc::c_long] = &[
+    libc::SYS_bpf,
+    libc::SYS_perf_event_open,
+    libc::SYS_keyctl,
+    libc::SYS_add_key,
+    libc::SYS_request_key,
+    libc::SYS_init_module,
+    libc::SYS_finit_module,
+    libc::SYS_delete_module,
+    libc::SYS_kexec_load,
+    libc::SYS_kexec_file_load,
+    libc::SYS_swapon,
+    libc::SYS_swapoff,
+    libc::SYS_sethostname,
+    libc::SYS_setdomainname,
+    libc::SYS_syslog,
+    libc::SYS_reboot,
+    libc::SYS_acct,
+    libc::SYS_open_by_handle_at,
+    libc::SYS_io_uring_setup,
+    libc::SYS_io_uring_enter,
+    libc::SYS_io_uring_register,
+];
+
+/// Terminal ioctls that act on another principal: typing into a terminal (`TIOCSTI`) and
+/// the virtual console's selection and keyboard (`TIOCLINUX`). Compared on the low 32
+/// bits, as the kernel reads the request.
+#[allow(clippy::unnecessary_cast, reason = "the request's type is c_int on some targets")]
+const REFUSED_IOCTLS: &[u64] = &[libc::TIOCSTI as u64, libc::TIOCLINUX as u64];
+
+/// The filter for a program with the network `on` or off.
+pub(super) fn program(network: bool) -> Result<BpfProgram, BackendError> {
+    let arg =
+        |index: u8, op: SeccompCmpOp, value: u64| SeccompCondition::new(index, SeccompCmpArgLen::Dword, op, value);
+    let mut rules: std::collections::BTreeMap<i64, Vec<SeccompRule>> =
+        REFUSED.iter().map(|&call| (call, Vec::new())).collect();
+    rules.insert(
+        libc::SYS_ioctl,
+        REFUSED_IOCTLS
+            .iter()
+            .map(|&request| SeccompRule::new(vec![arg(1, SeccompCmpOp::Eq, request)?]))
+            .collect::<Result<_, _>>()?,
+    );
+    // Device nodes: a character or block special file, by the mode's type bits.
+    let devices = |mode_arg: u8| -> Result<Vec<SeccompRule>, BackendError> {
+        [libc::S_IFCHR, libc::S_IFBLK]
+            .into_iter()
+            .map(|kind| {
+                SeccompRule::new(vec![arg(
+                    mode_arg,
+                    SeccompCmpOp::MaskedEq(libc::S_IFMT as u64),
+                    kind as u64,
+                )?])
+            })
+            .collect()
+    };
+    #[cfg(target_arch = "x86_64")]
+    rules.insert(libc::SYS_mknod, devices(1)?);
+    rules.insert(libc::SYS_mknodat, devices(2)?);
+    if !network {
+        let not_unix = SeccompRule::new(vec![arg(0, SeccompCmpOp::Ne, libc::AF_UNIX as u64)?])?;
+        rules.insert(libc::SYS_socket, vec![not_unix]);
+    }
+    let arch = std::env::consts::ARCH
+        .try_into()
+        .map_err(|_| BackendError::InvalidTargetArch(std::env::consts::ARCH.into()))?;
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )?;
+    filter.try_into()
+}
