@@ -26,7 +26,11 @@ impl Server {
     }
 
     fn start_with(workspace: &std::path::Path, extra: &[&str]) -> Server {
-        let mut server = Server::spawn(workspace, extra);
+        Server::start_of(Server::spawn(workspace, extra))
+    }
+
+    /// A spawned server, initialized as a pre-2026 client does.
+    fn start_of(mut server: Server) -> Server {
         let init = server.request(
             1,
             "initialize",
@@ -40,7 +44,12 @@ impl Server {
 
     /// `kyro mcp`, not yet spoken to (a 2026-07-28 client sends no `initialize`).
     fn spawn(workspace: &std::path::Path, extra: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_kyro"))
+        Server::spawn_as(Command::new(env!("CARGO_BIN_EXE_kyro")), workspace, extra)
+    }
+
+    /// `command` (kyro, or a program that runs it) given `mcp --workspace ...`.
+    fn spawn_as(mut command: Command, workspace: &std::path::Path, extra: &[&str]) -> Server {
+        let mut child = command
             .args(["mcp", "--workspace"])
             .arg(workspace)
             .args(extra)
@@ -732,4 +741,66 @@ fn an_alias_given_to_exclude_tools_excludes_its_tool() {
         "an excluded tool was called: {called}"
     );
     assert!(!called.to_string().contains("exit_code"), "{called}");
+}
+
+/// Starts `sleep`, stops it, and returns the signal it ended by; with the program's own
+/// view of its ignored and blocked signals.
+fn stop_a_sleep(mut server: Server) -> (Value, String) {
+    let call = |server: &mut Server, id: u64, name: &str, arguments: Value| {
+        let answer = server.request(id, "tools/call", json!({"name": name, "arguments": arguments}));
+        assert_ne!(answer["result"]["isError"], true, "{name}: {answer}");
+        answer["result"]["structuredContent"].clone()
+    };
+    let status = call(
+        &mut server,
+        2,
+        "run_command",
+        json!({"argv": ["grep", "-E", "^Sig(Blk|Ign)", "/proc/self/status"]}),
+    );
+    let started = call(&mut server, 3, "start_process", json!({"argv": ["sleep", "30.31"]}));
+    let stopped = call(
+        &mut server,
+        4,
+        "stop_process",
+        json!({"id": started["id"], "grace_ms": 5000}),
+    );
+    (stopped["signal"].clone(), status["stdout"].as_str().unwrap().to_owned())
+}
+
+#[test]
+fn stop_process_ends_a_program_by_sigterm_whatever_kyro_inherited_and_wherever_it_runs() {
+    use std::os::unix::process::CommandExt;
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("p.toml"), "[approvals]\nexec = \"auto\"\n").unwrap();
+    let policy = ws.path().join("p.toml");
+    let extra = ["--policy", policy.to_str().unwrap()];
+    let defaults = "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n";
+    // kyro started with SIGTERM, SIGINT, SIGHUP and SIGQUIT ignored and blocked (a
+    // supervisor's or a script's background job): its programs get neither.
+    let mut inheriting = Command::new(env!("CARGO_BIN_EXE_kyro"));
+    // SAFETY: sigaction and sigprocmask are async-signal-safe; the set is on the stack.
+    unsafe {
+        inheriting.pre_exec(|| {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT] {
+                libc::signal(signal, libc::SIG_IGN);
+                libc::sigaddset(&mut set, signal);
+            }
+            libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+            Ok(())
+        });
+    }
+    let (signal, status) = stop_a_sleep(Server::start_of(Server::spawn_as(inheriting, ws.path(), &extra)));
+    assert_eq!((signal, status.as_str()), (json!(15), defaults));
+    // kyro as the first process of a PID namespace whose session leader it cannot see (a
+    // container's, a CI runner's): its programs stay in the group it signals.
+    let mut contained = Command::new("unshare");
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        contained.args(["--user", "--map-current-user"]);
+    }
+    contained.args(["--pid", "--fork", "--kill-child", env!("CARGO_BIN_EXE_kyro")]);
+    let (signal, status) = stop_a_sleep(Server::start_of(Server::spawn_as(contained, ws.path(), &extra)));
+    assert_eq!((signal, status.as_str()), (json!(15), defaults));
 }

@@ -98,11 +98,11 @@ impl InChild {
         }
     }
 
-    /// A new session (no controlling terminal), no descriptor but stdio kept across exec,
-    /// no capabilities (bounding, ambient,
+    /// No descriptor but stdio kept across exec, no capabilities (bounding, ambient,
     /// effective, permitted and inheritable sets emptied, root given none back at exec),
     /// resource limits, no new privileges, then the Landlock ruleset and the seccomp
-    /// filter, for this process and everything it starts; none can be lifted.
+    /// filter, for this process and everything it starts; none can be lifted. The session
+    /// of its own (no controlling terminal) was made by [`super::Sandbox::in_child`].
     ///
     /// # Safety
     /// In a forked child, just before exec; system calls only.
@@ -111,12 +111,6 @@ impl InChild {
         // descriptor the parent keeps open; apply_filter makes the seccomp system call on
         // a prepared program.
         unsafe {
-            // Out of kyro's session, so the program has no controlling terminal: a
-            // supervisor that made a session of its own (`super::new_session`) keeps its
-            // program in it (and in its process group, which kyro signals).
-            if libc::getsid(0) == self.0.parent_session && libc::setsid() < 0 {
-                return false;
-            }
             // No descriptor but stdio survives exec: one kyro inherited without
             // close-on-exec (a file, a terminal, a socket its client left open) would let the
             // program write past every rule, which Landlock checks at open only.

@@ -390,8 +390,11 @@ impl Sandbox {
         self.temp.as_ref().map(|t| t.path())
     }
 
-    /// What the forked child applies, when there is something to apply.
-    pub fn in_child(&self) -> Option<InChild> {
+    /// What the forked child of `command` applies, when there is something to apply.
+    /// The command gets a session of its own in any case (see [`new_session`]), so the
+    /// program never shares kyro's controlling terminal, whatever the caller forks next.
+    pub fn in_child(&self, command: &mut std::process::Command) -> Option<InChild> {
+        new_session(command);
         self.restrictions.clone().map(InChild)
     }
 
@@ -402,8 +405,7 @@ impl Sandbox {
     /// [`new_session`]).
     pub fn apply(&self, command: &mut std::process::Command) {
         use std::os::unix::process::CommandExt;
-        new_session(command);
-        let Some(child) = self.in_child() else {
+        let Some(child) = self.in_child(command) else {
             return;
         };
         if let Some(temp) = self.temp_dir() {
@@ -437,12 +439,15 @@ struct ReadOnlyMount {
 /// as one group (the group's id is its process id). Replaces `process_group(0)`, which
 /// would make the `setsid` fail; a second call adds nothing.
 ///
-/// Every signal also gets its default action back: a kyro started with SIGTERM or SIGINT
-/// ignored (a background job of a script, `nohup`, some supervisors) would otherwise pass
-/// that on through exec, and its programs would ignore the SIGTERM that stops them.
+/// Every signal also gets its default action back and is unblocked: a kyro started with
+/// SIGTERM or SIGINT ignored (a background job of a script, `nohup`, some supervisors) or
+/// blocked (a parent that blocks them around its fork) would otherwise pass that on through
+/// exec (the standard library's fork path keeps the mask), and its programs would ignore
+/// the SIGTERM that stops them.
 pub fn new_session(command: &mut std::process::Command) {
     use std::os::unix::process::CommandExt;
-    // SAFETY: setsid and sigaction are async-signal-safe; the struct is on the stack.
+    // SAFETY: setsid, sigaction and sigprocmask are async-signal-safe; the structs are on
+    // the stack.
     unsafe {
         command.pre_exec(|| {
             if libc::getsid(0) != libc::getpid() && libc::setsid() < 0 {
@@ -463,6 +468,14 @@ pub fn new_session(command: &mut std::process::Command) {
                     );
                 }
             }
+            let unblocked = 0u64;
+            libc::syscall(
+                libc::SYS_rt_sigprocmask,
+                libc::SIG_SETMASK,
+                &unblocked as *const u64,
+                std::ptr::null_mut::<u64>(),
+                8usize,
+            );
             Ok(())
         });
     }
@@ -478,8 +491,6 @@ struct Restrictions {
     own_network: bool,
     /// Its loopback brought up.
     loopback: bool,
-    /// kyro's session, which the program must leave.
-    parent_session: libc::pid_t,
     /// What a program may do beneath a `/proc` of its own (Landlock's read rights).
     proc_access: u64,
 }
@@ -565,8 +576,6 @@ impl Restrictions {
             read_only,
             own_network: !request.network || request.private_loopback,
             loopback: request.network && request.private_loopback,
-            // SAFETY: getsid(0) cannot fail for the calling process.
-            parent_session: unsafe { libc::getsid(0) },
             proc_access: AccessFs::from_read(abi).bits(),
         })
     }

@@ -13,7 +13,7 @@
 
 use std::os::unix::process::CommandExt;
 
-use kyro_core::sandbox::{IdMaps, InChild, Sandbox, new_session, probe, unshare};
+use kyro_core::sandbox::{IdMaps, InChild, Sandbox, probe, unshare};
 
 /// Whether this kernel lets kyro give a program a PID namespace (checked once).
 pub(crate) fn available() -> bool {
@@ -25,12 +25,12 @@ pub(crate) fn available() -> bool {
 /// group kyro signals), in a PID namespace of its own under a supervisor when the kernel
 /// allows it, and under `sandbox`; returns whether the PID namespace is made.
 pub(crate) fn contain(command: &mut std::process::Command, sandbox: &Sandbox) -> bool {
-    new_session(command);
     if !available() {
         sandbox.apply(command);
         return false;
     }
-    enter_before_exec(command, sandbox.in_child());
+    let in_child = sandbox.in_child(command);
+    enter_before_exec(command, in_child);
     true
 }
 
