@@ -1,14 +1,18 @@
 //! A policy file as a server reads it. One file, two readers: the boundary's part is
 //! kyro-core's [`Policy`] (capabilities, roots, approvals, a call's limits, the sandbox,
 //! the tools' own tables), and the rest is the server's own, [`ServerSettings`]: which
-//! tools it serves and lists (`[catalog]`) and its transport's bounds (`[limits]
-//! max_in_flight`, `max_sessions`). The core names no server setting.
+//! tools it serves and lists (`[catalog]`), its transport's bounds (`[limits]
+//! max_in_flight`, `max_sessions`) and its upstream servers' sandboxes
+//! (`[sandbox.upstreams.NAME]`). The core names no server setting.
+
+use std::collections::BTreeMap;
 
 use kyro_core::Policy;
 use serde::Deserialize;
 
 use crate::ServeError;
 use crate::selection::CatalogSelection;
+use crate::upstream::UpstreamSandbox;
 
 /// What a policy file says to the server rather than to the boundary.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -18,6 +22,9 @@ pub struct ServerSettings {
     pub catalog: CatalogSelection,
     /// The transport's bounds.
     pub transport: Transport,
+    /// `[sandbox.upstreams.NAME]`: an upstream server's own mode and network, by its
+    /// `--upstream` name; one not named runs under `[sandbox]`'s.
+    pub upstreams: BTreeMap<String, UpstreamSandbox>,
 }
 
 /// The transport's bounds, in the policy file's `[limits]` table beside a call's limits.
@@ -69,10 +76,24 @@ pub(crate) fn parse_policy(text: &str) -> Result<(Policy, ServerSettings), Strin
     let transport = toml::Value::Table(transport)
         .try_into()
         .map_err(|e| format!("[limits]: {e}"))?;
+    let upstreams = match table.get_mut("sandbox") {
+        Some(toml::Value::Table(sandbox)) => match sandbox.remove("upstreams") {
+            Some(upstreams) => upstreams.try_into().map_err(|e| format!("[sandbox.upstreams]: {e}"))?,
+            None => BTreeMap::new(),
+        },
+        _ => BTreeMap::new(),
+    };
     let policy = toml::Value::Table(table)
         .try_into()
         .map_err(|e: toml::de::Error| e.to_string())?;
-    Ok((policy, ServerSettings { catalog, transport }))
+    Ok((
+        policy,
+        ServerSettings {
+            catalog,
+            transport,
+            upstreams,
+        },
+    ))
 }
 
 #[cfg(test)]
@@ -92,12 +113,27 @@ mod tests {
         );
         assert!(settings.catalog.read_only);
         assert_eq!(policy.approvals.write, kyro_core::policy::ApprovalRule::Deny);
+        // An upstream's own sandbox is the server's; the rest of `[sandbox]` the boundary's.
+        let (policy, settings) =
+            parse_policy("[sandbox]\nnetwork = true\n[sandbox.upstreams.up]\nmode = \"read-only\"\n").unwrap();
+        assert!(policy.sandbox.network);
+        assert_eq!(
+            settings.upstreams["up"],
+            crate::UpstreamSandbox {
+                mode: kyro_core::policy::SandboxMode::ReadOnly,
+                network: false
+            }
+        );
         // Unknown keys are refused wherever they are, and the message names them.
         for (text, named) in [
             ("[catalog]\nreadonly = true\n", "readonly"),
             ("[limits]\nmax_inflight = 3\n", "max_inflight"),
             ("capabilites = []\n", "capabilites"),
             ("[limits]\nmax_in_flight = \"many\"\n", "max_in_flight"),
+            (
+                "[sandbox.upstreams.up]\nmode = \"read-only\"\nnetwrk = true\n",
+                "netwrk",
+            ),
         ] {
             let error = parse_policy(text).unwrap_err();
             assert!(error.contains(named), "{text}: {error}");

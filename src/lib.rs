@@ -37,7 +37,7 @@ pub use kyro_core::{
 pub use mcp::{HttpAuth, HttpAuthFlags, TextMode};
 pub use selection::{CatalogFlags, CatalogMode, CatalogSelection, DEFAULT_TOOLSETS, SelectionError};
 pub use server::{ServeArgs, ServeError, Server, SessionArgs, Started};
-pub use upstream::UpstreamSpec;
+pub use upstream::{UpstreamSandbox, UpstreamSpec};
 
 /// The `kyro` binary's `main`: its command line over this library. Not part of the API.
 #[cfg(feature = "builtins")]

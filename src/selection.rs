@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 /// The toolsets `kyro mcp` lists when none are chosen: what a coding agent uses on most
 /// turns, and the tools of upstream servers the user named. Every other served tool is
 /// found with `tool_search` and called by name.
-pub const DEFAULT_TOOLSETS: &[&str] = &["files", "git", "shell", "discovery", kyro_core::UPSTREAM_CATEGORY];
+pub const DEFAULT_TOOLSETS: &[&str] = &["files", "git", "shell", "discovery", crate::upstream::UPSTREAM_CATEGORY];
 
 /// Which tools a server serves and lists (the policy file's `[catalog]` table), with the GitHub MCP server's conventions:
 /// toolsets are tool categories (`files`, `git`, ...; `all` and `default` special).

@@ -314,7 +314,8 @@ impl Server {
         }
         let mut upstreams = Vec::new();
         for spec in &self.upstreams {
-            let up = upstream::connect(spec, runtime.registry(), runtime.scope())
+            let own = self.settings.upstreams.get(&spec.name);
+            let up = upstream::connect(spec, runtime.registry(), runtime.scope(), own)
                 .await
                 .map_err(ServeError::Upstream)?;
             eprintln!("kyro: upstream `{}` runs under the sandbox: {}", up.name, up.sandbox);

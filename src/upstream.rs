@@ -20,8 +20,8 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use kyro_core::UPSTREAM_CATEGORY;
-use kyro_core::policy::Scope;
+use kyro_core::policy::{SandboxMode, Scope};
+
 use kyro_core::sandbox::{Sandbox, SandboxRequest};
 use kyro_core::{CustomTool, Effect, Registry, ToolDefinition, ToolError};
 use rmcp::model::{CallToolRequestParams, ContentBlock};
@@ -247,6 +247,27 @@ impl ClientHandler for Watcher {
     }
 }
 
+/// `[sandbox.upstreams.NAME]`: the sandbox of one upstream MCP server.
+///
+/// ```toml
+/// [sandbox.upstreams.fetcher]
+/// mode = "read-only"
+/// network = true
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamSandbox {
+    /// What it may write.
+    pub mode: SandboxMode,
+    /// Whether it may open network sockets.
+    #[serde(default)]
+    pub network: bool,
+}
+
+/// The category an upstream server's tools are registered under (as `NAME.tool`), a
+/// toolset of its own; the built-in `mcp_call` reaches tools of this category only.
+pub(crate) const UPSTREAM_CATEGORY: &str = "upstream";
+
 /// How long an upstream has to answer the handshake and its first `tools/list`.
 pub(crate) const START_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -254,8 +275,13 @@ pub(crate) const START_TIMEOUT: std::time::Duration = std::time::Duration::from_
 /// [`START_TIMEOUT`]: an upstream that does not answer in time is stopped and reported.
 /// It runs under the OS sandbox of `scope` (`[sandbox]`, or its own
 /// `[sandbox.upstreams.NAME]`).
-pub(crate) async fn connect(spec: &UpstreamSpec, registry: &Arc<Registry>, scope: &Scope) -> Result<Upstream, String> {
-    tokio::time::timeout(START_TIMEOUT, connect_now(spec, registry, scope))
+pub(crate) async fn connect(
+    spec: &UpstreamSpec,
+    registry: &Arc<Registry>,
+    scope: &Scope,
+    own: Option<&UpstreamSandbox>,
+) -> Result<Upstream, String> {
+    tokio::time::timeout(START_TIMEOUT, connect_now(spec, registry, scope, own))
         .await
         .unwrap_or_else(|_| {
             Err(format!(
@@ -266,9 +292,18 @@ pub(crate) async fn connect(spec: &UpstreamSpec, registry: &Arc<Registry>, scope
         })
 }
 
-async fn connect_now(spec: &UpstreamSpec, registry: &Arc<Registry>, scope: &Scope) -> Result<Upstream, String> {
-    let sandbox = Sandbox::prepare(&SandboxRequest::upstream(scope, &spec.name))
-        .map_err(|e| format!("upstream `{}`: {e}", spec.name))?;
+async fn connect_now(
+    spec: &UpstreamSpec,
+    registry: &Arc<Registry>,
+    scope: &Scope,
+    own: Option<&UpstreamSandbox>,
+) -> Result<Upstream, String> {
+    let mut request = SandboxRequest::for_scope(scope);
+    if let Some(own) = own {
+        request.mode = own.mode;
+        request.network = own.network;
+    }
+    let sandbox = Sandbox::prepare(&request).map_err(|e| format!("upstream `{}`: {e}", spec.name))?;
     let mut command = tokio::process::Command::new(&spec.argv[0]);
     command.args(&spec.argv[1..]).env_clear();
     let passed = spec.pass_env.iter().map(String::as_str);
@@ -479,5 +514,11 @@ mod tests {
             shown.contains("GITHUB_TOKEN") && !shown.contains("ghp_secret"),
             "{shown}"
         );
+    }
+
+    #[cfg(feature = "builtins")]
+    #[test]
+    fn mcp_call_reaches_the_category_upstream_tools_are_registered_under() {
+        assert_eq!(super::UPSTREAM_CATEGORY, kyro_tools::integration::UPSTREAM_CATEGORY);
     }
 }

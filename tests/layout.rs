@@ -363,24 +363,14 @@ fn problems(name: &str, sources: &Sources) -> Vec<String> {
     found
 }
 
-/// What the house still owes (issue 28): each entry goes when it is fixed, and the test
-/// says so when one is fixed and still listed. Nothing may be added.
-const OWED: &[&str] = &[
-    "kyro-core/src: an import circle through catalog, context, descriptor, outcome, policy::approval, \
-     policy::file, policy::scope, receipt, registry, tool",
-];
-
+/// The whole house: every crate's sources, no exceptions.
 #[test]
-fn no_import_circle_and_no_file_over_600_lines_but_those_still_owed() {
+fn no_import_circle_and_no_file_over_600_lines() {
     let found: BTreeSet<String> = workspace()
         .iter()
         .flat_map(|(name, sources)| problems(name, sources))
         .collect();
-    let owed: BTreeSet<String> = OWED.iter().map(|s| (*s).to_owned()).collect();
-    let new: Vec<&String> = found.difference(&owed).collect();
-    assert!(new.is_empty(), "new layout problems:\n{new:#?}");
-    let fixed: Vec<&String> = owed.difference(&found).collect();
-    assert!(fixed.is_empty(), "fixed, so take them off OWED:\n{fixed:#?}");
+    assert!(found.is_empty(), "layout problems:\n{found:#?}");
 }
 
 #[test]

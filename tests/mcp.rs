@@ -278,6 +278,19 @@ fn the_default_listing_is_a_coding_agents_toolsets_within_48_kb_and_the_rest_sta
         json!({"name": "calculate", "arguments": {"expression": "6*7"}}),
     );
     assert_eq!(calc["result"]["structuredContent"]["value"], 42, "{calc}");
+    drop(server);
+    // The README's figures are the listings' sizes, to the kilobyte.
+    let (_, whole) = listing(&mut Server::start_with(ws.path(), &["--toolsets", "all"]), 2);
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let said = format!(
+        "about {} KB of `tools/list`, where the whole catalog is {} KB",
+        (bytes + 512) / 1024,
+        (whole + 512) / 1024
+    );
+    assert!(
+        readme.replace('\n', " ").contains(&said),
+        "the README should say: {said}"
+    );
 }
 
 #[test]

@@ -1,5 +1,9 @@
 //! The checked catalog: a crate lists its tools once, and duplicate names fail the build.
 
+use std::collections::BTreeMap;
+
+use crate::policy::{ApprovalRule, ApprovalRules, ScopeError};
+use crate::registry::Snapshot;
 use crate::tool::ToolEntry;
 
 /// Declares a crate's catalog of tools as a constant slice of [`ToolEntry`].
@@ -164,4 +168,41 @@ fn edit_distance(a: &str, b: &str) -> usize {
         }
     }
     row[b.len()]
+}
+
+/// `rules` bound to the tools of `snapshot`: a key that is a tool's alias becomes
+/// its canonical name (two keys for one tool keep the stricter rule), and a key naming
+/// no tool is refused with the closest name. With `upstreams_later`, a namespaced key
+/// (`NAME.tool`: an upstream server's tool, registered once the server is connected) is
+/// kept as written, for `Runtime::check_tool_rules` to check then.
+pub(crate) fn bind_tool_rules(
+    rules: &ApprovalRules,
+    snapshot: &Snapshot,
+    upstreams_later: bool,
+) -> Result<ApprovalRules, ScopeError> {
+    let mut tools = BTreeMap::new();
+    for (key, &rule) in &rules.tools {
+        let canonical = match snapshot.get(key) {
+            Some(tool) => tool.descriptor().name.clone(),
+            None if upstreams_later && key.contains('.') => key.clone(),
+            None => {
+                let names = snapshot
+                    .descriptors()
+                    .flat_map(|d| std::iter::once(d.name.as_str()).chain(d.aliases.iter().map(String::as_str)));
+                let closest = suggest(key, names)
+                    .first()
+                    .and_then(|name| snapshot.get(name))
+                    .map(|tool| tool.descriptor().name.clone());
+                return Err(ScopeError::UnknownToolRule {
+                    key: key.clone(),
+                    closest,
+                });
+            }
+        };
+        let kept = tools
+            .get(&canonical)
+            .map_or(rule, |&earlier: &ApprovalRule| earlier.strictest(rule));
+        tools.insert(canonical, kept);
+    }
+    Ok(ApprovalRules { tools, ..rules.clone() })
 }

@@ -87,7 +87,7 @@ impl Annotations {
 
     /// The effect's annotations with the hints a tool states put over them. A tool stated
     /// read-only is never destructive.
-    pub fn stated(effect: Effect, hints: crate::tool::Hints) -> Annotations {
+    pub fn stated(effect: Effect, hints: Hints) -> Annotations {
         let base = Annotations::for_effect(effect);
         let pick = |stated: Option<bool>, default: bool| match stated {
             Some(value) => value,
@@ -131,4 +131,19 @@ impl ToolDescriptor {
         }
         out
     }
+}
+
+/// The MCP annotation hints a `#[tool(...)]` states (`read_only`, `destructive`,
+/// `idempotent`, `open_world`); `None` takes the effect's default
+/// ([`crate::Annotations::for_effect`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Hints {
+    /// Changes nothing.
+    pub read_only: Option<bool>,
+    /// May destroy or overwrite data.
+    pub destructive: Option<bool>,
+    /// A repeat with the same arguments changes nothing more.
+    pub idempotent: Option<bool>,
+    /// Reaches outside the workspace and the machine.
+    pub open_world: Option<bool>,
 }

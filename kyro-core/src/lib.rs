@@ -37,20 +37,18 @@ mod tool;
 pub use arguments::{ArgumentsError, parse_arguments, parse_strict};
 pub use confined::{ConfinedPath, Entry, EntryType, Info, sha256_hex};
 pub use context::{Narrowed, ToolContext, Workspace, WorkspacePath};
-pub use descriptor::{Annotations, ArgumentAlias, Catalog, ToolDescriptor};
+pub use descriptor::{Annotations, ArgumentAlias, Catalog, Hints, ToolDescriptor};
 pub use effect::{Approval, Capability, Effect};
 pub use error::ToolError;
 pub use kyro_macros::{output, tool};
 pub use outcome::{Call, Outcome, OutcomeKind, Progress, ProgressSink};
 pub use policy::{ApprovalToken, Policy};
 pub use receipt::{Execution, Observer, Receipt};
-pub use registry::{
-    CustomTool, KEPT_VERSIONS, RegisteredTool, Registry, RegistryError, Snapshot, ToolDefinition, UPSTREAM_CATEGORY,
-};
+pub use registry::{CustomTool, KEPT_VERSIONS, RegisteredTool, Registry, RegistryError, Snapshot, ToolDefinition};
 pub use runtime::Runtime;
 pub use schema::Violation;
 pub use stop::{OnStop, StopSignal};
-pub use tool::{ArgAlias, BoxFuture, Execute, Hints, ObjectOutput, Tool, ToolEntry, ToolSpec};
+pub use tool::{ArgAlias, BoxFuture, Execute, ObjectOutput, Tool, ToolEntry, ToolSpec};
 
 /// Items the generated code names by absolute path; not part of the public API.
 #[doc(hidden)]

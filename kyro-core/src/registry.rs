@@ -66,9 +66,6 @@ pub enum RegistryError {
     },
 }
 
-/// The category upstream MCP servers' tools are registered under (`NAME.tool`).
-pub const UPSTREAM_CATEGORY: &str = "upstream";
-
 /// An executor as the registry keeps it.
 #[derive(Clone)]
 pub(crate) enum Executor {

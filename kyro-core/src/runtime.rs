@@ -14,7 +14,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde_json::{Map, Value};
 
 use crate::arguments::{json_type, rewrite_aliases};
-use crate::catalog::suggest;
+use crate::catalog::{bind_tool_rules, suggest};
 use crate::confined::ConfinedPath;
 use crate::context::{CallParts, Dispatch, ToolContext, Workspace};
 use crate::effect::{Approval, Effect};
@@ -104,7 +104,7 @@ impl Runtime {
             needed
         });
         let bound = Policy {
-            approvals: policy.approvals.bound(&snapshot, true)?,
+            approvals: bind_tool_rules(&policy.approvals, &snapshot, true)?,
             capabilities: Some(capabilities),
             ..policy.clone()
         };
@@ -127,7 +127,7 @@ impl Runtime {
     /// Checks every `[approvals.tools]` key against the tools registered now, namespaced
     /// ones (`NAME.tool`) included: call it once the upstream servers are connected.
     pub fn check_tool_rules(&self) -> Result<(), ScopeError> {
-        self.scope.approvals().bound(&self.registry.snapshot(), false).map(drop)
+        bind_tool_rules(self.scope.approvals(), &self.registry.snapshot(), false).map(drop)
     }
 
     /// Whether every observer can record the next call; when one cannot (a receipt log

@@ -9,6 +9,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::context::ToolContext;
+use crate::descriptor::Hints;
 use crate::effect::{Approval, Capability, Effect};
 use crate::error::ToolError;
 use crate::schema;
@@ -110,21 +111,6 @@ pub struct ToolSpec {
     pub path_args: &'static [&'static str],
     /// Annotation hints stated in the attribute; the rest follow from the effect.
     pub hints: Hints,
-}
-
-/// The MCP annotation hints a `#[tool(...)]` states (`read_only`, `destructive`,
-/// `idempotent`, `open_world`); `None` takes the effect's default
-/// ([`crate::Annotations::for_effect`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Hints {
-    /// Changes nothing.
-    pub read_only: Option<bool>,
-    /// May destroy or overwrite data.
-    pub destructive: Option<bool>,
-    /// A repeat with the same arguments changes nothing more.
-    pub idempotent: Option<bool>,
-    /// Reaches outside the workspace and the machine.
-    pub open_world: Option<bool>,
 }
 
 /// Another key accepted for an argument, rewritten to the field's key before validation.

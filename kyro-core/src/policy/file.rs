@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::denial::{Access, ScopeError};
+use crate::denial::Access;
 use crate::effect::{Capability, Effect};
 
 /// What happens to a call of a given effect once capabilities and paths allow it.
@@ -165,43 +165,6 @@ impl ApprovalRules {
             (call.decision, Some(call))
         }
     }
-
-    /// These rules bound to the tools of `snapshot`: a key that is a tool's alias becomes
-    /// its canonical name (two keys for one tool keep the stricter rule), and a key naming
-    /// no tool is refused with the closest name. With `upstreams_later`, a namespaced key
-    /// (`NAME.tool`: an upstream server's tool, registered once the server is connected) is
-    /// kept as written, for `Runtime::check_tool_rules` to check then.
-    pub(crate) fn bound(
-        &self,
-        snapshot: &crate::registry::Snapshot,
-        upstreams_later: bool,
-    ) -> Result<ApprovalRules, ScopeError> {
-        let mut tools = BTreeMap::new();
-        for (key, &rule) in &self.tools {
-            let canonical = match snapshot.get(key) {
-                Some(tool) => tool.descriptor().name.clone(),
-                None if upstreams_later && key.contains('.') => key.clone(),
-                None => {
-                    let names = snapshot
-                        .descriptors()
-                        .flat_map(|d| std::iter::once(d.name.as_str()).chain(d.aliases.iter().map(String::as_str)));
-                    let closest = crate::catalog::suggest(key, names)
-                        .first()
-                        .and_then(|name| snapshot.get(name))
-                        .map(|tool| tool.descriptor().name.clone());
-                    return Err(ScopeError::UnknownToolRule {
-                        key: key.clone(),
-                        closest,
-                    });
-                }
-            };
-            let kept = tools
-                .get(&canonical)
-                .map_or(rule, |&earlier: &ApprovalRule| earlier.strictest(rule));
-            tools.insert(canonical, kept);
-        }
-        Ok(ApprovalRules { tools, ..self.clone() })
-    }
 }
 
 /// A root the policy grants, relative to the workspace unless absolute.
@@ -340,9 +303,6 @@ pub enum SandboxRead {
 /// readable = ["/opt/toolchain"]
 /// writable = ["~/.cargo/registry"]
 /// allow_unsandboxed = false  # where the kernel cannot sandbox: refuse (default) or run bare
-/// [sandbox.upstreams.fetcher] # an upstream MCP server's own mode (default: the above)
-/// mode = "read-only"
-/// network = true
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -363,18 +323,4 @@ pub struct SandboxPolicy {
     /// programs without it (true) or refuse to run them (false, the default). Either way
     /// kyro says so at start-up and in every receipt.
     pub allow_unsandboxed: bool,
-    /// Each upstream MCP server's own mode and network, by its `--upstream` name; an
-    /// upstream not named here runs under `mode` and `network`.
-    pub upstreams: BTreeMap<String, UpstreamSandbox>,
-}
-
-/// `[sandbox.upstreams.NAME]`: the sandbox of one upstream MCP server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct UpstreamSandbox {
-    /// What it may write.
-    pub mode: SandboxMode,
-    /// Whether it may open network sockets.
-    #[serde(default)]
-    pub network: bool,
 }

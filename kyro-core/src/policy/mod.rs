@@ -11,7 +11,6 @@ pub(crate) use approval::UsedApprovals;
 pub use approval::{APPROVAL_LIFETIME, ApprovalToken, Fingerprint, escape_invisible, summarize};
 pub use file::{
     ApprovalRule, ApprovalRules, Limits, MatchedRule, Policy, RootSpec, SandboxMode, SandboxPolicy, SandboxRead,
-    UpstreamSandbox,
 };
 pub use scope::{RootGrant, Scope, ScopeRequest};
 pub use settings::{Settings, SettingsTable};

@@ -123,17 +123,6 @@ impl SandboxRequest {
         request
     }
 
-    /// An upstream MCP server named `name`: as `for_scope`, with the mode and network of
-    /// its `[sandbox.upstreams.NAME]` table when there is one.
-    pub fn upstream(scope: &Scope, name: &str) -> SandboxRequest {
-        let mut request = SandboxRequest::for_scope(scope);
-        if let Some(own) = scope.sandbox().upstreams.get(name) {
-            request.mode = own.mode;
-            request.network = own.network;
-        }
-        request
-    }
-
     /// git's own processes: write the repository (`dirs`: its work tree and git
     /// directories; none while it is being located) and nothing else, no network; reads as
     /// the policy says. git is kyro's own program, run with every setting that could name

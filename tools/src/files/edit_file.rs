@@ -44,16 +44,7 @@ impl Execute for EditFile {
     type Output = Edited;
 
     async fn run(self, cx: &ToolContext) -> Result<Edited, ToolError> {
-        let file = TextFile::load(cx.path(&self.path)?, self.expected_sha256.as_deref())?;
-        let given = self.path.as_str();
-        let (new_text, replacements) = self.apply(&file.text)?;
-        let (sha256, diff) = file.save(&new_text)?;
-        Ok(Edited {
-            path: given.to_owned(),
-            replacements,
-            sha256,
-            diff,
-        })
+        edit(cx, &self.path, self.expected_sha256.as_deref(), |text| self.apply(text))
     }
 
     fn preview(&self, cx: &ToolContext) -> Option<String> {
@@ -61,6 +52,26 @@ impl Execute for EditFile {
             self.apply(text).map(|(new_text, _)| new_text)
         })
     }
+}
+
+/// Every text edit's run: the file loaded (checked against `expected_sha256` when given),
+/// `apply` turning its text into the new text and the number of replacements, the result
+/// saved atomically, and the diff.
+pub(super) fn edit(
+    cx: &ToolContext,
+    path: &WorkspacePath,
+    expected_sha256: Option<&str>,
+    apply: impl FnOnce(&str) -> Result<(String, u64), ToolError>,
+) -> Result<Edited, ToolError> {
+    let file = TextFile::load(cx.path(path)?, expected_sha256)?;
+    let (new_text, replacements) = apply(&file.text)?;
+    let (sha256, diff) = file.save(&new_text)?;
+    Ok(Edited {
+        path: path.as_str().to_owned(),
+        replacements,
+        sha256,
+        diff,
+    })
 }
 
 impl EditFile {

@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::edit_file::Edited;
-use super::text_file::{TextFile, replace};
+use super::text_file::replace;
 
 /// Apply several exact text replacements to one file, in order, all or none.
 ///
@@ -48,16 +48,7 @@ impl Execute for MultiEdit {
     type Output = Edited;
 
     async fn run(self, cx: &ToolContext) -> Result<Edited, ToolError> {
-        let file = TextFile::load(cx.path(&self.path)?, self.expected_sha256.as_deref())?;
-        let given = self.path.as_str();
-        let (text, replacements) = self.apply(&file.text)?;
-        let (sha256, diff) = file.save(&text)?;
-        Ok(Edited {
-            path: given.to_owned(),
-            replacements,
-            sha256,
-            diff,
-        })
+        super::edit_file::edit(cx, &self.path, self.expected_sha256.as_deref(), |text| self.apply(text))
     }
 
     fn preview(&self, cx: &ToolContext) -> Option<String> {

@@ -4,7 +4,9 @@ use crate::Failure;
 use kyro_core::{Execute, Outcome, ToolContext, ToolError, tool};
 use serde_json::{Map, Value};
 
-pub use kyro_core::UPSTREAM_CATEGORY;
+/// The category kyro's server registers an upstream server's tools under (`NAME.tool`):
+/// the only tools `mcp_call` reaches.
+pub const UPSTREAM_CATEGORY: &str = "upstream";
 
 /// Call a tool of an upstream MCP server that kyro connects to (`kyro mcp --upstream
 /// NAME='CMD ARGS'`); the same as calling `NAME.tool` directly, for clients that cannot
