@@ -202,9 +202,15 @@ impl Drop for Group {
     }
 }
 
-/// Makes the child `command` starts get SIGKILL when the kyro thread that starts it ends
+/// On Linux, makes the child `command` starts get SIGKILL when the kyro thread that starts it ends
 /// (and so when kyro does); a child whose kyro is already gone does not start. Added after
-/// the sandbox's steps, since entering a user namespace clears the death signal.
+/// the sandbox's steps, since entering a user namespace clears the death signal. Elsewhere
+/// than on Linux there is no death signal: the upstream's group is killed when kyro exits
+/// (`kill_live_groups`), not when it is killed.
+#[cfg(not(target_os = "linux"))]
+fn dies_with_kyro(_: &mut std::process::Command) {}
+
+#[cfg(target_os = "linux")]
 fn dies_with_kyro(command: &mut std::process::Command) {
     use std::os::unix::process::CommandExt;
     let kyro = std::process::id() as libc::pid_t;

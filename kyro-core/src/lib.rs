@@ -27,7 +27,6 @@ mod prepared;
 pub mod receipt;
 mod registry;
 mod runtime;
-#[cfg(target_os = "linux")]
 pub mod sandbox;
 pub mod schema;
 mod size;

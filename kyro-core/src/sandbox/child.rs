@@ -4,7 +4,7 @@
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
-use super::Restrictions;
+use super::linux::Restrictions;
 
 /// What the forked child applies, prepared by the parent.
 #[derive(Debug, Clone)]

@@ -1,6 +1,7 @@
 //! Shell: programs run by argv (a shell only when asked), in their own process group, with
 //! a filtered environment, a time limit that kills the whole group, and capped output.
 
+#[cfg(target_os = "linux")]
 mod contain;
 pub(crate) mod environment;
 mod process;

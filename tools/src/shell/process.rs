@@ -163,7 +163,12 @@ fn command(cx: &ToolContext, what: &Spawn) -> Result<(std::process::Command, Str
     if let Some(temp) = sandbox.temp_dir() {
         command.env("TMPDIR", temp);
     }
+    #[cfg(target_os = "linux")]
     super::contain::contain(&mut command, &sandbox);
+    // No PID namespace to make: the program leads a session of its own, unsandboxed (the
+    // policy allowed that, or `prepare` refused).
+    #[cfg(not(target_os = "linux"))]
+    sandbox.apply(&mut command);
     Ok((command, program.to_owned(), sandbox))
 }
 
