@@ -16,7 +16,7 @@
 // Lets `#[tool]` and `#[output]` name `::kyro::__core` from this crate's own code.
 extern crate self as kyro;
 
-#[cfg(feature = "builtins")]
+#[cfg(all(feature = "builtins", feature = "http", feature = "upstream"))]
 mod cli;
 mod config;
 pub mod dialects;
@@ -25,7 +25,7 @@ pub mod inventory;
 mod mcp;
 mod selection;
 mod server;
-#[cfg(feature = "builtins")]
+#[cfg(all(feature = "builtins", feature = "http", feature = "upstream"))]
 mod text_arguments;
 mod upstream;
 
@@ -34,13 +34,17 @@ pub use kyro_core::{
     Call, Observer, Outcome, OutcomeKind, Policy, Receipt, Registry, Runtime, ToolDescriptor, ToolEntry, Workspace,
     catalog,
 };
-pub use mcp::{HttpAuth, HttpAuthFlags, TextMode};
+pub use mcp::TextMode;
+#[cfg(feature = "http")]
+pub use mcp::{HttpAuth, HttpAuthFlags};
 pub use selection::{CatalogFlags, CatalogMode, CatalogSelection, DEFAULT_TOOLSETS, SelectionError};
 pub use server::{ServeArgs, ServeError, Server, SessionArgs, Started};
-pub use upstream::{UpstreamSandbox, UpstreamSpec};
+pub use upstream::UpstreamSandbox;
+#[cfg(feature = "upstream")]
+pub use upstream::UpstreamSpec;
 
 /// The `kyro` binary's `main`: its command line over this library. Not part of the API.
-#[cfg(feature = "builtins")]
+#[cfg(all(feature = "builtins", feature = "http", feature = "upstream"))]
 #[doc(hidden)]
 pub fn __main() -> std::process::ExitCode {
     cli::run()

@@ -11,8 +11,11 @@ use kyro_core::receipt::JsonlReceiptLog;
 use kyro_core::{Observer, Policy, Registry, RegistryError, Runtime, ToolEntry, Workspace};
 
 use crate::config::{ServerSettings, Transport, load_policy};
-use crate::mcp::{HttpAuth, HttpAuthFlags, KyroServer, TextMode};
+#[cfg(feature = "http")]
+use crate::mcp::{HttpAuth, HttpAuthFlags};
+use crate::mcp::{KyroServer, TextMode};
 use crate::selection::{CatalogFlags, CatalogMode, Selection};
+#[cfg(feature = "upstream")]
 use crate::upstream::{self, Upstream, UpstreamSpec};
 
 /// Why a server could not start or stopped serving.
@@ -77,6 +80,7 @@ pub struct SessionArgs {
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
     /// Run another MCP server and serve its tools as `NAME.tool` (repeatable).
+    #[cfg(feature = "upstream")]
     #[arg(long, value_name = "NAME='CMD ARGS'")]
     pub upstream: Vec<UpstreamSpec>,
 }
@@ -94,8 +98,10 @@ pub struct ServeArgs {
     #[arg(long, value_enum, value_name = "MODE", default_value = "readable")]
     pub text: TextMode,
     /// Serve Streamable HTTP on this loopback address (`127.0.0.1:PORT`) instead of stdio.
+    #[cfg(feature = "http")]
     #[arg(long, value_name = "ADDR")]
     pub http: Option<SocketAddr>,
+    #[cfg(feature = "http")]
     #[command(flatten)]
     #[allow(missing_docs)]
     pub auth: HttpAuthFlags,
@@ -115,13 +121,17 @@ pub struct Server {
     entries: Vec<ToolEntry>,
     prepared: Option<&'static str>,
     set_aside: Vec<&'static str>,
+    #[cfg(feature = "upstream")]
     upstreams: Vec<UpstreamSpec>,
     workspace: Option<PathBuf>,
     policy: Option<Policy>,
     settings: ServerSettings,
     observers: Vec<Arc<dyn Observer>>,
+    #[cfg(feature = "http")]
     http: Option<SocketAddr>,
+    #[cfg(feature = "http")]
     http_auth: Option<HttpAuth>,
+    #[cfg(feature = "http")]
     allowed_origins: Vec<String>,
     catalog_flags: CatalogFlags,
     default_toolsets: Option<&'static [&'static str]>,
@@ -133,6 +143,7 @@ pub struct Server {
 pub struct Started {
     /// The call runtime.
     pub runtime: Runtime,
+    #[cfg(feature = "upstream")]
     _upstreams: Vec<Upstream>,
 }
 
@@ -144,13 +155,17 @@ impl Server {
             entries: tools.to_vec(),
             prepared: None,
             set_aside: Vec::new(),
+            #[cfg(feature = "upstream")]
             upstreams: Vec::new(),
             workspace: None,
             policy: None,
             settings: ServerSettings::default(),
             observers: Vec::new(),
+            #[cfg(feature = "http")]
             http: None,
+            #[cfg(feature = "http")]
             http_auth: None,
+            #[cfg(feature = "http")]
             allowed_origins: Vec::new(),
             catalog_flags: CatalogFlags::default(),
             default_toolsets: None,
@@ -183,6 +198,7 @@ impl Server {
 
     /// Another MCP server to start under the sandbox and serve the tools of as
     /// `NAME.tool` (`--upstream`).
+    #[cfg(feature = "upstream")]
     pub fn upstream(mut self, spec: UpstreamSpec) -> Server {
         self.upstreams.push(spec);
         self
@@ -236,6 +252,7 @@ impl Server {
 
     /// How HTTP clients authenticate: by default a bearer token from `KYRO_HTTP_TOKEN`, or
     /// one kyro makes and prints on stderr; [`HttpAuth::None`] for none (loopback only).
+    #[cfg(feature = "http")]
     pub fn http_auth(mut self, auth: HttpAuth) -> Server {
         self.http_auth = Some(auth);
         self
@@ -244,6 +261,7 @@ impl Server {
     /// Browser origins (`https://app.example:443`, `http://localhost:*`) whose pages may
     /// call the HTTP endpoint besides the server's own: a request carrying any other
     /// `Origin` is answered 403 (`--allow-origin` on the command line).
+    #[cfg(feature = "http")]
     pub fn allow_origins(mut self, origins: impl IntoIterator<Item = String>) -> Server {
         self.allowed_origins.extend(origins);
         self
@@ -260,6 +278,7 @@ impl Server {
             self.policy = Some(policy);
             self.settings = settings;
         }
+        #[cfg(feature = "upstream")]
         self.upstreams.extend(args.upstream.iter().cloned());
         Ok(self)
     }
@@ -267,15 +286,16 @@ impl Server {
     /// Everything the command line says: [`Server::session`], the selection, the text
     /// mode, and `--http` with its authentication and allowed origins.
     pub fn args(self, args: ServeArgs) -> Result<Server, ServeError> {
-        let mut server = self
-            .session(&args.session)?
-            .select(args.catalog)
-            .text(args.text)
-            .allow_origins(args.auth.allow_origin.iter().cloned());
-        if args.http.is_some() {
-            server.http = args.http;
-            server.http_auth = Some(args.auth.resolve().map_err(|e| ServeError::HttpToken(e.to_string()))?);
-        }
+        let server = self.session(&args.session)?.select(args.catalog).text(args.text);
+        #[cfg(feature = "http")]
+        let server = {
+            let mut server = server.allow_origins(args.auth.allow_origin.iter().cloned());
+            if args.http.is_some() {
+                server.http = args.http;
+                server.http_auth = Some(args.auth.resolve().map_err(|e| ServeError::HttpToken(e.to_string()))?);
+            }
+            server
+        };
         Ok(server)
     }
 
@@ -303,16 +323,18 @@ impl Server {
         let runtime = self.bare_runtime(serving_stdio)?;
         // Said where programs may run: a tool that runs them, or an upstream server (an
         // author's catalog without either has nothing to say it about).
-        let runs_programs = !self.upstreams.is_empty()
+        let runs_programs = self.has_upstreams()
             || runtime
                 .registry()
                 .snapshot()
                 .descriptors()
                 .any(|d| d.effect == kyro_core::Effect::Exec);
         if runs_programs {
-            say_sandbox(&runtime, serving_stdio || self.http.is_some());
+            say_sandbox(&runtime, serving_stdio || self.serves_http());
         }
+        #[cfg(feature = "upstream")]
         let mut upstreams = Vec::new();
+        #[cfg(feature = "upstream")]
         for spec in &self.upstreams {
             let own = self.settings.upstreams.get(&spec.name);
             let up = upstream::connect(spec, runtime.registry(), runtime.scope(), own)
@@ -330,8 +352,23 @@ impl Server {
             .map_err(|e| ServeError::Policy(e.to_string()))?;
         Ok(Started {
             runtime,
+            #[cfg(feature = "upstream")]
             _upstreams: upstreams,
         })
+    }
+
+    fn has_upstreams(&self) -> bool {
+        #[cfg(feature = "upstream")]
+        return !self.upstreams.is_empty();
+        #[cfg(not(feature = "upstream"))]
+        false
+    }
+
+    fn serves_http(&self) -> bool {
+        #[cfg(feature = "http")]
+        return self.http.is_some();
+        #[cfg(not(feature = "http"))]
+        false
     }
 
     fn bare_runtime(&self, batched: bool) -> Result<Runtime, ServeError> {
@@ -365,37 +402,42 @@ impl Server {
     /// and the selection flags choose.
     fn mcp_server(&self, runtime: Runtime) -> Result<KyroServer, ServeError> {
         let mut chosen = self.catalog_flags.over(&self.settings.catalog);
-        if !self.upstreams.is_empty()
-            && chosen.toolsets.is_none()
-            && runtime.registry().snapshot().get("mcp_call").is_some()
+        if self.has_upstreams() && chosen.toolsets.is_none() && runtime.registry().snapshot().get("mcp_call").is_some()
         {
             // The upstreams' tools are listed by default, and so is the tool that calls them.
             chosen.tools.push("mcp_call".into());
         }
         let selection = Selection::resolve(&chosen, &runtime, self.default_toolsets)?;
-        Ok(KyroServer::new(runtime)
+        let server = KyroServer::new(runtime)
             .with_selection(selection)
             .with_text(self.text)
-            .with_allowed_origins(self.allowed_origins.iter().cloned())
             .with_transport(self.settings.transport)
-            .search_only(self.catalog_flags.catalog == CatalogMode::Search))
+            .search_only(self.catalog_flags.catalog == CatalogMode::Search);
+        #[cfg(feature = "http")]
+        let server = server.with_allowed_origins(self.allowed_origins.iter().cloned());
+        Ok(server)
     }
 
     /// Serves MCP on stdin/stdout until the client closes the stream.
     pub async fn serve_stdio(self) -> Result<(), ServeError> {
-        let Started { runtime, _upstreams } = self.started(true).await?;
+        // The upstreams stop when `started` is dropped, after serving.
+        let started = self.started(true).await?;
+        let Started { runtime, .. } = started;
         self.mcp_server(runtime)?.serve_stdio().await
     }
 
     /// Serves MCP Streamable HTTP at `http://ADDR/mcp` (loopback addresses only), every
     /// request carrying the bearer token (see [`Server::http_auth`]).
+    #[cfg(feature = "http")]
     pub async fn serve_http(mut self, addr: SocketAddr) -> Result<(), ServeError> {
         self.http = Some(addr);
         let auth = match self.http_auth.take() {
             Some(auth) => auth,
             None => HttpAuth::from_env_or_new().map_err(|e| ServeError::HttpToken(e.to_string()))?,
         };
-        let Started { runtime, _upstreams } = self.started(false).await?;
+        // The upstreams stop when `started` is dropped, after serving.
+        let started = self.started(false).await?;
+        let Started { runtime, .. } = started;
         self.mcp_server(runtime)?.serve_http(addr, auth).await
     }
 
@@ -404,18 +446,23 @@ impl Server {
     /// and is served on one thread (tools run on the blocking pool either way); HTTP has
     /// many and gets one thread a core.
     pub fn serve(self) -> ExitCode {
-        let executor = match self.http {
-            None => tokio::runtime::Builder::new_current_thread().enable_all().build(),
-            Some(_) => tokio::runtime::Builder::new_multi_thread().enable_all().build(),
+        let executor = if self.serves_http() {
+            tokio::runtime::Builder::new_multi_thread().enable_all().build()
+        } else {
+            tokio::runtime::Builder::new_current_thread().enable_all().build()
         };
         let executor = match executor {
             Ok(executor) => executor,
             Err(e) => return failed(&ServeError::Io(e)),
         };
-        let served = match self.http {
-            Some(addr) => executor.block_on(self.serve_http(addr)),
-            None => executor.block_on(self.serve_stdio()),
-        };
+        #[cfg(feature = "http")]
+        if let Some(addr) = self.http {
+            return match executor.block_on(self.serve_http(addr)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => failed(&e),
+            };
+        }
+        let served = executor.block_on(self.serve_stdio());
         match served {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => failed(&e),

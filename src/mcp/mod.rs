@@ -4,9 +4,12 @@
 //! descriptors to MCP tools and `tools/call` to `Runtime::execute_call`. The `arguments`
 //! object is handed over unchanged: no string round trip.
 
+#[cfg(feature = "http")]
 mod auth;
 mod elicit;
+#[cfg(feature = "http")]
 mod http;
+#[cfg(feature = "http")]
 mod http_limits;
 mod progress;
 mod resources;
@@ -18,6 +21,7 @@ pub use text::TextMode;
 use elicit::{Approval, approve, asks_for_approval};
 use progress::ProgressForwarder;
 
+#[cfg(feature = "http")]
 pub use auth::{HttpAuth, HttpAuthFlags};
 
 use std::sync::Arc;
@@ -58,6 +62,7 @@ pub(crate) struct KyroServer {
     /// the stdio connection, or one HTTP session).
     approved_for_session: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
     /// Browser origins allowed over HTTP besides the server's own (`--allow-origin`).
+    #[cfg(feature = "http")]
     allowed_origins: Arc<[String]>,
     /// Requests in flight per session, HTTP sessions at once.
     transport: crate::Transport,
@@ -75,6 +80,7 @@ impl KyroServer {
             text: TextMode::default(),
             search: false,
             approved_for_session: Arc::default(),
+            #[cfg(feature = "http")]
             allowed_origins: Arc::new([]),
             transport: crate::Transport::default(),
         }
@@ -89,6 +95,7 @@ impl KyroServer {
 
     /// Browser origins (`https://app.example:443`, `http://localhost:*`) whose pages may
     /// call the HTTP endpoint besides the server's own; see [`KyroServer::serve_http`].
+    #[cfg(feature = "http")]
     pub(crate) fn with_allowed_origins(mut self, origins: impl IntoIterator<Item = String>) -> KyroServer {
         self.allowed_origins = origins.into_iter().collect();
         self
