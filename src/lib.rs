@@ -16,6 +16,7 @@
 // Lets `#[tool]` and `#[output]` name `::kyro::__core` from this crate's own code.
 extern crate self as kyro;
 
+mod args;
 #[cfg(all(feature = "builtins", feature = "http", feature = "upstream"))]
 mod cli;
 mod config;
@@ -29,6 +30,7 @@ mod server;
 mod text_arguments;
 mod upstream;
 
+pub use args::{ServeArgs, SessionArgs};
 pub use config::{ServerSettings, Transport, load_policy};
 pub use kyro_core::{
     Call, Observer, Outcome, OutcomeKind, Policy, Receipt, Registry, Runtime, ToolDescriptor, ToolEntry, Workspace,
@@ -38,7 +40,7 @@ pub use mcp::TextMode;
 #[cfg(feature = "http")]
 pub use mcp::{HttpAuth, HttpAuthFlags};
 pub use selection::{CatalogFlags, CatalogMode, CatalogSelection, DEFAULT_TOOLSETS, SelectionError};
-pub use server::{ServeArgs, ServeError, Server, SessionArgs, Started};
+pub use server::{ServeError, Server, Started};
 pub use upstream::UpstreamSandbox;
 #[cfg(feature = "upstream")]
 pub use upstream::UpstreamSpec;

@@ -10,9 +10,10 @@ use std::sync::Arc;
 use kyro_core::receipt::JsonlReceiptLog;
 use kyro_core::{Observer, Policy, Registry, RegistryError, Runtime, ToolEntry, Workspace};
 
+use crate::args::{ServeArgs, SessionArgs};
 use crate::config::{ServerSettings, Transport, load_policy};
 #[cfg(feature = "http")]
-use crate::mcp::{HttpAuth, HttpAuthFlags};
+use crate::mcp::HttpAuth;
 use crate::mcp::{KyroServer, TextMode};
 use crate::selection::{CatalogFlags, CatalogMode, Selection};
 #[cfg(feature = "upstream")]
@@ -68,43 +69,6 @@ impl ServeError {
                 | ServeError::Selection(_)
         )
     }
-}
-
-/// Where calls run, as the command line says it (`kyro call`, `kyro mcp`, [`Server::run`]).
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct SessionArgs {
-    /// The workspace root; default the current directory.
-    #[arg(long, value_name = "DIR")]
-    pub workspace: Option<PathBuf>,
-    /// A policy file (TOML); default: reads allowed, writes, exec and network need approval.
-    #[arg(long, value_name = "FILE")]
-    pub policy: Option<PathBuf>,
-    /// Run another MCP server and serve its tools as `NAME.tool` (repeatable).
-    #[cfg(feature = "upstream")]
-    #[arg(long, value_name = "NAME='CMD ARGS'")]
-    pub upstream: Vec<UpstreamSpec>,
-}
-
-/// The flags of a server (`kyro mcp`, [`Server::run`]).
-#[derive(Debug, Clone, clap::Args)]
-pub struct ServeArgs {
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub session: SessionArgs,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub catalog: CatalogFlags,
-    /// The text block of a result: `readable` (the tool's rendering) or `json`.
-    #[arg(long, value_enum, value_name = "MODE", default_value = "readable")]
-    pub text: TextMode,
-    /// Serve Streamable HTTP on this loopback address (`127.0.0.1:PORT`) instead of stdio.
-    #[cfg(feature = "http")]
-    #[arg(long, value_name = "ADDR")]
-    pub http: Option<SocketAddr>,
-    #[cfg(feature = "http")]
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub auth: HttpAuthFlags,
 }
 
 /// An MCP server for a catalog of tools.
