@@ -14,7 +14,7 @@ use crate::args::{ServeArgs, SessionArgs};
 use crate::config::{ServerSettings, Transport, load_policy};
 #[cfg(feature = "http")]
 use crate::mcp::HttpAuth;
-use crate::mcp::{KyroServer, TextMode};
+use crate::mcp::{KyroServer, PendingApprovals, TextMode};
 use crate::selection::{CatalogFlags, CatalogMode, Selection};
 #[cfg(feature = "upstream")]
 use crate::upstream::{self, Upstream, UpstreamSpec};
@@ -43,6 +43,9 @@ pub enum ServeError {
     /// The HTTP bearer token cannot be read or is not one.
     #[error("the HTTP token (--token-file FILE, or KYRO_HTTP_TOKEN): {0}")]
     HttpToken(String),
+    /// `KYRO_STATE_KEY` cannot seal approval states.
+    #[error("{0}")]
+    StateKey(String),
     /// An upstream server could not be started or did not answer.
     #[error("{0}")]
     Upstream(String),
@@ -372,7 +375,9 @@ impl Server {
             chosen.tools.push("mcp_call".into());
         }
         let selection = Selection::resolve(&chosen, &runtime, self.default_toolsets)?;
+        let approvals = PendingApprovals::from_env().map_err(ServeError::StateKey)?;
         let server = KyroServer::new(runtime)
+            .with_approvals(approvals)
             .with_selection(selection)
             .with_text(self.text)
             .with_transport(self.settings.transport)

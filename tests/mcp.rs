@@ -817,3 +817,168 @@ fn stop_process_ends_a_program_by_sigterm_whatever_kyro_inherited_and_wherever_i
     let (signal, status) = stop_a_sleep(Server::start_of(Server::spawn_as(contained, ws.path(), &extra)));
     assert_eq!((signal, status.as_str()), (json!(15), defaults));
 }
+
+/// The kinds of the refusals in the workspace's receipts, in order.
+fn refusals(ws: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(ws.join(".kyro/receipts.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter_map(|r| r["decision"]["reason"]["kind"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn a_current_client_is_asked_by_input_required_and_its_answer_runs_the_call_once() {
+    let ws = tempfile::tempdir().unwrap();
+    let mut server = Server::spawn(ws.path(), &[]);
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+        "io.modelcontextprotocol/clientInfo": {"name": "current", "version": "1"}
+    });
+    let mut id = 0;
+    let mut call = |script: &str, retry: Value| {
+        id += 1;
+        let mut params = json!({"name": "run_command", "arguments": {"argv": [script], "shell": true}, "_meta": meta});
+        if let Value::Object(retry) = retry {
+            params.as_object_mut().unwrap().extend(retry);
+        }
+        server.request(id, "tools/call", params)["result"].clone()
+    };
+    let runs = || {
+        std::fs::read_to_string(ws.path().join("log"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let script = "echo ran >> log";
+    // Asked: the question shows the call, the state comes back sealed, nothing ran.
+    let asked = call(script, Value::Null);
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    let question = &asked["inputRequests"]["approval"];
+    assert_eq!(question["method"], "elicitation/create", "{asked}");
+    assert!(
+        question["params"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("echo ran >> log"),
+        "{asked}"
+    );
+    assert_eq!(
+        question["params"]["requestedSchema"]["required"],
+        json!(["approve"]),
+        "{asked}"
+    );
+    let state = asked["requestState"].as_str().expect("a sealed state").to_owned();
+    assert_eq!(runs(), 0);
+    let answer = |action: &str, approve: bool| json!({"inputResponses": {"approval": {"action": action, "content": {"approve": approve}}}, "requestState": state});
+    // The state with other arguments runs nothing, and stays good for its own call.
+    let other = call("echo other >> log", answer("accept", true));
+    assert_eq!(other["isError"], true, "{other}");
+    assert!(
+        other["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("arguments changed"),
+        "{other}"
+    );
+    // A tampered state runs nothing.
+    let mut tampered = state.clone();
+    let last = tampered.pop().unwrap();
+    tampered.push(if last == 'A' { 'B' } else { 'A' });
+    let forged = call(
+        script,
+        json!({"inputResponses": {"approval": {"action": "accept", "content": {"approve": true}}}, "requestState": tampered}),
+    );
+    assert!(
+        forged["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("does not verify"),
+        "{forged}"
+    );
+    assert_eq!(runs(), 0);
+    // The person's yes runs the call once; the same state again runs nothing.
+    let approved = call(script, answer("accept", true));
+    assert_eq!(approved["isError"], false, "{approved}");
+    assert_eq!(runs(), 1);
+    let replayed = call(script, answer("accept", true));
+    assert!(
+        replayed["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("already used"),
+        "{replayed}"
+    );
+    assert_eq!(runs(), 1);
+    // A decline is the person's answer: denied, said so, nothing ran.
+    let asked = call(script, Value::Null);
+    let state = asked["requestState"].as_str().unwrap().to_owned();
+    let declined = call(
+        script,
+        json!({"inputResponses": {"approval": {"action": "decline"}}, "requestState": state}),
+    );
+    assert!(
+        declined["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("the person declined this call"),
+        "{declined}"
+    );
+    assert_eq!(runs(), 1);
+    assert_eq!(
+        refusals(ws.path()),
+        [
+            "approval_mismatch",
+            "approval_unverified",
+            "approval_reused",
+            "declined"
+        ]
+    );
+    // A client that cannot be asked by a form keeps the text that says how to approve.
+    drop(server);
+    let mut server = Server::spawn(ws.path(), &[]);
+    for capabilities in [json!({}), json!({"elicitation": {"url": {}}})] {
+        let mut meta = meta.clone();
+        meta["io.modelcontextprotocol/clientCapabilities"] = capabilities;
+        let unasked = server.request(
+            1,
+            "tools/call",
+            json!({"name": "run_command", "arguments": {"argv": [script], "shell": true}, "_meta": meta}),
+        )["result"]
+            .clone();
+        assert_eq!(unasked["isError"], true, "{unasked}");
+        assert!(
+            unasked["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("approval_required"),
+            "{unasked}"
+        );
+    }
+    assert_eq!(runs(), 1);
+    // Under `--catalog search`, `call_tool` carries the retry's answer to the call.
+    drop(server);
+    let mut server = Server::spawn(ws.path(), &["--catalog", "search"]);
+    let inner = json!({"name": "run_command", "arguments": {"argv": [script], "shell": true}});
+    let asked = server.request(
+        1,
+        "tools/call",
+        json!({"name": "call_tool", "arguments": inner, "_meta": meta}),
+    )["result"]
+        .clone();
+    let state = asked["requestState"]
+        .as_str()
+        .expect("asked through call_tool")
+        .to_owned();
+    let approved = server.request(
+        2,
+        "tools/call",
+        json!({"name": "call_tool", "arguments": inner, "_meta": meta, "requestState": state,
+               "inputResponses": {"approval": {"action": "accept", "content": {"approve": true}}}}),
+    )["result"]
+        .clone();
+    assert_eq!(approved["isError"], false, "{approved}");
+    assert_eq!(runs(), 2);
+}

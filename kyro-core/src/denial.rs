@@ -154,6 +154,20 @@ pub enum Denial {
         /// How long approvals last, in seconds.
         lifetime_s: u64,
     },
+    /// The person asked to approve this call declined it (or dismissed the question):
+    /// nothing ran, and asking again is asking them again.
+    Declined {
+        /// This call's fingerprint.
+        fingerprint: String,
+    },
+    /// The approval came back in a state kyro cannot verify: changed on the way, sealed
+    /// for another caller or by another server, or malformed.
+    ApprovalUnverified {
+        /// This call's fingerprint.
+        fingerprint: String,
+        /// What did not verify.
+        message: String,
+    },
     /// The call's receipt could not be recorded (the receipt log is not a regular file in
     /// a real `.kyro` directory, or a write to it failed): kyro runs no call it cannot
     /// record.
@@ -202,6 +216,14 @@ impl std::fmt::Display for Denial {
                     "the approval for {fingerprint} was already used; approvals are single-use"
                 )
             }
+            Denial::Declined { fingerprint } => write!(
+                f,
+                "the person declined this call ({fingerprint}); nothing ran. Do not retry it unless they ask for it"
+            ),
+            Denial::ApprovalUnverified { fingerprint, message } => write!(
+                f,
+                "the approval for {fingerprint} does not verify ({message}); nothing ran. Call again to be asked anew"
+            ),
             Denial::ApprovalExpired {
                 fingerprint,
                 lifetime_s,

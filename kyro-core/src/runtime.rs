@@ -494,30 +494,31 @@ impl Runtime {
                 },
             }),
             (ApprovalRule::Ask, None) => Err(Decision::ApprovalRequired),
-            (ApprovalRule::Ask, Some(token)) if token.fingerprint() != fingerprint.as_str() => {
-                denied(Denial::ApprovalMismatch {
+            (ApprovalRule::Ask, Some(token)) => match token.refusal() {
+                Some(refusal) => denied(refusal.denial(fingerprint.as_str())),
+                None if token.fingerprint() != fingerprint.as_str() => denied(Denial::ApprovalMismatch {
                     approved: token.fingerprint().to_owned(),
                     fingerprint: fingerprint.to_string(),
-                })
-            }
-            (ApprovalRule::Ask, Some(token)) if token.expired() => denied(Denial::ApprovalExpired {
-                fingerprint: fingerprint.to_string(),
-                lifetime_s: crate::policy::APPROVAL_LIFETIME.as_secs(),
-            }),
-            (ApprovalRule::Ask, Some(token)) => {
-                let fresh = self
-                    .used_approvals
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .spend(token);
-                if fresh {
-                    Ok(Decision::Approved)
-                } else {
-                    denied(Denial::ApprovalReused {
-                        fingerprint: fingerprint.to_string(),
-                    })
+                }),
+                None if token.expired() => denied(Denial::ApprovalExpired {
+                    fingerprint: fingerprint.to_string(),
+                    lifetime_s: crate::policy::APPROVAL_LIFETIME.as_secs(),
+                }),
+                None => {
+                    let fresh = self
+                        .used_approvals
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .spend(token);
+                    if fresh {
+                        Ok(Decision::Approved)
+                    } else {
+                        denied(Denial::ApprovalReused {
+                            fingerprint: fingerprint.to_string(),
+                        })
+                    }
                 }
-            }
+            },
         }
     }
 }

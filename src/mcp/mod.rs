@@ -18,6 +18,7 @@ mod text;
 
 pub use text::TextMode;
 
+pub(crate) use elicit::PendingApprovals;
 use elicit::{Approval, approve, asks_for_approval};
 use progress::ProgressForwarder;
 
@@ -66,6 +67,8 @@ pub(crate) struct KyroServer {
     allowed_origins: Arc<[String]>,
     /// Requests in flight per session, HTTP sessions at once.
     transport: crate::Transport,
+    /// Questions asked by `input_required` (2026-07-28), and the answers redeemed.
+    approvals: Option<Arc<PendingApprovals>>,
 }
 
 impl KyroServer {
@@ -83,7 +86,15 @@ impl KyroServer {
             #[cfg(feature = "http")]
             allowed_origins: Arc::new([]),
             transport: crate::Transport::default(),
+            approvals: None,
         }
+    }
+
+    /// Asks for approvals on 2026-07-28 by `input_required`, sealing their state with
+    /// `approvals` (without, such a call gets `approval_required`).
+    pub(crate) fn with_approvals(mut self, approvals: PendingApprovals) -> KyroServer {
+        self.approvals = Some(Arc::new(approvals));
+        self
     }
 
     /// Lists only the discovery tools and a `call_tool` meta-tool that runs any served tool
@@ -449,7 +460,12 @@ impl ServerHandler for KyroServer {
         // inline boundary future made every spawn copy kilobytes).
         if self.search && request.name == search::CALL_TOOL {
             return match search::unwrap(request.arguments.as_ref()) {
-                Ok(inner) => Box::pin(self.answer(inner, context)).await,
+                Ok(mut inner) => {
+                    // A 2026-07-28 retry's answer and state belong to the call it stands for.
+                    inner.request_state = request.request_state;
+                    inner.input_responses = request.input_responses;
+                    Box::pin(self.answer(inner, context)).await
+                }
                 Err(problem) => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
                     "invalid_arguments (call_tool): {problem}"
                 ))])
@@ -466,6 +482,7 @@ impl KyroServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let (request_state, input_responses) = (request.request_state, request.input_responses);
         let mut call = Call::new(
             request.name.into_owned(),
             Value::Object(request.arguments.unwrap_or_default()),
@@ -486,6 +503,23 @@ impl KyroServer {
                     .unwrap_or_else(|p| p.into_inner())
                     .contains(tool)
             };
+            let current = context
+                .protocol_version()
+                .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28);
+            if let (true, Some(approvals)) = (current, &self.approvals) {
+                // 2026-07-28: the question goes back as `input_required`, the answer comes
+                // with the retry (no server-to-client request, no session).
+                let caller = elicit::caller_of(&context);
+                if let Some(state) = request_state.as_deref() {
+                    let token = approvals.redeem(&caller, tool, fingerprint, state, input_responses.as_ref());
+                    outcome = self.run(call.approved(token), &context).await;
+                } else if elicit::asks_by_form(&context)
+                    && let Some(question) = approvals.ask(&caller, tool, fingerprint, summary)
+                {
+                    return Ok(CallToolResponse::InputRequired(question));
+                }
+                return self.finish(outcome);
+            }
             // The user approved this tool for the session earlier, or approves this call now.
             let approved = for_session(tool)
                 || (asks_for_approval(&context.peer)
@@ -506,6 +540,11 @@ impl KyroServer {
                     .await;
             }
         }
+        self.finish(outcome)
+    }
+
+    /// The answer to `tools/call` for an outcome.
+    fn finish(&self, outcome: Outcome) -> Result<CallToolResponse, ErrorData> {
         match outcome {
             Outcome::Ok { result, text, .. } => Ok(ok_result(result, text, self.text).into()),
             Outcome::UnknownTool { name, suggestions } => Err(ErrorData::invalid_params(

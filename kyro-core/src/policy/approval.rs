@@ -1,5 +1,6 @@
 //! Fingerprints of calls and the approvals bound to them.
 
+use crate::denial::Denial;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -113,6 +114,37 @@ pub struct ApprovalToken {
     given: Instant,
     /// Already used elsewhere (another process honoured it): refused as reused.
     spent: bool,
+    /// The person's answer or the approval's state refuses the call.
+    refusal: Option<Refusal>,
+}
+
+/// Why an approval presented refuses its call instead of allowing it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum Refusal {
+    /// The person declined, or dismissed the question.
+    Declined,
+    /// The approval's sealed state did not verify; why.
+    Unverified(String),
+    /// The approval's sealed state is older than approvals last.
+    Lapsed,
+}
+
+impl Refusal {
+    /// The denial of the call `fingerprint` this refusal makes.
+    pub(crate) fn denial(&self, fingerprint: &str) -> Denial {
+        let fingerprint = fingerprint.to_owned();
+        match self {
+            Refusal::Declined => Denial::Declined { fingerprint },
+            Refusal::Unverified(message) => Denial::ApprovalUnverified {
+                fingerprint,
+                message: message.clone(),
+            },
+            Refusal::Lapsed => Denial::ApprovalExpired {
+                fingerprint,
+                lifetime_s: APPROVAL_LIFETIME.as_secs(),
+            },
+        }
+    }
 }
 
 impl ApprovalToken {
@@ -129,7 +161,39 @@ impl ApprovalToken {
             nonce: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             given,
             spent: false,
+            refusal: None,
         }
+    }
+
+    /// The person's answer to the question about the call `hex`: they declined it, or
+    /// dismissed the question. The runtime refuses the call (`declined`), with its receipt.
+    pub fn declined(hex: &str) -> ApprovalToken {
+        ApprovalToken {
+            refusal: Some(Refusal::Declined),
+            ..ApprovalToken::for_fingerprint(hex)
+        }
+    }
+
+    /// An approval of the call `hex` whose sealed state did not verify (`why`): the
+    /// runtime refuses the call (`approval_unverified`), with its receipt.
+    pub fn unverified(hex: &str, why: impl Into<String>) -> ApprovalToken {
+        ApprovalToken {
+            refusal: Some(Refusal::Unverified(why.into())),
+            ..ApprovalToken::for_fingerprint(hex)
+        }
+    }
+
+    /// An approval of the call `hex` whose sealed state has outlived
+    /// [`APPROVAL_LIFETIME`]: the runtime refuses the call as expired, with its receipt.
+    pub fn lapsed(hex: &str) -> ApprovalToken {
+        ApprovalToken {
+            refusal: Some(Refusal::Lapsed),
+            ..ApprovalToken::for_fingerprint(hex)
+        }
+    }
+
+    pub(crate) fn refusal(&self) -> Option<&Refusal> {
+        self.refusal.as_ref()
     }
 
     /// An approval of `hex` that was already used (honoured by another process, as an
