@@ -895,3 +895,50 @@ fn http_soak_every_call_answered_once_and_receipted_once() {
         peak_kib / 1024
     );
 }
+
+#[test]
+fn http_asks_a_current_client_by_input_required_and_runs_the_approved_call_once() {
+    let ws = workspace();
+    let server = HttpServer::start(ws.path());
+    let bearer = format!("Bearer {TOKEN}");
+    let call = |retry: Value| -> Value {
+        let mut params = json!({"name": "run_command", "arguments": {"argv": ["echo ran >> log"], "shell": true},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}}});
+        if let Value::Object(retry) = retry {
+            params.as_object_mut().unwrap().extend(retry);
+        }
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).to_string();
+        let headers = [
+            ("Authorization", bearer.as_str()),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "run_command"),
+        ];
+        let mut answered = Raw::send(&server.url, &headers, body.as_bytes());
+        let head = answered.head();
+        assert!(head.starts_with("http/1.1 200"), "{head}");
+        // The answer is one JSON-RPC message, as JSON or as one server-sent event.
+        let rest = answered.rest();
+        let start = rest.find('{').expect("a JSON-RPC answer");
+        let end = rest.rfind('}').unwrap();
+        serde_json::from_str::<Value>(&rest[start..=end]).unwrap()["result"].clone()
+    };
+    let runs = || {
+        std::fs::read_to_string(ws.path().join("log"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let asked = call(Value::Null);
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    let state = asked["requestState"].as_str().expect("a sealed state").to_owned();
+    let yes = json!({"inputResponses": {"approval": {"action": "accept", "content": {"approve": true}}}, "requestState": state});
+    assert_eq!(runs(), 0);
+    let approved = call(yes.clone());
+    assert_eq!(approved["isError"], false, "{approved}");
+    assert_eq!(runs(), 1);
+    let replayed = call(yes);
+    assert_eq!(replayed["isError"], true, "{replayed}");
+    assert_eq!(runs(), 1);
+}
