@@ -13,8 +13,6 @@ use kyro::dialects::{self, Dialect};
 use kyro::inventory;
 use kyro::text_arguments;
 
-mod pending;
-
 /// Writes a line to stdout; a closed pipe (`kyro tools | head`) is not an error.
 macro_rules! out {
     ($($arg:tt)*) => {{
@@ -22,6 +20,9 @@ macro_rules! out {
         let _ = writeln!(std::io::stdout().lock(), $($arg)*);
     }};
 }
+
+mod grants;
+mod pending;
 
 /// Usage errors exit with 2, like clap's own.
 const USAGE: u8 = 2;
@@ -83,6 +84,15 @@ enum Command {
         #[command(flatten)]
         serve: kyro::ServeArgs,
     },
+    /// List, add and revoke grants: tools a caller may run without being asked, for a
+    /// while (what a person's "allow this tool for an hour" leaves).
+    Grants {
+        #[command(subcommand)]
+        command: Option<grants::GrantsCommand>,
+        /// The workspace root; default the current directory.
+        #[arg(long, global = true, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+    },
     /// Print the tool inventory document, or check the committed copy.
     Docs {
         /// Exit 1 when docs/tool-inventory.md differs from the catalog.
@@ -127,6 +137,7 @@ pub(crate) fn run() -> ExitCode {
         Command::Tools { json, dialect, .. } => tools(&registry, json, dialect, &left_out),
         Command::Describe { name, json, dialect } => describe(&registry, &name, json, dialect),
         Command::Docs { check, path } => docs(&registry, check, &path),
+        Command::Grants { command, workspace } => grants::run(command, workspace, &registry),
         Command::Call {
             name,
             arguments,

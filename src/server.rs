@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use kyro_core::grants::{ApprovalStore, MemoryApprovalStore};
 use kyro_core::receipt::JsonlReceiptLog;
 use kyro_core::{Observer, Policy, Registry, RegistryError, Runtime, ToolEntry, Workspace};
 
@@ -94,6 +95,7 @@ pub struct Server {
     policy: Option<Policy>,
     settings: ServerSettings,
     observers: Vec<Arc<dyn Observer>>,
+    approval_store: Option<Arc<dyn ApprovalStore>>,
     #[cfg(feature = "http")]
     http: Option<SocketAddr>,
     #[cfg(feature = "http")]
@@ -128,6 +130,7 @@ impl Server {
             policy: None,
             settings: ServerSettings::default(),
             observers: Vec::new(),
+            approval_store: None,
             #[cfg(feature = "http")]
             http: None,
             #[cfg(feature = "http")]
@@ -194,6 +197,13 @@ impl Server {
     /// the canonical snapshot the policy saw, after the call.
     pub fn observer(mut self, observer: Arc<dyn Observer>) -> Server {
         self.observers.push(observer);
+        self
+    }
+
+    /// Where grants and spent one-time approvals are kept (by default the workspace's
+    /// `.kyro/state.db` with the `state` feature, else this process's memory).
+    pub fn approval_store(mut self, store: Arc<dyn ApprovalStore>) -> Server {
+        self.approval_store = Some(store);
         self
     }
 
@@ -351,6 +361,7 @@ impl Server {
             message: e.to_string(),
         })?;
         let log = JsonlReceiptLog::in_workspace(workspace.root());
+        let workspace_root = workspace.root().to_owned();
         let log = Arc::new(if batched { log.batched() } else { log });
         let mut policy = self.policy.clone().unwrap_or_default();
         for name in &self.set_aside {
@@ -358,7 +369,11 @@ impl Server {
         }
         let mut runtime = Runtime::new(Arc::new(registry), workspace, &policy)
             .map_err(|e| ServeError::Policy(e.to_string()))?
-            .with_observer(log);
+            .with_observer(log)
+            .with_approval_store(match &self.approval_store {
+                Some(store) => store.clone(),
+                None => default_approval_store(workspace_root),
+            });
         for observer in &self.observers {
             runtime = runtime.with_observer(observer.clone());
         }
@@ -375,7 +390,11 @@ impl Server {
             chosen.tools.push("mcp_call".into());
         }
         let selection = Selection::resolve(&chosen, &runtime, self.default_toolsets)?;
-        let approvals = PendingApprovals::from_env().map_err(ServeError::StateKey)?;
+        let store = runtime
+            .approval_store()
+            .cloned()
+            .unwrap_or_else(|| Arc::new(MemoryApprovalStore::default()));
+        let approvals = PendingApprovals::from_env(store).map_err(ServeError::StateKey)?;
         let server = KyroServer::new(runtime)
             .with_approvals(approvals)
             .with_selection(selection)
@@ -500,101 +519,17 @@ fn say_sandbox(runtime: &Runtime, background: bool) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use std::sync::{Arc, Mutex};
-
-    use kyro_core::receipt::CanonicalCall;
-    use kyro_core::{Call, Observer, Outcome, Receipt};
-    use serde_json::json;
-
-    use super::{ServeError, Server};
-
-    #[derive(Default)]
-    struct Recorder(Mutex<Vec<(Receipt, Option<CanonicalCall>, Outcome)>>);
-
-    impl Observer for Recorder {
-        fn observe(&self, receipt: &Receipt, call: Option<&CanonicalCall>, outcome: &Outcome) {
-            self.0
-                .lock()
-                .unwrap()
-                .push((receipt.clone(), call.cloned(), outcome.clone()));
-        }
-    }
-
-    #[test]
-    fn observers_get_every_receipt_the_canonical_call_and_the_outcome() {
-        let ws = tempfile::tempdir().unwrap();
-        let recorder = Arc::new(Recorder::default());
-        let runtime = Server::new(kyro_tools::catalogs::UTILITIES)
-            .catalog(kyro_tools::catalogs::FILES)
-            .workspace(ws.path())
-            .observer(recorder.clone())
-            .runtime()
-            .unwrap();
-        let executor = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let outcome = executor.block_on(runtime.execute_call(Call::new("calculate", json!({"expression": "6*7"}))));
-        assert!(matches!(outcome, Outcome::Ok { .. }), "{outcome:?}");
-        executor.block_on(runtime.execute_call(Call::new("list_directory", json!({}))));
-        executor.block_on(runtime.execute_call(Call::new("read_file", json!({"path": "missing.txt"}))));
-        let seen = recorder.0.lock().unwrap();
-        assert_eq!(seen.len(), 3);
-        assert_eq!(seen[0].0.tool, "calculate");
-        let canonical = seen[0].1.as_ref().unwrap();
-        assert_eq!(Some(canonical.fingerprint.clone()), seen[0].0.fingerprint);
-        assert!(canonical.canonical.contains("\"expression\":\"6*7\""));
-        assert_eq!(seen[0].2, outcome, "the observer sees the result itself");
-        match &seen[2].2 {
-            Outcome::ExecutionFailed { error, .. } => assert_eq!(error.kind(), "not_found"),
-            other => panic!("{other:?}"),
-        }
-    }
-
-    /// Takes a name.
-    #[allow(unreachable_pub)]
-    #[crate::prelude::tool(name = "bad_pattern", category = "testing", effect = "none")]
-    pub struct BadPattern {
-        /// A name, matched by a pattern that is no regular expression.
-        #[schemars(regex(pattern = "(unclosed"))]
-        pub name: String,
-    }
-
-    impl crate::prelude::Execute for BadPattern {
-        type Output = serde_json::Map<String, serde_json::Value>;
-
-        async fn run(self, _cx: &crate::prelude::ToolContext) -> Result<Self::Output, crate::prelude::ToolError> {
-            Ok(serde_json::Map::from_iter([("name".to_owned(), self.name.into())]))
-        }
-    }
-
-    crate::catalog! {
-        const BAD = [BadPattern];
-    }
-
-    #[test]
-    fn a_schema_that_does_not_compile_refuses_the_server_at_start() {
-        let ws = tempfile::tempdir().unwrap();
-        let refused = Server::new(BAD).workspace(ws.path()).runtime();
-        assert!(
-            matches!(
-                refused,
-                Err(ServeError::Catalog(kyro_core::RegistryError::Schema { .. }))
-            ),
-            "{:?}",
-            refused.err()
-        );
-    }
-
-    #[test]
-    fn catalogs_sharing_a_name_are_refused_at_start() {
-        let ws = tempfile::tempdir().unwrap();
-        let refused = Server::new(kyro_tools::catalogs::FILES)
-            .catalog(kyro_tools::BUILTINS)
-            .workspace(ws.path())
-            .runtime();
-        assert!(matches!(refused, Err(ServeError::Catalog(_))));
+/// The store of grants and spent approvals when the author set none: the workspace's
+/// state database with the `state` feature, else this process's memory.
+fn default_approval_store(root: PathBuf) -> Arc<dyn ApprovalStore> {
+    #[cfg(feature = "state")]
+    return Arc::new(kyro_tools::state::SqliteApprovalStore::in_workspace(&root));
+    #[cfg(not(feature = "state"))]
+    {
+        let _ = root;
+        Arc::new(MemoryApprovalStore::default())
     }
 }
+
+#[cfg(test)]
+mod tests;

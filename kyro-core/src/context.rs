@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 
+use crate::caller::Caller;
 use crate::confined::ConfinedPath;
 use crate::denial::{Access, Denial, ScopeError};
 use crate::descriptor::Catalog;
@@ -156,6 +157,7 @@ pub struct ToolContext {
     effect: Effect,
     effects: Arc<EffectLog>,
     call_id: String,
+    caller: Caller,
     progress: Option<ProgressSink>,
     confined: Arc<HashMap<String, ConfinedPath>>,
     forwarded: Arc<AtomicBool>,
@@ -183,6 +185,7 @@ pub(crate) struct CallParts {
     pub access: Access,
     pub effects: Arc<EffectLog>,
     pub call_id: String,
+    pub caller: Caller,
     pub progress: Option<ProgressSink>,
     pub confined: HashMap<String, ConfinedPath>,
     pub stop: StopSignal,
@@ -199,6 +202,7 @@ impl ToolContext {
             effect: parts.effect,
             effects: parts.effects,
             call_id: parts.call_id,
+            caller: parts.caller,
             progress: parts.progress,
             confined: Arc::new(parts.confined),
             forwarded: Arc::default(),
@@ -207,6 +211,12 @@ impl ToolContext {
             text: parts.text,
             dispatch,
         }
+    }
+
+    /// Who is asking: the local user, or the caller an HTTP token or OAuth subject names.
+    /// Established where the call came in, never from its arguments.
+    pub fn caller(&self) -> &Caller {
+        &self.caller
     }
 
     /// The workspace the call runs in (for resources a tool keeps per workspace).
@@ -220,7 +230,11 @@ impl ToolContext {
     /// that needs one comes back `approval_required`.
     pub async fn call(&self, call: Call) -> Execution {
         self.dispatch
-            .execute(call.unapproved(), &self.scope, (&self.call_id, &self.stop))
+            .execute(
+                call.unapproved().by(self.caller.clone()),
+                &self.scope,
+                (&self.call_id, &self.stop),
+            )
             .await
     }
 
@@ -228,7 +242,11 @@ impl ToolContext {
     /// ([`ToolContext::narrow`]).
     pub async fn call_in(&self, call: Call, scope: &Narrowed) -> Execution {
         self.dispatch
-            .execute(call.unapproved(), &scope.0, (&self.call_id, &self.stop))
+            .execute(
+                call.unapproved().by(self.caller.clone()),
+                &scope.0,
+                (&self.call_id, &self.stop),
+            )
             .await
     }
 
@@ -245,7 +263,7 @@ impl ToolContext {
     pub async fn forward(&self, tool: &str, arguments: serde_json::Value) -> Execution {
         let same_effect = self.catalog.describe(tool).is_some_and(|d| d.effect == self.effect);
         let first = !self.forwarded.swap(true, Ordering::SeqCst);
-        let mut call = Call::new(tool, arguments);
+        let mut call = Call::new(tool, arguments).by(self.caller.clone());
         if same_effect && first {
             let fingerprint = self.dispatch.fingerprint(tool, &call.arguments, &self.scope);
             call = call.approved(ApprovalToken::for_fingerprint(&fingerprint));

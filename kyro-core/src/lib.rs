@@ -11,6 +11,8 @@
 extern crate self as kyro_core;
 
 mod arguments;
+mod authorize;
+mod caller;
 mod catalog;
 pub mod compat;
 mod confined;
@@ -19,6 +21,7 @@ mod denial;
 mod descriptor;
 mod effect;
 mod error;
+pub mod grants;
 mod observed;
 mod offload;
 mod outcome;
@@ -34,6 +37,7 @@ mod stop;
 mod tool;
 
 pub use arguments::{ArgumentsError, parse_arguments, parse_strict};
+pub use caller::Caller;
 pub use confined::{ConfinedPath, Entry, EntryType, Info, sha256_hex};
 pub use context::{Narrowed, ToolContext, Workspace, WorkspacePath};
 pub use descriptor::{Annotations, ArgumentAlias, Catalog, Hints, ToolDescriptor};

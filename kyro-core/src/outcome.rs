@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::caller::Caller;
 use crate::denial::Denial;
 use crate::error::ToolError;
 use crate::policy::ApprovalToken;
@@ -22,6 +23,8 @@ pub struct Call {
     pub approval: Option<ApprovalToken>,
     /// Where a long tool's progress goes, when the caller wants it.
     pub progress: Option<ProgressSink>,
+    /// Who is asking, as the edge the call came in through established it.
+    pub caller: Caller,
 }
 
 impl Call {
@@ -38,7 +41,14 @@ impl Call {
             arguments,
             approval: None,
             progress: None,
+            caller: Caller::local(),
         }
+    }
+
+    /// The same call made by `caller`.
+    pub fn by(mut self, caller: Caller) -> Call {
+        self.caller = caller;
+        self
     }
 
     /// The same call reporting progress to `sink`.

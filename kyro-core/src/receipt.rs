@@ -7,6 +7,7 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 
+use crate::caller::Caller;
 pub use crate::denial::Denial;
 pub use crate::observed::{EffectLog, ObservedEffect};
 use crate::outcome::{Outcome, OutcomeKind};
@@ -26,6 +27,12 @@ pub enum Decision {
     },
     /// Allowed by an approval bound to the fingerprint.
     Approved,
+    /// Allowed without asking by a grant a person gave this caller ("allow this tool from
+    /// now on"), until it expires or is revoked.
+    Granted {
+        /// The grant's id (`kyro grants`).
+        grant: String,
+    },
     /// Needs an approval.
     ApprovalRequired,
     /// Refused.
@@ -42,6 +49,8 @@ pub struct Receipt {
     pub call_id: String,
     /// The call that started this one (batch, sub-agent), if any.
     pub parent_call_id: Option<String>,
+    /// Who asked for the call.
+    pub caller: Caller,
     /// The canonical tool name, or the name asked for when unknown.
     pub tool: String,
     /// The fingerprint, once the arguments were valid.

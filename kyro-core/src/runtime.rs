@@ -14,16 +14,15 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde_json::{Map, Value};
 
 use crate::arguments::{json_type, rewrite_aliases};
+use crate::authorize::{access_for, authorize, grant_for};
+use crate::caller::Caller;
 use crate::catalog::{bind_tool_rules, suggest};
-use crate::confined::ConfinedPath;
 use crate::context::{CallParts, Dispatch, ToolContext, Workspace};
-use crate::effect::{Approval, Effect};
 use crate::error::ToolError;
+use crate::grants::ApprovalStore;
 use crate::offload::{Offloaded, first_of};
 use crate::outcome::{Call, Outcome};
-use crate::policy::{
-    Access, ApprovalRule, ApprovalToken, Fingerprint, Limits, Policy, Scope, ScopeError, UsedApprovals, summarize,
-};
+use crate::policy::{Access, Fingerprint, Limits, Policy, Scope, ScopeError, UsedApprovals, summarize};
 use crate::receipt::{CanonicalCall, Decision, Denial, EffectLog, Execution, Observer, Receipt};
 use crate::registry::{RegisteredTool, Registry, Snapshot};
 use crate::schema::Violation;
@@ -38,6 +37,7 @@ pub struct Runtime {
     limits: Limits,
     observers: Vec<Arc<dyn Observer>>,
     used_approvals: Arc<Mutex<UsedApprovals>>,
+    approval_store: Option<Arc<dyn ApprovalStore>>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -115,7 +115,19 @@ impl Runtime {
             limits: policy.limits,
             observers: Vec::new(),
             used_approvals: Arc::default(),
+            approval_store: None,
         })
+    }
+
+    /// Where grants and spent approvals are kept; without one, no call is granted.
+    pub fn with_approval_store(mut self, store: Arc<dyn ApprovalStore>) -> Runtime {
+        self.approval_store = Some(store);
+        self
+    }
+
+    /// The store of grants and spent approvals, when there is one.
+    pub fn approval_store(&self) -> Option<&Arc<dyn ApprovalStore>> {
+        self.approval_store.as_ref()
     }
 
     /// Adds an observer of every receipt.
@@ -162,7 +174,7 @@ impl Runtime {
         arguments: &Value,
         scope: &Scope,
         snapshot: &Arc<Snapshot>,
-        call_id: &str,
+        (call_id, caller): (&str, &Caller),
     ) -> String {
         let mut summary = summarize(name, arguments);
         let cx = ToolContext::new(
@@ -173,6 +185,7 @@ impl Runtime {
                 access: Access::Read,
                 effects: Arc::new(EffectLog::default()),
                 call_id: call_id.to_owned(),
+                caller: caller.clone(),
                 progress: None,
                 confined: HashMap::new(),
                 stop: StopSignal::default(),
@@ -248,10 +261,12 @@ impl Runtime {
         let call_id = new_call_id();
         let effects = Arc::new(EffectLog::default());
         let tool_name = call.tool.clone();
+        let caller = call.caller.clone();
         let staged = self.stage(call, scope, &call_id, &effects, (parent_stop, cancel)).await;
         let receipt = Receipt {
             call_id,
             parent_call_id: parent_call_id.map(str::to_owned),
+            caller,
             tool: staged.tool.unwrap_or(tool_name),
             fingerprint: staged.canonical.as_ref().map(|c| c.fingerprint.clone()),
             decision: staged.decision,
@@ -348,14 +363,25 @@ impl Runtime {
             };
         }
         let mut confined = HashMap::new();
-        let authorized = self.authorize(
+        let authorized = authorize(
             &tool,
             &arguments,
             scope,
             &fingerprint,
             call.approval.as_ref(),
             &mut confined,
+            &self.used_approvals,
         );
+        // Asked for, unless the person granted this caller the tool (never past a deny).
+        let authorized = match authorized {
+            Err(Decision::ApprovalRequired) => {
+                match grant_for(self.approval_store.as_ref(), &call.caller, &name, &arguments).await {
+                    Some(grant) => Ok(Decision::Granted { grant: grant.id }),
+                    None => Err(Decision::ApprovalRequired),
+                }
+            }
+            other => other,
+        };
         let decision = match authorized {
             Ok(decision) => decision,
             Err(refusal) => {
@@ -367,7 +393,14 @@ impl Runtime {
                     _ => Outcome::ApprovalRequired {
                         tool: name.clone(),
                         fingerprint: fingerprint.to_string(),
-                        summary: self.approval_summary(&tool, &name, &arguments, scope, &snapshot, call_id),
+                        summary: self.approval_summary(
+                            &tool,
+                            &name,
+                            &arguments,
+                            scope,
+                            &snapshot,
+                            (call_id, &call.caller),
+                        ),
                     },
                 };
                 return Staged {
@@ -391,6 +424,7 @@ impl Runtime {
                 access: access_for(descriptor.effect),
                 effects: effects.clone(),
                 call_id: call_id.to_owned(),
+                caller: call.caller,
                 progress: call.progress,
                 confined,
                 stop: stop.clone(),
@@ -439,96 +473,6 @@ impl Runtime {
             outcome,
             work_stopped,
         }
-    }
-
-    fn authorize(
-        &self,
-        tool: &RegisteredTool,
-        arguments: &Value,
-        scope: &Scope,
-        fingerprint: &Fingerprint,
-        approval: Option<&ApprovalToken>,
-        confined: &mut HashMap<String, ConfinedPath>,
-    ) -> Result<Decision, Decision> {
-        let denied = |reason| Err(Decision::Denied { reason });
-        let descriptor = tool.descriptor();
-        if let Some(missing) = tool.capabilities().iter().find(|c| !scope.capabilities().contains(c)) {
-            return denied(Denial::MissingCapability {
-                capability: missing.clone(),
-            });
-        }
-        let access = access_for(descriptor.effect);
-        for (pointer, path) in descriptor.paths_in(arguments) {
-            match scope.confine(path, access) {
-                Ok(handle) => {
-                    confined.insert(path.to_owned(), handle);
-                }
-                Err(reason) => {
-                    return denied(Denial::Path {
-                        pointer,
-                        path: path.to_owned(),
-                        reason,
-                    });
-                }
-            }
-        }
-        let mut effect_rule = scope.approvals().for_effect(descriptor.effect);
-        if descriptor.approval == Some(Approval::Required) && effect_rule == ApprovalRule::Auto {
-            effect_rule = ApprovalRule::Ask;
-        }
-        // The tool's own rule, then a rule naming this very call (a command), which never
-        // lifts a deny and, against the tool's rule, is held to the stricter of the two.
-        let (rule, matched) =
-            scope
-                .approvals()
-                .decide(&descriptor.name, effect_rule, tool.executor().rule(arguments, scope));
-        match (rule, approval) {
-            (ApprovalRule::Auto, _) => Ok(match matched {
-                Some(matched) => Decision::AllowedByRule { rule: matched.rule },
-                None => Decision::Allowed,
-            }),
-            (ApprovalRule::Deny, _) => denied(match matched {
-                Some(matched) => Denial::RuleForbids { rule: matched.rule },
-                None => Denial::PolicyForbids {
-                    effect: descriptor.effect,
-                },
-            }),
-            (ApprovalRule::Ask, None) => Err(Decision::ApprovalRequired),
-            (ApprovalRule::Ask, Some(token)) => match token.refusal() {
-                Some(refusal) => denied(refusal.denial(fingerprint.as_str())),
-                None if token.fingerprint() != fingerprint.as_str() => denied(Denial::ApprovalMismatch {
-                    approved: token.fingerprint().to_owned(),
-                    fingerprint: fingerprint.to_string(),
-                }),
-                None if token.expired() => denied(Denial::ApprovalExpired {
-                    fingerprint: fingerprint.to_string(),
-                    lifetime_s: crate::policy::APPROVAL_LIFETIME.as_secs(),
-                }),
-                None => {
-                    let fresh = self
-                        .used_approvals
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .spend(token);
-                    if fresh {
-                        Ok(Decision::Approved)
-                    } else {
-                        denied(Denial::ApprovalReused {
-                            fingerprint: fingerprint.to_string(),
-                        })
-                    }
-                }
-            },
-        }
-    }
-}
-
-/// The access a tool's path arguments need: write tools write, the rest read.
-fn access_for(effect: Effect) -> Access {
-    if effect == Effect::Write {
-        Access::ReadWrite
-    } else {
-        Access::Read
     }
 }
 

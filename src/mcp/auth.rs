@@ -11,6 +11,7 @@ use axum::http::StatusCode;
 use axum::http::header::{AUTHORIZATION, WWW_AUTHENTICATE};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use kyro_core::Caller;
 use subtle::ConstantTimeEq;
 
 /// The environment variable a token can come from.
@@ -19,8 +20,10 @@ pub(super) const TOKEN_VARIABLE: &str = "KYRO_HTTP_TOKEN";
 /// How HTTP requests are authenticated.
 #[derive(Clone)]
 pub enum HttpAuth {
-    /// `Authorization: Bearer <token>` on every request.
+    /// `Authorization: Bearer <token>` on every request; its caller is `http`.
     Token(Arc<str>),
+    /// One of several tokens, each naming its caller (a token file of `NAME TOKEN` lines).
+    Callers(Arc<[(Arc<str>, Caller)]>),
     /// The same, with a token kyro made: the server prints it on stderr at start.
     Generated(Arc<str>),
     /// No check: any process that can reach the loopback port is a client.
@@ -31,6 +34,7 @@ impl std::fmt::Debug for HttpAuth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             HttpAuth::Token(_) => "HttpAuth::Token(..)",
+            HttpAuth::Callers(_) => "HttpAuth::Callers(..)",
             HttpAuth::Generated(_) => "HttpAuth::Generated(..)",
             HttpAuth::None => "HttpAuth::None",
         })
@@ -53,22 +57,74 @@ impl HttpAuth {
         }
     }
 
-    /// The token in `file` (surrounding whitespace trimmed).
+    /// The token in `file` (surrounding whitespace trimmed), or its callers: a file of
+    /// lines `NAME TOKEN` (blank lines and `#` comments skipped) gives each token its
+    /// caller, whom receipts, approvals and grants then name.
     pub fn token_file(file: &Path) -> std::io::Result<HttpAuth> {
-        HttpAuth::token(std::fs::read_to_string(file)?)
+        let text = std::fs::read_to_string(file)?;
+        let lines: Vec<&str> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .collect();
+        if let [only] = lines.as_slice()
+            && !only.contains(char::is_whitespace)
+        {
+            return HttpAuth::token(only);
+        }
+        let invalid = |message: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, message);
+        let mut callers: Vec<(Arc<str>, Caller)> = Vec::new();
+        for (n, line) in lines.iter().enumerate() {
+            let mut words = line.split_whitespace();
+            let (Some(name), Some(token), None) = (words.next(), words.next(), words.next()) else {
+                return Err(invalid(format!(
+                    "{}: line {} is not `NAME TOKEN`",
+                    file.display(),
+                    n + 1
+                )));
+            };
+            let caller = Caller::named(name).map_err(invalid)?;
+            let token = checked(token)?;
+            if callers.iter().any(|(t, c)| *t == token || *c == caller) {
+                return Err(invalid(format!(
+                    "{}: `{name}` or its token appears twice",
+                    file.display()
+                )));
+            }
+            callers.push((token, caller));
+        }
+        if callers.is_empty() {
+            return Err(invalid(format!("{}: no token in it", file.display())));
+        }
+        Ok(HttpAuth::Callers(callers.into()))
     }
 
-    /// A given token; refused when empty or not one header-safe word.
-    pub fn token(token: impl AsRef<str>) -> std::io::Result<HttpAuth> {
-        let token = token.as_ref().trim();
-        if token.len() < 16 || !token.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                "an HTTP token must be at least 16 printable ASCII characters, without spaces",
-            ));
+    /// The tokens accepted, each with its caller.
+    pub(super) fn tokens(&self) -> Option<Arc<[(Arc<str>, Caller)]>> {
+        let http = || Caller::named("http").unwrap_or_default();
+        match self {
+            HttpAuth::Token(token) | HttpAuth::Generated(token) => Some(vec![(token.clone(), http())].into()),
+            HttpAuth::Callers(callers) => Some(callers.clone()),
+            HttpAuth::None => None,
         }
-        Ok(HttpAuth::Token(token.into()))
     }
+
+    /// A given token; refused when shorter than 16 or not one header-safe word.
+    pub fn token(token: impl AsRef<str>) -> std::io::Result<HttpAuth> {
+        checked(token.as_ref()).map(HttpAuth::Token)
+    }
+}
+
+/// A token, refused when shorter than 16 or not one header-safe word.
+fn checked(token: &str) -> std::io::Result<Arc<str>> {
+    let token = token.trim();
+    if token.len() < 16 || !token.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "an HTTP token must be at least 16 printable ASCII characters, without spaces",
+        ));
+    }
+    Ok(token.into())
 }
 
 /// The flags that choose [`HttpAuth`] on the command line (`kyro mcp`, [`Server::run`]).
@@ -76,8 +132,8 @@ impl HttpAuth {
 /// [`Server::run`]: crate::Server::run
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct HttpAuthFlags {
-    /// With --http: read the bearer token from this file (default: KYRO_HTTP_TOKEN, else a
-    /// new one printed on stderr).
+    /// With --http: read the bearer token from this file, or several as `NAME TOKEN` lines,
+    /// each naming its caller (default: KYRO_HTTP_TOKEN, else a new one printed on stderr).
     #[arg(long, value_name = "FILE", conflicts_with = "no_auth")]
     pub token_file: Option<std::path::PathBuf>,
     /// With --http: accept requests without a token (loopback only; any local process can
@@ -153,17 +209,31 @@ fn bearer(value: &str) -> Option<&str> {
         .then(|| credentials.trim_start_matches(' '))
 }
 
-/// Lets a request through when it carries the token (compared in constant time); answers
-/// 401 with `WWW-Authenticate: Bearer` otherwise.
-pub(crate) async fn require_token(State(token): State<Arc<str>>, request: Request, next: Next) -> Response {
+/// Lets a request through when it carries one of the tokens (each compared in constant
+/// time, all of them every time), its caller set on the request for the tools to see;
+/// answers 401 with `WWW-Authenticate: Bearer` otherwise.
+pub(crate) async fn require_token(
+    State(tokens): State<Arc<[(Arc<str>, Caller)]>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
     let given = request
         .headers()
         .get(AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
         .and_then(bearer);
-    match given {
-        Some(given) if bool::from(given.as_bytes().ct_eq(token.as_bytes())) => next.run(request).await,
-        _ => (
+    let caller = given.and_then(|given| {
+        tokens.iter().fold(None, |found, (token, caller)| {
+            let same = bool::from(given.as_bytes().ct_eq(token.as_bytes()));
+            if same { Some(caller.clone()) } else { found }
+        })
+    });
+    match caller {
+        Some(caller) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+        None => (
             StatusCode::UNAUTHORIZED,
             [(WWW_AUTHENTICATE, "Bearer realm=\"kyro\"")],
             "kyro: send `Authorization: Bearer <token>` (the token kyro printed at start, or KYRO_HTTP_TOKEN)\n",

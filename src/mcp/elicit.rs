@@ -3,37 +3,46 @@
 //! `elicitation/create` (once, or for the session); on 2026-07-28 by an `input_required`
 //! answer and the retry that brings the person's answer back ([`PendingApprovals`]).
 
-use std::collections::HashMap;
-use std::time::Instant;
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use kyro_core::ApprovalToken;
+use kyro_core::grants::{ApprovalStore, NewGrant, now_ms};
 use kyro_core::policy::APPROVAL_LIFETIME;
+use kyro_core::{ApprovalToken, Caller};
+use kyro_core::{Call, Outcome};
 use rmcp::Peer;
 use rmcp::RoleServer;
 use rmcp::model::{
-    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, InputRequest,
-    InputRequests, InputRequiredResult, InputResponses, RequestStateCodec, RequestStateError, SealOptions,
+    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, EnumSchema, InputRequest,
+    InputRequests, InputRequiredResult, InputResponses, PrimitiveSchemaDefinition, RequestStateCodec,
+    RequestStateError, SealOptions,
 };
 use rmcp::service::RequestContext;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Whether the client declared it can be asked questions (form elicitation).
-pub(super) fn asks_for_approval(peer: &Peer<RoleServer>) -> bool {
+fn asks_for_approval(peer: &Peer<RoleServer>) -> bool {
     peer.peer_info()
         .is_some_and(|info| info.capabilities.elicitation.is_some())
 }
 
-/// Who is asking, as this server knows callers today: the one local user over stdio, the
-/// holder of the server's bearer token over HTTP. An approval's state is sealed for its
-/// caller, so one asked over stdio cannot be redeemed over HTTP.
-pub(super) fn caller_of(context: &RequestContext<RoleServer>) -> String {
+/// Who is asking: over HTTP, the caller the request's token names (set by the token
+/// check; `anonymous` where none is required); over stdio, the local user. Never read
+/// from the request's body. An approval's state is sealed for its caller, so one asked
+/// over stdio cannot be redeemed over HTTP, nor one asked by a token by another.
+pub(super) fn caller_of(context: &RequestContext<RoleServer>) -> Caller {
     #[cfg(feature = "http")]
-    if context.extensions.get::<axum::http::request::Parts>().is_some() {
-        return "http:bearer".into();
+    if let Some(parts) = context.extensions.get::<axum::http::request::Parts>() {
+        return parts
+            .extensions
+            .get::<Caller>()
+            .cloned()
+            .unwrap_or_else(|| Caller::named("anonymous").unwrap_or_default());
     }
     let _ = context;
-    "local".into()
+    Caller::local()
 }
 
 /// Whether a 2026-07-28 request's client can be asked by a form: it declared elicitation,
@@ -46,7 +55,7 @@ pub(super) fn asks_by_form(context: &RequestContext<RoleServer>) -> bool {
 }
 
 /// What the client's user answered.
-pub(super) enum Approval {
+enum Approval {
     Refused,
     Once,
     /// This call, and every later call of the same tool in this session.
@@ -55,7 +64,7 @@ pub(super) enum Approval {
 
 /// Asks the client's user to approve a call, showing its summary and fingerprint, and
 /// whether to approve the tool for the rest of the session.
-pub(super) async fn approve(peer: &Peer<RoleServer>, summary: &str, fingerprint: &str) -> Approval {
+async fn approve(peer: &Peer<RoleServer>, summary: &str, fingerprint: &str) -> Approval {
     let Ok(schema) = ElicitationSchema::builder()
         .required_bool("approve")
         .optional_bool_with("for_session", |b| {
@@ -95,10 +104,11 @@ pub(super) async fn approve(peer: &Peer<RoleServer>, summary: &str, fingerprint:
 /// makes and never writes down.
 pub(crate) struct PendingApprovals {
     codec: RequestStateCodec,
-    /// Nonces already redeemed, each kept while its state could still be opened.
-    redeemed: std::sync::Mutex<HashMap<String, Instant>>,
+    /// Where redeemed nonces are recorded (shared by the replicas sharing the store) and
+    /// grants kept.
+    store: Arc<dyn ApprovalStore>,
     /// How long a state can be redeemed ([`APPROVAL_LIFETIME`]).
-    lifetime: std::time::Duration,
+    lifetime: Duration,
 }
 
 /// The variable holding the key that seals approval states (32 bytes or more).
@@ -107,11 +117,24 @@ pub(crate) const STATE_KEY_VARIABLE: &str = "KYRO_STATE_KEY";
 /// The key `requestState` answers under.
 const APPROVAL_KEY: &str = "approval";
 
+/// The form's answer that asks for a grant besides this call, and how long each lasts.
+const REMEMBER: &str = "remember";
+const GRANTS: [(&str, &str, Duration); 3] = [
+    ("once", "Only this call", Duration::ZERO),
+    (
+        "hour",
+        "Every call of this tool, for an hour",
+        Duration::from_secs(3600),
+    ),
+    ("day", "Every call of this tool, for a day", Duration::from_secs(86_400)),
+];
+
 /// What a retry's state and answer come to.
 #[derive(Debug, PartialEq, Eq)]
 enum Redeemed {
-    /// The person approved this very call, and the state was not redeemed before.
-    Approved,
+    /// The person approved this very call (its one-time nonce still to be spent), and
+    /// perhaps every call of the tool for a while.
+    Approved { nonce: String, grant: Duration },
     /// The state approves another call of the tool (this one's arguments differ): its
     /// fingerprint.
     OtherCall(String),
@@ -122,8 +145,6 @@ enum Redeemed {
     Unverified(String),
     /// The state is older than approvals last.
     Lapsed,
-    /// The state was redeemed before.
-    Spent,
 }
 
 /// What an approval state carries (signed, not encrypted: nothing secret in it).
@@ -135,8 +156,9 @@ struct Sealed {
 }
 
 impl PendingApprovals {
-    /// Sealing under `KYRO_STATE_KEY` when it is set, else under a key of this process's.
-    pub(crate) fn from_env() -> Result<PendingApprovals, String> {
+    /// Sealing under `KYRO_STATE_KEY` when it is set, else under a key of this process's;
+    /// nonces and grants in `store`.
+    pub(crate) fn from_env(store: Arc<dyn ApprovalStore>) -> Result<PendingApprovals, String> {
         let key = match std::env::var(STATE_KEY_VARIABLE) {
             Ok(key) => key.into_bytes(),
             Err(_) => {
@@ -145,14 +167,18 @@ impl PendingApprovals {
                 key
             }
         };
-        PendingApprovals::with_key(key, APPROVAL_LIFETIME)
+        PendingApprovals::with_key(key, store, APPROVAL_LIFETIME)
             .map_err(|e| format!("{STATE_KEY_VARIABLE}: {e} (it must hold 32 bytes or more)"))
     }
 
-    fn with_key(key: Vec<u8>, lifetime: std::time::Duration) -> Result<PendingApprovals, RequestStateError> {
+    fn with_key(
+        key: Vec<u8>,
+        store: Arc<dyn ApprovalStore>,
+        lifetime: Duration,
+    ) -> Result<PendingApprovals, RequestStateError> {
         Ok(PendingApprovals {
             codec: RequestStateCodec::try_new(key)?,
-            redeemed: std::sync::Mutex::default(),
+            store,
             lifetime,
         })
     }
@@ -161,7 +187,7 @@ impl PendingApprovals {
     /// as `Execute::preview` shows it), and the sealed state a retry must bring back.
     pub(crate) fn ask(
         &self,
-        caller: &str,
+        caller: &Caller,
         tool: &str,
         fingerprint: &str,
         summary: &str,
@@ -178,14 +204,24 @@ impl PendingApprovals {
             fingerprint: fingerprint.to_owned(),
             nonce: nonce.iter().map(|b| format!("{b:02x}")).collect(),
         };
-        let options = SealOptions::new().associated_data(caller.as_bytes()).ttl(self.lifetime);
+        let options = SealOptions::new()
+            .associated_data(caller.name().as_bytes())
+            .ttl(self.lifetime);
         // A state that cannot be sealed asks nothing: the call gets `approval_required`.
         let state = self.codec.seal_json_with(&sealed, &options).ok()?;
+        let remember = EnumSchema::builder(GRANTS.iter().map(|g| g.0.to_owned()).collect())
+            .enum_titles(GRANTS.iter().map(|g| g.1.to_owned()).collect())
+            .and_then(|b| b.with_default(GRANTS[0].0))
+            .ok()?
+            .title("Allow")
+            .description("Also allow every later call of this tool by you, without asking, for a while")
+            .build();
         let schema = ElicitationSchema::builder()
             .required_bool("approve")
-            .description("Approve this one call")
+            .property(REMEMBER, PrimitiveSchemaDefinition::Enum(remember))
+            .description("Approve this call")
             .build()
-            .unwrap_or_else(|_| ElicitationSchema::new(Default::default()));
+            .ok()?;
         let question = ElicitRequest::new(ElicitRequestParams::FormElicitationParams {
             meta: None,
             message: format!("Run {summary}\nfingerprint {fingerprint}\nApprove this call?"),
@@ -200,34 +236,62 @@ impl PendingApprovals {
     /// the token to run it with, which the runtime honours once, or refuses (with the
     /// call's receipt) when the person declined, the state does not verify, is for
     /// another tool, was redeemed before or has expired, or the arguments changed.
-    pub(crate) fn redeem(
+    ///
+    /// The nonce is spent in the store first (a replay to any process sharing it is
+    /// refused); a grant the person chose is recorded before the call runs.
+    pub(crate) async fn redeem(
         &self,
-        caller: &str,
+        caller: &Caller,
         tool: &str,
         fingerprint: &str,
         state: &str,
         responses: Option<&InputResponses>,
     ) -> ApprovalToken {
         match self.open(caller, tool, fingerprint, state, responses) {
-            Redeemed::Approved => ApprovalToken::for_fingerprint(fingerprint),
+            Redeemed::Approved { nonce, grant } => {
+                let until = now_ms() + self.lifetime.as_millis() as u64;
+                let store = self.store.clone();
+                let new_grant = (!grant.is_zero()).then(|| NewGrant {
+                    caller: caller.clone(),
+                    tool: tool.to_owned(),
+                    arguments: None,
+                    expires_at_ms: now_ms() + grant.as_millis() as u64,
+                });
+                let spent = tokio::task::spawn_blocking(move || {
+                    let fresh = store.spend_nonce(&nonce, until)?;
+                    if let (true, Some(new_grant)) = (fresh, new_grant) {
+                        // The approval stands for this call even if the grant cannot be kept.
+                        let _ = store.add_grant(new_grant);
+                    }
+                    Ok::<_, String>(fresh)
+                })
+                .await;
+                match spent {
+                    Ok(Ok(true)) => ApprovalToken::for_fingerprint(fingerprint),
+                    Ok(Ok(false)) => ApprovalToken::spent(fingerprint),
+                    Ok(Err(why)) => {
+                        ApprovalToken::unverified(fingerprint, format!("its use could not be recorded: {why}"))
+                    }
+                    Err(_) => ApprovalToken::unverified(fingerprint, "its use could not be recorded".to_owned()),
+                }
+            }
             // The runtime refuses the mismatch; the state stays good for its own call.
             Redeemed::OtherCall(approved) => ApprovalToken::for_fingerprint(&approved),
             Redeemed::Declined => ApprovalToken::declined(fingerprint),
             Redeemed::Unverified(why) => ApprovalToken::unverified(fingerprint, why),
             Redeemed::Lapsed => ApprovalToken::lapsed(fingerprint),
-            Redeemed::Spent => ApprovalToken::spent(fingerprint),
         }
     }
 
     fn open(
         &self,
-        caller: &str,
+        caller: &Caller,
         tool: &str,
         fingerprint: &str,
         state: &str,
         responses: Option<&InputResponses>,
     ) -> Redeemed {
-        let sealed: Sealed = match self.codec.open_json_with(state, caller.as_bytes()) {
+        let sealed: Sealed = match self.codec.open_json_with(state, caller.name().as_bytes()) {
             Ok(sealed) => sealed,
             Err(RequestStateError::Expired) => return Redeemed::Lapsed,
             Err(e) => return Redeemed::Unverified(e.to_string()),
@@ -241,90 +305,217 @@ impl PendingApprovals {
         let Some(answer) = answer else {
             return Redeemed::Unverified(format!("no answer under `{APPROVAL_KEY}`"));
         };
+        let content = answer.content.as_ref();
         let approved = answer.action == ElicitationAction::Accept
-            && answer.content.as_ref().and_then(|c| c.get("approve")) == Some(&Value::Bool(true));
+            && content.and_then(|c| c.get("approve")) == Some(&Value::Bool(true));
         if !approved {
             return Redeemed::Declined;
         }
         if sealed.fingerprint != fingerprint {
             return Redeemed::OtherCall(sealed.fingerprint);
         }
-        let mut redeemed = self.redeemed.lock().unwrap_or_else(|p| p.into_inner());
-        redeemed.retain(|_, at| at.elapsed() <= self.lifetime);
-        if redeemed.insert(sealed.nonce, Instant::now()).is_some() {
-            return Redeemed::Spent;
+        let grant = match content.and_then(|c| c.get(REMEMBER)) {
+            None => Duration::ZERO,
+            Some(chosen) => match GRANTS.iter().find(|g| chosen.as_str() == Some(g.0)) {
+                Some(g) => g.2,
+                None => {
+                    return Redeemed::Unverified(format!("`{REMEMBER}` is {chosen}, not one of the choices offered"));
+                }
+            },
+        };
+        Redeemed::Approved {
+            nonce: sealed.nonce,
+            grant,
         }
-        Redeemed::Approved
     }
+}
+
+/// What becomes of a call the boundary answered `approval_required`.
+pub(super) enum Settled {
+    /// Ask the person: the `input_required` answer (2026-07-28).
+    Ask(InputRequiredResult),
+    /// Run it with this approval (a redeemed state, a yes, the session's approval); a
+    /// refused state's token makes the boundary deny it, with its receipt.
+    Run(Call),
+    /// Answer with the refusal as it is (nobody can be asked).
+    Refused(Outcome),
+}
+
+/// On 2026-07-28, the retry's state redeemed or the question to send back as
+/// `input_required`; before it, `elicitation/create` when the client can be asked (or the
+/// tool was approved for this session); else the refusal as it is.
+pub(super) async fn settle(
+    call: Call,
+    outcome: Outcome,
+    (request_state, input_responses): (Option<String>, Option<InputResponses>),
+    context: &RequestContext<RoleServer>,
+    (approvals, for_session): (Option<&PendingApprovals>, &Mutex<BTreeSet<String>>),
+) -> Settled {
+    let Outcome::ApprovalRequired {
+        tool,
+        fingerprint,
+        summary,
+    } = &outcome
+    else {
+        return Settled::Refused(outcome);
+    };
+    let current = context
+        .protocol_version()
+        .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28);
+    if let (true, Some(approvals)) = (current, approvals) {
+        // 2026-07-28: the question goes back as `input_required`, the answer comes with the
+        // retry (no server-to-client request, no session).
+        if let Some(state) = request_state.as_deref() {
+            let token = approvals
+                .redeem(&call.caller, tool, fingerprint, state, input_responses.as_ref())
+                .await;
+            return Settled::Run(call.approved(token));
+        }
+        if asks_by_form(context)
+            && let Some(question) = approvals.ask(&call.caller, tool, fingerprint, summary)
+        {
+            return Settled::Ask(question);
+        }
+        return Settled::Refused(outcome);
+    }
+    // The user approved this tool for the session earlier, or approves this call now.
+    let session = |tool: &str, add: bool| {
+        let mut tools = for_session.lock().unwrap_or_else(|p| p.into_inner());
+        if add {
+            tools.insert(tool.to_owned())
+        } else {
+            tools.contains(tool)
+        }
+    };
+    let approved = session(tool, false)
+        || (asks_for_approval(&context.peer)
+            && match approve(&context.peer, summary, fingerprint).await {
+                Approval::Refused => false,
+                Approval::Once => true,
+                Approval::ForSession => {
+                    session(tool, true);
+                    true
+                }
+            });
+    if approved {
+        let token = ApprovalToken::for_fingerprint(fingerprint);
+        return Settled::Run(call.approved(token));
+    }
+    Settled::Refused(outcome)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{PendingApprovals, Redeemed};
-    use rmcp::model::InputResponses;
-    use serde_json::json;
+    use std::sync::Arc;
+    use std::time::Duration;
 
-    fn answer(action: &str, approve: bool) -> InputResponses {
-        [(
-            "approval".to_owned(),
-            json!({"action": action, "content": {"approve": approve}}),
-        )]
-        .into()
+    use super::{PendingApprovals, Redeemed};
+    use kyro_core::Caller;
+    use kyro_core::grants::{ApprovalStore, MemoryApprovalStore, now_ms};
+    use rmcp::model::InputResponses;
+    use serde_json::{Value, json};
+
+    fn answer(action: &str, content: Value) -> InputResponses {
+        [("approval".to_owned(), json!({"action": action, "content": content}))].into()
+    }
+
+    fn approvals(key: u8, store: &Arc<MemoryApprovalStore>) -> PendingApprovals {
+        PendingApprovals::with_key(vec![key; 32], store.clone(), Duration::from_secs(1)).unwrap()
     }
 
     #[test]
     fn a_state_is_redeemed_once_by_its_caller_for_its_call_until_it_lapses() {
-        let approvals = PendingApprovals::with_key(vec![7; 32], std::time::Duration::from_secs(1)).unwrap();
+        let store = Arc::new(MemoryApprovalStore::default());
+        let approvals = approvals(7, &store);
+        let (alice, bob) = (Caller::named("alice").unwrap(), Caller::named("bob").unwrap());
         let ask = || {
             approvals
-                .ask("alice", "write_file", "ab", "write_file {}")
+                .ask(&alice, "write_file", "ab", "write_file {}")
                 .and_then(|question| question.request_state)
                 .unwrap()
         };
-        let yes = answer("accept", true);
+        let yes = answer("accept", json!({"approve": true}));
         let state = ask();
-        let open = |caller: &str, tool: &str, fingerprint: &str, state: &str| {
-            approvals.open(caller, tool, fingerprint, state, Some(&yes))
+        let open = |caller: &Caller, tool: &str, fingerprint: &str, responses: &InputResponses| {
+            approvals.open(caller, tool, fingerprint, &state, Some(responses))
         };
         assert!(
-            matches!(open("bob", "write_file", "ab", &state), Redeemed::Unverified(_)),
+            matches!(open(&bob, "write_file", "ab", &yes), Redeemed::Unverified(_)),
             "another caller"
         );
         assert!(
-            matches!(open("alice", "delete_path", "ab", &state), Redeemed::Unverified(_)),
+            matches!(open(&alice, "delete_path", "ab", &yes), Redeemed::Unverified(_)),
             "another tool"
         );
-        assert_eq!(
-            open("alice", "write_file", "cd", &state),
-            Redeemed::OtherCall("ab".into())
-        );
-        let other_key = PendingApprovals::with_key(vec![8; 32], std::time::Duration::from_secs(1)).unwrap();
+        assert_eq!(open(&alice, "write_file", "cd", &yes), Redeemed::OtherCall("ab".into()));
         assert!(matches!(
-            other_key.open("alice", "write_file", "ab", &state, Some(&yes)),
+            self::approvals(8, &store).open(&alice, "write_file", "ab", &state, Some(&yes)),
             Redeemed::Unverified(_)
         ));
         assert_eq!(
-            approvals.open("alice", "write_file", "ab", &state, Some(&answer("accept", false))),
+            open(&alice, "write_file", "ab", &answer("accept", json!({"approve": false}))),
             Redeemed::Declined
         );
         assert_eq!(
-            approvals.open("alice", "write_file", "ab", &state, Some(&answer("cancel", true))),
+            open(
+                &alice,
+                "write_file",
+                "ab",
+                &answer("accept", json!({"approve": "true"}))
+            ),
+            Redeemed::Declined
+        );
+        assert_eq!(
+            open(&alice, "write_file", "ab", &answer("cancel", json!({"approve": true}))),
             Redeemed::Declined
         );
         assert!(matches!(
-            approvals.open("alice", "write_file", "ab", &state, None),
+            approvals.open(&alice, "write_file", "ab", &state, None),
             Redeemed::Unverified(_)
         ));
-        assert_eq!(open("alice", "write_file", "ab", &state), Redeemed::Approved);
-        assert_eq!(open("alice", "write_file", "ab", &state), Redeemed::Spent);
-        // A replica holding the same key opens it too (the used nonces are this process's).
-        let replica = PendingApprovals::with_key(vec![7; 32], std::time::Duration::from_secs(1)).unwrap();
-        assert_eq!(
-            replica.open("alice", "write_file", "ab", &state, Some(&yes)),
-            Redeemed::Approved
-        );
+        assert!(matches!(
+            open(
+                &alice,
+                "write_file",
+                "ab",
+                &answer("accept", json!({"approve": true, "remember": "forever"}))
+            ),
+            Redeemed::Unverified(_)
+        ));
+        assert!(matches!(
+            open(&alice, "write_file", "ab", &answer("accept", json!({"approve": true, "remember": "hour"}))),
+            Redeemed::Approved { grant, .. } if grant == Duration::from_secs(3600)
+        ));
         let late = ask();
-        std::thread::sleep(std::time::Duration::from_millis(2100));
-        assert_eq!(open("alice", "write_file", "ab", &late), Redeemed::Lapsed);
+        std::thread::sleep(Duration::from_millis(2100));
+        assert_eq!(
+            approvals.open(&alice, "write_file", "ab", &late, Some(&yes)),
+            Redeemed::Lapsed
+        );
+    }
+
+    #[tokio::test]
+    async fn a_redeemed_state_is_spent_for_every_replica_sharing_the_store_and_a_grant_is_kept() {
+        let store = Arc::new(MemoryApprovalStore::default());
+        let (one, two) = (approvals(7, &store), approvals(7, &store));
+        let alice = Caller::named("alice").unwrap();
+        let state = one
+            .ask(&alice, "write_file", "ab", "write_file {}")
+            .unwrap()
+            .request_state
+            .unwrap();
+        let hour = answer("accept", json!({"approve": true, "remember": "hour"}));
+        let token = one.redeem(&alice, "write_file", "ab", &state, Some(&hour)).await;
+        assert!(!token.is_refusal());
+        assert_eq!(token.fingerprint(), "ab");
+        let again = two.redeem(&alice, "write_file", "ab", &state, Some(&hour)).await;
+        assert!(again.is_refusal(), "replayed to another replica");
+        let grants = store.grants(Some(&alice), now_ms()).unwrap();
+        assert_eq!(grants.len(), 1, "one grant, from the first redemption only");
+        assert_eq!(
+            (grants[0].tool.as_str(), grants[0].arguments.is_none()),
+            ("write_file", true)
+        );
+        assert!(grants[0].expires_at_ms > now_ms() + 3_500_000);
     }
 }

@@ -52,21 +52,17 @@ impl KyroServer {
             .layer(axum::middleware::from_fn_with_state(bounds, http_limits::limit));
         // One write, and a closed stderr is no reason to stop serving.
         let mut announce = format!("kyro: serving MCP on http://{bound}/mcp\n");
-        let token = match auth {
-            HttpAuth::Token(token) => Some(token),
-            HttpAuth::Generated(token) => {
-                announce.push_str(&format!(
-                    "kyro: bearer token {token} (send `Authorization: Bearer {token}`)\n"
-                ));
-                Some(token)
-            }
+        match &auth {
+            HttpAuth::Generated(token) => announce.push_str(&format!(
+                "kyro: bearer token {token} (send `Authorization: Bearer {token}`)\n"
+            )),
             HttpAuth::None => {
                 announce.push_str("kyro: --no-auth: any local process can use this server, approvals included\n");
-                None
             }
-        };
-        if let Some(token) = token {
-            router = router.layer(axum::middleware::from_fn_with_state(token, auth::require_token));
+            HttpAuth::Token(_) | HttpAuth::Callers(_) => {}
+        }
+        if let Some(tokens) = auth.tokens() {
+            router = router.layer(axum::middleware::from_fn_with_state(tokens, auth::require_token));
         }
         {
             use std::io::Write;

@@ -19,7 +19,7 @@ mod text;
 pub use text::TextMode;
 
 pub(crate) use elicit::PendingApprovals;
-use elicit::{Approval, approve, asks_for_approval};
+use elicit::Settled;
 use progress::ProgressForwarder;
 
 #[cfg(feature = "http")]
@@ -27,7 +27,7 @@ pub use auth::{HttpAuth, HttpAuthFlags};
 
 use std::sync::Arc;
 
-use kyro_core::{ApprovalToken, Call, Outcome, Runtime, ToolDescriptor};
+use kyro_core::{Call, Outcome, Runtime, ToolDescriptor};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult, CompletionInfo,
     ContentBlock, Implementation, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
@@ -429,6 +429,7 @@ impl ServerHandler for KyroServer {
         let snapshot = self.runtime.registry().snapshot();
         Ok(ListResourcesResult::with_all_items(resources::listed(
             &self.tools_of(&snapshot),
+            self.runtime.approval_store().is_some(),
         )))
     }
 
@@ -445,9 +446,10 @@ impl ServerHandler for KyroServer {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let contents = Box::pin(resources::read(&self.runtime, &request.uri)).await?;
+        let caller = elicit::caller_of(&context);
+        let contents = Box::pin(resources::read(&self.runtime, &request.uri, &caller)).await?;
         Ok(ReadResourceResult::new(vec![contents]).into())
     }
 
@@ -486,61 +488,22 @@ impl KyroServer {
         let mut call = Call::new(
             request.name.into_owned(),
             Value::Object(request.arguments.unwrap_or_default()),
-        );
+        )
+        .by(elicit::caller_of(&context));
         if let Some(token) = context.meta.get_progress_token() {
             call = call.with_progress(Arc::new(ProgressForwarder::start(context.peer.clone(), token)));
         }
-        let mut outcome = self.run(call.clone(), &context).await;
-        if let Outcome::ApprovalRequired {
-            tool,
-            fingerprint,
-            summary,
-        } = &outcome
-        {
-            let for_session = |tool: &str| {
-                self.approved_for_session
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .contains(tool)
-            };
-            let current = context
-                .protocol_version()
-                .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28);
-            if let (true, Some(approvals)) = (current, &self.approvals) {
-                // 2026-07-28: the question goes back as `input_required`, the answer comes
-                // with the retry (no server-to-client request, no session).
-                let caller = elicit::caller_of(&context);
-                if let Some(state) = request_state.as_deref() {
-                    let token = approvals.redeem(&caller, tool, fingerprint, state, input_responses.as_ref());
-                    outcome = self.run(call.approved(token), &context).await;
-                } else if elicit::asks_by_form(&context)
-                    && let Some(question) = approvals.ask(&caller, tool, fingerprint, summary)
-                {
-                    return Ok(CallToolResponse::InputRequired(question));
-                }
-                return self.finish(outcome);
-            }
-            // The user approved this tool for the session earlier, or approves this call now.
-            let approved = for_session(tool)
-                || (asks_for_approval(&context.peer)
-                    && match approve(&context.peer, summary, fingerprint).await {
-                        Approval::Refused => false,
-                        Approval::Once => true,
-                        Approval::ForSession => {
-                            self.approved_for_session
-                                .lock()
-                                .unwrap_or_else(|p| p.into_inner())
-                                .insert(tool.clone());
-                            true
-                        }
-                    });
-            if approved {
-                outcome = self
-                    .run(call.approved(ApprovalToken::for_fingerprint(fingerprint)), &context)
-                    .await;
-            }
+        let outcome = self.run(call.clone(), &context).await;
+        if !matches!(outcome, Outcome::ApprovalRequired { .. }) {
+            return self.finish(outcome);
         }
-        self.finish(outcome)
+        let retry = (request_state, input_responses);
+        let approvals = (self.approvals.as_deref(), &*self.approved_for_session);
+        match elicit::settle(call, outcome, retry, &context, approvals).await {
+            Settled::Ask(question) => Ok(CallToolResponse::InputRequired(question)),
+            Settled::Run(call) => self.finish(self.run(call, &context).await),
+            Settled::Refused(outcome) => self.finish(outcome),
+        }
     }
 
     /// The answer to `tools/call` for an outcome.

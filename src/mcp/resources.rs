@@ -9,7 +9,7 @@
 //! only while the log lies where the caller may read.
 
 use kyro_core::policy::{Access, ApprovalRule};
-use kyro_core::{Approval, Call, Outcome, Runtime};
+use kyro_core::{Approval, Call, Caller, Outcome, Runtime};
 use rmcp::ErrorData;
 use rmcp::model::{Resource, ResourceContents, ResourceTemplate, Tool};
 use serde_json::json;
@@ -22,6 +22,8 @@ const TOOLS: &str = "kyro://tools/";
 const RECEIPTS: &str = "kyro://receipts/";
 /// `kyro://workspace/{path}`: a workspace file, through `read_file`.
 const WORKSPACE: &str = "kyro://workspace/";
+/// The grants in force for the caller reading.
+const GRANTS: &str = "kyro://grants";
 /// The tool the file template reads through.
 const READER: &str = "read_file";
 
@@ -75,11 +77,20 @@ fn serves_receipts(runtime: &Runtime) -> bool {
 }
 
 /// The fixed resources: the inventory and the listed tools' descriptors.
-pub(crate) fn listed(tools: &[Tool]) -> Vec<Resource> {
+pub(crate) fn listed(tools: &[Tool], grants: bool) -> Vec<Resource> {
     let mut inventory = Resource::new(INVENTORY, "inventory");
     inventory.description = Some("Every served tool: arguments, results, effects (markdown)".into());
     inventory.mime_type = Some("text/markdown".into());
     let mut out = vec![inventory];
+    if grants {
+        let mut resource = Resource::new(GRANTS, "grants");
+        resource.description = Some(
+            "The tools you may run without being asked, each until it expires (revoke with `kyro grants revoke ID`)"
+                .into(),
+        );
+        resource.mime_type = Some("application/json".into());
+        out.push(resource);
+    }
     for tool in tools {
         let mut resource = Resource::new(format!("{TOOLS}{}", tool.name), tool.name.to_string());
         resource.mime_type = Some("application/json".into());
@@ -106,9 +117,18 @@ pub(crate) fn templates(runtime: &Runtime) -> Vec<ResourceTemplate> {
     templates
 }
 
-/// Reads one resource.
-pub(crate) async fn read(runtime: &Runtime, uri: &str) -> Result<ResourceContents, ErrorData> {
+/// Reads one resource for `caller`.
+pub(crate) async fn read(runtime: &Runtime, uri: &str, caller: &Caller) -> Result<ResourceContents, ErrorData> {
     let snapshot = runtime.registry().snapshot();
+    if let (GRANTS, Some(store)) = (uri, runtime.approval_store()) {
+        let (store, caller) = (store.clone(), caller.clone());
+        let grants = tokio::task::spawn_blocking(move || store.grants(Some(&caller), kyro_core::grants::now_ms()))
+            .await
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
+            .map_err(|e| ErrorData::internal_error(e, None))?;
+        let text = serde_json::to_string_pretty(&grants).unwrap_or_default();
+        return Ok(ResourceContents::text(text, uri).with_mime_type("application/json"));
+    }
     if uri == INVENTORY {
         let text = crate::inventory::render(&snapshot);
         return Ok(ResourceContents::text(text, uri).with_mime_type("text/markdown"));
@@ -152,7 +172,7 @@ pub(crate) async fn read(runtime: &Runtime, uri: &str) -> Result<ResourceContent
         };
     }
     if let Some(path) = uri.strip_prefix(WORKSPACE) {
-        let call = Call::new("read_file", json!({"path": path, "limit": 20_000}));
+        let call = Call::new("read_file", json!({"path": path, "limit": 20_000})).by(caller.clone());
         return match runtime.execute_call(call).await {
             Outcome::Ok { result, .. } => {
                 let text = result["content"].as_str().unwrap_or_default().to_owned();

@@ -23,7 +23,7 @@ pub mod orchestration;
 pub mod settings;
 pub mod shell;
 #[cfg(feature = "state")]
-mod state;
+pub mod state;
 
 pub use failure::{Failure, RemoteReason};
 

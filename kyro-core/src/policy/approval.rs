@@ -192,6 +192,12 @@ impl ApprovalToken {
         }
     }
 
+    /// Whether this token stands for a refusal (declined, unverified, lapsed, spent):
+    /// the call it comes with is denied, with the reason in its receipt.
+    pub fn is_refusal(&self) -> bool {
+        self.refusal.is_some()
+    }
+
     pub(crate) fn refusal(&self) -> Option<&Refusal> {
         self.refusal.as_ref()
     }

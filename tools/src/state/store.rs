@@ -58,6 +58,20 @@ const MIGRATIONS: &[&str] = &[
         created_at INTEGER NOT NULL,
         updated_at INTEGER NOT NULL
     );",
+    // 4: grants and the one-time approvals already spent (the MCP server's).
+    "CREATE TABLE grants (
+        id INTEGER PRIMARY KEY,
+        caller TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        arguments TEXT,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+    );
+    CREATE INDEX grants_by_caller ON grants (caller, expires_at);
+    CREATE TABLE spent_nonces (
+        nonce TEXT PRIMARY KEY,
+        until_ms INTEGER NOT NULL
+    );",
 ];
 
 /// How long a write waits for another writer at most.

@@ -1,0 +1,169 @@
+//! `kyro grants`: the grants a person gave ("allow this tool from now on"), listed, added
+//! and revoked in the workspace's state database, which every kyro serving it reads.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Subcommand;
+use kyro_core::grants::{ApprovalStore, Grant, NewGrant, now_ms};
+use kyro_core::{Caller, Registry};
+use kyro_tools::state::SqliteApprovalStore;
+use serde_json::{Map, Value};
+
+use super::{fail, print_json, usage};
+
+/// The longest a grant may last: thirty days.
+const LONGEST_MS: u64 = 30 * 86_400_000;
+
+#[derive(Debug, Subcommand)]
+pub(super) enum GrantsCommand {
+    /// List the grants in force (the default).
+    List {
+        /// Only this caller's (`local`, or a name from the HTTP token file).
+        #[arg(long)]
+        caller: Option<String>,
+        /// Print them as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Let a caller run a tool without being asked, for a while.
+    Add {
+        /// Tool name or alias.
+        tool: String,
+        /// Who may (default: `local`, the user running kyro).
+        #[arg(long, default_value = "local")]
+        caller: String,
+        /// How long: `30m`, `8h`, `2d` (at most 30 days).
+        #[arg(long = "for", value_name = "DURATION", default_value = "1h", value_parser = duration_ms)]
+        lasting: u64,
+        /// Only calls whose arguments begin with these (a JSON object: each value equal,
+        /// an array a prefix: `{"argv": ["cargo", "test"]}`).
+        #[arg(long, value_name = "JSON", value_parser = arguments)]
+        arguments: Option<Map<String, Value>>,
+    },
+    /// Revoke a grant by its id.
+    Revoke {
+        /// The id `kyro grants list` shows.
+        id: String,
+    },
+}
+
+/// `30m`, `8h`, `2d` in milliseconds.
+fn duration_ms(value: &str) -> Result<u64, String> {
+    let refused = || format!("`{value}` is not a duration: write a number and m, h or d (`30m`, `8h`, `2d`)");
+    let (number, unit) = value.split_at(value.len().saturating_sub(1));
+    let number: u64 = number.parse().map_err(|_| refused())?;
+    let ms = match unit {
+        "m" => number.checked_mul(60_000),
+        "h" => number.checked_mul(3_600_000),
+        "d" => number.checked_mul(86_400_000),
+        _ => None,
+    }
+    .ok_or_else(refused)?;
+    if ms == 0 || ms > LONGEST_MS {
+        return Err(format!("`{value}`: a grant lasts from a minute to 30 days"));
+    }
+    Ok(ms)
+}
+
+fn arguments(value: &str) -> Result<Map<String, Value>, String> {
+    match kyro_core::parse_strict(value) {
+        Ok(Value::Object(map)) if !map.is_empty() => Ok(map),
+        Ok(_) => Err("--arguments takes a non-empty JSON object".to_owned()),
+        Err(e) => Err(format!("--arguments: {e}")),
+    }
+}
+
+/// Runs `kyro grants` in `workspace`; `registry` names the tools a grant may be for.
+pub(super) fn run(command: Option<GrantsCommand>, workspace: Option<PathBuf>, registry: &Registry) -> ExitCode {
+    let root = workspace.unwrap_or_else(|| PathBuf::from("."));
+    let root = match root.canonicalize() {
+        Ok(root) => root,
+        Err(e) => return fail(&format!("the workspace {}: {e}", root.display())),
+    };
+    let store = SqliteApprovalStore::in_workspace(&root);
+    let command = command.unwrap_or(GrantsCommand::List {
+        caller: None,
+        json: false,
+    });
+    match command {
+        GrantsCommand::List { caller, json } => {
+            let caller = match caller.as_deref().map(Caller::named).transpose() {
+                Ok(caller) => caller,
+                Err(e) => return usage(&e),
+            };
+            match store.grants(caller.as_ref(), now_ms()) {
+                Ok(grants) if json => print_json(&grants),
+                Ok(grants) if grants.is_empty() => out!("no grants in force"),
+                Ok(grants) => grants.iter().for_each(|g| out!("{}", line(g))),
+                Err(e) => return fail(&e),
+            }
+            ExitCode::SUCCESS
+        }
+        GrantsCommand::Add {
+            tool,
+            caller,
+            lasting,
+            arguments,
+        } => {
+            let caller = match Caller::named(&caller) {
+                Ok(caller) => caller,
+                Err(e) => return usage(&e),
+            };
+            let snapshot = registry.snapshot();
+            let Some(found) = snapshot.get(&tool) else {
+                return usage(&format!("no tool is named `{tool}` (see `kyro tools`)"));
+            };
+            let grant = NewGrant {
+                caller,
+                tool: found.descriptor().name.clone(),
+                arguments,
+                expires_at_ms: now_ms() + lasting,
+            };
+            match store.add_grant(grant) {
+                Ok(grant) => {
+                    out!("granted: {}", line(&grant));
+                    ExitCode::SUCCESS
+                }
+                Err(e) => fail(&e),
+            }
+        }
+        GrantsCommand::Revoke { id } => match store.revoke_grant(&id) {
+            Ok(true) => {
+                out!("revoked grant {id}");
+                ExitCode::SUCCESS
+            }
+            Ok(false) => fail(&format!("no grant has the id `{id}` (see `kyro grants list`)")),
+            Err(e) => fail(&e),
+        },
+    }
+}
+
+/// `3  local  run_command {"argv":["cargo","test"]}  for 59 more minutes`
+fn line(grant: &Grant) -> String {
+    let left_min = grant.expires_at_ms.saturating_sub(now_ms()).div_ceil(60_000);
+    let left = if left_min >= 120 {
+        format!("{} more hours", left_min / 60)
+    } else {
+        format!("{left_min} more minutes")
+    };
+    let arguments = grant
+        .arguments
+        .as_ref()
+        .map(|a| format!(" {}", Value::Object(a.clone())))
+        .unwrap_or_default();
+    format!("{}  {}  {}{arguments}  for {left}", grant.id, grant.caller, grant.tool)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_duration_is_minutes_hours_or_days_up_to_thirty_days() {
+        assert_eq!(super::duration_ms("30m"), Ok(1_800_000));
+        assert_eq!(super::duration_ms("8h"), Ok(28_800_000));
+        assert_eq!(super::duration_ms("30d"), Ok(30 * 86_400_000));
+        for value in ["", "h", "0m", "31d", "1w", "-1h", "1.5h", "99999999999999999999d"] {
+            assert!(super::duration_ms(value).is_err(), "{value}");
+        }
+    }
+}
