@@ -137,7 +137,11 @@ pub(crate) fn run() -> ExitCode {
         Command::Tools { json, dialect, .. } => tools(&registry, json, dialect, &left_out),
         Command::Describe { name, json, dialect } => describe(&registry, &name, json, dialect),
         Command::Docs { check, path } => docs(&registry, check, &path),
-        Command::Grants { command, workspace } => grants::run(command, workspace, &registry),
+        Command::Grants { command, workspace } => match grants::run(command, workspace, &registry) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(grants::Refused::Usage(message)) => usage(&message),
+            Err(grants::Refused::Failed(message)) => fail(&message),
+        },
         Command::Call {
             name,
             arguments,

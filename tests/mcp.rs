@@ -8,6 +8,8 @@ use serde_json::{Value, json};
 
 #[path = "mcp/frames.rs"]
 mod frames;
+#[path = "mcp/grants.rs"]
+mod grants;
 #[path = "mcp/resources.rs"]
 mod resources;
 

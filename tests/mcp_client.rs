@@ -942,3 +942,92 @@ fn http_asks_a_current_client_by_input_required_and_runs_the_approved_call_once(
     assert_eq!(replayed["isError"], true, "{replayed}");
     assert_eq!(runs(), 1);
 }
+
+/// One 2026-07-28 `tools/call` of `run_command` over HTTP with `token`; its result.
+fn call_as(url: &str, token: &str, argv: Value, retry: Value) -> Value {
+    let mut params = json!({"name": "run_command", "arguments": {"argv": argv},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}}});
+    if let Value::Object(retry) = retry {
+        params.as_object_mut().unwrap().extend(retry);
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).to_string();
+    let bearer = format!("Bearer {token}");
+    let headers = [
+        ("Authorization", bearer.as_str()),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "run_command"),
+    ];
+    let mut answered = Raw::send(url, &headers, body.as_bytes());
+    let head = answered.head();
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    let rest = answered.rest();
+    let start = rest.find('{').expect("a JSON-RPC answer");
+    let end = rest.rfind('}').unwrap();
+    serde_json::from_str::<Value>(&rest[start..=end]).unwrap()["result"].clone()
+}
+
+#[test]
+fn http_callers_of_a_token_file_are_kept_apart_in_approvals_grants_and_receipts() {
+    let ws = workspace();
+    let (alice, bob) = ("alice-token-0123456789abcdef", "bob-token-0123456789abcdef00");
+    let tokens = ws.path().join("tokens");
+    std::fs::write(&tokens, format!("# who may call\nalice {alice}\nbob   {bob}\n")).unwrap();
+    let server = HttpServer::start_with(ws.path(), &["--token-file", tokens.to_str().unwrap()], None);
+    let touch = |name: &str| json!(["touch", name]);
+    // Alice is asked; Bob cannot redeem her state, whatever he answers.
+    let asked = call_as(&server.url, alice, touch("a"), Value::Null);
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    let state = asked["requestState"].as_str().unwrap().to_owned();
+    let yes = json!({"inputResponses": {"approval": {"action": "accept", "content": {"approve": true, "remember": "hour"}}}, "requestState": state});
+    let stolen = call_as(&server.url, bob, touch("a"), yes.clone());
+    assert_eq!(stolen["isError"], true, "{stolen}");
+    assert!(
+        stolen["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("does not verify"),
+        "{stolen}"
+    );
+    assert!(!ws.path().join("a").exists());
+    // Alice's own answer runs it, and grants her the tool for an hour: not Bob.
+    let ran = call_as(&server.url, alice, touch("a"), yes);
+    assert_eq!(ran["isError"], false, "{ran}");
+    let granted = call_as(&server.url, alice, touch("b"), Value::Null);
+    assert_eq!(granted["isError"], false, "{granted}");
+    let not_bob = call_as(&server.url, bob, touch("c"), Value::Null);
+    assert_eq!(not_bob["resultType"], "input_required", "{not_bob}");
+    assert!(!ws.path().join("c").exists());
+    // A caller is who the token says, never what the body says.
+    let claimed = call_as(
+        &server.url,
+        bob,
+        touch("d"),
+        json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "caller": "alice",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}}}),
+    );
+    assert_eq!(claimed["resultType"], "input_required", "{claimed}");
+    let receipts: Vec<(String, String)> = std::fs::read_to_string(ws.path().join(".kyro/receipts.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|r| {
+            (
+                r["caller"].as_str().unwrap().to_owned(),
+                r["decision"]["kind"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("alice", "approval_required"),
+        ("bob", "approval_required"),
+        ("bob", "denied"),
+        ("alice", "approval_required"),
+        ("alice", "approved"),
+        ("alice", "granted"),
+        ("bob", "approval_required"),
+        ("bob", "approval_required"),
+    ];
+    assert_eq!(receipts, expected.map(|(c, d)| (c.to_owned(), d.to_owned())));
+}

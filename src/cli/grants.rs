@@ -2,15 +2,12 @@
 //! and revoked in the workspace's state database, which every kyro serving it reads.
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use clap::Subcommand;
 use kyro_core::grants::{ApprovalStore, Grant, NewGrant, now_ms};
 use kyro_core::{Caller, Registry};
 use kyro_tools::state::SqliteApprovalStore;
 use serde_json::{Map, Value};
-
-use super::{fail, print_json, usage};
 
 /// The longest a grant may last: thirty days.
 const LONGEST_MS: u64 = 30 * 86_400_000;
@@ -74,13 +71,24 @@ fn arguments(value: &str) -> Result<Map<String, Value>, String> {
     }
 }
 
+/// Why `kyro grants` did not do what it was asked.
+pub(super) enum Refused {
+    /// The command line asks for something that cannot be (exit 2).
+    Usage(String),
+    /// The store failed, or there is no such grant (exit 1).
+    Failed(String),
+}
+
 /// Runs `kyro grants` in `workspace`; `registry` names the tools a grant may be for.
-pub(super) fn run(command: Option<GrantsCommand>, workspace: Option<PathBuf>, registry: &Registry) -> ExitCode {
+pub(super) fn run(
+    command: Option<GrantsCommand>,
+    workspace: Option<PathBuf>,
+    registry: &Registry,
+) -> Result<(), Refused> {
     let root = workspace.unwrap_or_else(|| PathBuf::from("."));
-    let root = match root.canonicalize() {
-        Ok(root) => root,
-        Err(e) => return fail(&format!("the workspace {}: {e}", root.display())),
-    };
+    let root = root
+        .canonicalize()
+        .map_err(|e| Refused::Failed(format!("the workspace {}: {e}", root.display())))?;
     let store = SqliteApprovalStore::in_workspace(&root);
     let command = command.unwrap_or(GrantsCommand::List {
         caller: None,
@@ -88,17 +96,21 @@ pub(super) fn run(command: Option<GrantsCommand>, workspace: Option<PathBuf>, re
     });
     match command {
         GrantsCommand::List { caller, json } => {
-            let caller = match caller.as_deref().map(Caller::named).transpose() {
-                Ok(caller) => caller,
-                Err(e) => return usage(&e),
-            };
-            match store.grants(caller.as_ref(), now_ms()) {
-                Ok(grants) if json => print_json(&grants),
-                Ok(grants) if grants.is_empty() => out!("no grants in force"),
-                Ok(grants) => grants.iter().for_each(|g| out!("{}", line(g))),
-                Err(e) => return fail(&e),
+            let caller = caller
+                .as_deref()
+                .map(Caller::named)
+                .transpose()
+                .map_err(Refused::Usage)?;
+            let grants = store.grants(caller.as_ref(), now_ms()).map_err(Refused::Failed)?;
+            if json {
+                out!("{}", serde_json::to_string_pretty(&grants).unwrap_or_default());
+            } else if grants.is_empty() {
+                out!("no grants in force");
             }
-            ExitCode::SUCCESS
+            for grant in grants.iter().filter(|_| !json) {
+                out!("{}", line(grant));
+            }
+            Ok(())
         }
         GrantsCommand::Add {
             tool,
@@ -106,35 +118,29 @@ pub(super) fn run(command: Option<GrantsCommand>, workspace: Option<PathBuf>, re
             lasting,
             arguments,
         } => {
-            let caller = match Caller::named(&caller) {
-                Ok(caller) => caller,
-                Err(e) => return usage(&e),
-            };
+            let caller = Caller::named(&caller).map_err(Refused::Usage)?;
             let snapshot = registry.snapshot();
-            let Some(found) = snapshot.get(&tool) else {
-                return usage(&format!("no tool is named `{tool}` (see `kyro tools`)"));
-            };
+            let found = snapshot
+                .get(&tool)
+                .ok_or_else(|| Refused::Usage(format!("no tool is named `{tool}` (see `kyro tools`)")))?;
             let grant = NewGrant {
                 caller,
                 tool: found.descriptor().name.clone(),
                 arguments,
                 expires_at_ms: now_ms() + lasting,
             };
-            match store.add_grant(grant) {
-                Ok(grant) => {
-                    out!("granted: {}", line(&grant));
-                    ExitCode::SUCCESS
-                }
-                Err(e) => fail(&e),
-            }
+            let grant = store.add_grant(grant).map_err(Refused::Failed)?;
+            out!("granted: {}", line(&grant));
+            Ok(())
         }
-        GrantsCommand::Revoke { id } => match store.revoke_grant(&id) {
-            Ok(true) => {
+        GrantsCommand::Revoke { id } => match store.revoke_grant(&id).map_err(Refused::Failed)? {
+            true => {
                 out!("revoked grant {id}");
-                ExitCode::SUCCESS
+                Ok(())
             }
-            Ok(false) => fail(&format!("no grant has the id `{id}` (see `kyro grants list`)")),
-            Err(e) => fail(&e),
+            false => Err(Refused::Failed(format!(
+                "no grant has the id `{id}` (see `kyro grants list`)"
+            ))),
         },
     }
 }

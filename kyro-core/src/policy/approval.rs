@@ -195,7 +195,7 @@ impl ApprovalToken {
     /// Whether this token stands for a refusal (declined, unverified, lapsed, spent):
     /// the call it comes with is denied, with the reason in its receipt.
     pub fn is_refusal(&self) -> bool {
-        self.refusal.is_some()
+        self.refusal.is_some() || self.spent
     }
 
     pub(crate) fn refusal(&self) -> Option<&Refusal> {
