@@ -984,3 +984,30 @@ fn a_current_client_is_asked_by_input_required_and_its_answer_runs_the_call_once
     assert_eq!(approved["isError"], false, "{approved}");
     assert_eq!(runs(), 2);
 }
+
+#[test]
+fn a_calls_trace_context_and_caller_are_kept_in_its_receipt() {
+    let ws = tempfile::tempdir().unwrap();
+    let mut server = Server::spawn(ws.path(), &[]);
+    let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    for (id, trace) in [(1, traceparent), (2, "not-a-trace")] {
+        let answer = server.request(
+            id,
+            "tools/call",
+            json!({"name": "calculate", "arguments": {"expression": "1+1"},
+                "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "traceparent": trace,
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                    "io.modelcontextprotocol/clientInfo": {"name": "traced", "version": "1"}}}),
+        );
+        assert_eq!(answer["result"]["isError"], false, "{answer}");
+    }
+    drop(server);
+    let receipts: Vec<Value> = std::fs::read_to_string(ws.path().join(".kyro/receipts.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(receipts[0]["traceparent"], traceparent);
+    assert_eq!(receipts[0]["caller"], "local");
+    assert!(receipts[1].get("traceparent").is_none(), "a malformed one is left out");
+}

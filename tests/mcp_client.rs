@@ -1031,3 +1031,29 @@ fn http_callers_of_a_token_file_are_kept_apart_in_approvals_grants_and_receipts(
     ];
     assert_eq!(receipts, expected.map(|(c, d)| (c.to_owned(), d.to_owned())));
 }
+
+#[test]
+fn http_refuses_a_current_request_whose_mcp_name_header_contradicts_its_body() {
+    let ws = workspace();
+    let server = HttpServer::start(ws.path());
+    let bearer = format!("Bearer {TOKEN}");
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "write_file", "arguments": {"path": "new.txt", "content": "x"},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}})
+    .to_string();
+    for (method, name) in [("tools/call", "read_file"), ("tools/list", "write_file")] {
+        let headers = [
+            ("Authorization", bearer.as_str()),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", method),
+            ("Mcp-Name", name),
+        ];
+        let mut answered = Raw::send(&server.url, &headers, body.as_bytes());
+        let head = answered.head();
+        assert!(head.starts_with("http/1.1 400"), "{method} {name}: {head}");
+        let rest = answered.rest();
+        assert!(rest.contains("does not match"), "{rest}");
+        assert!(rest.contains("\"id\":7"), "{rest}");
+    }
+    assert!(!ws.path().join("new.txt").exists());
+}

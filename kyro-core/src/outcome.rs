@@ -25,6 +25,8 @@ pub struct Call {
     pub progress: Option<ProgressSink>,
     /// Who is asking, as the edge the call came in through established it.
     pub caller: Caller,
+    /// The W3C trace context the caller sent (`traceparent`), kept in the receipt.
+    pub traceparent: Option<String>,
 }
 
 impl Call {
@@ -42,7 +44,15 @@ impl Call {
             approval: None,
             progress: None,
             caller: Caller::local(),
+            traceparent: None,
         }
+    }
+
+    /// The same call in the trace `traceparent` (a W3C `traceparent` value); one that is
+    /// not well formed is left out.
+    pub fn in_trace(mut self, traceparent: &str) -> Call {
+        self.traceparent = well_formed_traceparent(traceparent).then(|| traceparent.to_owned());
+        self
     }
 
     /// The same call made by `caller`.
@@ -62,6 +72,24 @@ impl Call {
         self.approval = Some(token);
         self
     }
+}
+
+/// `00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>`, lowercase, ids not all zero,
+/// version not `ff` (W3C Trace Context).
+fn well_formed_traceparent(value: &str) -> bool {
+    let parts: Vec<&str> = value.split('-').collect();
+    let hex =
+        |s: &str, len: usize| s.len() == len && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    let [version, trace, parent, flags] = parts.as_slice() else {
+        return false;
+    };
+    hex(version, 2)
+        && *version != "ff"
+        && hex(trace, 32)
+        && hex(parent, 16)
+        && hex(flags, 2)
+        && trace.bytes().any(|b| b != b'0')
+        && parent.bytes().any(|b| b != b'0')
 }
 
 /// The kind of an outcome, as a stable snake_case word.
@@ -269,5 +297,34 @@ impl std::fmt::Debug for ProgressSink {
 impl PartialEq for ProgressSink {
     fn eq(&self, other: &ProgressSink) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Call;
+
+    #[test]
+    fn a_trace_context_is_kept_only_when_well_formed() {
+        let good = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        assert_eq!(
+            Call::new("t", Default::default()).in_trace(good).traceparent.as_deref(),
+            Some(good)
+        );
+        for bad in [
+            "",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\ninjected",
+        ] {
+            assert_eq!(
+                Call::new("t", Default::default()).in_trace(bad).traceparent,
+                None,
+                "{bad:?}"
+            );
+        }
     }
 }

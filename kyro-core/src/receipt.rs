@@ -51,6 +51,9 @@ pub struct Receipt {
     pub parent_call_id: Option<String>,
     /// Who asked for the call.
     pub caller: Caller,
+    /// The W3C trace context the caller sent with the call, when it sent one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
     /// The canonical tool name, or the name asked for when unknown.
     pub tool: String,
     /// The fingerprint, once the arguments were valid.

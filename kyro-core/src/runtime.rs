@@ -262,11 +262,13 @@ impl Runtime {
         let effects = Arc::new(EffectLog::default());
         let tool_name = call.tool.clone();
         let caller = call.caller.clone();
+        let traceparent = call.traceparent.clone();
         let staged = self.stage(call, scope, &call_id, &effects, (parent_stop, cancel)).await;
         let receipt = Receipt {
             call_id,
             parent_call_id: parent_call_id.map(str::to_owned),
             caller,
+            traceparent,
             tool: staged.tool.unwrap_or(tool_name),
             fingerprint: staged.canonical.as_ref().map(|c| c.fingerprint.clone()),
             decision: staged.decision,

@@ -490,6 +490,9 @@ impl KyroServer {
             Value::Object(request.arguments.unwrap_or_default()),
         )
         .by(elicit::caller_of(&context));
+        if let Some(Value::String(traceparent)) = context.meta.0.get("traceparent") {
+            call = call.in_trace(traceparent);
+        }
         if let Some(token) = context.meta.get_progress_token() {
             call = call.with_progress(Arc::new(ProgressForwarder::start(context.peer.clone(), token)));
         }
