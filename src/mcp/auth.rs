@@ -17,6 +17,9 @@ use subtle::ConstantTimeEq;
 /// The environment variable a token can come from.
 pub(super) const TOKEN_VARIABLE: &str = "KYRO_HTTP_TOKEN";
 
+/// Tokens accepted, each with the caller it names.
+pub(super) type Tokens = Arc<[(Arc<str>, Caller)]>;
+
 /// How HTTP requests are authenticated.
 #[derive(Clone)]
 pub enum HttpAuth {
@@ -100,7 +103,7 @@ impl HttpAuth {
     }
 
     /// The tokens accepted, each with its caller.
-    pub(super) fn tokens(&self) -> Option<Arc<[(Arc<str>, Caller)]>> {
+    pub(super) fn tokens(&self) -> Option<Tokens> {
         let http = || Caller::named("http").unwrap_or_default();
         match self {
             HttpAuth::Token(token) | HttpAuth::Generated(token) => Some(vec![(token.clone(), http())].into()),
@@ -212,11 +215,7 @@ fn bearer(value: &str) -> Option<&str> {
 /// Lets a request through when it carries one of the tokens (each compared in constant
 /// time, all of them every time), its caller set on the request for the tools to see;
 /// answers 401 with `WWW-Authenticate: Bearer` otherwise.
-pub(crate) async fn require_token(
-    State(tokens): State<Arc<[(Arc<str>, Caller)]>>,
-    mut request: Request,
-    next: Next,
-) -> Response {
+pub(crate) async fn require_token(State(tokens): State<Tokens>, mut request: Request, next: Next) -> Response {
     let given = request
         .headers()
         .get(AUTHORIZATION)
