@@ -12,6 +12,8 @@ mod frames;
 mod grants;
 #[path = "mcp/resources.rs"]
 mod resources;
+#[path = "mcp/tasks.rs"]
+mod tasks;
 
 struct Server {
     child: Child,

@@ -79,6 +79,7 @@ impl LegacyTextTool {
             argument_aliases: Vec::new(),
             path_arguments: Vec::new(),
             compatibility_only: true,
+            task: false,
         };
         let adapter = TextAdapter { run: self.run };
         let executor = Executor::Custom(Arc::new(move |arguments, _cx| {

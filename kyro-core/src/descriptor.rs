@@ -42,6 +42,10 @@ pub struct ToolDescriptor {
     pub path_arguments: Vec<String>,
     /// True for legacy text executors registered through the compatibility adapter.
     pub compatibility_only: bool,
+    /// Whether a call may run as a task (MCP tasks extension): long work a client polls
+    /// for instead of waiting on one request.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub task: bool,
 }
 
 /// An argument alias as served in descriptors.

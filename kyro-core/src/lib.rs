@@ -44,7 +44,7 @@ pub use descriptor::{Annotations, ArgumentAlias, Catalog, Hints, ToolDescriptor}
 pub use effect::{Approval, Capability, Effect};
 pub use error::ToolError;
 pub use kyro_macros::{output, tool};
-pub use outcome::{Call, Outcome, OutcomeKind, Progress, ProgressSink};
+pub use outcome::{Call, Outcome, OutcomeKind, Progress, ProgressSink, TaskHook};
 pub use policy::{ApprovalToken, Policy};
 pub use receipt::{Execution, Observer, Receipt};
 pub use registry::{CustomTool, KEPT_VERSIONS, RegisteredTool, Registry, RegistryError, Snapshot, ToolDefinition};

@@ -27,6 +27,8 @@ pub struct Call {
     pub caller: Caller,
     /// The W3C trace context the caller sent (`traceparent`), kept in the receipt.
     pub traceparent: Option<String>,
+    /// Set when the call may become a task: told when the call passed authorization.
+    pub task: Option<TaskHook>,
 }
 
 impl Call {
@@ -45,7 +47,14 @@ impl Call {
             progress: None,
             caller: Caller::local(),
             traceparent: None,
+            task: None,
         }
+    }
+
+    /// The same call, to run as the task `hook` names once it is authorized.
+    pub fn as_task(mut self, hook: TaskHook) -> Call {
+        self.task = Some(hook);
+        self
     }
 
     /// The same call in the trace `traceparent` (a W3C `traceparent` value); one that is
@@ -71,6 +80,53 @@ impl Call {
     pub fn approved(mut self, token: ApprovalToken) -> Call {
         self.approval = Some(token);
         self
+    }
+}
+
+/// A call that may run as a task (MCP tasks extension): the runtime tells the hook's
+/// receiver the moment the call passed authorization, before the tool runs, so the edge
+/// can hand its client a task id while the work goes on; the receipt names the task.
+/// A call refused before it ran drops the hook without telling (the receiver then sees
+/// its sender gone) and is answered as any call.
+#[derive(Clone)]
+pub struct TaskHook {
+    id: Arc<str>,
+    authorized: Arc<std::sync::Mutex<Option<tokio::sync::oneshot::Sender<()>>>>,
+}
+
+impl TaskHook {
+    /// A hook for the task `id`, and what hears of the authorization.
+    pub fn new(id: &str) -> (TaskHook, tokio::sync::oneshot::Receiver<()>) {
+        let (sender, receiver) = tokio::sync::oneshot::channel();
+        let hook = TaskHook {
+            id: id.into(),
+            authorized: Arc::new(std::sync::Mutex::new(Some(sender))),
+        };
+        (hook, receiver)
+    }
+
+    /// The task's id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Tells the receiver the call was authorized (once).
+    pub(crate) fn authorized(&self) {
+        if let Some(sender) = self.authorized.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = sender.send(());
+        }
+    }
+}
+
+impl std::fmt::Debug for TaskHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TaskHook({})", self.id)
+    }
+}
+
+impl PartialEq for TaskHook {
+    fn eq(&self, other: &TaskHook) -> bool {
+        self.id == other.id
     }
 }
 

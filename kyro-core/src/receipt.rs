@@ -42,6 +42,16 @@ pub enum Decision {
     },
 }
 
+impl Decision {
+    /// Whether the call was let through to run.
+    pub fn let_through(&self) -> bool {
+        matches!(
+            self,
+            Decision::Allowed | Decision::AllowedByRule { .. } | Decision::Approved | Decision::Granted { .. }
+        )
+    }
+}
+
 /// The record of one call.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Receipt {
@@ -54,6 +64,9 @@ pub struct Receipt {
     /// The W3C trace context the caller sent with the call, when it sent one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub traceparent: Option<String>,
+    /// The task the call ran as (MCP tasks extension), when it became one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
     /// The canonical tool name, or the name asked for when unknown.
     pub tool: String,
     /// The fingerprint, once the arguments were valid.

@@ -181,6 +181,7 @@ impl ToolDefinition {
                 .collect(),
             path_arguments: spec.path_args.iter().map(|a| (*a).to_owned()).collect(),
             compatibility_only: false,
+            task: spec.task,
         };
         let mut definition =
             ToolDefinition::from_parts(descriptor, Executor::Builtin(entry.execute, entry.preview, entry.rule))?;
@@ -238,6 +239,7 @@ impl ToolDefinition {
             argument_aliases: Vec::new(),
             path_arguments: Vec::new(),
             compatibility_only: false,
+            task: false,
         };
         ToolDefinition::from_parts(descriptor, Executor::Custom(Arc::new(handler)))
     }

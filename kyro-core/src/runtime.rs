@@ -263,12 +263,14 @@ impl Runtime {
         let tool_name = call.tool.clone();
         let caller = call.caller.clone();
         let traceparent = call.traceparent.clone();
+        let task_id = call.task.as_ref().map(|t| t.id().to_owned());
         let staged = self.stage(call, scope, &call_id, &effects, (parent_stop, cancel)).await;
         let receipt = Receipt {
             call_id,
             parent_call_id: parent_call_id.map(str::to_owned),
             caller,
             traceparent,
+            task_id: task_id.filter(|_| staged.decision.let_through()),
             tool: staged.tool.unwrap_or(tool_name),
             fingerprint: staged.canonical.as_ref().map(|c| c.fingerprint.clone()),
             decision: staged.decision,
@@ -414,6 +416,10 @@ impl Runtime {
                 };
             }
         };
+        // A call that may become a task becomes one now, before the tool runs.
+        if let Some(task) = &call.task {
+            task.authorized();
+        }
         // 7. Deserialize and execute, under the limits, off the caller's thread.
         let limit = Duration::from_millis(self.limits.timeout_ms);
         let stop = StopSignal::new(parent_stop, limit);

@@ -101,6 +101,9 @@ pub struct ToolSpec {
     pub effect: Effect,
     /// An explicit approval rule; `None` leaves it to the policy for the effect.
     pub approval: Option<Approval>,
+    /// Whether a call may run as a task (`#[tool(task = "optional")]`): a client that
+    /// declared the MCP tasks extension gets a task id at once and polls for the result.
+    pub task: bool,
     /// Capabilities required; `None` means the effect's default.
     pub capabilities: Option<&'static [Capability]>,
     /// The struct's doc comment.

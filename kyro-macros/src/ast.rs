@@ -15,6 +15,8 @@ pub struct Tool<'a> {
     pub category: Option<LitStr>,
     pub effect: Option<LitStr>,
     pub approval: Option<LitStr>,
+    /// `task = "optional"`: a call may run as a task (MCP tasks extension).
+    pub task: Option<LitStr>,
     /// `read_only`, `destructive`, `idempotent`, `open_world`, as stated.
     pub hints: [Option<syn::LitBool>; 4],
     pub aliases: Vec<LitStr>,
@@ -48,6 +50,7 @@ impl<'a> Tool<'a> {
             category: None,
             effect: None,
             approval: None,
+            task: None,
             hints: [None, None, None, None],
             aliases: Vec::new(),
             capabilities: None,
@@ -73,6 +76,7 @@ impl<'a> Tool<'a> {
                 attr::ALIASES,
                 attr::CAPABILITIES,
                 attr::APPROVAL,
+                attr::TASK,
             ];
             if let Some(i) = attr::HINTS.iter().position(|h| *h == key) {
                 let value: Expr = meta.value()?.parse()?;
@@ -100,6 +104,7 @@ impl<'a> Tool<'a> {
                 attr::CATEGORY => &mut self.category,
                 attr::EFFECT => &mut self.effect,
                 attr::APPROVAL => &mut self.approval,
+                attr::TASK => &mut self.task,
                 attr::ALIASES => {
                     if std::mem::replace(&mut aliases_given, true) {
                         errors.at(

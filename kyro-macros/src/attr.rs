@@ -16,6 +16,7 @@ pub const EFFECT: &str = "effect";
 pub const ALIASES: &str = "aliases";
 pub const CAPABILITIES: &str = "capabilities";
 pub const APPROVAL: &str = "approval";
+pub const TASK: &str = "task";
 pub const READ_ONLY: &str = "read_only";
 pub const DESTRUCTIVE: &str = "destructive";
 pub const IDEMPOTENT: &str = "idempotent";
@@ -26,8 +27,7 @@ pub const ALIAS: &str = "alias";
 pub const ANY_VALUE: &str = "any_value";
 
 /// The container keys, for messages.
-pub const CONTAINER_KEYS: &str =
-    "name, category, effect, aliases, title, capabilities, approval, read_only, destructive, idempotent or open_world";
+pub const CONTAINER_KEYS: &str = "name, category, effect, aliases, title, capabilities, approval, task, read_only, destructive, idempotent or open_world";
 
 /// A `key` found in a `serde` attribute, with the span of its path.
 pub struct SerdeKey {

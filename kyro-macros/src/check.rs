@@ -87,6 +87,16 @@ fn container(errors: &Errors, tool: &Tool) {
             format_args!("unknown approval `{}`; expected auto or required", approval.value()),
         );
     }
+    if let Some(task) = tool.task.as_ref() {
+        match task.value().as_str() {
+            "optional" | "forbidden" => {}
+            "required" => errors.at(
+                task,
+                "a tool cannot require a task: a client without the tasks extension must still be able to call it; write `task = \"optional\"`",
+            ),
+            other => errors.at(task, format_args!("unknown task `{other}`; expected optional or forbidden")),
+        }
+    }
     check_hints(errors, tool);
     if let Some(title) = tool.title.as_ref().filter(|t| t.value().trim().is_empty()) {
         errors.at(title, "`title` cannot be empty");

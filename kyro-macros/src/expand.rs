@@ -37,6 +37,7 @@ pub fn emit(tool: &Tool) -> TokenStream {
         let v = variant(a);
         quote!(#kc::Approval::#v)
     }));
+    let task = tool.task.as_ref().is_some_and(|t| t.value() == "optional");
     let capabilities = option(
         tool.capabilities
             .as_ref()
@@ -73,6 +74,7 @@ pub fn emit(tool: &Tool) -> TokenStream {
                 category: #category,
                 effect: #kc::Effect::#effect,
                 approval: #approval,
+                task: #task,
                 capabilities: #capabilities,
                 description: #description,
                 arg_aliases: &[#(#arg_aliases),*],

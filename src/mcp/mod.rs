@@ -14,6 +14,7 @@ mod http_limits;
 mod progress;
 mod resources;
 mod search;
+mod tasks;
 mod text;
 
 pub use text::TextMode;
@@ -21,6 +22,8 @@ pub use text::TextMode;
 pub(crate) use elicit::PendingApprovals;
 use elicit::Settled;
 use progress::ProgressForwarder;
+use tasks::{Ran, Tasks};
+use text::{call_result, tool_error};
 
 #[cfg(feature = "http")]
 pub use auth::{HttpAuth, HttpAuthFlags};
@@ -29,10 +32,10 @@ use std::sync::Arc;
 
 use kyro_core::{Call, Outcome, Runtime, ToolDescriptor};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult, CompletionInfo,
-    ContentBlock, Implementation, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerCapabilities,
-    ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, CompleteRequestParams, CompleteResult,
+    CompletionInfo, ContentBlock, GetTaskParams, GetTaskResult, Implementation, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, ServerCapabilities, ServerConfig, Tool, ToolAnnotations, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -69,6 +72,8 @@ pub(crate) struct KyroServer {
     transport: crate::Transport,
     /// Questions asked by `input_required` (2026-07-28), and the answers redeemed.
     approvals: Option<Arc<PendingApprovals>>,
+    /// Long calls running or ended as tasks (MCP tasks extension).
+    tasks: Arc<Tasks>,
 }
 
 impl KyroServer {
@@ -87,6 +92,7 @@ impl KyroServer {
             allowed_origins: Arc::new([]),
             transport: crate::Transport::default(),
             approvals: None,
+            tasks: Arc::default(),
         }
     }
 
@@ -282,67 +288,6 @@ fn object(schema: &Value) -> Map<String, Value> {
     schema.as_object().cloned().unwrap_or_default()
 }
 
-/// A successful result: structured content with its JSON text; an image result
-/// (`mime_type: image/*` with base64 `data`, as browser_screenshot returns) also comes as
-/// an image content block, and its text names the image instead of repeating it.
-fn ok_result(mut result: Value, text: Option<String>, mode: TextMode) -> CallToolResult {
-    let image = result
-        .get("mime_type")
-        .and_then(Value::as_str)
-        .filter(|m| m.starts_with("image/"))
-        .zip(result.get("data").and_then(Value::as_str))
-        .map(|(mime, data)| (mime.to_owned(), data.to_owned()));
-    if let Some((mime, _)) = &image {
-        // The image goes once, as the image block: the structured result names it instead.
-        result["data"] = Value::String(format!("(the {mime} image is the next content block)"));
-    }
-    // The result is serialized once, in the response: the text block is the readable
-    // rendering, or the JSON text only when that is what was asked for.
-    let text = match (mode, text) {
-        (TextMode::Readable, Some(text)) => text,
-        (TextMode::Readable, None) => text::readable(&result),
-        (TextMode::Json, _) => result.to_string(),
-    };
-    let mut content = vec![ContentBlock::text(text)];
-    content.extend(image.map(|(mime, data)| ContentBlock::image(data, mime)));
-    let mut answer = CallToolResult::success(content);
-    answer.structured_content = Some(result);
-    answer
-}
-
-/// A model-readable failure: text for the model, `isError: true`, no structured content
-/// (it would not match the output schema).
-fn tool_error(outcome: &Outcome) -> CallToolResult {
-    let json = outcome.to_json();
-    let message = match outcome {
-        // An author's own kind goes first, as the model reads it: `empty_text: ...`.
-        Outcome::ExecutionFailed {
-            error: error @ kyro_core::ToolError::Custom { .. },
-            ..
-        } => error.to_string(),
-        _ => json["error"]["message"]
-            .as_str()
-            .unwrap_or("the call failed")
-            .to_owned(),
-    };
-    let mut text = format!(
-        "{} ({}): {message}",
-        json["outcome"].as_str().unwrap_or_default(),
-        outcome.tool()
-    );
-    if let Some(violations) = json["error"]["violations"].as_array() {
-        text.push_str("\nFix the arguments and call again; violations (JSON pointer: problem):");
-        for v in violations {
-            let pointer = v["pointer"]
-                .as_str()
-                .filter(|p| !p.is_empty())
-                .unwrap_or("(the whole object)");
-            text.push_str(&format!("\n- {pointer}: {}", v["message"].as_str().unwrap_or_default()));
-        }
-    }
-    CallToolResult::error(vec![ContentBlock::text(text)])
-}
-
 impl ServerHandler for KyroServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
@@ -351,6 +296,7 @@ impl ServerHandler for KyroServer {
                 .enable_tool_list_changed()
                 .enable_resources()
                 .enable_completions()
+                .enable_tasks()
                 .build(),
         )
         .with_server_info(Implementation::new("kyro", env!("CARGO_PKG_VERSION")))
@@ -453,6 +399,33 @@ impl ServerHandler for KyroServer {
         Ok(ReadResourceResult::new(vec![contents]).into())
     }
 
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let task = self.tasks.get(&request.task_id, &elicit::caller_of(&context))?;
+        Ok(GetTaskResult::new(task))
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.cancel(&request.task_id, &elicit::caller_of(&context))
+    }
+
+    /// No task of kyro's asks for input while it runs: a known task takes the answer and
+    /// ignores it, as the extension says of keys it did not ask for.
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.get(&request.task_id, &elicit::caller_of(&context)).map(drop)
+    }
+
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
@@ -496,7 +469,10 @@ impl KyroServer {
         if let Some(token) = context.meta.get_progress_token() {
             call = call.with_progress(Arc::new(ProgressForwarder::start(context.peer.clone(), token)));
         }
-        let outcome = self.run(call.clone(), &context).await;
+        let outcome = match self.run_or_task(call.clone(), &context).await {
+            Ran::Task(task) => return Ok(CallToolResponse::Task(task)),
+            Ran::Outcome(outcome) => outcome,
+        };
         if !matches!(outcome, Outcome::ApprovalRequired { .. }) {
             return self.finish(outcome);
         }
@@ -504,15 +480,35 @@ impl KyroServer {
         let approvals = (self.approvals.as_deref(), &*self.approved_for_session);
         match elicit::settle(call, outcome, retry, &context, approvals).await {
             Settled::Ask(question) => Ok(CallToolResponse::InputRequired(question)),
-            Settled::Run(call) => self.finish(self.run(call, &context).await),
+            Settled::Run(call) => match self.run_or_task(call, &context).await {
+                Ran::Task(task) => Ok(CallToolResponse::Task(task)),
+                Ran::Outcome(outcome) => self.finish(outcome),
+            },
             Settled::Refused(outcome) => self.finish(outcome),
         }
+    }
+
+    /// One pass through the boundary, as a task when the tool allows it and the client
+    /// declared the tasks extension (the answer comes once the call is authorized).
+    async fn run_or_task(&self, call: Call, context: &RequestContext<RoleServer>) -> Ran {
+        let as_task = context.client_capabilities().is_some_and(|c| c.supports_tasks())
+            && (self.runtime.registry().snapshot().get(&call.tool)).is_some_and(|t| t.descriptor().task);
+        if !as_task {
+            return Ran::Outcome(self.run(call, context).await);
+        }
+        let text = self.text;
+        let cancel = context.ct.cancelled();
+        Box::pin(
+            self.tasks
+                .run(&self.runtime, call, cancel, move |o| call_result(o, text)),
+        )
+        .await
     }
 
     /// The answer to `tools/call` for an outcome.
     fn finish(&self, outcome: Outcome) -> Result<CallToolResponse, ErrorData> {
         match outcome {
-            Outcome::Ok { result, text, .. } => Ok(ok_result(result, text, self.text).into()),
+            outcome @ Outcome::Ok { .. } => Ok(call_result(outcome, self.text).into()),
             Outcome::UnknownTool { name, suggestions } => Err(ErrorData::invalid_params(
                 format!("no tool is named `{name}`"),
                 Some(serde_json::json!({ "suggestions": suggestions })),

@@ -372,7 +372,7 @@ fn an_image_result_carries_its_bytes_once() {
     let data = "iVBORw0KGgoAAAANSUhEUgAAAAE=";
     let result = json!({"mime_type": "image/png", "data": data, "width": 1, "height": 1, "bytes": 20, "scale": 1.0, "url": "http://x/"});
     for mode in [super::TextMode::Readable, super::TextMode::Json] {
-        let answer = super::ok_result(result.clone(), None, mode);
+        let answer = super::text::ok_result(result.clone(), None, mode);
         let wire = serde_json::to_string(&answer).unwrap();
         assert_eq!(wire.matches(data).count(), 1, "{wire}");
         let image = answer.content[1].as_image().unwrap();

@@ -3,6 +3,8 @@
 //! text fields as their lines (not as escaped JSON), lists one item a line. `--text json`
 //! keeps the spec's serialized JSON for clients that want it.
 
+use kyro_core::Outcome;
+use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value;
 
 /// What the text block of a successful call holds.
@@ -73,6 +75,75 @@ fn write_value(out: &mut String, value: &Value, indent: usize) {
         }
         other => out.push_str(&format!("{pad}{}\n", scalar(other).unwrap_or_default())),
     }
+}
+
+/// The result of a call that ran (or was refused) as the client reads it.
+pub(super) fn call_result(outcome: Outcome, mode: TextMode) -> CallToolResult {
+    match outcome {
+        Outcome::Ok { result, text, .. } => ok_result(result, text, mode),
+        other => tool_error(&other),
+    }
+}
+
+/// A successful result: structured content with its JSON text; an image result
+/// (`mime_type: image/*` with base64 `data`, as browser_screenshot returns) also comes as
+/// an image content block, and its text names the image instead of repeating it.
+pub(super) fn ok_result(mut result: Value, text: Option<String>, mode: TextMode) -> CallToolResult {
+    let image = result
+        .get("mime_type")
+        .and_then(Value::as_str)
+        .filter(|m| m.starts_with("image/"))
+        .zip(result.get("data").and_then(Value::as_str))
+        .map(|(mime, data)| (mime.to_owned(), data.to_owned()));
+    if let Some((mime, _)) = &image {
+        // The image goes once, as the image block: the structured result names it instead.
+        result["data"] = Value::String(format!("(the {mime} image is the next content block)"));
+    }
+    // The result is serialized once, in the response: the text block is the readable
+    // rendering, or the JSON text only when that is what was asked for.
+    let text = match (mode, text) {
+        (TextMode::Readable, Some(text)) => text,
+        (TextMode::Readable, None) => readable(&result),
+        (TextMode::Json, _) => result.to_string(),
+    };
+    let mut content = vec![ContentBlock::text(text)];
+    content.extend(image.map(|(mime, data)| ContentBlock::image(data, mime)));
+    let mut answer = CallToolResult::success(content);
+    answer.structured_content = Some(result);
+    answer
+}
+
+/// A model-readable failure: text for the model, `isError: true`, no structured content
+/// (it would not match the output schema).
+pub(super) fn tool_error(outcome: &Outcome) -> CallToolResult {
+    let json = outcome.to_json();
+    let message = match outcome {
+        // An author's own kind goes first, as the model reads it: `empty_text: ...`.
+        Outcome::ExecutionFailed {
+            error: error @ kyro_core::ToolError::Custom { .. },
+            ..
+        } => error.to_string(),
+        _ => json["error"]["message"]
+            .as_str()
+            .unwrap_or("the call failed")
+            .to_owned(),
+    };
+    let mut text = format!(
+        "{} ({}): {message}",
+        json["outcome"].as_str().unwrap_or_default(),
+        outcome.tool()
+    );
+    if let Some(violations) = json["error"]["violations"].as_array() {
+        text.push_str("\nFix the arguments and call again; violations (JSON pointer: problem):");
+        for v in violations {
+            let pointer = v["pointer"]
+                .as_str()
+                .filter(|p| !p.is_empty())
+                .unwrap_or("(the whole object)");
+            text.push_str(&format!("\n- {pointer}: {}", v["message"].as_str().unwrap_or_default()));
+        }
+    }
+    CallToolResult::error(vec![ContentBlock::text(text)])
 }
 
 #[cfg(test)]

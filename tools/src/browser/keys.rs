@@ -158,6 +158,7 @@ impl Execute for BrowserNavigateBack {
 /// (default 10000) the call fails with what the page shows instead.
 #[tool(
     name = "browser_wait_for",
+    task = "optional",
     title = "Wait for the browser page",
     category = "browser",
     effect = "network",

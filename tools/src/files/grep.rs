@@ -15,7 +15,7 @@ const DEFAULT_MAX_RESULTS: u32 = 200;
 ///
 /// Returns matching lines with their path, 1-based line number and optional context lines.
 /// Respects .gitignore and skips hidden and binary files by default.
-#[tool(name = "grep", title = "Search file contents", category = "files", effect = "read", aliases = ["search_text"])]
+#[tool(name = "grep", title = "Search file contents", category = "files", effect = "read", aliases = ["search_text"], task = "optional")]
 pub struct Grep {
     /// Regular expression (Rust `regex` syntax), or the literal text with `fixed_strings`.
     #[schemars(length(min = 1, max = 4096))]

@@ -15,7 +15,7 @@ const MAX_BYTES: u64 = 5 * 1024 * 1024;
 /// Only http(s); hosts and addresses are checked against the policy (loopback and private
 /// addresses are refused unless allowed), redirects are followed up to five hops and
 /// checked each time, and at most 5 MiB is read.
-#[tool(name = "web_fetch", title = "Fetch a web page", category = "integration", effect = "network", aliases = ["fetch"], read_only = true, idempotent = true)]
+#[tool(name = "web_fetch", title = "Fetch a web page", category = "integration", effect = "network", aliases = ["fetch"], task = "optional", read_only = true, idempotent = true)]
 pub struct WebFetch {
     /// The URL, http or https.
     #[schemars(length(min = 1, max = 8192), regex(pattern = "^https?://"))]

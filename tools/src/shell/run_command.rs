@@ -19,7 +19,7 @@ const DEFAULT_MAX_OUTPUT: u64 = 1024 * 1024;
 /// Runs in the workspace (or `cwd` inside it) with a filtered environment, in its own
 /// process group; past `timeout_ms` the whole group is killed. Returns the exit code or
 /// signal, and stdout and stderr capped at `max_output_bytes` each with a truncation marker.
-#[tool(name = "run_command", title = "Run command", category = "shell", effect = "exec", aliases = ["bash", "exec"])]
+#[tool(name = "run_command", title = "Run command", category = "shell", effect = "exec", aliases = ["bash", "exec"], task = "optional")]
 pub struct RunCommand {
     /// The program and its arguments (`["cargo", "test"]`); with `shell`, one script string.
     #[schemars(length(min = 1, max = 256))]
