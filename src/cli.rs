@@ -24,6 +24,14 @@ macro_rules! out {
 mod grants;
 mod pending;
 
+/// What `kyro mcp` adds to an `approval_required` answer: how a person at a terminal lets
+/// the calls through.
+const MCP_APPROVAL_HINT: &str = "A person can also let this client's calls of {tool} through for an hour, \
+     from a terminal in the workspace: `kyro grants add {tool} --for 1h` (a caller of an HTTP token file: add `--caller NAME`).";
+
+/// What `kyro call` adds to an `approval_required` outcome.
+const CALL_APPROVAL_HINT: &str = "On the command line: the same `kyro call {tool} ...` with `--approve-fingerprint {fingerprint}`, or `--approve` to be asked.";
+
 /// Usage errors exit with 2, like clap's own.
 const USAGE: u8 = 2;
 
@@ -156,7 +164,11 @@ pub(crate) fn run() -> ExitCode {
             };
             call(served(), &name, &arguments, &session, approving, from)
         }
-        Command::Mcp { serve } => match served().default_toolsets(kyro::DEFAULT_TOOLSETS).args(serve) {
+        Command::Mcp { serve } => match served()
+            .default_toolsets(kyro::DEFAULT_TOOLSETS)
+            .approval_hint(MCP_APPROVAL_HINT)
+            .args(serve)
+        {
             Ok(server) => server.serve(),
             Err(e) => crate::server::failed(&e),
         },
@@ -367,6 +379,14 @@ fn call(
         );
     }
     let mut printed = execution.outcome.to_json();
+    if let Outcome::ApprovalRequired { tool, fingerprint, .. } = &execution.outcome
+        && let Some(message) = printed["error"]["message"].as_str()
+    {
+        let hint = CALL_APPROVAL_HINT
+            .replace("{tool}", tool)
+            .replace("{fingerprint}", fingerprint);
+        printed["error"]["message"] = Value::String(format!("{message}\n{hint}"));
+    }
     printed["receipt"] = serde_json::to_value(&execution.receipt).unwrap_or(Value::Null);
     out!("{printed}");
     runtime.flush_observers();

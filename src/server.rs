@@ -96,6 +96,7 @@ pub struct Server {
     settings: ServerSettings,
     observers: Vec<Arc<dyn Observer>>,
     approval_store: Option<Arc<dyn ApprovalStore>>,
+    approval_hint: Option<String>,
     #[cfg(feature = "http")]
     http: Option<SocketAddr>,
     #[cfg(feature = "http")]
@@ -131,6 +132,7 @@ impl Server {
             settings: ServerSettings::default(),
             observers: Vec::new(),
             approval_store: None,
+            approval_hint: None,
             #[cfg(feature = "http")]
             http: None,
             #[cfg(feature = "http")]
@@ -218,6 +220,14 @@ impl Server {
     /// when not set).
     pub fn default_toolsets(mut self, toolsets: &'static [&'static str]) -> Server {
         self.default_toolsets = Some(toolsets);
+        self
+    }
+
+    /// What an `approval_required` answer adds, after kyro's own words, to tell a person
+    /// how your product approves a call (`{tool}` and `{fingerprint}` are filled in).
+    /// `kyro mcp` names `kyro grants add`; an author's server says nothing more by default.
+    pub fn approval_hint(mut self, hint: impl Into<String>) -> Server {
+        self.approval_hint = Some(hint.into());
         self
     }
 
@@ -399,6 +409,7 @@ impl Server {
             .with_approvals(approvals)
             .with_selection(selection)
             .with_text(self.text)
+            .with_approval_hint(self.approval_hint.clone())
             .with_transport(self.settings.transport)
             .search_only(self.catalog_flags.catalog == CatalogMode::Search);
         #[cfg(feature = "http")]

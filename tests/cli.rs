@@ -89,6 +89,8 @@ fn call_with_key_value_words_takes_the_same_path_and_writes_need_approval() {
     assert!(!ws.path().join("b.txt").exists(), "nothing is written before approval");
     let fingerprint = pending["error"]["fingerprint"].as_str().unwrap().to_owned();
     assert_eq!(pending["receipt"]["fingerprint"], fingerprint.as_str());
+    let said = pending["error"]["message"].as_str().unwrap();
+    assert!(said.contains(&format!("--approve-fingerprint {fingerprint}")), "{said}");
 
     let mut approved = words.to_vec();
     approved.extend(["--approve-fingerprint", &fingerprint]);

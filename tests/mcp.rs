@@ -673,9 +673,9 @@ fn catalog_search_lists_discovery_and_call_tool_which_runs_any_tool_through_the_
             .unwrap()
             .starts_with("approval_required (write_file)")
     );
-    let asked = write["result"]["content"][0]["text"].as_str().unwrap();
+    let asked = write["result"]["content"][1]["text"].as_str().unwrap();
     assert!(
-        asked.contains("kyro call write_file --approve-fingerprint "),
+        asked.contains("kyro grants add write_file --for 1h"),
         "says how to approve: {asked}"
     );
     assert!(!ws.path().join("w.txt").exists());

@@ -295,8 +295,7 @@ impl Outcome {
                     "message": format!(
                         "{summary}\nneeds a person's approval of exactly this call (fingerprint {fingerprint}). \
                          Ask the user: a client that can ask (MCP elicitation) shows them this text; \
-                         on the command line `kyro call {tool} --approve-fingerprint {fingerprint}` with the \
-                         same arguments; or the policy can allow it without asking: `[approvals.tools] \
+                         or the policy can allow it without asking: `[approvals.tools] \
                          \"{tool}\" = \"auto\"` for every call of this tool"
                     ),
                     "fingerprint": fingerprint,
@@ -382,5 +381,22 @@ mod tests {
                 "{bad:?}"
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod approval_text {
+    use super::Outcome;
+
+    #[test]
+    fn an_approval_required_text_names_no_program_an_authors_server_lacks() {
+        let outcome = Outcome::ApprovalRequired {
+            tool: "write_file".into(),
+            fingerprint: "ab".into(),
+            summary: "write_file {}".into(),
+        };
+        let message = outcome.to_json()["error"]["message"].as_str().unwrap().to_owned();
+        assert!(!message.contains("kyro "), "{message}");
+        assert!(message.contains("[approvals.tools]"), "{message}");
     }
 }

@@ -74,6 +74,8 @@ pub(crate) struct KyroServer {
     approvals: Option<Arc<PendingApprovals>>,
     /// Long calls running or ended as tasks (MCP tasks extension).
     tasks: Arc<Tasks>,
+    /// What an `approval_required` text adds ([`crate::Server::approval_hint`]).
+    approval_hint: Option<Arc<str>>,
 }
 
 impl KyroServer {
@@ -93,6 +95,7 @@ impl KyroServer {
             transport: crate::Transport::default(),
             approvals: None,
             tasks: Arc::default(),
+            approval_hint: None,
         }
     }
 
@@ -120,6 +123,11 @@ impl KyroServer {
 
     /// What the text block of a successful call holds: readable text (the default) or the
     /// result's JSON.
+    pub(crate) fn with_approval_hint(mut self, hint: Option<String>) -> KyroServer {
+        self.approval_hint = hint.map(Into::into);
+        self
+    }
+
     pub(crate) fn with_text(mut self, text: TextMode) -> KyroServer {
         self.text = text;
         self
@@ -513,7 +521,15 @@ impl KyroServer {
                 format!("no tool is named `{name}`"),
                 Some(serde_json::json!({ "suggestions": suggestions })),
             )),
-            other => Ok(tool_error(&other).into()),
+            other => {
+                let mut answer = tool_error(&other);
+                if let (Outcome::ApprovalRequired { tool, fingerprint, .. }, Some(hint)) = (&other, &self.approval_hint)
+                {
+                    let hint = hint.replace("{tool}", tool).replace("{fingerprint}", fingerprint);
+                    answer.content.push(ContentBlock::text(hint));
+                }
+                Ok(answer.into())
+            }
         }
     }
     /// The MCP tools of a snapshot, built once per registry version.

@@ -80,7 +80,13 @@ fn a_long_call_is_approved_then_runs_as_a_task_polled_to_its_result_or_cancelled
     assert_eq!(done["result"]["structuredContent"]["stdout"], "done\n", "{done}");
     assert_eq!(done["result"]["isError"], false, "{done}");
     // A task is cancelled mid-way: the work is told to stop, and its process is gone.
-    let long = script(&mut server, 50, "echo started > pid; exec sleep 30.25", true, Value::Null);
+    let long = script(
+        &mut server,
+        50,
+        "echo started > pid; exec sleep 30.25",
+        true,
+        Value::Null,
+    );
     assert_eq!(
         long["result"]["resultType"], "task",
         "granted, so a task at once: {long}"
