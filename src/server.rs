@@ -410,6 +410,7 @@ impl Server {
             .with_selection(selection)
             .with_text(self.text)
             .with_approval_hint(self.approval_hint.clone())
+            .with_list_ttl_ms(if self.has_upstreams() { 0 } else { LIST_TTL_MS })
             .with_transport(self.settings.transport)
             .search_only(self.catalog_flags.catalog == CatalogMode::Search);
         #[cfg(feature = "http")]
@@ -529,6 +530,10 @@ fn say_sandbox(runtime: &Runtime, background: bool) {
         say();
     }
 }
+
+/// How long a list stays fresh for a client when no upstream server can change the
+/// catalog: an hour.
+const LIST_TTL_MS: u64 = 3_600_000;
 
 /// The store of grants and spent approvals when the author set none: the workspace's
 /// state database with the `state` feature, else this process's memory.

@@ -1013,3 +1013,19 @@ fn a_calls_trace_context_and_caller_are_kept_in_its_receipt() {
     assert_eq!(receipts[0]["caller"], "local");
     assert!(receipts[1].get("traceparent").is_none(), "a malformed one is left out");
 }
+
+#[test]
+fn lists_say_how_long_they_stay_fresh_and_for_whom() {
+    let ws = tempfile::tempdir().unwrap();
+    let mut server = Server::spawn(ws.path(), &[]);
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "cache", "version": "1"}});
+    for (id, method) in [(1, "tools/list"), (2, "resources/list"), (3, "resources/templates/list")] {
+        let list = server.request(id, method, json!({"_meta": meta}));
+        // Nothing but an upstream changes the catalog once serving: fresh for an hour,
+        // for the requesting user only (what is listed follows the policy).
+        assert_eq!(list["result"]["ttlMs"], 3_600_000, "{method}: {list}");
+        assert_eq!(list["result"]["cacheScope"], "private", "{method}: {list}");
+    }
+}

@@ -32,10 +32,11 @@ use std::sync::Arc;
 
 use kyro_core::{Call, Outcome, Runtime, ToolDescriptor};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, CompleteRequestParams, CompleteResult,
-    CompletionInfo, ContentBlock, GetTaskParams, GetTaskResult, Implementation, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, ServerCapabilities, ServerConfig, Tool, ToolAnnotations, UpdateTaskParams,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, CompleteRequestParams,
+    CompleteResult, CompletionInfo, ContentBlock, GetTaskParams, GetTaskResult, Implementation,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -76,6 +77,10 @@ pub(crate) struct KyroServer {
     tasks: Arc<Tasks>,
     /// What an `approval_required` text adds ([`crate::Server::approval_hint`]).
     approval_hint: Option<Arc<str>>,
+    /// How long a client may keep a list (tools, resources, templates) as fresh: the
+    /// catalog changes only when the registry does, which nothing but an upstream server
+    /// does once serving (0, never fresh, with upstreams or for a registry held elsewhere).
+    list_ttl_ms: u64,
 }
 
 impl KyroServer {
@@ -96,6 +101,7 @@ impl KyroServer {
             approvals: None,
             tasks: Arc::default(),
             approval_hint: None,
+            list_ttl_ms: 0,
         }
     }
 
@@ -123,6 +129,11 @@ impl KyroServer {
 
     /// What the text block of a successful call holds: readable text (the default) or the
     /// result's JSON.
+    pub(crate) fn with_list_ttl_ms(mut self, ttl_ms: u64) -> KyroServer {
+        self.list_ttl_ms = ttl_ms;
+        self
+    }
+
     pub(crate) fn with_approval_hint(mut self, hint: Option<String>) -> KyroServer {
         self.approval_hint = hint.map(Into::into);
         self
@@ -336,6 +347,8 @@ impl ServerHandler for KyroServer {
         if end < all.len() {
             page.next_cursor = Some(end.to_string());
         }
+        // What is listed follows the policy, so it is the requesting user's to keep.
+        (page.ttl_ms, page.cache_scope) = (Some(self.list_ttl_ms), Some(CacheScope::Private));
         Ok(page)
     }
 
@@ -381,10 +394,12 @@ impl ServerHandler for KyroServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let snapshot = self.runtime.registry().snapshot();
-        Ok(ListResourcesResult::with_all_items(resources::listed(
+        let mut list = ListResourcesResult::with_all_items(resources::listed(
             &self.tools_of(&snapshot),
             self.runtime.approval_store().is_some(),
-        )))
+        ));
+        (list.ttl_ms, list.cache_scope) = (Some(self.list_ttl_ms), Some(CacheScope::Private));
+        Ok(list)
     }
 
     async fn list_resource_templates(
@@ -392,9 +407,9 @@ impl ServerHandler for KyroServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Ok(ListResourceTemplatesResult::with_all_items(resources::templates(
-            &self.runtime,
-        )))
+        let mut list = ListResourceTemplatesResult::with_all_items(resources::templates(&self.runtime));
+        (list.ttl_ms, list.cache_scope) = (Some(self.list_ttl_ms), Some(CacheScope::Private));
+        Ok(list)
     }
 
     async fn read_resource(
