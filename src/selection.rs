@@ -178,8 +178,8 @@ impl Selection {
     }
 
     /// Whether the tool is in `tools/list`: served, chosen, and allowed by the policy at all.
-    pub(crate) fn lists(&self, d: &ToolDescriptor, runtime: &Runtime) -> bool {
-        self.serves(d) && self.chosen(d) && runtime.scope().may_allow(d)
+    pub(crate) fn lists(&self, d: &ToolDescriptor, scope: &kyro_core::policy::Scope) -> bool {
+        self.serves(d) && self.chosen(d) && scope.may_allow(d)
     }
 
     /// Takes the tools this selection does not serve out of `runtime`'s registry, and

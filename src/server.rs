@@ -438,7 +438,40 @@ impl Server {
         // The upstreams stop when `started` is dropped, after serving.
         let started = self.started(false).await?;
         let Started { runtime, .. } = started;
-        self.mcp_server(runtime)?.serve_http(addr, auth).await
+        let scopes = self.caller_scopes(&runtime, &auth)?;
+        self.mcp_server(runtime)?
+            .with_caller_scopes(scopes)
+            .serve_http(addr, auth)
+            .await
+    }
+
+    /// The scope of each caller of the token file that has a policy of its own: its
+    /// boundary (capabilities, roots, approvals, `[tools.*]`, `[sandbox]`); what only the
+    /// server has (`[catalog]`, transport limits, `[sandbox.upstreams]`) is refused there.
+    #[cfg(feature = "http")]
+    fn caller_scopes(
+        &self,
+        runtime: &Runtime,
+        auth: &HttpAuth,
+    ) -> Result<std::collections::HashMap<kyro_core::Caller, kyro_core::policy::Scope>, ServeError> {
+        let mut scopes = std::collections::HashMap::new();
+        for (caller, path) in auth.caller_policies() {
+            let (mut policy, settings) = load_policy(path)?;
+            let named =
+                |message: String| ServeError::Policy(format!("{caller}'s policy `{}`: {message}", path.display()));
+            if settings != ServerSettings::default() {
+                return Err(named(
+                    "[catalog], transport limits and [sandbox.upstreams] are the server's: set them in its own policy"
+                        .into(),
+                ));
+            }
+            for name in &self.set_aside {
+                policy.approvals.tools.remove(*name);
+            }
+            let scope = runtime.scope_for(&policy).map_err(|e| named(e.to_string()))?;
+            scopes.insert(caller.clone(), scope);
+        }
+        Ok(scopes)
     }
 
     /// Serves on stdio, or on HTTP when [`Server::args`] had `--http`, until the client

@@ -1021,7 +1021,11 @@ fn lists_say_how_long_they_stay_fresh_and_for_whom() {
     let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {},
         "io.modelcontextprotocol/clientInfo": {"name": "cache", "version": "1"}});
-    for (id, method) in [(1, "tools/list"), (2, "resources/list"), (3, "resources/templates/list")] {
+    for (id, method) in [
+        (1, "tools/list"),
+        (2, "resources/list"),
+        (3, "resources/templates/list"),
+    ] {
         let list = server.request(id, method, json!({"_meta": meta}));
         // Nothing but an upstream changes the catalog once serving: fresh for an hour,
         // for the requesting user only (what is listed follows the policy).

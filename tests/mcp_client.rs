@@ -1057,3 +1057,101 @@ fn http_refuses_a_current_request_whose_mcp_name_header_contradicts_its_body() {
     }
     assert!(!ws.path().join("new.txt").exists());
 }
+
+#[test]
+fn http_a_caller_with_its_own_policy_is_listed_and_held_to_it() {
+    let ws = workspace();
+    let (alice, reader, none) = (
+        "alice-token-0123456789abcdef",
+        "reader-token-0123456789abcd",
+        "none-token-0123456789abcdef",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("reader.toml"), "capabilities = [\"fs.read\"]\n").unwrap();
+    std::fs::write(dir.path().join("none.toml"), "capabilities = []\n").unwrap();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(
+        &tokens,
+        format!("alice {alice}\nreader {reader} reader.toml\nnone {none} none.toml\n"),
+    )
+    .unwrap();
+    let server = HttpServer::start_with(ws.path(), &["--token-file", tokens.to_str().unwrap()], None);
+    let request = |token: &str, method: &str, params: Value| -> Value {
+        let mut params = params;
+        params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+            "io.modelcontextprotocol/clientInfo": {"name": "policy", "version": "1"}});
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+        let bearer = format!("Bearer {token}");
+        let name = params
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let mut headers = vec![
+            ("Authorization", bearer.as_str()),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", method),
+        ];
+        if !name.is_empty() {
+            headers.push(("Mcp-Name", name.as_str()));
+        }
+        let mut answered = Raw::send(&server.url, &headers, body.as_bytes());
+        let head = answered.head();
+        assert!(head.starts_with("http/1.1 200"), "{head}");
+        let rest = answered.rest();
+        let (start, end) = (rest.find('{').unwrap(), rest.rfind('}').unwrap());
+        serde_json::from_str::<Value>(&rest[start..=end]).unwrap()["result"].clone()
+    };
+    let names = |token: &str| -> Vec<String> {
+        request(token, "tools/list", json!({}))["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let (listed_alice, listed_reader) = (names(alice), names(reader));
+    assert!(listed_alice.contains(&"write_file".to_owned()), "{listed_alice:?}");
+    assert!(!listed_reader.contains(&"write_file".to_owned()), "{listed_reader:?}");
+    assert!(listed_reader.contains(&"read_file".to_owned()), "{listed_reader:?}");
+    let write = json!({"name": "write_file", "arguments": {"path": "new.txt", "content": "x"}});
+    let refused = request(reader, "tools/call", write.clone());
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(
+        refused["content"][0]["text"].as_str().unwrap().starts_with("denied"),
+        "{refused}"
+    );
+    let asked = request(alice, "tools/call", write);
+    assert_eq!(
+        asked["resultType"], "input_required",
+        "alice keeps the server's policy: {asked}"
+    );
+    let read = request(
+        reader,
+        "tools/call",
+        json!({"name": "read_file", "arguments": {"path": "a.txt"}}),
+    );
+    assert_eq!(read["isError"], false, "{read}");
+    assert!(!ws.path().join("new.txt").exists());
+    // The same policy holds on every path: a caller granted nothing reads no file as a
+    // resource either, nor is offered the file template.
+    let templates = request(none, "resources/templates/list", json!({}));
+    assert_eq!(templates["resourceTemplates"], json!([]), "{templates}");
+    let body =
+        json!({"jsonrpc": "2.0", "id": 9, "method": "resources/read", "params": {"uri": "kyro://workspace/a.txt",
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "policy", "version": "1"}}}})
+        .to_string();
+    let bearer = format!("Bearer {none}");
+    let headers = [
+        ("Authorization", bearer.as_str()),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "resources/read"),
+        ("Mcp-Name", "kyro://workspace/a.txt"),
+    ];
+    let answered = Raw::send(&server.url, &headers, body.as_bytes()).rest();
+    assert!(answered.contains("\"error\""), "{answered}");
+    assert!(!answered.contains("one|two"), "{answered}");
+}

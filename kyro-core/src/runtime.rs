@@ -57,59 +57,8 @@ impl Runtime {
     /// tool; a namespaced `NAME.tool` key waits for [`Runtime::check_tool_rules`]): a
     /// misspelt grant or rule is an error, not a silent no-op.
     pub fn new(registry: Arc<Registry>, workspace: Workspace, policy: &Policy) -> Result<Runtime, ScopeError> {
-        let snapshot = registry.snapshot();
-        if let Some(unknown) = policy.capabilities.iter().flatten().find(|granted| {
-            !crate::Capability::OF_EFFECTS.contains(granted)
-                && !snapshot.descriptors().any(|d| d.capabilities.contains(granted))
-        }) {
-            return Err(ScopeError::UnknownCapability {
-                capability: unknown.clone(),
-            });
-        }
-        for (table, content) in &policy.tools {
-            let readers: Vec<_> = snapshot
-                .tools()
-                .flat_map(|t| t.settings())
-                .filter(|s| s.table == table)
-                .collect();
-            if readers.is_empty() {
-                let mut known: Vec<_> = snapshot.tools().flat_map(|t| t.settings()).map(|s| s.table).collect();
-                known.sort_unstable();
-                known.dedup();
-                return Err(ScopeError::Settings {
-                    table: table.clone(),
-                    message: format!(
-                        "no served tool reads this table (tables read: {})",
-                        if known.is_empty() {
-                            "none".to_owned()
-                        } else {
-                            known.join(", ")
-                        }
-                    ),
-                });
-            }
-            for reader in readers {
-                reader.check(content).map_err(|message| ScopeError::Settings {
-                    table: table.clone(),
-                    message,
-                })?;
-            }
-        }
-        // No list granted: every capability a served tool requires.
-        let capabilities = policy.capabilities.clone().unwrap_or_else(|| {
-            let mut needed: Vec<_> = crate::Capability::OF_EFFECTS.to_vec();
-            needed.extend(snapshot.descriptors().flat_map(|d| d.capabilities.iter().cloned()));
-            needed.sort_unstable();
-            needed.dedup();
-            needed
-        });
-        let bound = Policy {
-            approvals: bind_tool_rules(&policy.approvals, &snapshot, true)?,
-            capabilities: Some(capabilities),
-            ..policy.clone()
-        };
         Ok(Runtime {
-            scope: Scope::from_policy(&bound, workspace.root())?,
+            scope: bound_scope(&registry.snapshot(), workspace.root(), policy, true)?,
             registry,
             workspace,
             limits: policy.limits,
@@ -117,6 +66,13 @@ impl Runtime {
             used_approvals: Arc::default(),
             approval_store: None,
         })
+    }
+
+    /// The top-level scope `policy` gives, checked as [`Runtime::new`] checks its own
+    /// against the tools registered now (namespaced rules included): one caller's scope
+    /// when callers have policies of their own. Limits stay this runtime's.
+    pub fn scope_for(&self, policy: &Policy) -> Result<Scope, ScopeError> {
+        bound_scope(&self.registry.snapshot(), self.workspace.root(), policy, false)
     }
 
     /// Where grants and spent approvals are kept; without one, no call is granted.
@@ -482,6 +438,69 @@ impl Runtime {
             work_stopped,
         }
     }
+}
+
+/// The scope `policy` gives over `snapshot`: every capability it grants must be an
+/// effect's or a served tool's, every `[tools.*]` table one a served tool reads, every
+/// `[approvals.tools]` key a served tool's (a namespaced one may wait for its upstream
+/// when `pending_namespaced`); no capability list grants what the served tools need.
+fn bound_scope(
+    snapshot: &Snapshot,
+    root: &std::path::Path,
+    policy: &Policy,
+    pending_namespaced: bool,
+) -> Result<Scope, ScopeError> {
+    if let Some(unknown) = policy.capabilities.iter().flatten().find(|granted| {
+        !crate::Capability::OF_EFFECTS.contains(granted)
+            && !snapshot.descriptors().any(|d| d.capabilities.contains(granted))
+    }) {
+        return Err(ScopeError::UnknownCapability {
+            capability: unknown.clone(),
+        });
+    }
+    for (table, content) in &policy.tools {
+        let readers: Vec<_> = snapshot
+            .tools()
+            .flat_map(|t| t.settings())
+            .filter(|s| s.table == table)
+            .collect();
+        if readers.is_empty() {
+            let mut known: Vec<_> = snapshot.tools().flat_map(|t| t.settings()).map(|s| s.table).collect();
+            known.sort_unstable();
+            known.dedup();
+            return Err(ScopeError::Settings {
+                table: table.clone(),
+                message: format!(
+                    "no served tool reads this table (tables read: {})",
+                    if known.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        known.join(", ")
+                    }
+                ),
+            });
+        }
+        for reader in readers {
+            reader.check(content).map_err(|message| ScopeError::Settings {
+                table: table.clone(),
+                message,
+            })?;
+        }
+    }
+    // No list granted: every capability a served tool requires.
+    let capabilities = policy.capabilities.clone().unwrap_or_else(|| {
+        let mut needed: Vec<_> = crate::Capability::OF_EFFECTS.to_vec();
+        needed.extend(snapshot.descriptors().flat_map(|d| d.capabilities.iter().cloned()));
+        needed.sort_unstable();
+        needed.dedup();
+        needed
+    });
+    let bound = Policy {
+        approvals: bind_tool_rules(&policy.approvals, snapshot, pending_namespaced)?,
+        capabilities: Some(capabilities),
+        ..policy.clone()
+    };
+    Scope::from_policy(&bound, root)
 }
 
 struct Staged {

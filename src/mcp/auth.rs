@@ -25,8 +25,14 @@ pub(super) type Tokens = Arc<[(Arc<str>, Caller)]>;
 pub enum HttpAuth {
     /// `Authorization: Bearer <token>` on every request; its caller is `http`.
     Token(Arc<str>),
-    /// One of several tokens, each naming its caller (a token file of `NAME TOKEN` lines).
-    Callers(Arc<[(Arc<str>, Caller)]>),
+    /// One of several tokens, each naming its caller (a token file of `NAME TOKEN` lines),
+    /// some callers with a policy of their own (`NAME TOKEN POLICY`).
+    Callers {
+        /// Each token and its caller.
+        tokens: Arc<[(Arc<str>, Caller)]>,
+        /// The policy file of each caller that has one.
+        policies: Arc<[(Caller, std::path::PathBuf)]>,
+    },
     /// The same, with a token kyro made: the server prints it on stderr at start.
     Generated(Arc<str>),
     /// No check: any process that can reach the loopback port is a client.
@@ -37,7 +43,7 @@ impl std::fmt::Debug for HttpAuth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             HttpAuth::Token(_) => "HttpAuth::Token(..)",
-            HttpAuth::Callers(_) => "HttpAuth::Callers(..)",
+            HttpAuth::Callers { .. } => "HttpAuth::Callers(..)",
             HttpAuth::Generated(_) => "HttpAuth::Generated(..)",
             HttpAuth::None => "HttpAuth::None",
         })
@@ -62,7 +68,8 @@ impl HttpAuth {
 
     /// The token in `file` (surrounding whitespace trimmed), or its callers: a file of
     /// lines `NAME TOKEN` (blank lines and `#` comments skipped) gives each token its
-    /// caller, whom receipts, approvals and grants then name.
+    /// caller, whom receipts, approvals and grants then name; `NAME TOKEN POLICY` also
+    /// gives that caller the policy in the file `POLICY` (relative to the token file).
     pub fn token_file(file: &Path) -> std::io::Result<HttpAuth> {
         let text = std::fs::read_to_string(file)?;
         let lines: Vec<&str> = text
@@ -77,11 +84,13 @@ impl HttpAuth {
         }
         let invalid = |message: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, message);
         let mut callers: Vec<(Arc<str>, Caller)> = Vec::new();
+        let mut policies: Vec<(Caller, std::path::PathBuf)> = Vec::new();
         for (n, line) in lines.iter().enumerate() {
             let mut words = line.split_whitespace();
-            let (Some(name), Some(token), None) = (words.next(), words.next(), words.next()) else {
+            let (Some(name), Some(token), policy, None) = (words.next(), words.next(), words.next(), words.next())
+            else {
                 return Err(invalid(format!(
-                    "{}: line {} is not `NAME TOKEN`",
+                    "{}: line {} is not `NAME TOKEN` or `NAME TOKEN POLICY`",
                     file.display(),
                     n + 1
                 )));
@@ -94,12 +103,27 @@ impl HttpAuth {
                     file.display()
                 )));
             }
+            if let Some(policy) = policy {
+                let beside = file.parent().unwrap_or(Path::new("."));
+                policies.push((caller.clone(), beside.join(policy)));
+            }
             callers.push((token, caller));
         }
         if callers.is_empty() {
             return Err(invalid(format!("{}: no token in it", file.display())));
         }
-        Ok(HttpAuth::Callers(callers.into()))
+        Ok(HttpAuth::Callers {
+            tokens: callers.into(),
+            policies: policies.into(),
+        })
+    }
+
+    /// The policy file of each caller that has one of its own.
+    pub fn caller_policies(&self) -> &[(Caller, std::path::PathBuf)] {
+        match self {
+            HttpAuth::Callers { policies, .. } => policies,
+            _ => &[],
+        }
     }
 
     /// The tokens accepted, each with its caller.
@@ -107,7 +131,7 @@ impl HttpAuth {
         let http = || Caller::named("http").unwrap_or_default();
         match self {
             HttpAuth::Token(token) | HttpAuth::Generated(token) => Some(vec![(token.clone(), http())].into()),
-            HttpAuth::Callers(callers) => Some(callers.clone()),
+            HttpAuth::Callers { tokens, .. } => Some(tokens.clone()),
             HttpAuth::None => None,
         }
     }
@@ -135,8 +159,9 @@ fn checked(token: &str) -> std::io::Result<Arc<str>> {
 /// [`Server::run`]: crate::Server::run
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct HttpAuthFlags {
-    /// With --http: read the bearer token from this file, or several as `NAME TOKEN` lines,
-    /// each naming its caller (default: KYRO_HTTP_TOKEN, else a new one printed on stderr).
+    /// With --http: read the bearer token from this file, or several as `NAME TOKEN [POLICY]`
+    /// lines, each naming its caller and perhaps its own policy file (default:
+    /// KYRO_HTTP_TOKEN, else a new one printed on stderr).
     #[arg(long, value_name = "FILE", conflicts_with = "no_auth")]
     pub token_file: Option<std::path::PathBuf>,
     /// With --http: accept requests without a token (loopback only; any local process can

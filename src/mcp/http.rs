@@ -59,7 +59,7 @@ impl KyroServer {
             HttpAuth::None => {
                 announce.push_str("kyro: --no-auth: any local process can use this server, approvals included\n");
             }
-            HttpAuth::Token(_) | HttpAuth::Callers(_) => {}
+            HttpAuth::Token(_) | HttpAuth::Callers { .. } => {}
         }
         if let Some(tokens) = auth.tokens() {
             router = router.layer(axum::middleware::from_fn_with_state(tokens, auth::require_token));

@@ -11,6 +11,7 @@ mod elicit;
 mod http;
 #[cfg(feature = "http")]
 mod http_limits;
+mod listing;
 mod progress;
 mod resources;
 mod search;
@@ -21,6 +22,7 @@ pub use text::TextMode;
 
 pub(crate) use elicit::PendingApprovals;
 use elicit::Settled;
+pub(crate) use listing::mcp_tool;
 use progress::ProgressForwarder;
 use tasks::{Ran, Tasks};
 use text::{call_result, tool_error};
@@ -30,30 +32,35 @@ pub use auth::{HttpAuth, HttpAuthFlags};
 
 use std::sync::Arc;
 
-use kyro_core::{Call, Outcome, Runtime, ToolDescriptor};
+use kyro_core::policy::Scope;
+use kyro_core::{Call, Caller, Outcome, Runtime, ToolDescriptor};
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, CompleteRequestParams,
     CompleteResult, CompletionInfo, ContentBlock, GetTaskParams, GetTaskResult, Implementation,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations, UpdateTaskParams,
+    UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// Tools per `tools/list` page; the cursor is the index of the next tool.
 const PAGE: usize = 100;
 
-/// A registry version and its MCP tools.
-type Listed = (u64, Arc<Vec<Tool>>);
+/// A registry version and the tools listed for it, per caller with a scope of its own
+/// (`None`: every other caller).
+type Listed = std::collections::HashMap<Option<Caller>, (u64, Arc<Vec<Tool>>)>;
 
 /// The MCP face of a runtime.
 #[derive(Clone)]
 pub(crate) struct KyroServer {
     runtime: Runtime,
     /// The MCP tool list of the last snapshot served, rebuilt only when the version changes.
-    listed: Arc<std::sync::Mutex<Option<Listed>>>,
+    listed: Arc<std::sync::Mutex<Listed>>,
+    /// The scopes of callers whose policies are their own (a token file's third column);
+    /// every other caller has the runtime's.
+    scopes: Arc<std::collections::HashMap<Caller, Scope>>,
     /// Registry versions, watched from the moment the server exists so that a change made
     /// while a client initializes is still announced.
     changes: tokio::sync::watch::Receiver<u64>,
@@ -91,6 +98,7 @@ impl KyroServer {
             runtime,
             changes,
             listed: Arc::default(),
+            scopes: Arc::default(),
             selection: None,
             text: TextMode::default(),
             search: false,
@@ -129,6 +137,16 @@ impl KyroServer {
 
     /// What the text block of a successful call holds: readable text (the default) or the
     /// result's JSON.
+    pub(crate) fn with_caller_scopes(mut self, scopes: std::collections::HashMap<Caller, Scope>) -> KyroServer {
+        self.scopes = Arc::new(scopes);
+        self
+    }
+
+    /// The scope `caller`'s calls run in: its own policy's, or the server's.
+    fn scope_of(&self, caller: &Caller) -> &Scope {
+        self.scopes.get(caller).unwrap_or(self.runtime.scope())
+    }
+
     pub(crate) fn with_list_ttl_ms(mut self, ttl_ms: u64) -> KyroServer {
         self.list_ttl_ms = ttl_ms;
         self
@@ -230,83 +248,6 @@ async fn signalled() -> i32 {
     }
 }
 
-/// The MCP tool for a descriptor: same name, description, schemas; annotations from the effect.
-pub(crate) fn mcp_tool(d: &ToolDescriptor) -> Tool {
-    // Each hint only where it differs from the spec's default (read-only false,
-    // destructive true, idempotent false, open-world true): a client reads the same four
-    // values, in a fifth of the bytes. The title is the tool's own (`annotations.title`
-    // would repeat it).
-    let a = d.annotations;
-    let differs = |value: bool, default: bool| (value != default).then_some(value);
-    let mut annotations = ToolAnnotations::new();
-    annotations.read_only_hint = differs(a.read_only_hint, false);
-    annotations.destructive_hint = differs(a.destructive_hint, true);
-    annotations.idempotent_hint = differs(a.idempotent_hint, false);
-    annotations.open_world_hint = differs(a.open_world_hint, true);
-    let mut tool = Tool::new(d.name.clone(), d.description.clone(), Arc::new(object(&d.input_schema)))
-        .with_raw_output_schema(Arc::new(object(&listed_output(&d.output_schema))))
-        .with_annotations(annotations);
-    if let Some(title) = &d.title {
-        tool = tool.with_title(title.clone());
-    }
-    tool
-}
-
-/// The largest and smallest values of Rust's integer types, which a generated schema states
-/// as `maximum`/`minimum`: in an output schema they say only what the type is.
-const TYPE_BOUNDS: &[i128] = &[
-    u64::MAX as i128,
-    u32::MAX as i128,
-    u16::MAX as i128,
-    u8::MAX as i128,
-    i64::MAX as i128,
-    i64::MIN as i128,
-    i32::MAX as i128,
-    i32::MIN as i128,
-];
-
-/// An output schema as listed: without its `description` keywords (the prose is left to
-/// `tool_describe`; the output schema's prose was a third of a listing, and the model reads
-/// results, not their schema) and without the integer bounds that only restate a Rust type's
-/// range (`maximum: 18446744073709551615`); every other keyword kept. A property named
-/// `description` or `maximum` stays.
-fn listed_output(schema: &Value) -> Value {
-    match schema {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .filter(|(k, v)| match k.as_str() {
-                    "description" => !v.is_string(),
-                    "maximum" | "minimum" => !v
-                        .as_i64()
-                        .map(i128::from)
-                        .or_else(|| v.as_u64().map(i128::from))
-                        .is_some_and(|n| TYPE_BOUNDS.contains(&n)),
-                    _ => true,
-                })
-                .map(|(k, v)| {
-                    let kept = match (k.as_str(), v) {
-                        // Property names are data here, not keywords.
-                        ("properties" | "$defs" | "definitions", Value::Object(props)) => Value::Object(
-                            props
-                                .iter()
-                                .map(|(name, sub)| (name.clone(), listed_output(sub)))
-                                .collect(),
-                        ),
-                        _ => listed_output(v),
-                    };
-                    (k.clone(), kept)
-                })
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.iter().map(listed_output).collect()),
-        other => other.clone(),
-    }
-}
-
-fn object(schema: &Value) -> Map<String, Value> {
-    schema.as_object().cloned().unwrap_or_default()
-}
-
 impl ServerHandler for KyroServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
@@ -329,10 +270,10 @@ impl ServerHandler for KyroServer {
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let snapshot = self.runtime.registry().snapshot();
-        let all = self.tools_of(&snapshot);
+        let all = self.tools_of(&snapshot, &elicit::caller_of(&context));
         let start = match request.and_then(|r| r.cursor) {
             None => 0,
             Some(cursor) => cursor
@@ -374,13 +315,14 @@ impl ServerHandler for KyroServer {
     async fn complete(
         &self,
         request: CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
+        let scope = self.scope_of(&elicit::caller_of(&context));
         let values = match &request.r#ref {
             rmcp::model::Reference::Resource(template)
                 if resources::is_path_completion(&template.uri, &request.argument.name) =>
             {
-                resources::complete_path(&self.runtime, &request.argument.value)
+                resources::complete_path(&self.runtime, scope, &request.argument.value)
             }
             _ => Vec::new(),
         };
@@ -391,11 +333,11 @@ impl ServerHandler for KyroServer {
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let snapshot = self.runtime.registry().snapshot();
         let mut list = ListResourcesResult::with_all_items(resources::listed(
-            &self.tools_of(&snapshot),
+            &self.tools_of(&snapshot, &elicit::caller_of(&context)),
             self.runtime.approval_store().is_some(),
         ));
         (list.ttl_ms, list.cache_scope) = (Some(self.list_ttl_ms), Some(CacheScope::Private));
@@ -405,9 +347,10 @@ impl ServerHandler for KyroServer {
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        let mut list = ListResourceTemplatesResult::with_all_items(resources::templates(&self.runtime));
+        let scope = self.scope_of(&elicit::caller_of(&context));
+        let mut list = ListResourceTemplatesResult::with_all_items(resources::templates(&self.runtime, scope));
         (list.ttl_ms, list.cache_scope) = (Some(self.list_ttl_ms), Some(CacheScope::Private));
         Ok(list)
     }
@@ -418,7 +361,8 @@ impl ServerHandler for KyroServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let caller = elicit::caller_of(&context);
-        let contents = Box::pin(resources::read(&self.runtime, &request.uri, &caller)).await?;
+        let runtime = (&self.runtime, self.scope_of(&caller));
+        let contents = Box::pin(resources::read(runtime, &request.uri, &caller)).await?;
         Ok(ReadResourceResult::new(vec![contents]).into())
     }
 
@@ -521,9 +465,10 @@ impl KyroServer {
         }
         let text = self.text;
         let cancel = context.ct.cancelled();
+        let scope = self.scope_of(&call.caller).clone();
         Box::pin(
             self.tasks
-                .run(&self.runtime, call, cancel, move |o| call_result(o, text)),
+                .run((&self.runtime, scope), call, cancel, move |o| call_result(o, text)),
         )
         .await
     }
@@ -548,15 +493,17 @@ impl KyroServer {
         }
     }
     /// The MCP tools of a snapshot, built once per registry version.
-    fn tools_of(&self, snapshot: &kyro_core::Snapshot) -> Arc<Vec<Tool>> {
+    fn tools_of(&self, snapshot: &kyro_core::Snapshot, caller: &Caller) -> Arc<Vec<Tool>> {
+        let own = self.scopes.contains_key(caller).then(|| caller.clone());
+        let scope = self.scope_of(caller);
         let mut listed = self.listed.lock().unwrap_or_else(|p| p.into_inner());
-        match listed.as_ref() {
+        match listed.get(&own) {
             Some((version, tools)) if *version == snapshot.version() => tools.clone(),
             _ => {
                 let shown = |d: &&ToolDescriptor| match &self.selection {
-                    _ if self.search => d.category == "discovery" && self.runtime.scope().may_allow(d),
-                    Some(selection) => selection.lists(d, &self.runtime),
-                    None => self.runtime.scope().may_allow(d),
+                    _ if self.search => d.category == "discovery" && scope.may_allow(d),
+                    Some(selection) => selection.lists(d, scope),
+                    None => scope.may_allow(d),
                 };
                 let mut tools: Vec<Tool> = snapshot.descriptors().filter(shown).map(mcp_tool).collect();
                 if self.search {
@@ -568,7 +515,7 @@ impl KyroServer {
                     tools.push(search::call_tool());
                 }
                 let tools = Arc::new(tools);
-                *listed = Some((snapshot.version(), tools.clone()));
+                listed.insert(own, (snapshot.version(), tools.clone()));
                 tools
             }
         }
@@ -576,12 +523,10 @@ impl KyroServer {
 
     /// One pass through the boundary; a client cancellation stops the executor.
     async fn run(&self, call: Call, context: &RequestContext<RoleServer>) -> Outcome {
-        Box::pin(
-            self.runtime
-                .execute_until(call, self.runtime.scope(), None, context.ct.cancelled()),
-        )
-        .await
-        .outcome
+        let scope = self.scope_of(&call.caller);
+        Box::pin(self.runtime.execute_until(call, scope, None, context.ct.cancelled()))
+            .await
+            .outcome
     }
 }
 

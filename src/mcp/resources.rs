@@ -8,7 +8,7 @@
 //! which no receipt records) only while `read_file` runs without asking, and the receipts
 //! only while the log lies where the caller may read.
 
-use kyro_core::policy::{Access, ApprovalRule};
+use kyro_core::policy::{Access, ApprovalRule, Scope};
 use kyro_core::{Approval, Call, Caller, Outcome, Runtime};
 use rmcp::ErrorData;
 use rmcp::model::{Resource, ResourceContents, ResourceTemplate, Tool};
@@ -43,13 +43,12 @@ enum Reading {
 
 /// How `read_file` is served to the caller of `runtime`, decided as the boundary decides a
 /// call of it (its capabilities, its effect's rule, its own `[approvals.tools]` rule).
-fn reading(runtime: &Runtime) -> Reading {
+fn reading(runtime: &Runtime, scope: &Scope) -> Reading {
     let snapshot = runtime.registry().snapshot();
     let Some(reader) = snapshot.get(READER) else {
         return Reading::Hidden;
     };
     let descriptor = reader.descriptor();
-    let scope = runtime.scope();
     if !scope.may_allow(descriptor) {
         return Reading::Hidden;
     }
@@ -68,12 +67,9 @@ fn reading(runtime: &Runtime) -> Reading {
 /// Whether `kyro://receipts/` is served: reads run without asking, and the receipt log
 /// (`.kyro/receipts.jsonl` of the workspace) lies beneath a root the caller may read, so
 /// the receipts tell nobody more than `kyro://workspace/` would.
-fn serves_receipts(runtime: &Runtime) -> bool {
+fn serves_receipts(runtime: &Runtime, scope: &Scope) -> bool {
     let log = runtime.workspace().root().join(".kyro").join("receipts.jsonl");
-    reading(runtime) == Reading::Free
-        && log
-            .to_str()
-            .is_some_and(|log| runtime.scope().confine(log, Access::Read).is_ok())
+    reading(runtime, scope) == Reading::Free && log.to_str().is_some_and(|log| scope.confine(log, Access::Read).is_ok())
 }
 
 /// The fixed resources: the inventory and the listed tools' descriptors.
@@ -100,15 +96,15 @@ pub(crate) fn listed(tools: &[Tool], grants: bool) -> Vec<Resource> {
 }
 
 /// The templates served: workspace files and receipts, each as far as [`reading`] allows.
-pub(crate) fn templates(runtime: &Runtime) -> Vec<ResourceTemplate> {
+pub(crate) fn templates(runtime: &Runtime, scope: &Scope) -> Vec<ResourceTemplate> {
     let mut templates = Vec::new();
-    if reading(runtime) != Reading::Hidden {
+    if reading(runtime, scope) != Reading::Hidden {
         let mut file = ResourceTemplate::new(format!("{WORKSPACE}{{path}}"), "workspace file");
         file.description = Some("A UTF-8 text file of the workspace, read as read_file reads it".into());
         file.mime_type = Some("text/plain".into());
         templates.push(file);
     }
-    if serves_receipts(runtime) {
+    if serves_receipts(runtime, scope) {
         let mut receipt = ResourceTemplate::new(format!("{RECEIPTS}{{call_id}}"), "receipt");
         receipt.description = Some("The receipt of one call, by its call id".into());
         receipt.mime_type = Some("application/json".into());
@@ -118,7 +114,11 @@ pub(crate) fn templates(runtime: &Runtime) -> Vec<ResourceTemplate> {
 }
 
 /// Reads one resource for `caller`.
-pub(crate) async fn read(runtime: &Runtime, uri: &str, caller: &Caller) -> Result<ResourceContents, ErrorData> {
+pub(crate) async fn read(
+    (runtime, scope): (&Runtime, &Scope),
+    uri: &str,
+    caller: &Caller,
+) -> Result<ResourceContents, ErrorData> {
     let snapshot = runtime.registry().snapshot();
     if let (GRANTS, Some(store)) = (uri, runtime.approval_store()) {
         let (store, caller) = (store.clone(), caller.clone());
@@ -141,7 +141,7 @@ pub(crate) async fn read(runtime: &Runtime, uri: &str, caller: &Caller) -> Resul
         return Ok(ResourceContents::text(text, uri).with_mime_type("application/json"));
     }
     if let Some(id) = uri.strip_prefix(RECEIPTS) {
-        if !serves_receipts(runtime) {
+        if !serves_receipts(runtime, scope) {
             return Err(ErrorData::resource_not_found(
                 "receipts are not served here: only while read_file is served and runs without asking, to a caller whose roots hold the workspace's .kyro",
                 None,
@@ -173,7 +173,7 @@ pub(crate) async fn read(runtime: &Runtime, uri: &str, caller: &Caller) -> Resul
     }
     if let Some(path) = uri.strip_prefix(WORKSPACE) {
         let call = Call::new("read_file", json!({"path": path, "limit": 20_000})).by(caller.clone());
-        return match runtime.execute_call(call).await {
+        return match runtime.execute_in(call, scope, None).await.outcome {
             Outcome::Ok { result, .. } => {
                 let text = result["content"].as_str().unwrap_or_default().to_owned();
                 Ok(ResourceContents::text(text, uri).with_mime_type("text/plain"))
@@ -199,18 +199,15 @@ pub(crate) async fn read(runtime: &Runtime, uri: &str, caller: &Caller) -> Resul
 /// leaves the roots completes to nothing); directories end in `/`, hidden entries only
 /// when asked for with a leading `.`; at most 100. Nothing unless `read_file` is served
 /// and runs without asking ([`Reading::Free`]).
-pub(crate) fn complete_path(runtime: &Runtime, value: &str) -> Vec<String> {
-    if reading(runtime) != Reading::Free {
+pub(crate) fn complete_path(runtime: &Runtime, scope: &Scope, value: &str) -> Vec<String> {
+    if reading(runtime, scope) != Reading::Free {
         return Vec::new();
     }
     let (dir, stem) = match value.rfind('/') {
         Some(i) => (&value[..=i], &value[i + 1..]),
         None => ("", value),
     };
-    let confined = match runtime
-        .scope()
-        .confine(if dir.is_empty() { "." } else { dir }, Access::Read)
-    {
+    let confined = match scope.confine(if dir.is_empty() { "." } else { dir }, Access::Read) {
         Ok(confined) => confined,
         Err(_) => return Vec::new(),
     };

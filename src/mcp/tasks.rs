@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
+use kyro_core::policy::Scope;
 use kyro_core::{Call, Caller, Outcome, Runtime, TaskHook};
 use rmcp::ErrorData;
 use rmcp::model::{CallToolResult, CreateTaskResult, DetailedTask, JsonObject, Task, TaskPayload, TaskStatus};
@@ -65,14 +66,14 @@ impl Tasks {
     /// a call, to its outcome. `result` renders the outcome a finished task keeps.
     pub(super) async fn run(
         self: &Arc<Tasks>,
-        runtime: &Runtime,
+        (runtime, scope): (&Runtime, Scope),
         call: Call,
         cancel: impl Future<Output = ()> + Send,
         result: impl FnOnce(Outcome) -> CallToolResult + Send + 'static,
     ) -> Ran {
         let mut id = [0u8; 16];
         if self.lock().len() >= MOST || getrandom::fill(&mut id).is_err() {
-            return Ran::Outcome(runtime.execute_until(call, runtime.scope(), None, cancel).await.outcome);
+            return Ran::Outcome(runtime.execute_until(call, &scope, None, cancel).await.outcome);
         }
         let id: String = id.iter().map(|b| format!("{b:02x}")).collect();
         let (hook, mut authorized) = TaskHook::new(&id);
@@ -83,7 +84,6 @@ impl Tasks {
             let runtime = runtime.clone();
             let call = call.as_task(hook);
             tokio::spawn(async move {
-                let scope = runtime.scope().clone();
                 let stopped = async {
                     let _ = stopped.await;
                 };
