@@ -137,6 +137,7 @@ impl KyroServer {
 
     /// What the text block of a successful call holds: readable text (the default) or the
     /// result's JSON.
+    #[cfg(feature = "http")]
     pub(crate) fn with_caller_scopes(mut self, scopes: std::collections::HashMap<Caller, Scope>) -> KyroServer {
         self.scopes = Arc::new(scopes);
         self
