@@ -943,6 +943,32 @@ fn http_asks_a_current_client_by_input_required_and_runs_the_approved_call_once(
     assert_eq!(runs(), 1);
 }
 
+/// One 2026-07-28 request over HTTP with `token` (its `Mcp-Name` from `params.name`); the
+/// answer's result.
+fn post_as(url: &str, token: &str, method: &str, params: Value) -> Value {
+    let name = params
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+    let bearer = format!("Bearer {token}");
+    let mut headers = vec![
+        ("Authorization", bearer.as_str()),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", method),
+    ];
+    if !name.is_empty() {
+        headers.push(("Mcp-Name", name.as_str()));
+    }
+    let mut answered = Raw::send(url, &headers, body.as_bytes());
+    let head = answered.head();
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    let rest = answered.rest();
+    let (start, end) = (rest.find('{').expect("a JSON-RPC answer"), rest.rfind('}').unwrap());
+    serde_json::from_str::<Value>(&rest[start..=end]).unwrap()["result"].clone()
+}
+
 /// One 2026-07-28 `tools/call` of `run_command` over HTTP with `token`; its result.
 fn call_as(url: &str, token: &str, argv: Value, retry: Value) -> Value {
     let mut params = json!({"name": "run_command", "arguments": {"argv": argv},
@@ -951,21 +977,7 @@ fn call_as(url: &str, token: &str, argv: Value, retry: Value) -> Value {
     if let Value::Object(retry) = retry {
         params.as_object_mut().unwrap().extend(retry);
     }
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).to_string();
-    let bearer = format!("Bearer {token}");
-    let headers = [
-        ("Authorization", bearer.as_str()),
-        ("MCP-Protocol-Version", "2026-07-28"),
-        ("Mcp-Method", "tools/call"),
-        ("Mcp-Name", "run_command"),
-    ];
-    let mut answered = Raw::send(url, &headers, body.as_bytes());
-    let head = answered.head();
-    assert!(head.starts_with("http/1.1 200"), "{head}");
-    let rest = answered.rest();
-    let start = rest.find('{').expect("a JSON-RPC answer");
-    let end = rest.rfind('}').unwrap();
-    serde_json::from_str::<Value>(&rest[start..=end]).unwrap()["result"].clone()
+    post_as(url, token, "tools/call", params)
 }
 
 #[test]
@@ -1076,32 +1088,11 @@ fn http_a_caller_with_its_own_policy_is_listed_and_held_to_it() {
     )
     .unwrap();
     let server = HttpServer::start_with(ws.path(), &["--token-file", tokens.to_str().unwrap()], None);
-    let request = |token: &str, method: &str, params: Value| -> Value {
-        let mut params = params;
+    let request = |token: &str, method: &str, mut params: Value| -> Value {
         params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
             "io.modelcontextprotocol/clientInfo": {"name": "policy", "version": "1"}});
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
-        let bearer = format!("Bearer {token}");
-        let name = params
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        let mut headers = vec![
-            ("Authorization", bearer.as_str()),
-            ("MCP-Protocol-Version", "2026-07-28"),
-            ("Mcp-Method", method),
-        ];
-        if !name.is_empty() {
-            headers.push(("Mcp-Name", name.as_str()));
-        }
-        let mut answered = Raw::send(&server.url, &headers, body.as_bytes());
-        let head = answered.head();
-        assert!(head.starts_with("http/1.1 200"), "{head}");
-        let rest = answered.rest();
-        let (start, end) = (rest.find('{').unwrap(), rest.rfind('}').unwrap());
-        serde_json::from_str::<Value>(&rest[start..=end]).unwrap()["result"].clone()
+        post_as(&server.url, token, method, params)
     };
     let names = |token: &str| -> Vec<String> {
         request(token, "tools/list", json!({}))["tools"]

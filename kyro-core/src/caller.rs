@@ -38,6 +38,10 @@ impl Caller {
         Ok(Caller(name.into()))
     }
 
+    /// The names kyro gives callers itself (`local`, `http`, `anonymous`): a token file
+    /// may not give them, or an HTTP client would share the local user's grants and states.
+    pub const RESERVED: [&'static str; 3] = ["local", "http", "anonymous"];
+
     /// The name.
     pub fn name(&self) -> &str {
         &self.0

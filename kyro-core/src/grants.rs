@@ -23,9 +23,10 @@ pub struct Grant {
     pub caller: Caller,
     /// The canonical tool name.
     pub tool: String,
-    /// What a call's arguments must begin with, when not the whole tool: each key's value
-    /// is equal, except that an array is a prefix (`{"argv": ["cargo", "test"]}` covers
-    /// `cargo test --all`); `None` covers every call of the tool.
+    /// What a call's arguments must be, when not the whole tool: the call sends exactly
+    /// these keys, each value equal, except that `argv` is a prefix (`{"argv": ["cargo",
+    /// "test"]}` covers `cargo test --all`, not `cargo test` with `env` or `cwd` set);
+    /// `None` covers every call of the tool.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arguments: Option<Map<String, Value>>,
     /// When it was given, in milliseconds since the Unix epoch.
@@ -33,6 +34,9 @@ pub struct Grant {
     /// When it ends, in milliseconds since the Unix epoch.
     pub expires_at_ms: u64,
 }
+
+/// The one argument a grant matches by prefix: a command's words.
+pub const PREFIX_KEY: &str = "argv";
 
 /// A grant to be stored (the store gives it its id).
 #[derive(Debug, Clone, PartialEq)]
@@ -60,11 +64,18 @@ impl Grant {
         let Some(given) = arguments.as_object() else {
             return false;
         };
-        required.iter().all(|(key, want)| match (want, given.get(key)) {
-            (Value::Array(prefix), Some(Value::Array(items))) => items.starts_with(prefix),
-            (want, Some(value)) => want == value,
-            (_, None) => false,
-        })
+        // No key the grant does not name (an `env`, a `cwd`, `stdin` would change what a
+        // command does), and every named one as granted.
+        given.keys().all(|key| required.contains_key(key))
+            && required
+                .iter()
+                .all(|(key, want)| match (key.as_str(), want, given.get(key)) {
+                    (PREFIX_KEY, Value::Array(prefix), Some(Value::Array(items))) => {
+                        !prefix.is_empty() && items.starts_with(prefix)
+                    }
+                    (_, want, Some(value)) => want == value,
+                    (_, _, None) => false,
+                })
     }
 }
 
@@ -93,7 +104,7 @@ pub fn now_ms() -> u64 {
 
 /// Grants and nonces in this process's memory: for a server without a state store. They
 /// end with the process (a grant lasts at most until a restart), and a replica never sees
-/// them. At most [`MemoryApprovalStore::MOST_GRANTS`] grants in force at once; spent nonces
+/// them. At most [`MemoryApprovalStore::MOST_GRANTS`] grants in force per caller; spent nonces
 /// are forgotten when their states expire, so they are bounded by the rate at which this
 /// server hands out approval questions.
 #[derive(Debug, Default)]
@@ -109,7 +120,7 @@ struct Memory {
 }
 
 impl MemoryApprovalStore {
-    /// Grants in force at once, at most.
+    /// Grants in force per caller, at most (the SQLite store holds callers to it too).
     pub const MOST_GRANTS: usize = 1000;
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Memory> {
@@ -129,9 +140,10 @@ impl ApprovalStore for MemoryApprovalStore {
         let mut memory = self.lock();
         let now = now_ms();
         memory.grants.retain(|g| g.expires_at_ms > now);
-        if memory.grants.len() >= Self::MOST_GRANTS {
+        if memory.grants.iter().filter(|g| g.caller == grant.caller).count() >= Self::MOST_GRANTS {
             return Err(format!(
-                "{} grants are in force already; revoke some first",
+                "{} holds {} grants in force already; revoke some first",
+                grant.caller,
                 Self::MOST_GRANTS
             ));
         }
@@ -186,7 +198,7 @@ mod tests {
     #[test]
     fn a_grant_covers_its_callers_calls_of_its_tool_until_it_expires() {
         let alice = Caller::named("alice").unwrap();
-        let call = json!({"argv": ["cargo", "test", "--all"], "cwd": "."});
+        let call = json!({"argv": ["cargo", "test", "--all"]});
         let whole = grant(None);
         assert!(whole.covers(&alice, "run_command", &call, 999));
         assert!(!whole.covers(&alice, "run_command", &call, 1000), "expired");
@@ -202,6 +214,9 @@ mod tests {
             json!({"argv": ["cargo"]}),
             json!({"cwd": "."}),
             json!({"argv": "cargo test"}),
+            // A key the grant does not name changes what the command does.
+            json!({"argv": ["cargo", "test"], "env": [{"name": "RUSTC_WRAPPER", "value": "/tmp/x"}]}),
+            json!({"argv": ["cargo", "test"], "cwd": "sub"}),
         ] {
             assert!(!prefix.covers(&alice, "run_command", &other, 0), "{other}");
         }
@@ -209,6 +224,10 @@ mod tests {
         let exact = grant(Some(json!({"cwd": "src"})));
         assert!(exact.covers(&alice, "run_command", &json!({"cwd": "src"}), 0));
         assert!(!exact.covers(&alice, "run_command", &json!({"cwd": "src/../.."}), 0));
+        // Only `argv` is a prefix: another list is equal or nothing.
+        let list = grant(Some(json!({"entities": ["tmp"]})));
+        assert!(!list.covers(&alice, "run_command", &json!({"entities": ["tmp", "customers"]}), 0));
+        assert!(!grant(Some(json!({"argv": []}))).covers(&alice, "run_command", &json!({"argv": ["rm"]}), 0));
     }
 
     #[test]

@@ -96,6 +96,13 @@ impl HttpAuth {
                 )));
             };
             let caller = Caller::named(name).map_err(invalid)?;
+            if Caller::RESERVED.contains(&name) {
+                return Err(invalid(format!(
+                    "{}: `{name}` is a name kyro gives callers itself ({}); choose another",
+                    file.display(),
+                    Caller::RESERVED.join(", ")
+                )));
+            }
             let token = checked(token)?;
             if callers.iter().any(|(t, c)| *t == token || *c == caller) {
                 return Err(invalid(format!(
@@ -298,6 +305,33 @@ mod tests {
             "http://x:+80",
         ] {
             assert!(super::origin(value).is_err(), "{value}");
+        }
+    }
+
+    #[test]
+    fn a_token_file_names_callers_but_never_with_a_name_kyro_gives_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tokens");
+        std::fs::write(
+            &file,
+            "alice alice-token-0123456789\nci ci-token-0123456789ab ci.toml\n",
+        )
+        .unwrap();
+        let auth = super::HttpAuth::token_file(&file).unwrap();
+        assert_eq!(auth.tokens().unwrap().len(), 2);
+        assert_eq!(auth.caller_policies()[0].1, dir.path().join("ci.toml"));
+        for reserved in ["local", "http", "anonymous"] {
+            std::fs::write(&file, format!("{reserved} some-token-0123456789\n")).unwrap();
+            let refused = super::HttpAuth::token_file(&file).unwrap_err();
+            assert!(refused.to_string().contains("kyro gives callers itself"), "{refused}");
+        }
+        for bad in [
+            "alice short\n",
+            "alice a-token-0123456789 x.toml extra\n",
+            "a b-token-0123456789\na c-token-0123456789\n",
+        ] {
+            std::fs::write(&file, bad).unwrap();
+            assert!(super::HttpAuth::token_file(&file).is_err(), "{bad:?}");
         }
     }
 

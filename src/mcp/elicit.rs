@@ -138,8 +138,8 @@ enum Redeemed {
     /// The state approves another call of the tool (this one's arguments differ): its
     /// fingerprint.
     OtherCall(String),
-    /// The person declined, or dismissed the question.
-    Declined,
+    /// The person declined, or dismissed the question (the state's nonce, to spend).
+    Declined(String),
     /// The state does not verify (changed, another caller's, another key's, another
     /// tool's), or the answer is missing; why.
     Unverified(String),
@@ -237,8 +237,9 @@ impl PendingApprovals {
     /// call's receipt) when the person declined, the state does not verify, is for
     /// another tool, was redeemed before or has expired, or the arguments changed.
     ///
-    /// The nonce is spent in the store first (a replay to any process sharing it is
-    /// refused); a grant the person chose is recorded before the call runs.
+    /// The nonce is spent in the store first, for a yes and for a no alike (a replay to
+    /// any process sharing it is refused, and a "no" stays a no); the grant the person
+    /// chose comes back to be recorded once the call has passed the boundary.
     pub(crate) async fn redeem(
         &self,
         caller: &Caller,
@@ -246,41 +247,49 @@ impl PendingApprovals {
         fingerprint: &str,
         state: &str,
         responses: Option<&InputResponses>,
-    ) -> ApprovalToken {
-        match self.open(caller, tool, fingerprint, state, responses) {
-            Redeemed::Approved { nonce, grant } => {
-                let until = now_ms() + self.lifetime.as_millis() as u64;
-                let store = self.store.clone();
-                let new_grant = (!grant.is_zero()).then(|| NewGrant {
-                    caller: caller.clone(),
-                    tool: tool.to_owned(),
-                    arguments: None,
-                    expires_at_ms: now_ms() + grant.as_millis() as u64,
-                });
-                let spent = tokio::task::spawn_blocking(move || {
-                    let fresh = store.spend_nonce(&nonce, until)?;
-                    if let (true, Some(new_grant)) = (fresh, new_grant) {
-                        // The approval stands for this call even if the grant cannot be kept.
-                        let _ = store.add_grant(new_grant);
-                    }
-                    Ok::<_, String>(fresh)
-                })
-                .await;
-                match spent {
-                    Ok(Ok(true)) => ApprovalToken::for_fingerprint(fingerprint),
-                    Ok(Ok(false)) => ApprovalToken::spent(fingerprint),
-                    Ok(Err(why)) => {
-                        ApprovalToken::unverified(fingerprint, format!("its use could not be recorded: {why}"))
-                    }
-                    Err(_) => ApprovalToken::unverified(fingerprint, "its use could not be recorded".to_owned()),
-                }
-            }
+    ) -> (ApprovalToken, Option<NewGrant>) {
+        let (nonce, grant) = match self.open(caller, tool, fingerprint, state, responses) {
+            Redeemed::Approved { nonce, grant } => (nonce, Some(grant)),
+            Redeemed::Declined(nonce) => (nonce, None),
             // The runtime refuses the mismatch; the state stays good for its own call.
-            Redeemed::OtherCall(approved) => ApprovalToken::for_fingerprint(&approved),
-            Redeemed::Declined => ApprovalToken::declined(fingerprint),
-            Redeemed::Unverified(why) => ApprovalToken::unverified(fingerprint, why),
-            Redeemed::Lapsed => ApprovalToken::lapsed(fingerprint),
-        }
+            Redeemed::OtherCall(approved) => return (ApprovalToken::for_fingerprint(&approved), None),
+            Redeemed::Unverified(why) => return (ApprovalToken::unverified(fingerprint, why), None),
+            Redeemed::Lapsed => return (ApprovalToken::lapsed(fingerprint), None),
+        };
+        // Kept well past the state's own expiry, whatever the replicas' clocks say.
+        let until = now_ms() + 2 * self.lifetime.as_millis() as u64;
+        let store = self.store.clone();
+        let spent = tokio::task::spawn_blocking(move || store.spend_nonce(&nonce, until)).await;
+        let token = match (spent, &grant) {
+            (Ok(Ok(true)), Some(_)) => ApprovalToken::for_fingerprint(fingerprint),
+            (Ok(Ok(true)), None) => return (ApprovalToken::declined(fingerprint), None),
+            (Ok(Ok(false)), _) => return (ApprovalToken::spent(fingerprint), None),
+            (Ok(Err(why)), _) => {
+                let why = format!("its use could not be recorded: {why}");
+                return (ApprovalToken::unverified(fingerprint, why), None);
+            }
+            (Err(_), _) => {
+                let why = "its use could not be recorded".to_owned();
+                return (ApprovalToken::unverified(fingerprint, why), None);
+            }
+        };
+        // No standing grant for a caller nobody authenticated.
+        let grant = grant
+            .filter(|lasting| !lasting.is_zero() && caller.name() != "anonymous")
+            .map(|lasting| NewGrant {
+                caller: caller.clone(),
+                tool: tool.to_owned(),
+                arguments: None,
+                expires_at_ms: now_ms() + lasting.as_millis() as u64,
+            });
+        (token, grant)
+    }
+
+    /// Records `grant` (the call it came with passed the boundary); a grant that cannot
+    /// be kept leaves the call's approval as it was.
+    pub(crate) async fn keep(&self, grant: NewGrant) {
+        let store = self.store.clone();
+        let _ = tokio::task::spawn_blocking(move || store.add_grant(grant)).await;
     }
 
     fn open(
@@ -309,7 +318,7 @@ impl PendingApprovals {
         let approved = answer.action == ElicitationAction::Accept
             && content.and_then(|c| c.get("approve")) == Some(&Value::Bool(true));
         if !approved {
-            return Redeemed::Declined;
+            return Redeemed::Declined(sealed.nonce);
         }
         if sealed.fingerprint != fingerprint {
             return Redeemed::OtherCall(sealed.fingerprint);
@@ -336,7 +345,7 @@ pub(super) enum Settled {
     Ask(InputRequiredResult),
     /// Run it with this approval (a redeemed state, a yes, the session's approval); a
     /// refused state's token makes the boundary deny it, with its receipt.
-    Run(Call),
+    Run(Box<Call>, Option<NewGrant>),
     /// Answer with the refusal as it is (nobody can be asked).
     Refused(Outcome),
 }
@@ -366,10 +375,10 @@ pub(super) async fn settle(
         // 2026-07-28: the question goes back as `input_required`, the answer comes with the
         // retry (no server-to-client request, no session).
         if let Some(state) = request_state.as_deref() {
-            let token = approvals
+            let (token, grant) = approvals
                 .redeem(&call.caller, tool, fingerprint, state, input_responses.as_ref())
                 .await;
-            return Settled::Run(call.approved(token));
+            return Settled::Run(Box::new(call.approved(token)), grant);
         }
         if asks_by_form(context)
             && let Some(question) = approvals.ask(&call.caller, tool, fingerprint, summary)
@@ -378,28 +387,30 @@ pub(super) async fn settle(
         }
         return Settled::Refused(outcome);
     }
-    // The user approved this tool for the session earlier, or approves this call now.
-    let session = |tool: &str, add: bool| {
+    // The user approved this tool for the session earlier, or approves this call now; a
+    // session's approvals are its caller's (one who learns the session id gets none).
+    let key = format!("{}\0{tool}", call.caller);
+    let session = |add: bool| {
         let mut tools = for_session.lock().unwrap_or_else(|p| p.into_inner());
         if add {
-            tools.insert(tool.to_owned())
+            tools.insert(key.clone())
         } else {
-            tools.contains(tool)
+            tools.contains(&key)
         }
     };
-    let approved = session(tool, false)
+    let approved = session(false)
         || (asks_for_approval(&context.peer)
             && match approve(&context.peer, summary, fingerprint).await {
                 Approval::Refused => false,
                 Approval::Once => true,
                 Approval::ForSession => {
-                    session(tool, true);
+                    session(true);
                     true
                 }
             });
     if approved {
         let token = ApprovalToken::for_fingerprint(fingerprint);
-        return Settled::Run(call.approved(token));
+        return Settled::Run(Box::new(call.approved(token)), None);
     }
     Settled::Refused(outcome)
 }
@@ -452,23 +463,23 @@ mod tests {
             self::approvals(8, &store).open(&alice, "write_file", "ab", &state, Some(&yes)),
             Redeemed::Unverified(_)
         ));
-        assert_eq!(
+        assert!(matches!(
             open(&alice, "write_file", "ab", &answer("accept", json!({"approve": false}))),
-            Redeemed::Declined
-        );
-        assert_eq!(
+            Redeemed::Declined(_)
+        ));
+        assert!(matches!(
             open(
                 &alice,
                 "write_file",
                 "ab",
                 &answer("accept", json!({"approve": "true"}))
             ),
-            Redeemed::Declined
-        );
-        assert_eq!(
+            Redeemed::Declined(_)
+        ));
+        assert!(matches!(
             open(&alice, "write_file", "ab", &answer("cancel", json!({"approve": true}))),
-            Redeemed::Declined
-        );
+            Redeemed::Declined(_)
+        ));
         assert!(matches!(
             approvals.open(&alice, "write_file", "ab", &state, None),
             Redeemed::Unverified(_)
@@ -505,11 +516,31 @@ mod tests {
             .request_state
             .unwrap();
         let hour = answer("accept", json!({"approve": true, "remember": "hour"}));
-        let token = one.redeem(&alice, "write_file", "ab", &state, Some(&hour)).await;
+        let (token, grant) = one.redeem(&alice, "write_file", "ab", &state, Some(&hour)).await;
         assert!(!token.is_refusal());
         assert_eq!(token.fingerprint(), "ab");
-        let again = two.redeem(&alice, "write_file", "ab", &state, Some(&hour)).await;
-        assert!(again.is_refusal(), "replayed to another replica");
+        one.keep(grant.expect("the hour the person chose")).await;
+        let (again, none) = two.redeem(&alice, "write_file", "ab", &state, Some(&hour)).await;
+        assert!(again.is_refusal() && none.is_none(), "replayed to another replica");
+        // A "no" is final: the same state answered yes afterwards runs nothing.
+        let state = one
+            .ask(&alice, "write_file", "ab", "write_file {}")
+            .unwrap()
+            .request_state
+            .unwrap();
+        let no = answer("decline", json!({}));
+        assert!(
+            one.redeem(&alice, "write_file", "ab", &state, Some(&no))
+                .await
+                .0
+                .is_refusal()
+        );
+        assert!(
+            two.redeem(&alice, "write_file", "ab", &state, Some(&hour))
+                .await
+                .0
+                .is_refusal()
+        );
         let grants = store.grants(Some(&alice), now_ms()).unwrap();
         assert_eq!(grants.len(), 1, "one grant, from the first redemption only");
         assert_eq!(

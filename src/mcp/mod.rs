@@ -448,10 +448,21 @@ impl KyroServer {
         let approvals = (self.approvals.as_deref(), &*self.approved_for_session);
         match elicit::settle(call, outcome, retry, &context, approvals).await {
             Settled::Ask(question) => Ok(CallToolResponse::InputRequired(question)),
-            Settled::Run(call) => match self.run_or_task(call, &context).await {
-                Ran::Task(task) => Ok(CallToolResponse::Task(task)),
-                Ran::Outcome(outcome) => self.finish(outcome),
-            },
+            Settled::Run(call, grant) => {
+                let ran = self.run_or_task(*call, &context).await;
+                // The grant the person chose stands once the call it came with passed.
+                let passed = match &ran {
+                    Ran::Task(_) => true,
+                    Ran::Outcome(o) => !matches!(o, Outcome::Denied { .. } | Outcome::ApprovalRequired { .. }),
+                };
+                if let (true, Some(grant), Some(approvals)) = (passed, grant, &self.approvals) {
+                    approvals.keep(grant).await;
+                }
+                match ran {
+                    Ran::Task(task) => Ok(CallToolResponse::Task(task)),
+                    Ran::Outcome(outcome) => self.finish(outcome),
+                }
+            }
             Settled::Refused(outcome) => self.finish(outcome),
         }
     }

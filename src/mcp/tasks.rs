@@ -4,7 +4,7 @@
 //! (approval comes first, as for any call); the work goes on, and the client polls
 //! `tasks/get` for its status and result, or stops it with `tasks/cancel` (the work is told
 //! to stop, as for a cancelled call). Each task is its caller's: another caller's id is
-//! unknown. A result is kept [`KEPT`] after the work ends; at most [`MOST`] tasks are kept
+//! unknown. A result is kept [`KEPT`] after the work ends; at most [`MOST`] tasks ([`PER_CALLER`] a caller) are kept
 //! at once, and a call past that runs as an ordinary call.
 
 use std::collections::HashMap;
@@ -25,6 +25,8 @@ use tokio::sync::oneshot;
 pub(super) const KEPT: Duration = Duration::from_secs(300);
 /// Tasks kept at once, working or ended, at most.
 pub(super) const MOST: usize = 64;
+/// Tasks kept at once for one caller, at most.
+pub(super) const PER_CALLER: usize = 16;
 /// The polling interval suggested to clients.
 const POLL_MS: u64 = 500;
 
@@ -41,6 +43,8 @@ struct Entry {
     /// Tells the work to stop (`tasks/cancel`); taken once used.
     stop: Option<oneshot::Sender<()>>,
     ended: Option<Instant>,
+    /// A slot held for a call not yet authorized: no task to anyone yet.
+    reserved: bool,
 }
 
 /// What a call that may become a task came to.
@@ -62,6 +66,32 @@ impl Tasks {
         entries
     }
 
+    /// Holds a slot for a task of `caller`'s, when there is room (at most [`MOST`] in all,
+    /// [`PER_CALLER`] a caller): its id.
+    fn reserve(&self, caller: &Caller) -> Option<String> {
+        let mut id = [0u8; 16];
+        getrandom::fill(&mut id).ok()?;
+        let id: String = id.iter().map(|b| format!("{b:02x}")).collect();
+        let mut entries = self.lock();
+        let mine = entries.values().filter(|e| &e.caller == caller).count();
+        if entries.len() >= MOST || mine >= PER_CALLER {
+            return None;
+        }
+        let now = current_timestamp();
+        entries.insert(
+            id.clone(),
+            Entry {
+                caller: caller.clone(),
+                task: Task::new(id.clone(), TaskStatus::Working, now.clone(), now),
+                payload: TaskPayload::Working,
+                stop: None,
+                ended: None,
+                reserved: true,
+            },
+        );
+        Some(id)
+    }
+
     /// Runs `call` as a task when it passes authorization and there is room; otherwise as
     /// a call, to its outcome. `result` renders the outcome a finished task keeps.
     pub(super) async fn run(
@@ -71,11 +101,15 @@ impl Tasks {
         cancel: impl Future<Output = ()> + Send,
         result: impl FnOnce(Outcome) -> CallToolResult + Send + 'static,
     ) -> Ran {
-        let mut id = [0u8; 16];
-        if self.lock().len() >= MOST || getrandom::fill(&mut id).is_err() {
+        let Some(id) = self.reserve(&call.caller) else {
             return Ran::Outcome(runtime.execute_until(call, &scope, None, cancel).await.outcome);
-        }
-        let id: String = id.iter().map(|b| format!("{b:02x}")).collect();
+        };
+        // Until the call is a task its slot is held, unseen; a refusal, or a request
+        // dropped before, gives it back.
+        let mut held = Held {
+            tasks: self,
+            id: Some(id.clone()),
+        };
         let (hook, mut authorized) = TaskHook::new(&id);
         let (stop, stopped) = oneshot::channel::<()>();
         let mut stop_early = Some(stop);
@@ -103,11 +137,11 @@ impl Tasks {
             Poll::Pending
         })
         .await;
-        if !authorized {
-            return Ran::Outcome(work.await.unwrap_or_else(|e| panicked(e, &tool)));
-        }
-        let Some(stop) = stop_early else {
-            return Ran::Outcome(work.await.unwrap_or_else(|e| panicked(e, &tool)));
+        let stop = match stop_early {
+            Some(stop) if authorized => stop,
+            _ => {
+                return Ran::Outcome(work.await.unwrap_or_else(|e| panicked(e, &tool)));
+            }
         };
         let now = current_timestamp();
         let mut task = Task::new(id.clone(), TaskStatus::Working, now.clone(), now)
@@ -122,8 +156,10 @@ impl Tasks {
                 payload: TaskPayload::Working,
                 stop: Some(stop),
                 ended: None,
+                reserved: false,
             },
         );
+        held.id = None;
         let tasks = self.clone();
         tokio::spawn(async move {
             let outcome = (&mut work).await.unwrap_or_else(|e| panicked(e, &tool));
@@ -149,7 +185,7 @@ impl Tasks {
         let entries = self.lock();
         let entry = entries
             .get(id)
-            .filter(|e| &e.caller == caller)
+            .filter(|e| &e.caller == caller && !e.reserved)
             .ok_or_else(|| unknown(id))?;
         Ok(DetailedTask::new(entry.task.clone(), entry.payload.clone()))
     }
@@ -159,7 +195,7 @@ impl Tasks {
         let mut entries = self.lock();
         let entry = entries
             .get_mut(id)
-            .filter(|e| &e.caller == caller)
+            .filter(|e| &e.caller == caller && !e.reserved)
             .ok_or_else(|| unknown(id))?;
         if let Some(stop) = entry.stop.take() {
             let _ = stop.send(());
@@ -167,6 +203,20 @@ impl Tasks {
             entry.task.last_updated_at = current_timestamp();
         }
         Ok(())
+    }
+}
+
+/// A slot held for a call on its way to becoming a task; given back when dropped unused.
+struct Held<'a> {
+    tasks: &'a Tasks,
+    id: Option<String>,
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        if let Some(id) = self.id.take() {
+            self.tasks.lock().remove(&id);
+        }
     }
 }
 

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use kyro_core::Caller;
-use kyro_core::grants::{ApprovalStore, Grant, NewGrant, now_ms};
+use kyro_core::grants::{ApprovalStore, Grant, MemoryApprovalStore, NewGrant, now_ms};
 use rusqlite::{OptionalExtension, params};
 
 use super::store::Store;
@@ -99,6 +99,16 @@ impl ApprovalStore for SqliteApprovalStore {
             .transpose()?;
         let now = now_ms() as i64;
         let row = self.with(|tx| {
+            // Expired grants go; a caller holds at most MOST_GRANTS in force.
+            tx.execute("DELETE FROM grants WHERE expires_at <= ?1", params![now])?;
+            let held: i64 = tx.query_row(
+                "SELECT count(*) FROM grants WHERE caller = ?1",
+                params![new.caller.name()],
+                |r| r.get(0),
+            )?;
+            if held >= MemoryApprovalStore::MOST_GRANTS as i64 {
+                return Ok(None);
+            }
             tx.execute(
                 "INSERT INTO grants (caller, tool, arguments, created_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)",
                 params![new.caller.name(), new.tool, arguments, now, new.expires_at_ms as i64],
@@ -109,8 +119,16 @@ impl ApprovalStore for SqliteApprovalStore {
                 params![id],
                 grant_of,
             )
+            .map(Some)
         })?;
-        grant(row)
+        match row {
+            Some(row) => grant(row),
+            None => Err(format!(
+                "{} holds {} grants in force already; revoke some first",
+                new.caller,
+                MemoryApprovalStore::MOST_GRANTS
+            )),
+        }
     }
 
     fn grants(&self, caller: Option<&Caller>, now_ms: u64) -> Result<Vec<Grant>, String> {
@@ -122,7 +140,8 @@ impl ApprovalStore for SqliteApprovalStore {
             let rows = statement.query_map(params![now_ms as i64, caller.map(Caller::name)], grant_of)?;
             rows.collect::<rusqlite::Result<Vec<_>>>()
         })?;
-        rows.into_iter().map(grant).collect()
+        // A row that does not read back (edited by hand) is left out, not the whole list.
+        Ok(rows.into_iter().filter_map(|row| grant(row).ok()).collect())
     }
 
     fn revoke_grant(&self, id: &str) -> Result<bool, String> {

@@ -60,7 +60,7 @@ const MIGRATIONS: &[&str] = &[
     );",
     // 4: grants and the one-time approvals already spent (the MCP server's).
     "CREATE TABLE grants (
-        id INTEGER PRIMARY KEY,
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
         caller TEXT NOT NULL,
         tool TEXT NOT NULL,
         arguments TEXT,
@@ -71,7 +71,8 @@ const MIGRATIONS: &[&str] = &[
     CREATE TABLE spent_nonces (
         nonce TEXT PRIMARY KEY,
         until_ms INTEGER NOT NULL
-    );",
+    );
+    CREATE INDEX spent_nonces_by_time ON spent_nonces (until_ms);",
 ];
 
 /// How long a write waits for another writer at most.
