@@ -823,6 +823,15 @@ fn stop_process_ends_a_program_by_sigterm_whatever_kyro_inherited_and_wherever_i
 }
 
 /// The kinds of the refusals in the workspace's receipts, in order.
+/// The workspace's receipts, in order (none when nothing was receipted).
+fn receipts(ws: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(ws.join(".kyro/receipts.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a receipt is one JSON line"))
+        .collect()
+}
+
 fn refusals(ws: &std::path::Path) -> Vec<String> {
     std::fs::read_to_string(ws.join(".kyro/receipts.jsonl"))
         .unwrap_or_default()
@@ -1004,11 +1013,7 @@ fn a_calls_trace_context_and_caller_are_kept_in_its_receipt() {
         assert_eq!(answer["result"]["isError"], false, "{answer}");
     }
     drop(server);
-    let receipts: Vec<Value> = std::fs::read_to_string(ws.path().join(".kyro/receipts.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let receipts = receipts(ws.path());
     assert_eq!(receipts[0]["traceparent"], traceparent);
     assert_eq!(receipts[0]["caller"], "local");
     assert!(receipts[1].get("traceparent").is_none(), "a malformed one is left out");

@@ -26,6 +26,16 @@ impl Caller {
         Caller("local".into())
     }
 
+    /// The holder of a server's one HTTP token (`KYRO_HTTP_TOKEN`, or the one it made).
+    pub fn http() -> Caller {
+        Caller("http".into())
+    }
+
+    /// A client nobody authenticated (`--no-auth`).
+    pub fn anonymous() -> Caller {
+        Caller("anonymous".into())
+    }
+
     /// A named caller. A name is 1 to 64 characters of ASCII letters, digits, `_`, `-`,
     /// `.`, `:` and `@` (an OAuth subject such as `user@example.com` fits).
     pub fn named(name: &str) -> Result<Caller, String> {

@@ -135,7 +135,7 @@ impl HttpAuth {
 
     /// The tokens accepted, each with its caller.
     pub(super) fn tokens(&self) -> Option<Tokens> {
-        let http = || Caller::named("http").unwrap_or_default();
+        let http = Caller::http;
         match self {
             HttpAuth::Token(token) | HttpAuth::Generated(token) => Some(vec![(token.clone(), http())].into()),
             HttpAuth::Callers { tokens, .. } => Some(tokens.clone()),

@@ -39,7 +39,7 @@ pub(super) fn caller_of(context: &RequestContext<RoleServer>) -> Caller {
             .extensions
             .get::<Caller>()
             .cloned()
-            .unwrap_or_else(|| Caller::named("anonymous").unwrap_or_default());
+            .unwrap_or_else(Caller::anonymous);
     }
     let _ = context;
     Caller::local()
@@ -275,7 +275,7 @@ impl PendingApprovals {
         };
         // No standing grant for a caller nobody authenticated.
         let grant = grant
-            .filter(|lasting| !lasting.is_zero() && caller.name() != "anonymous")
+            .filter(|lasting| !lasting.is_zero() && *caller != Caller::anonymous())
             .map(|lasting| NewGrant {
                 caller: caller.clone(),
                 tool: tool.to_owned(),

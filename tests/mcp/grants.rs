@@ -44,10 +44,8 @@ fn kyro_grants(workspace: &std::path::Path, args: &[&str]) -> String {
 
 /// The decisions of the receipts, in order (`granted`, `approved`, `denied`...).
 fn decisions(workspace: &std::path::Path) -> Vec<(String, String)> {
-    std::fs::read_to_string(workspace.join(".kyro/receipts.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+    super::receipts(workspace)
+        .iter()
         .map(|r| {
             (
                 r["decision"]["kind"].as_str().unwrap().to_owned(),

@@ -110,11 +110,7 @@ fn a_long_call_is_approved_then_runs_as_a_task_polled_to_its_result_or_cancelled
     assert_eq!(plain["result"]["structuredContent"]["stdout"], "plain\n", "{plain}");
     drop(server);
     // The receipts of the two tasks name them; the plain call names none.
-    let receipts: Vec<Value> = std::fs::read_to_string(ws.path().join(".kyro/receipts.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let receipts = super::receipts(ws.path());
     let tasks: Vec<&str> = receipts.iter().filter_map(|r| r["task_id"].as_str()).collect();
     assert_eq!(tasks, [task.as_str(), long_task.as_str()], "{receipts:#?}");
     assert_eq!(receipts.last().unwrap()["outcome"], "ok");

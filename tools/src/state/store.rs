@@ -2,7 +2,6 @@
 
 use crate::Failure;
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use kyro_core::{ToolContext, ToolError};
 use rusqlite::Connection;
@@ -178,9 +177,7 @@ fn wal(conn: &Connection) -> Result<(), ToolError> {
 
 /// Milliseconds since the Unix epoch.
 pub(crate) fn now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
+    kyro_core::grants::now_ms() as i64
 }
 
 #[cfg(test)]
