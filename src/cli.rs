@@ -90,7 +90,7 @@ enum Command {
     /// Serve the catalog over MCP on stdin/stdout, or Streamable HTTP with --http.
     Mcp {
         #[command(flatten)]
-        serve: kyro::ServeArgs,
+        serve: Box<kyro::ServeArgs>,
     },
     /// List, add and revoke grants: tools a caller may run without being asked, for a
     /// while (what a person's "allow this tool for an hour" leaves).
@@ -167,7 +167,7 @@ pub(crate) fn run() -> ExitCode {
         Command::Mcp { serve } => match served()
             .default_toolsets(kyro::DEFAULT_TOOLSETS)
             .approval_hint(MCP_APPROVAL_HINT)
-            .args(serve)
+            .args(*serve)
         {
             Ok(server) => server.serve(),
             Err(e) => crate::server::failed(&e),

@@ -39,6 +39,8 @@ pub use kyro_core::{
 pub use mcp::TextMode;
 #[cfg(feature = "http")]
 pub use mcp::{HttpAuth, HttpAuthFlags};
+#[cfg(feature = "oauth")]
+pub use mcp::{OAuth, OAuthFlags, ScopePolicy};
 pub use selection::{CatalogFlags, CatalogMode, CatalogSelection, DEFAULT_TOOLSETS, SelectionError};
 pub use server::{ServeError, Server, Started};
 pub use upstream::UpstreamSandbox;

@@ -13,8 +13,6 @@ use kyro_core::{Observer, Policy, Registry, RegistryError, Runtime, ToolEntry, W
 
 use crate::args::{ServeArgs, SessionArgs};
 use crate::config::{ServerSettings, Transport, load_policy};
-#[cfg(feature = "http")]
-use crate::mcp::HttpAuth;
 use crate::mcp::{KyroServer, PendingApprovals, TextMode};
 use crate::selection::{CatalogFlags, CatalogMode, Selection};
 #[cfg(feature = "upstream")]
@@ -38,12 +36,18 @@ pub enum ServeError {
     /// The policy cannot be read or applied.
     #[error("policy: {0}")]
     Policy(String),
-    /// Streamable HTTP is served on loopback addresses only.
-    #[error("--http serves on loopback only (127.0.0.1 or [::1]); `{0}` is not")]
+    /// A non-loopback address is served only with authentication and the host names
+    /// clients reach it by.
+    #[error(
+        "--http `{0}` is not a loopback address: serving it needs authentication (a token, or --issuer) and the host names clients use (--allow-host NAME)"
+    )]
     NotLoopback(SocketAddr),
     /// The HTTP bearer token cannot be read or is not one.
     #[error("the HTTP token (--token-file FILE, or KYRO_HTTP_TOKEN): {0}")]
     HttpToken(String),
+    /// The OAuth resource server's flags are not usable.
+    #[error("OAuth: {0}")]
+    OAuth(String),
     /// `KYRO_STATE_KEY` cannot seal approval states.
     #[error("{0}")]
     StateKey(String),
@@ -70,6 +74,7 @@ impl ServeError {
             ServeError::Workspace { .. }
                 | ServeError::Policy(_)
                 | ServeError::NotLoopback(_)
+                | ServeError::OAuth(_)
                 | ServeError::Selection(_)
         )
     }
@@ -100,9 +105,7 @@ pub struct Server {
     #[cfg(feature = "http")]
     http: Option<SocketAddr>,
     #[cfg(feature = "http")]
-    http_auth: Option<HttpAuth>,
-    #[cfg(feature = "http")]
-    allowed_origins: Vec<String>,
+    http_access: http::HttpAccess,
     catalog_flags: CatalogFlags,
     default_toolsets: Option<&'static [&'static str]>,
     text: TextMode,
@@ -136,9 +139,7 @@ impl Server {
             #[cfg(feature = "http")]
             http: None,
             #[cfg(feature = "http")]
-            http_auth: None,
-            #[cfg(feature = "http")]
-            allowed_origins: Vec::new(),
+            http_access: http::HttpAccess::default(),
             catalog_flags: CatalogFlags::default(),
             default_toolsets: None,
             text: TextMode::default(),
@@ -237,23 +238,6 @@ impl Server {
         self
     }
 
-    /// How HTTP clients authenticate: by default a bearer token from `KYRO_HTTP_TOKEN`, or
-    /// one kyro makes and prints on stderr; [`HttpAuth::None`] for none (loopback only).
-    #[cfg(feature = "http")]
-    pub fn http_auth(mut self, auth: HttpAuth) -> Server {
-        self.http_auth = Some(auth);
-        self
-    }
-
-    /// Browser origins (`https://app.example:443`, `http://localhost:*`) whose pages may
-    /// call the HTTP endpoint besides the server's own: a request carrying any other
-    /// `Origin` is answered 403 (`--allow-origin` on the command line).
-    #[cfg(feature = "http")]
-    pub fn allow_origins(mut self, origins: impl IntoIterator<Item = String>) -> Server {
-        self.allowed_origins.extend(origins);
-        self
-    }
-
     /// Where calls run, from the command line: the workspace, the policy file (read now;
     /// its policy and server settings replace those set in code), the upstream servers.
     pub fn session(mut self, args: &SessionArgs) -> Result<Server, ServeError> {
@@ -275,14 +259,7 @@ impl Server {
     pub fn args(self, args: ServeArgs) -> Result<Server, ServeError> {
         let server = self.session(&args.session)?.select(args.catalog).text(args.text);
         #[cfg(feature = "http")]
-        let server = {
-            let mut server = server.allow_origins(args.auth.allow_origin.iter().cloned());
-            if args.http.is_some() {
-                server.http = args.http;
-                server.http_auth = Some(args.auth.resolve().map_err(|e| ServeError::HttpToken(e.to_string()))?);
-            }
-            server
-        };
+        let server = server.http_args(args.http, &args.auth)?;
         Ok(server)
     }
 
@@ -414,7 +391,7 @@ impl Server {
             .with_transport(self.settings.transport)
             .search_only(self.catalog_flags.catalog == CatalogMode::Search);
         #[cfg(feature = "http")]
-        let server = server.with_allowed_origins(self.allowed_origins.iter().cloned());
+        let server = server.with_allowed_origins(self.http_access.origins.iter().cloned());
         Ok(server)
     }
 
@@ -424,54 +401,6 @@ impl Server {
         let started = self.started(true).await?;
         let Started { runtime, .. } = started;
         self.mcp_server(runtime)?.serve_stdio().await
-    }
-
-    /// Serves MCP Streamable HTTP at `http://ADDR/mcp` (loopback addresses only), every
-    /// request carrying the bearer token (see [`Server::http_auth`]).
-    #[cfg(feature = "http")]
-    pub async fn serve_http(mut self, addr: SocketAddr) -> Result<(), ServeError> {
-        self.http = Some(addr);
-        let auth = match self.http_auth.take() {
-            Some(auth) => auth,
-            None => HttpAuth::from_env_or_new().map_err(|e| ServeError::HttpToken(e.to_string()))?,
-        };
-        // The upstreams stop when `started` is dropped, after serving.
-        let started = self.started(false).await?;
-        let Started { runtime, .. } = started;
-        let scopes = self.caller_scopes(&runtime, &auth)?;
-        self.mcp_server(runtime)?
-            .with_caller_scopes(scopes)
-            .serve_http(addr, auth)
-            .await
-    }
-
-    /// The scope of each caller of the token file that has a policy of its own: its
-    /// boundary (capabilities, roots, approvals, `[tools.*]`, `[sandbox]`); what only the
-    /// server has (`[catalog]`, transport limits, `[sandbox.upstreams]`) is refused there.
-    #[cfg(feature = "http")]
-    fn caller_scopes(
-        &self,
-        runtime: &Runtime,
-        auth: &HttpAuth,
-    ) -> Result<std::collections::HashMap<kyro_core::Caller, kyro_core::policy::Scope>, ServeError> {
-        let mut scopes = std::collections::HashMap::new();
-        for (caller, path) in auth.caller_policies() {
-            let (mut policy, settings) = load_policy(path)?;
-            let named =
-                |message: String| ServeError::Policy(format!("{caller}'s policy `{}`: {message}", path.display()));
-            if settings != ServerSettings::default() {
-                return Err(named(
-                    "[catalog], transport limits and [sandbox.upstreams] are the server's: set them in its own policy"
-                        .into(),
-                ));
-            }
-            for name in &self.set_aside {
-                policy.approvals.tools.remove(*name);
-            }
-            let scope = runtime.scope_for(&policy).map_err(|e| named(e.to_string()))?;
-            scopes.insert(caller.clone(), scope);
-        }
-        Ok(scopes)
     }
 
     /// Serves on stdio, or on HTTP when [`Server::args`] had `--http`, until the client
@@ -580,5 +509,7 @@ fn default_approval_store(root: PathBuf) -> Arc<dyn ApprovalStore> {
     }
 }
 
+#[cfg(feature = "http")]
+mod http;
 #[cfg(test)]
 mod tests;

@@ -16,6 +16,9 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ServiceExt, model::ErrorCode};
 use serde_json::{Map, Value, json};
 
+#[path = "mcp_client/oauth.rs"]
+mod oauth;
+
 fn block_on<F: std::future::Future>(f: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -47,13 +50,18 @@ impl HttpServer {
     }
 
     fn start_with(workspace: &Path, flags: &[&str], token: Option<&str>) -> HttpServer {
+        HttpServer::start_any(workspace, "127.0.0.1:0", flags, token)
+    }
+
+    /// A server on `address`, reached through loopback.
+    fn start_any(workspace: &Path, address: &str, flags: &[&str], token: Option<&str>) -> HttpServer {
         let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_kyro"));
         command.env_remove("KYRO_HTTP_TOKEN");
         if let Some(token) = token {
             command.env("KYRO_HTTP_TOKEN", token);
         }
         let mut child = command
-            .args(["mcp", "--http", "127.0.0.1:0", "--workspace"])
+            .args(["mcp", "--http", address, "--workspace"])
             .arg(workspace)
             .args(flags)
             .stdin(Stdio::null())
@@ -65,7 +73,7 @@ impl HttpServer {
         BufReader::new(child.stderr.take().unwrap())
             .read_line(&mut line)
             .unwrap();
-        let url = line.trim().rsplit(' ').next().unwrap().to_owned();
+        let url = line.trim().rsplit(' ').next().unwrap().replace("0.0.0.0", "127.0.0.1");
         assert!(url.starts_with("http://127.0.0.1:"), "{line}");
         HttpServer { child, url }
     }

@@ -37,12 +37,13 @@ impl Caller {
     }
 
     /// A named caller. A name is 1 to 64 characters of ASCII letters, digits, `_`, `-`,
-    /// `.`, `:` and `@` (an OAuth subject such as `user@example.com` fits).
+    /// `.`, `:`, `@`, `|` and `+` (OAuth subjects such as `user+ci@example.com` or
+    /// `auth0|5f7c` fit).
     pub fn named(name: &str) -> Result<Caller, String> {
-        let fits = |b: u8| b.is_ascii_alphanumeric() || b"_-.:@".contains(&b);
+        let fits = |b: u8| b.is_ascii_alphanumeric() || b"_-.:@|+".contains(&b);
         if name.is_empty() || name.len() > 64 || !name.bytes().all(fits) {
             return Err(format!(
-                "`{name}` is not a caller name: 1 to 64 of ASCII letters, digits, `_`, `-`, `.`, `:`, `@`"
+                "`{name}` is not a caller name: 1 to 64 of ASCII letters, digits, `_`, `-`, `.`, `:`, `@`, `|`, `+`"
             ));
         }
         Ok(Caller(name.into()))
@@ -76,7 +77,14 @@ mod tests {
 
     #[test]
     fn a_caller_name_is_a_short_plain_word() {
-        for name in ["local", "alice", "ci-runner.2", "oauth:user@example.com"] {
+        for name in [
+            "local",
+            "alice",
+            "ci-runner.2",
+            "oauth:user@example.com",
+            "auth0|5f7c",
+            "a+b@x.io",
+        ] {
             assert_eq!(Caller::named(name).unwrap().name(), name);
         }
         for name in ["", "a b", "x\ny", "é", &"a".repeat(65), "a/b"] {

@@ -35,7 +35,9 @@ pub enum HttpAuth {
     },
     /// The same, with a token kyro made: the server prints it on stderr at start.
     Generated(Arc<str>),
-    /// No check: any process that can reach the loopback port is a client.
+    /// No static token: with an OAuth resource server ([`crate::Server::oauth`]) only its
+    /// access tokens pass; without, no check, and any process that can reach the loopback
+    /// port is a client.
     None,
 }
 
@@ -180,6 +182,31 @@ pub struct HttpAuthFlags {
     /// other page are refused (403).
     #[arg(long = "allow-origin", value_name = "ORIGIN", value_parser = origin)]
     pub allow_origin: Vec<String>,
+    /// With --http: a host name clients reach the server by (`tools.example.com`, or
+    /// `HOST:PORT` for one port), besides loopback's; repeatable, and needed to serve a
+    /// non-loopback address. A request naming any other `Host` is refused (403): DNS
+    /// rebinding.
+    #[arg(long = "allow-host", value_name = "HOST", value_parser = host)]
+    pub allow_host: Vec<String>,
+    #[cfg(feature = "oauth")]
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub oauth: super::oauth::OAuthFlags,
+}
+
+/// A host name or address as a `Host` header names it, with or without a port.
+fn host(value: &str) -> Result<String, String> {
+    let fits = !value.is_empty()
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-.:[]_".contains(&b))
+        && value.parse::<axum::http::uri::Authority>().is_ok();
+    if !fits {
+        return Err(format!(
+            "`{value}` is not a host: write `tools.example.com` or `tools.example.com:8443`"
+        ));
+    }
+    Ok(value.to_ascii_lowercase())
 }
 
 /// An origin as browsers send it, `http` or `https`, `://`, a host and a port, or `:*`
@@ -226,10 +253,17 @@ fn origin(value: &str) -> Result<String, String> {
 
 impl HttpAuthFlags {
     /// The authentication these flags ask for.
+    /// With OAuth and neither a token file nor `KYRO_HTTP_TOKEN`, no static token is taken
+    /// ([`HttpAuth::None`]: only access tokens pass).
     pub fn resolve(&self) -> std::io::Result<HttpAuth> {
+        #[cfg(feature = "oauth")]
+        let oauth_only = self.oauth.issuer.is_some() && std::env::var_os(TOKEN_VARIABLE).is_none();
+        #[cfg(not(feature = "oauth"))]
+        let oauth_only = false;
         match (&self.token_file, self.no_auth) {
             (_, true) => Ok(HttpAuth::None),
             (Some(file), false) => HttpAuth::token_file(file),
+            (None, false) if oauth_only => Ok(HttpAuth::None),
             (None, false) => HttpAuth::from_env_or_new(),
         }
     }
@@ -244,33 +278,109 @@ fn bearer(value: &str) -> Option<&str> {
         .then(|| credentials.trim_start_matches(' '))
 }
 
-/// Lets a request through when it carries one of the tokens (each compared in constant
-/// time, all of them every time), its caller set on the request for the tools to see;
-/// answers 401 with `WWW-Authenticate: Bearer` otherwise.
-pub(crate) async fn require_token(State(tokens): State<Tokens>, mut request: Request, next: Next) -> Response {
+/// A caller's key among the scopes of a server's callers, set on the request beside the
+/// [`Caller`]: `caller:NAME` for a token file's caller with a policy of its own,
+/// `scopes:...` for an OAuth scope set's policy.
+#[derive(Clone, Debug)]
+pub(crate) struct Role(pub Arc<str>);
+
+/// Who may pass: the static tokens, the OAuth resource server, or both.
+pub(crate) struct Gate {
+    pub tokens: Option<Tokens>,
+    /// Callers of the token file with a policy of their own.
+    pub own_policies: std::collections::HashSet<Caller>,
+    #[cfg(feature = "oauth")]
+    pub oauth: Option<Arc<super::jwt::Verifier>>,
+}
+
+impl Gate {
+    /// Whether any request is let through unchecked (`--no-auth`).
+    pub(crate) fn is_open(&self) -> bool {
+        #[cfg(feature = "oauth")]
+        if self.oauth.is_some() {
+            return false;
+        }
+        self.tokens.is_none()
+    }
+
+    /// The caller of a token's subject: a name kyro can keep, not one it gives callers
+    /// itself, and not a name of the token file (whose grants it would share).
+    #[cfg(feature = "oauth")]
+    fn subject(&self, subject: &str) -> Result<Caller, String> {
+        let caller = Caller::named(subject).map_err(|why| format!("the token's subject: {why}"))?;
+        let taken = self
+            .tokens
+            .iter()
+            .flat_map(|tokens| tokens.iter())
+            .any(|(_, c)| *c == caller);
+        if Caller::RESERVED.contains(&subject) || taken {
+            return Err(format!(
+                "the token's subject `{subject}` is a caller kyro names otherwise (a token file's, or its own)"
+            ));
+        }
+        Ok(caller)
+    }
+}
+
+/// The caller of a static token, when `given` is one (each compared in constant time, all
+/// of them every time).
+fn token_caller(tokens: &Tokens, given: &str) -> Option<Caller> {
+    tokens.iter().fold(None, |found, (token, caller)| {
+        let same = bool::from(given.as_bytes().ct_eq(token.as_bytes()));
+        if same { Some(caller.clone()) } else { found }
+    })
+}
+
+/// Lets a request through when it carries one of the tokens, or an access token the OAuth
+/// resource server takes; its caller (and policy key) set on the request for the server
+/// to see. Otherwise 401 with `WWW-Authenticate: Bearer` (naming the resource metadata
+/// with OAuth), or 403 `insufficient_scope`.
+pub(crate) async fn require_token(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) -> Response {
     let given = request
         .headers()
         .get(AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
-        .and_then(bearer);
-    let caller = given.and_then(|given| {
-        tokens.iter().fold(None, |found, (token, caller)| {
-            let same = bool::from(given.as_bytes().ct_eq(token.as_bytes()));
-            if same { Some(caller.clone()) } else { found }
-        })
-    });
-    match caller {
-        Some(caller) => {
-            request.extensions_mut().insert(caller);
-            next.run(request).await
+        .and_then(bearer)
+        .map(str::to_owned);
+    let known = given
+        .as_deref()
+        .zip(gate.tokens.as_ref())
+        .and_then(|(given, tokens)| token_caller(tokens, given));
+    if let Some(caller) = known {
+        if gate.own_policies.contains(&caller) {
+            let role = Role(format!("caller:{caller}").into());
+            request.extensions_mut().insert(role);
         }
-        None => (
-            StatusCode::UNAUTHORIZED,
-            [(WWW_AUTHENTICATE, "Bearer realm=\"kyro\"")],
-            "kyro: send `Authorization: Bearer <token>` (the token kyro printed at start, or KYRO_HTTP_TOKEN)\n",
-        )
-            .into_response(),
+        request.extensions_mut().insert(caller);
+        return next.run(request).await;
     }
+    #[cfg(feature = "oauth")]
+    if let Some(verifier) = &gate.oauth {
+        use super::jwt::Refusal;
+        let refusal = match given.as_deref() {
+            None => Refusal::Missing,
+            Some(token) => match verifier.verify(token).await {
+                Ok(verified) => match gate.subject(&verified.subject) {
+                    Ok(caller) => {
+                        if let Some(role) = verified.role {
+                            request.extensions_mut().insert(Role(role));
+                        }
+                        request.extensions_mut().insert(caller);
+                        return next.run(request).await;
+                    }
+                    Err(why) => Refusal::Invalid(why),
+                },
+                Err(refusal) => refusal,
+            },
+        };
+        return super::jwt::refused(verifier.config(), refusal);
+    }
+    (
+        StatusCode::UNAUTHORIZED,
+        [(WWW_AUTHENTICATE, "Bearer realm=\"kyro\"")],
+        "kyro: send `Authorization: Bearer <token>` (the token kyro printed at start, or KYRO_HTTP_TOKEN)\n",
+    )
+        .into_response()
 }
 
 #[cfg(test)]

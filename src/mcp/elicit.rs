@@ -45,6 +45,16 @@ pub(super) fn caller_of(context: &RequestContext<RoleServer>) -> Caller {
     Caller::local()
 }
 
+/// The policy key the HTTP edge set on a request (a caller with a policy of its own).
+pub(super) fn role_of(context: &RequestContext<RoleServer>) -> Option<std::sync::Arc<str>> {
+    #[cfg(feature = "http")]
+    if let Some(parts) = context.extensions.get::<axum::http::request::Parts>() {
+        return parts.extensions.get::<super::auth::Role>().map(|role| role.0.clone());
+    }
+    let _ = context;
+    None
+}
+
 /// Whether a 2026-07-28 request's client can be asked by a form: it declared elicitation,
 /// with the form mode (or no mode at all, which means the form).
 pub(super) fn asks_by_form(context: &RequestContext<RoleServer>) -> bool {

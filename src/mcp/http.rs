@@ -1,5 +1,6 @@
 //! Streamable HTTP: the endpoint at `/mcp`, behind the bounds (sessions, requests in
-//! flight, body size), the bearer token and the Origin check.
+//! flight, body size), the bearer token or OAuth access token, and the Host and Origin
+//! checks; the OAuth protected resource metadata beside it.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -9,23 +10,44 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 
 use super::{HttpAuth, KyroServer, auth, http_limits};
 
+/// Who may reach the HTTP endpoint and by which names.
+pub(crate) struct Access {
+    /// The static bearer tokens.
+    pub auth: HttpAuth,
+    /// Host names besides loopback's that requests may name (`--allow-host`).
+    pub hosts: Vec<String>,
+    /// The OAuth resource server.
+    #[cfg(feature = "oauth")]
+    pub oauth: Option<super::oauth::OAuth>,
+}
+
 impl KyroServer {
-    /// Serves Streamable HTTP at `http://ADDR/mcp` until the process ends. Only loopback
-    /// addresses are accepted, and rmcp checks the `Host` header against them (DNS
-    /// rebinding); every request must carry `auth`'s bearer token. A request a browser
+    /// Serves Streamable HTTP at `http://ADDR/mcp` until the process ends. A non-loopback
+    /// address needs authentication and the host names clients use (`--allow-host`);
+    /// every request's `Host` is checked against them and loopback's (DNS rebinding), and
+    /// must carry a static bearer token or an OAuth access token. A request a browser
     /// sends from a page (it carries `Origin`) is answered 403 unless the page is the
     /// server's own origin or one of [`KyroServer::with_allowed_origins`]: with
     /// `--no-auth`, any web page open in the user's browser could otherwise call tools. The
     /// bound address is announced on stderr (so `:0` picks a free port), then the token
     /// when kyro made it.
-    pub(crate) async fn serve_http(self, addr: SocketAddr, auth: HttpAuth) -> Result<(), crate::ServeError> {
-        if !addr.ip().is_loopback() {
+    pub(crate) async fn serve_http(self, addr: SocketAddr, access: Access) -> Result<(), crate::ServeError> {
+        let Access { auth, hosts, .. } = &access;
+        let gate = auth::Gate {
+            tokens: auth.tokens(),
+            own_policies: auth.caller_policies().iter().map(|(c, _)| c.clone()).collect(),
+            #[cfg(feature = "oauth")]
+            oauth: access.oauth.clone().map(|o| Arc::new(super::jwt::Verifier::new(o))),
+        };
+        if !addr.ip().is_loopback() && (gate.is_open() || hosts.is_empty()) {
             return Err(crate::ServeError::NotLoopback(addr));
         }
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let bound = listener.local_addr()?;
         let mut origins = own_origins(bound);
         origins.extend(self.allowed_origins.iter().cloned());
+        let mut allowed_hosts: Vec<String> = ["localhost", "127.0.0.1", "[::1]"].map(String::from).into();
+        allowed_hosts.extend(hosts.iter().cloned());
         let limits = self.transport;
         let sessions = Arc::new(LocalSessionManager::default());
         let service: StreamableHttpService<KyroServer, LocalSessionManager> = StreamableHttpService::new(
@@ -38,6 +60,7 @@ impl KyroServer {
             sessions.clone(),
             StreamableHttpServerConfig::default()
                 .with_max_request_body_bytes(crate::frames::MAX_FRAME)
+                .with_allowed_hosts(allowed_hosts.clone())
                 .with_allowed_origins(origins)
                 .enforce_origin_validation(),
         );
@@ -47,23 +70,49 @@ impl KyroServer {
             limits.max_in_flight as usize,
             crate::frames::MAX_FRAME,
         ));
-        let mut router = axum::Router::new()
+        let mut endpoint = axum::Router::new()
             .nest_service("/mcp", service)
             .layer(axum::middleware::from_fn_with_state(bounds, http_limits::limit));
         // One write, and a closed stderr is no reason to stop serving.
         let mut announce = format!("kyro: serving MCP on http://{bound}/mcp\n");
-        match &auth {
+        match auth {
             HttpAuth::Generated(token) => announce.push_str(&format!(
                 "kyro: bearer token {token} (send `Authorization: Bearer {token}`)\n"
             )),
-            HttpAuth::None => {
+            HttpAuth::None if gate.is_open() => {
                 announce.push_str("kyro: --no-auth: any local process can use this server, approvals included\n");
             }
-            HttpAuth::Token(_) | HttpAuth::Callers { .. } => {}
+            _ => {}
         }
-        if let Some(tokens) = auth.tokens() {
-            router = router.layer(axum::middleware::from_fn_with_state(tokens, auth::require_token));
+        let mut router = axum::Router::new();
+        #[cfg(feature = "oauth")]
+        if let Some(oauth) = &access.oauth {
+            announce.push_str(&format!(
+                "kyro: taking OAuth access tokens for {} (metadata: {})\n",
+                oauth.audience(),
+                oauth.metadata_url()
+            ));
+            let document = oauth.metadata().to_string();
+            for path in oauth.metadata_paths() {
+                let document = document.clone();
+                router = router.route(
+                    &path,
+                    axum::routing::get(move || async move {
+                        ([(axum::http::header::CONTENT_TYPE, "application/json")], document)
+                    }),
+                );
+            }
         }
+        if !gate.is_open() {
+            endpoint = endpoint.layer(axum::middleware::from_fn_with_state(
+                Arc::new(gate),
+                auth::require_token,
+            ));
+        }
+        let router = router.merge(endpoint).layer(axum::middleware::from_fn_with_state(
+            Arc::new(allowed_hosts),
+            guard_host,
+        ));
         {
             use std::io::Write;
             let _ = std::io::stderr().write_all(announce.as_bytes());
@@ -73,9 +122,83 @@ impl KyroServer {
     }
 }
 
+/// Refuses (403) a request whose `Host` is not one of `allowed` (an entry without a port
+/// admits any port), before anything else looks at it: a page of another site whose name
+/// was rebound to this address names that site.
+async fn guard_host(
+    axum::extract::State(allowed): axum::extract::State<Arc<Vec<String>>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let host = request
+        .headers()
+        .get(axum::http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .or_else(|| request.uri().authority().map(|a| a.as_str()));
+    if host.is_some_and(|host| host_allowed(host, &allowed)) {
+        return next.run(request).await;
+    }
+    (
+        axum::http::StatusCode::FORBIDDEN,
+        "kyro: this server is not reached by that host name (start it with --allow-host NAME)\n",
+    )
+        .into_response()
+}
+
+/// Whether `host` (a `Host` header: a name or address, perhaps a port) is one of `allowed`.
+fn host_allowed(host: &str, allowed: &[String]) -> bool {
+    let split = |value: &str| -> (String, Option<String>) {
+        let value = value.to_ascii_lowercase();
+        let cut = match value.rfind(']') {
+            Some(end) => value[end..].find(':').map(|i| end + i),
+            None if value.matches(':').count() == 1 => value.find(':'),
+            None => None,
+        };
+        match cut {
+            Some(i) => (value[..i].to_owned(), Some(value[i + 1..].to_owned())),
+            None => (value, None),
+        }
+    };
+    let (name, port) = split(host);
+    allowed.iter().any(|entry| {
+        let (allowed_name, allowed_port) = split(entry);
+        allowed_name == name && allowed_port.is_none_or(|p| Some(p) == port)
+    })
+}
+
 /// The origins of pages the server itself would serve at `bound`: its address as given,
 /// and `localhost` for a loopback one.
 fn own_origins(bound: SocketAddr) -> Vec<String> {
     let port = bound.port();
     vec![format!("http://{bound}"), format!("http://localhost:{port}")]
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_host_matches_by_name_and_by_port_when_the_entry_has_one() {
+        let allowed: Vec<String> = ["localhost", "127.0.0.1", "[::1]", "tools.example.com:8443"]
+            .map(String::from)
+            .into();
+        for host in [
+            "localhost",
+            "LOCALHOST:9",
+            "127.0.0.1:80",
+            "[::1]:8",
+            "tools.example.com:8443",
+        ] {
+            assert!(super::host_allowed(host, &allowed), "{host}");
+        }
+        for host in [
+            "evil.example",
+            "tools.example.com",
+            "tools.example.com:443",
+            "127.0.0.2",
+            "::1",
+            "localhost.evil",
+        ] {
+            assert!(!super::host_allowed(host, &allowed), "{host}");
+        }
+    }
 }

@@ -11,7 +11,11 @@ mod elicit;
 mod http;
 #[cfg(feature = "http")]
 mod http_limits;
+#[cfg(feature = "oauth")]
+mod jwt;
 mod listing;
+#[cfg(feature = "oauth")]
+mod oauth;
 mod progress;
 mod resources;
 mod search;
@@ -29,11 +33,15 @@ use text::{call_result, tool_error};
 
 #[cfg(feature = "http")]
 pub use auth::{HttpAuth, HttpAuthFlags};
+#[cfg(feature = "http")]
+pub(crate) use http::Access;
+#[cfg(feature = "oauth")]
+pub use oauth::{OAuth, OAuthFlags, ScopePolicy};
 
 use std::sync::Arc;
 
 use kyro_core::policy::Scope;
-use kyro_core::{Call, Caller, Outcome, Runtime, ToolDescriptor};
+use kyro_core::{Call, Outcome, Runtime, ToolDescriptor};
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, CompleteRequestParams,
     CompleteResult, CompletionInfo, ContentBlock, GetTaskParams, GetTaskResult, Implementation,
@@ -48,9 +56,9 @@ use serde_json::Value;
 /// Tools per `tools/list` page; the cursor is the index of the next tool.
 const PAGE: usize = 100;
 
-/// A registry version and the tools listed for it, per caller with a scope of its own
+/// A registry version and the tools listed for it, per policy of callers with their own
 /// (`None`: every other caller).
-type Listed = std::collections::HashMap<Option<Caller>, (u64, Arc<Vec<Tool>>)>;
+type Listed = std::collections::HashMap<Option<Arc<str>>, (u64, Arc<Vec<Tool>>)>;
 
 /// The MCP face of a runtime.
 #[derive(Clone)]
@@ -58,9 +66,10 @@ pub(crate) struct KyroServer {
     runtime: Runtime,
     /// The MCP tool list of the last snapshot served, rebuilt only when the version changes.
     listed: Arc<std::sync::Mutex<Listed>>,
-    /// The scopes of callers whose policies are their own (a token file's third column);
-    /// every other caller has the runtime's.
-    scopes: Arc<std::collections::HashMap<Caller, Scope>>,
+    /// The scopes of callers whose policies are their own, by their key (a token file's
+    /// third column, `caller:NAME`; an OAuth scope set's, `scopes:...`); every other
+    /// caller has the runtime's.
+    scopes: Arc<std::collections::HashMap<Arc<str>, Scope>>,
     /// Registry versions, watched from the moment the server exists so that a change made
     /// while a client initializes is still announced.
     changes: tokio::sync::watch::Receiver<u64>,
@@ -138,14 +147,21 @@ impl KyroServer {
     /// What the text block of a successful call holds: readable text (the default) or the
     /// result's JSON.
     #[cfg(feature = "http")]
-    pub(crate) fn with_caller_scopes(mut self, scopes: std::collections::HashMap<Caller, Scope>) -> KyroServer {
+    pub(crate) fn with_caller_scopes(mut self, scopes: std::collections::HashMap<Arc<str>, Scope>) -> KyroServer {
         self.scopes = Arc::new(scopes);
         self
     }
 
-    /// The scope `caller`'s calls run in: its own policy's, or the server's.
-    fn scope_of(&self, caller: &Caller) -> &Scope {
-        self.scopes.get(caller).unwrap_or(self.runtime.scope())
+    /// The policy key of a request's caller, when it has a policy of its own.
+    fn role_of(&self, context: &RequestContext<RoleServer>) -> Option<Arc<str>> {
+        elicit::role_of(context).filter(|role| self.scopes.contains_key(role))
+    }
+
+    /// The scope a request's calls run in: its caller's own policy's, or the server's.
+    fn scope_of(&self, context: &RequestContext<RoleServer>) -> &Scope {
+        elicit::role_of(context)
+            .and_then(|role| self.scopes.get(&role))
+            .unwrap_or(self.runtime.scope())
     }
 
     pub(crate) fn with_list_ttl_ms(mut self, ttl_ms: u64) -> KyroServer {
@@ -274,7 +290,7 @@ impl ServerHandler for KyroServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let snapshot = self.runtime.registry().snapshot();
-        let all = self.tools_of(&snapshot, &elicit::caller_of(&context));
+        let all = self.tools_of(&snapshot, &context);
         let start = match request.and_then(|r| r.cursor) {
             None => 0,
             Some(cursor) => cursor
@@ -318,7 +334,7 @@ impl ServerHandler for KyroServer {
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        let scope = self.scope_of(&elicit::caller_of(&context));
+        let scope = self.scope_of(&context);
         let values = match &request.r#ref {
             rmcp::model::Reference::Resource(template)
                 if resources::is_path_completion(&template.uri, &request.argument.name) =>
@@ -338,7 +354,7 @@ impl ServerHandler for KyroServer {
     ) -> Result<ListResourcesResult, ErrorData> {
         let snapshot = self.runtime.registry().snapshot();
         let mut list = ListResourcesResult::with_all_items(resources::listed(
-            &self.tools_of(&snapshot, &elicit::caller_of(&context)),
+            &self.tools_of(&snapshot, &context),
             self.runtime.approval_store().is_some(),
         ));
         (list.ttl_ms, list.cache_scope) = (Some(self.list_ttl_ms), Some(CacheScope::Private));
@@ -350,7 +366,7 @@ impl ServerHandler for KyroServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        let scope = self.scope_of(&elicit::caller_of(&context));
+        let scope = self.scope_of(&context);
         let mut list = ListResourceTemplatesResult::with_all_items(resources::templates(&self.runtime, scope));
         (list.ttl_ms, list.cache_scope) = (Some(self.list_ttl_ms), Some(CacheScope::Private));
         Ok(list)
@@ -362,7 +378,7 @@ impl ServerHandler for KyroServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let caller = elicit::caller_of(&context);
-        let runtime = (&self.runtime, self.scope_of(&caller));
+        let runtime = (&self.runtime, self.scope_of(&context));
         let contents = Box::pin(resources::read(runtime, &request.uri, &caller)).await?;
         Ok(ReadResourceResult::new(vec![contents]).into())
     }
@@ -477,7 +493,7 @@ impl KyroServer {
         }
         let text = self.text;
         let cancel = context.ct.cancelled();
-        let scope = self.scope_of(&call.caller).clone();
+        let scope = self.scope_of(context).clone();
         Box::pin(
             self.tasks
                 .run((&self.runtime, scope), call, cancel, move |o| call_result(o, text)),
@@ -505,9 +521,9 @@ impl KyroServer {
         }
     }
     /// The MCP tools of a snapshot, built once per registry version.
-    fn tools_of(&self, snapshot: &kyro_core::Snapshot, caller: &Caller) -> Arc<Vec<Tool>> {
-        let own = self.scopes.contains_key(caller).then(|| caller.clone());
-        let scope = self.scope_of(caller);
+    fn tools_of(&self, snapshot: &kyro_core::Snapshot, context: &RequestContext<RoleServer>) -> Arc<Vec<Tool>> {
+        let own = self.role_of(context);
+        let scope = self.scope_of(context);
         let mut listed = self.listed.lock().unwrap_or_else(|p| p.into_inner());
         match listed.get(&own) {
             Some((version, tools)) if *version == snapshot.version() => tools.clone(),
@@ -535,7 +551,7 @@ impl KyroServer {
 
     /// One pass through the boundary; a client cancellation stops the executor.
     async fn run(&self, call: Call, context: &RequestContext<RoleServer>) -> Outcome {
-        let scope = self.scope_of(&call.caller);
+        let scope = self.scope_of(context);
         Box::pin(self.runtime.execute_until(call, scope, None, context.ct.cancelled()))
             .await
             .outcome
