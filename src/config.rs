@@ -2,7 +2,7 @@
 //! kyro-core's [`Policy`] (capabilities, roots, approvals, a call's limits, the sandbox,
 //! the tools' own tables), and the rest is the server's own, [`ServerSettings`]: which
 //! tools it serves and lists (`[catalog]`), its transport's bounds (`[limits]
-//! max_in_flight`, `max_sessions`) and its upstream servers' sandboxes
+//! max_in_flight`, `max_sessions`, `max_sessions_per_caller`) and its upstream servers' sandboxes
 //! (`[sandbox.upstreams.NAME]`). The core names no server setting.
 
 use std::collections::BTreeMap;
@@ -34,22 +34,28 @@ pub struct Transport {
     /// Requests one MCP session may have in flight; past it the server stops reading
     /// until one is answered, so a burst of any size runs in bounded memory.
     pub max_in_flight: u32,
-    /// MCP sessions open at once over HTTP; past it a new client gets `503` until one
-    /// closes or expires (idle sessions expire after 5 minutes).
+    /// Pre-2026 MCP sessions open at once over HTTP; past it the least recently used
+    /// session with nothing in flight is closed for the new one (a new client gets `503`
+    /// only when every session has a request in flight). Idle sessions also expire after
+    /// 5 minutes.
     pub max_sessions: u32,
+    /// The same bound for the sessions of one caller, whose own least recently used idle
+    /// session makes room: one caller's leaked sessions never crowd out another's.
+    pub max_sessions_per_caller: u32,
 }
 
 impl Default for Transport {
     fn default() -> Transport {
         Transport {
             max_in_flight: 64,
-            max_sessions: 16,
+            max_sessions: 64,
+            max_sessions_per_caller: 8,
         }
     }
 }
 
 /// The keys of `[limits]` that are the transport's.
-const TRANSPORT_LIMITS: [&str; 2] = ["max_in_flight", "max_sessions"];
+const TRANSPORT_LIMITS: [&str; 3] = ["max_in_flight", "max_sessions", "max_sessions_per_caller"];
 
 /// Reads a policy file (TOML; every key optional, see the README): the boundary's policy
 /// and the server's settings.
@@ -108,8 +114,12 @@ mod tests {
         .unwrap();
         assert_eq!(policy.limits.timeout_ms, 5000);
         assert_eq!(
-            (settings.transport.max_in_flight, settings.transport.max_sessions),
-            (3, 16)
+            (
+                settings.transport.max_in_flight,
+                settings.transport.max_sessions,
+                settings.transport.max_sessions_per_caller
+            ),
+            (3, 64, 8)
         );
         assert!(settings.catalog.read_only);
         assert_eq!(policy.approvals.write, kyro_core::policy::ApprovalRule::Deny);

@@ -644,20 +644,132 @@ fn limited_server(ws: &Path, limits: &str) -> HttpServer {
     HttpServer::start_with(ws, &["--no-auth", "--policy", policy.to_str().unwrap()], None)
 }
 
+/// A request `body` in `session` with a bearer `token` (none: `--no-auth`): the head.
+fn post_in(url: &str, token: Option<&str>, session: Option<&str>, body: &[u8]) -> String {
+    let bearer = token.map(|t| format!("Bearer {t}"));
+    let mut headers: Vec<(&str, &str)> = bearer.iter().map(|b| ("Authorization", b.as_str())).collect();
+    if let Some(id) = session {
+        headers.extend([("Mcp-Session-Id", id), ("Mcp-Protocol-Version", "2025-06-18")]);
+    }
+    Raw::send(url, &headers, body).head()
+}
+
+/// Opens a session with `token`: its id.
+fn open_session_as(url: &str, token: &str) -> String {
+    let head = post_in(url, Some(token), None, INITIALIZE);
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    let id = head
+        .lines()
+        .find_map(|l| l.strip_prefix("mcp-session-id: "))
+        .expect("a session id")
+        .trim()
+        .to_owned();
+    let ready = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    assert!(post_in(url, Some(token), Some(&id), ready).starts_with("http/1.1 202"));
+    id
+}
+
+const PING: &[u8] = br#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#;
+
+/// Sessions never lock a server out: past the bound the least recently used idle session
+/// is closed for the new one; only when every session has a request in flight is a new
+/// client refused, and stateless requests never count.
 #[test]
-fn http_refuses_sessions_past_the_bound_with_503() {
+fn http_makes_room_for_a_session_by_closing_the_oldest_idle_one_and_refuses_only_when_all_are_busy() {
     let ws = workspace();
-    let server = limited_server(ws.path(), "max_sessions = 2");
-    open_session(&server.url);
-    open_session(&server.url);
-    let mut third = Raw::post(&server.url, None, INITIALIZE);
-    assert!(third.head().starts_with("http/1.1 503"));
-    let error: Value = serde_json::from_str(&third.rest()).unwrap();
+    let server = limited_server(ws.path(), "max_sessions = 2\ntimeout_ms = 20000");
+    let first = open_session(&server.url);
+    let second = open_session(&server.url);
+    assert!(post_in(&server.url, None, Some(&first), PING).starts_with("http/1.1 200"));
+    // `second` is now the least recently used.
+    let third = open_session(&server.url);
+    assert!(post_in(&server.url, None, Some(&second), PING).starts_with("http/1.1 404"));
+    for id in [&first, &third] {
+        assert!(post_in(&server.url, None, Some(id), PING).starts_with("http/1.1 200"));
+    }
+    // Both busy: a call each that waits on a server that never answers.
+    let stalled = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/slow", stalled.local_addr().unwrap());
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                      "params": {"name": "web_fetch", "arguments": {"url": url}}});
+    let mut busy: Vec<Raw> = [&first, &third]
+        .iter()
+        .map(|id| Raw::post(&server.url, Some(id), call.to_string().as_bytes()))
+        .collect();
+    for raw in &mut busy {
+        assert!(raw.head().starts_with("http/1.1 200"));
+    }
+    let mut refused = Raw::post(&server.url, None, INITIALIZE);
+    assert!(refused.head().starts_with("http/1.1 503"));
+    let error: Value = serde_json::from_str(&refused.rest()).unwrap();
     assert_eq!(error["error"]["code"], -32000);
     assert!(
         error["error"]["message"].as_str().unwrap().contains("max_sessions"),
         "{error}"
     );
+    // A current client holds no session and is served meanwhile.
+    let listed = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "current", "version": "1"}}}});
+    let headers = [("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/list")];
+    let mut current = Raw::send(&server.url, &headers, listed.to_string().as_bytes());
+    assert!(current.head().starts_with("http/1.1 200"));
+}
+
+/// One caller's leaked sessions (clients that never send DELETE) close its own oldest,
+/// never another caller's; a session answers only to its caller; DELETE is 204.
+#[test]
+fn http_sessions_are_bounded_per_caller_kept_to_their_caller_and_deleted_with_204() {
+    let ws = workspace();
+    let dir = tempfile::tempdir().unwrap();
+    let (alice, bob) = ("alice-token-0123456789abcdef", "bob-token-0123456789abcdefg");
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, format!("alice {alice}\nbob {bob}\n")).unwrap();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, "[limits]\nmax_sessions = 4\nmax_sessions_per_caller = 2\n").unwrap();
+    let server = HttpServer::start_with(
+        ws.path(),
+        &[
+            "--token-file",
+            tokens.to_str().unwrap(),
+            "--policy",
+            policy.to_str().unwrap(),
+        ],
+        None,
+    );
+    let bobs: Vec<String> = (0..2).map(|_| open_session_as(&server.url, bob)).collect();
+    let alices: Vec<String> = (0..10).map(|_| open_session_as(&server.url, alice)).collect();
+    for (n, id) in alices.iter().enumerate() {
+        let head = post_in(&server.url, Some(alice), Some(id), PING);
+        let alive = n >= 8;
+        assert!(
+            head.starts_with(if alive { "http/1.1 200" } else { "http/1.1 404" }),
+            "{n}: {head}"
+        );
+    }
+    for id in &bobs {
+        assert!(post_in(&server.url, Some(bob), Some(id), PING).starts_with("http/1.1 200"));
+        // Another caller's session is unknown to alice, for requests and DELETE alike.
+        assert!(post_in(&server.url, Some(alice), Some(id), PING).starts_with("http/1.1 404"));
+    }
+    let delete = |token: &str, id: &str| -> String {
+        use std::io::{Read, Write};
+        let address = server.url.trim_start_matches("http://").trim_end_matches("/mcp");
+        let mut stream = std::net::TcpStream::connect(address).unwrap();
+        write!(
+            stream,
+            "DELETE /mcp HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {token}\r\nMcp-Session-Id: {id}\r\nMcp-Protocol-Version: 2025-06-18\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut answer = String::new();
+        let _ = stream.read_to_string(&mut answer);
+        answer.to_lowercase()
+    };
+    assert!(delete(alice, &bobs[0]).starts_with("http/1.1 404"));
+    assert!(post_in(&server.url, Some(bob), Some(&bobs[0]), PING).starts_with("http/1.1 200"));
+    assert!(delete(bob, &bobs[0]).starts_with("http/1.1 204"));
+    assert!(post_in(&server.url, Some(bob), Some(&bobs[0]), PING).starts_with("http/1.1 404"));
 }
 
 #[test]

@@ -64,12 +64,7 @@ impl KyroServer {
                 .with_allowed_origins(origins)
                 .enforce_origin_validation(),
         );
-        let bounds = Arc::new(http_limits::HttpLimits::new(
-            sessions,
-            limits.max_sessions as usize,
-            limits.max_in_flight as usize,
-            crate::frames::MAX_FRAME,
-        ));
+        let bounds = Arc::new(http_limits::HttpLimits::new(sessions, limits, crate::frames::MAX_FRAME));
         let mut endpoint = axum::Router::new()
             .nest_service("/mcp", service)
             .layer(axum::middleware::from_fn_with_state(bounds, http_limits::limit));

@@ -1,19 +1,27 @@
-//! What HTTP clients can hold of the server: a number of sessions, and per session a number
-//! of requests in flight. Past either, the request is refused at once with an HTTP status
-//! and a JSON-RPC error (never queued, so memory stays bounded whatever the clients send);
-//! notifications and responses (a cancellation, an elicitation answer) always pass.
-//! Bodies past the frame cap get `413`; every message is checked as strictly as on stdio.
+//! What HTTP clients can hold of the server: pre-2026 sessions, a number in all and per
+//! caller, and per session (or, for stateless requests, per caller) a number of requests
+//! in flight. Past a session bound the least recently used idle session (nothing in
+//! flight) is closed to make room, the caller's own first, so clients that never send
+//! `DELETE` cannot lock others out; only when every session is busy is a new one refused.
+//! Past the in-flight bound the request is refused at once with an HTTP status and a
+//! JSON-RPC error (never queued, so memory stays bounded whatever the clients send);
+//! notifications and responses (a cancellation, an elicitation answer) always pass. A
+//! session answers only to the caller that opened it. Bodies past the frame cap get `413`;
+//! every message is checked as strictly as on stdio.
 
 use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
+use std::time::Instant;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use kyro_core::Caller;
+use rmcp::transport::streamable_http_server::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::{Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -22,56 +30,141 @@ use crate::frames::Passed;
 
 /// The header naming a request's session.
 const SESSION: &str = "mcp-session-id";
+/// Stateless callers whose in-flight counters are kept before idle ones are dropped.
+const MOST_STATELESS_CALLERS: usize = 1024;
+
+/// An open pre-2026 session as the bounds see it.
+struct Open {
+    caller: Caller,
+    last_used: Instant,
+    in_flight: Arc<Semaphore>,
+}
 
 /// The bounds and what they count.
 pub(crate) struct HttpLimits {
     max_sessions: usize,
+    max_per_caller: usize,
     max_in_flight: usize,
     max_body: usize,
     sessions: Arc<LocalSessionManager>,
-    /// Requests in flight per session id; entries of closed sessions are pruned when a
-    /// session opens, so the map stays within the session bound.
-    in_flight: Mutex<HashMap<String, Arc<Semaphore>>>,
+    /// The sessions opened through these bounds; entries of sessions rmcp closed (expired)
+    /// are pruned when a session opens, so the map stays within the session bound.
+    open: Mutex<HashMap<String, Open>>,
+    /// Requests in flight of each caller's stateless (2026-07-28) requests.
+    stateless: Mutex<HashMap<Caller, Arc<Semaphore>>>,
     /// Held while a session is being opened, so two at once cannot both pass the bound.
     opening: tokio::sync::Mutex<()>,
 }
 
 impl HttpLimits {
-    pub(crate) fn new(
-        sessions: Arc<LocalSessionManager>,
-        max_sessions: usize,
-        max_in_flight: usize,
-        max_body: usize,
-    ) -> HttpLimits {
+    pub(crate) fn new(sessions: Arc<LocalSessionManager>, transport: crate::Transport, max_body: usize) -> HttpLimits {
         HttpLimits {
-            max_sessions: max_sessions.max(1),
-            max_in_flight: max_in_flight.max(1),
+            max_sessions: (transport.max_sessions as usize).max(1),
+            max_per_caller: (transport.max_sessions_per_caller as usize).max(1),
+            max_in_flight: (transport.max_in_flight as usize).max(1),
             max_body,
             sessions,
-            in_flight: Mutex::default(),
+            open: Mutex::default(),
+            stateless: Mutex::default(),
             opening: tokio::sync::Mutex::new(()),
         }
     }
 
-    fn counter(&self, session: &str) -> Arc<Semaphore> {
-        let mut map = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
-        map.entry(session.to_owned())
+    fn open(&self) -> std::sync::MutexGuard<'_, HashMap<String, Open>> {
+        self.open.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The in-flight counter of `caller`'s stateless requests.
+    fn stateless_counter(&self, caller: &Caller) -> Arc<Semaphore> {
+        let mut map = self.stateless.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= MOST_STATELESS_CALLERS && !map.contains_key(caller) {
+            let full = self.max_in_flight;
+            map.retain(|_, counter| counter.available_permits() < full);
+        }
+        map.entry(caller.clone())
             .or_insert_with(|| Arc::new(Semaphore::new(self.max_in_flight)))
             .clone()
+    }
+
+    /// Makes room for a session of `caller`: nothing to do, a session to close first, or
+    /// the refusal when every session that would have to go is busy.
+    fn room_for(&self, caller: &Caller) -> Result<Option<String>, String> {
+        let open = self.open();
+        let idle = |o: &&Open| o.in_flight.available_permits() == self.max_in_flight;
+        let oldest_idle = |mine: bool| {
+            open.iter()
+                .filter(|(_, o)| !mine || o.caller == *caller)
+                .filter(|(_, o)| idle(o))
+                .min_by_key(|(_, o)| o.last_used)
+                .map(|(id, _)| id.clone())
+        };
+        let mine = open.values().filter(|o| o.caller == *caller).count();
+        if mine >= self.max_per_caller {
+            return oldest_idle(true).map(Some).ok_or_else(|| {
+                format!(
+                    "this caller has {mine} sessions open and each has a request in flight, its limit \
+                     ([limits] max_sessions_per_caller); close one (DELETE /mcp with its Mcp-Session-Id)"
+                )
+            });
+        }
+        if open.len() >= self.max_sessions {
+            return oldest_idle(false).map(Some).ok_or_else(|| {
+                format!(
+                    "the server has {} sessions open and each has a request in flight, its limit \
+                     ([limits] max_sessions); try again when one is answered",
+                    open.len()
+                )
+            });
+        }
+        Ok(None)
     }
 }
 
 /// The middleware: bounds sessions (a POST without a session id opens one) and requests in
-/// flight per session.
+/// flight per session, keeps each session to its caller, and answers a `DELETE` that
+/// closed a session `204 No Content`.
 pub(crate) async fn limit(State(limits): State<Arc<HttpLimits>>, request: Request, next: Next) -> Response {
-    if request.method() != axum::http::Method::POST {
-        return next.run(request).await;
-    }
     let session = request
         .headers()
         .get(SESSION)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
+    let caller = request
+        .extensions()
+        .get::<Caller>()
+        .cloned()
+        .unwrap_or_else(Caller::anonymous);
+    // A session answers to the caller that opened it only; to anyone else it is unknown.
+    let counter = match &session {
+        Some(id) => {
+            let mut open = limits.open();
+            match open.get_mut(id) {
+                Some(o) if o.caller != caller => {
+                    return refuse(StatusCode::NOT_FOUND, Value::Null, "no such session".into());
+                }
+                Some(o) => {
+                    o.last_used = Instant::now();
+                    Some(o.in_flight.clone())
+                }
+                None => None,
+            }
+        }
+        None => None,
+    };
+    if request.method() == axum::http::Method::DELETE {
+        let response = next.run(request).await;
+        if response.status() != StatusCode::ACCEPTED {
+            return response;
+        }
+        if let Some(id) = &session {
+            limits.open().remove(id);
+        }
+        // The official clients take 200 or 204 as "terminated" (202 logs a failure).
+        return StatusCode::NO_CONTENT.into_response();
+    }
+    if request.method() != axum::http::Method::POST {
+        return next.run(request).await;
+    }
     // Every message is read whole (up to the cap) and checked as strictly as on stdio: a
     // duplicate key or `1e400` in a request's params is answered -32602 with its id, before
     // rmcp's parser collapses or refuses it without an answer.
@@ -115,7 +208,7 @@ pub(crate) async fn limit(State(limits): State<Arc<HttpLimits>>, request: Reques
     let request = Request::from_parts(parts, Body::from(bytes));
     if opens_session {
         let _opening = limits.opening.lock().await;
-        let open: Vec<String> = limits
+        let alive: std::collections::HashSet<String> = limits
             .sessions
             .sessions
             .read()
@@ -123,37 +216,44 @@ pub(crate) async fn limit(State(limits): State<Arc<HttpLimits>>, request: Reques
             .keys()
             .map(|id| id.to_string())
             .collect();
-        limits
-            .in_flight
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|id, _| open.contains(id));
-        if open.len() >= limits.max_sessions {
-            return refuse(
-                StatusCode::SERVICE_UNAVAILABLE,
-                id.unwrap_or(Value::Null),
-                format!(
-                    "the server has {} sessions open, its limit ([limits] max_sessions); close one \
-                     (DELETE /mcp with its Mcp-Session-Id) or wait until an idle one expires",
-                    open.len()
-                ),
-            );
+        limits.open().retain(|id, _| alive.contains(id));
+        match limits.room_for(&caller) {
+            Ok(None) => {}
+            Ok(Some(oldest)) => {
+                limits.open().remove(&oldest);
+                let _ = limits.sessions.close_session(&oldest.into()).await;
+            }
+            Err(message) => {
+                return refuse(StatusCode::SERVICE_UNAVAILABLE, id.unwrap_or(Value::Null), message);
+            }
         }
         // The session is made while `opening` is held.
-        return next.run(request).await;
+        let response = next.run(request).await;
+        if let Some(opened) = response.headers().get(SESSION).and_then(|v| v.to_str().ok()) {
+            let open = Open {
+                caller,
+                last_used: Instant::now(),
+                in_flight: Arc::new(Semaphore::new(limits.max_in_flight)),
+            };
+            limits.open().insert(opened.to_owned(), open);
+        }
+        return response;
     }
-    // Requests without a session (stateless protocol versions) share one bound.
-    let session = session.unwrap_or_default();
     // Only requests count; what else a client posts (a cancellation, an answer) passes.
     let Some(id) = id else {
         return next.run(request).await;
     };
-    let Ok(permit) = limits.counter(&session).try_acquire_owned() else {
+    // Requests without a session (stateless protocol versions) count per caller.
+    let (counter, whose) = match counter {
+        Some(counter) => (counter, "this session"),
+        None => (limits.stateless_counter(&caller), "this caller"),
+    };
+    let Ok(permit) = counter.try_acquire_owned() else {
         return refuse(
             StatusCode::TOO_MANY_REQUESTS,
             id,
             format!(
-                "this session has {} requests in flight, its limit ([limits] max_in_flight); \
+                "{whose} has {} requests in flight, its limit ([limits] max_in_flight); \
                  send this one again when one is answered",
                 limits.max_in_flight
             ),
