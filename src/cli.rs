@@ -23,6 +23,7 @@ macro_rules! out {
 
 mod grants;
 mod pending;
+mod receipts;
 
 /// What `kyro mcp` adds to an `approval_required` answer: how a person at a terminal lets
 /// the calls through.
@@ -101,6 +102,18 @@ enum Command {
         #[arg(long, global = true, value_name = "DIR")]
         workspace: Option<PathBuf>,
     },
+    /// Query the workspace's receipts (by caller, tool, outcome, time) or verify their
+    /// hash chain.
+    #[command(args_conflicts_with_subcommands = true)]
+    Receipts {
+        #[command(subcommand)]
+        command: Option<receipts::ReceiptsCommand>,
+        #[command(flatten)]
+        list: receipts::ListArgs,
+        /// The workspace root; default the current directory.
+        #[arg(long, global = true, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+    },
     /// Print the tool inventory document, or check the committed copy.
     Docs {
         /// Exit 1 when docs/tool-inventory.md differs from the catalog.
@@ -129,7 +142,7 @@ pub(crate) fn run() -> ExitCode {
     // What only describes the catalog needs its registry, not a server (which makes its own).
     let registry = || Registry::with_prepared_catalog(&usable, PREPARED_SCHEMAS);
     let registry = match &cli.command {
-        Command::Call { .. } | Command::Mcp { .. } => Registry::default(),
+        Command::Call { .. } | Command::Mcp { .. } | Command::Receipts { .. } => Registry::default(),
         _ => match registry() {
             Ok(registry) => registry,
             Err(e) => return fail(&format!("the built-in catalog does not register: {e}")),
@@ -145,6 +158,15 @@ pub(crate) fn run() -> ExitCode {
         Command::Tools { json, dialect, .. } => tools(&registry, json, dialect, &left_out),
         Command::Describe { name, json, dialect } => describe(&registry, &name, json, dialect),
         Command::Docs { check, path } => docs(&registry, check, &path),
+        Command::Receipts {
+            command,
+            list,
+            workspace,
+        } => match receipts::run(command, list, &workspace.unwrap_or_else(|| PathBuf::from("."))) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::FAILURE,
+            Err(message) => fail(&message),
+        },
         Command::Grants { command, workspace } => match grants::run(command, workspace, &registry) {
             Ok(()) => ExitCode::SUCCESS,
             Err(grants::Refused::Usage(message)) => usage(&message),

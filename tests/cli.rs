@@ -599,3 +599,71 @@ fn without_a_kernel_sandbox_commands_are_refused_unless_the_policy_allows_them_b
     assert_eq!(ran["outcome"], "ok", "{ran}");
     assert!(stderr.contains("mode = \"full\""), "{stderr}");
 }
+
+/// The receipt log is a hash chain a team can check: `kyro receipts` lists and filters it,
+/// `kyro receipts verify` finds a receipt altered, removed or moved, and a head printed
+/// earlier finds receipts cut from the end.
+#[test]
+fn receipts_are_listed_by_filter_and_their_chain_finds_an_altered_removed_or_cut_receipt() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "alpha\n").unwrap();
+    for args in [
+        &["call", "read_file", "path=a.txt"][..],
+        &["call", "write_file", "path=b.txt", "content=x"],
+        &["call", "read_file", "path=a.txt"],
+        &["call", "calculate", "expression=1+1"],
+    ] {
+        kyro(args, ws.path());
+    }
+    let listed = kyro(&["receipts", "--tool", "read_file"], ws.path());
+    let text = String::from_utf8_lossy(&listed.stdout).into_owned();
+    assert_eq!(text.lines().count(), 2, "{text}");
+    assert!(text.lines().all(|l| l.contains(" local read_file ok ")), "{text}");
+    let denied = kyro(
+        &["receipts", "--outcome", "approval_required", "--since", "1h", "--json"],
+        ws.path(),
+    );
+    let lines: Vec<Value> = String::from_utf8_lossy(&denied.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["tool"], "write_file");
+    let verify = |extra: &[&str]| {
+        let mut args = vec!["receipts", "verify"];
+        args.extend_from_slice(extra);
+        let out = kyro(&args, ws.path());
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let (code, said) = verify(&[]);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains("4 receipts") && said.contains("intact"), "{said}");
+    let head = said
+        .split("head ")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
+    let log_path = ws.path().join(".kyro/receipts.jsonl");
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    let original: Vec<&str> = log.lines().collect();
+    let write = |lines: &[String]| std::fs::write(&log_path, lines.join("\n") + "\n").unwrap();
+    let mut altered: Vec<String> = original.iter().map(|l| l.to_string()).collect();
+    altered[1] = altered[1].replace("approval_required", "ok");
+    let mut removed: Vec<String> = original.iter().map(|l| l.to_string()).collect();
+    removed.remove(1);
+    for (what, lines, at) in [("altered", altered, "receipt 3"), ("removed", removed, "receipt 2")] {
+        write(&lines);
+        let (code, said) = verify(&[]);
+        assert_eq!(code, Some(1), "{what}: {said}");
+        assert!(said.contains(&format!("broken at {at}")), "{what}: {said}");
+    }
+    let cut: Vec<String> = original[..3].iter().map(|l| l.to_string()).collect();
+    write(&cut);
+    assert_eq!(verify(&[]).0, Some(0), "a cut end alone leaves a whole chain");
+    let (code, said) = verify(&["--head", &head]);
+    assert_eq!(code, Some(1), "{said}");
+    assert!(said.contains("removed from its end"), "{said}");
+}

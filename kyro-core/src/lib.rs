@@ -14,6 +14,7 @@ mod arguments;
 mod authorize;
 mod caller;
 mod catalog;
+pub mod chain;
 pub mod compat;
 mod confined;
 mod context;

@@ -171,6 +171,9 @@ struct LogFile {
     file: Option<std::fs::File>,
     /// Why receipts were lost, once a write failed.
     lost: Option<String>,
+    /// The log's size after this process's last write, and the chain's head then: while
+    /// no other process has appended since, the head need not be read back.
+    head: Option<(u64, String)>,
 }
 
 /// The most bytes of receipts a batched log holds back: past this, they are written at once.
@@ -246,28 +249,89 @@ impl JsonlReceiptLog {
         then(&mut log)
     }
 
-    /// Appends `lines` in one `write` (with O_APPEND, lines from several processes do not
-    /// interleave). A failed write loses receipts: it is reported, and the log refuses
-    /// every later call ([`Observer::ready`]) rather than go on without them.
+    /// Opens the log to read its last line.
+    fn open_to_read(&self) -> std::io::Result<std::fs::File> {
+        match &self.workspace {
+            Some(root) => open_log(&state_dir(root)?, false),
+            None => {
+                use std::os::unix::fs::OpenOptionsExt;
+                let file = std::fs::OpenOptions::new()
+                    .read(true)
+                    .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+                    .open(&self.path)
+                    .map_err(not_regular_unless_plain)?;
+                regular(file)
+            }
+        }
+    }
+
+    /// Links `lines` (receipts without `prev`) to the chain's head and appends them in one
+    /// `write`, holding the log's lock (`flock`) so that appends of several processes
+    /// link in the order they land. A failed write loses receipts: it is reported, and the
+    /// log refuses every later call ([`Observer::ready`]) rather than go on without them.
     fn write(&self, lines: &[u8]) {
         let written = self.with_file(|log| {
-            let Some(file) = log.file.as_mut() else {
+            let Some(file) = log.file.as_ref() else {
                 return Ok(());
             };
-            if let Err(e) = file.write_all(lines) {
-                let lost = format!(
-                    "`{}`: receipts could not be written ({e}); no call runs until kyro is restarted",
-                    self.path.display()
-                );
-                log.file = None;
-                log.lost = Some(lost.clone());
-                return Err(lost);
+            let appended = (|| -> std::io::Result<(u64, String)> {
+                let _locked = Locked::exclusive(file)?;
+                let size = file.metadata()?.len();
+                let prev = match &log.head {
+                    Some((at, head)) if *at == size => head.clone(),
+                    _ => crate::chain::head_of(&self.open_to_read()?, size)?,
+                };
+                let (linked, head) = crate::chain::link_all(prev, lines);
+                let mut file = file;
+                file.write_all(&linked)?;
+                Ok((size + linked.len() as u64, head))
+            })();
+            match appended {
+                Ok(head) => {
+                    log.head = Some(head);
+                    Ok(())
+                }
+                Err(e) => {
+                    let lost = format!(
+                        "`{}`: receipts could not be written ({e}); no call runs until kyro is restarted",
+                        self.path.display()
+                    );
+                    log.file = None;
+                    log.lost = Some(lost.clone());
+                    Err(lost)
+                }
             }
-            Ok(())
         });
         if let Err(message) = written {
             eprintln!("kyro: receipts not recorded: {message}");
         }
+    }
+}
+
+/// An exclusive `flock` on a file, released on drop.
+struct Locked<'a>(&'a std::fs::File);
+
+impl<'a> Locked<'a> {
+    fn exclusive(file: &'a std::fs::File) -> std::io::Result<Locked<'a>> {
+        use std::os::fd::AsRawFd;
+        loop {
+            // SAFETY: the descriptor is open for the lifetime of `file`.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+                return Ok(Locked(file));
+            }
+            let error = std::io::Error::last_os_error();
+            if error.kind() != std::io::ErrorKind::Interrupted {
+                return Err(error);
+            }
+        }
+    }
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: as above; unlocking a descriptor this process locked.
+        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
     }
 }
 
@@ -410,4 +474,30 @@ pub struct Execution {
     pub outcome: Outcome,
     /// What was recorded.
     pub receipt: Receipt,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::JsonlReceiptLog;
+
+    /// Two logs on one file (two processes, as far as `flock` can tell) appending at once
+    /// keep one unbroken chain.
+    #[test]
+    fn appends_of_several_writers_link_in_the_order_they_land() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("receipts.jsonl");
+        std::thread::scope(|scope| {
+            for writer in 0..2 {
+                let path = path.clone();
+                scope.spawn(move || {
+                    let log = JsonlReceiptLog::new(path);
+                    for n in 0..200 {
+                        log.write(format!("{{\"call_id\":\"{writer}-{n}\"}}\n").as_bytes());
+                    }
+                });
+            }
+        });
+        let found = crate::chain::verify(std::fs::File::open(&path).unwrap(), None).unwrap();
+        assert_eq!((found.receipts, found.unlinked, found.broken), (400, 0, None));
+    }
 }
