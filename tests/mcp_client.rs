@@ -18,6 +18,8 @@ use serde_json::{Map, Value, json};
 
 #[path = "mcp_client/oauth.rs"]
 mod oauth;
+#[path = "mcp_client/ops.rs"]
+mod ops;
 
 fn block_on<F: std::future::Future>(f: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread()

@@ -188,6 +188,10 @@ pub struct HttpAuthFlags {
     /// rebinding.
     #[arg(long = "allow-host", value_name = "HOST", value_parser = host)]
     pub allow_host: Vec<String>,
+    /// With --http: log each call on stderr as one JSON line (time, caller, tool, outcome,
+    /// duration, call id, trace id).
+    #[arg(long)]
+    pub log_json: bool,
     #[cfg(feature = "oauth")]
     #[command(flatten)]
     #[allow(missing_docs)]

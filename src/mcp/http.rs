@@ -8,7 +8,7 @@ use std::sync::Arc;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
-use super::{HttpAuth, KyroServer, auth, http_limits};
+use super::{HttpAuth, KyroServer, auth, http_limits, ops};
 
 /// Who may reach the HTTP endpoint and by which names.
 pub(crate) struct Access {
@@ -19,7 +19,12 @@ pub(crate) struct Access {
     /// The OAuth resource server.
     #[cfg(feature = "oauth")]
     pub oauth: Option<super::oauth::OAuth>,
+    /// The metrics `/metrics` serves, observing the runtime's calls.
+    pub metrics: Arc<super::ops::Metrics>,
 }
+
+/// How long in-flight requests may take to finish after SIGTERM before they are cancelled.
+const GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl KyroServer {
     /// Serves Streamable HTTP at `http://ADDR/mcp` until the process ends. A non-loopback
@@ -49,6 +54,10 @@ impl KyroServer {
         let mut allowed_hosts: Vec<String> = ["localhost", "127.0.0.1", "[::1]"].map(String::from).into();
         allowed_hosts.extend(hosts.iter().cloned());
         let limits = self.transport;
+        let runtime = self.runtime.clone();
+        access.metrics.watch(&runtime);
+        let config = StreamableHttpServerConfig::default();
+        let stop_sessions = config.cancellation_token.clone();
         let sessions = Arc::new(LocalSessionManager::default());
         let service: StreamableHttpService<KyroServer, LocalSessionManager> = StreamableHttpService::new(
             // Each HTTP session has its own session approvals.
@@ -58,7 +67,7 @@ impl KyroServer {
                 Ok(session)
             },
             sessions.clone(),
-            StreamableHttpServerConfig::default()
+            config
                 .with_max_request_body_bytes(crate::frames::MAX_FRAME)
                 .with_allowed_hosts(allowed_hosts.clone())
                 .with_allowed_origins(origins)
@@ -104,16 +113,44 @@ impl KyroServer {
                 auth::require_token,
             ));
         }
-        let router = router.merge(endpoint).layer(axum::middleware::from_fn_with_state(
-            Arc::new(allowed_hosts),
-            guard_host,
-        ));
+        let metrics = access.metrics.clone();
+        endpoint = endpoint.layer(axum::middleware::from_fn_with_state(metrics.clone(), ops::count));
+        let operations = axum::Router::new()
+            .route("/healthz", axum::routing::get(|| async { "ok\n" }))
+            .route("/readyz", axum::routing::get(ops::ready).with_state(runtime.clone()))
+            .route("/metrics", axum::routing::get(ops::metrics).with_state(metrics));
+        let router = router
+            .merge(endpoint)
+            .merge(operations)
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::new(allowed_hosts),
+                guard_host,
+            ));
         {
             use std::io::Write;
             let _ = std::io::stderr().write_all(announce.as_bytes());
         }
-        axum::serve(listener, router).await?;
-        Ok(())
+        // SIGTERM or SIGINT: no new connection is taken, requests in flight have GRACE to
+        // finish, then the sessions (and their calls) are cancelled; receipts are written
+        // before the process ends.
+        let (signalled_tx, signalled_rx) = tokio::sync::oneshot::channel::<i32>();
+        let serving = axum::serve(listener, router).with_graceful_shutdown(async move {
+            let _ = signalled_tx.send(super::signalled().await);
+        });
+        let mut serving = std::pin::pin!(serving.into_future());
+        let status = tokio::select! {
+            served = &mut serving => {
+                runtime.flush_observers();
+                return served.map_err(Into::into);
+            }
+            status = signalled_rx => status.unwrap_or(143),
+        };
+        if tokio::time::timeout(GRACE, &mut serving).await.is_err() {
+            stop_sessions.cancel();
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(2), &mut serving).await;
+        }
+        runtime.flush_observers();
+        std::process::exit(status);
     }
 }
 

@@ -16,6 +16,8 @@ mod jwt;
 mod listing;
 #[cfg(feature = "oauth")]
 mod oauth;
+#[cfg(feature = "http")]
+mod ops;
 mod progress;
 mod resources;
 mod search;
@@ -37,6 +39,8 @@ pub use auth::{HttpAuth, HttpAuthFlags};
 pub(crate) use http::Access;
 #[cfg(feature = "oauth")]
 pub use oauth::{OAuth, OAuthFlags, ScopePolicy};
+#[cfg(feature = "http")]
+pub(crate) use ops::{JsonLog, Metrics};
 
 use std::sync::Arc;
 

@@ -12,7 +12,7 @@ use kyro_core::policy::Scope;
 use crate::config::{ServerSettings, load_policy};
 #[cfg(feature = "oauth")]
 use crate::mcp::OAuth;
-use crate::mcp::{Access, HttpAuth, HttpAuthFlags};
+use crate::mcp::{Access, HttpAuth, HttpAuthFlags, JsonLog, Metrics};
 use crate::{ServeError, Server, Started};
 
 /// What a server's HTTP endpoint lets in.
@@ -23,6 +23,7 @@ pub(super) struct HttpAccess {
     pub hosts: Vec<String>,
     #[cfg(feature = "oauth")]
     pub oauth: Option<OAuth>,
+    pub log_json: bool,
 }
 
 impl Server {
@@ -68,6 +69,7 @@ impl Server {
         if let Some(oauth) = flags.oauth.resolve().map_err(ServeError::OAuth)? {
             self = self.oauth(oauth);
         }
+        self.http_access.log_json |= flags.log_json;
         if http.is_some() {
             self.http = http;
             self.http_access.auth = Some(flags.resolve().map_err(|e| ServeError::HttpToken(e.to_string()))?);
@@ -85,11 +87,17 @@ impl Server {
             None if self.http_access.oauth.is_some() => HttpAuth::None,
             None => HttpAuth::from_env_or_new().map_err(|e| ServeError::HttpToken(e.to_string()))?,
         };
+        let metrics = Metrics::new();
+        self.observers.push(metrics.clone());
+        if self.http_access.log_json {
+            self.observers.push(Arc::new(JsonLog));
+        }
         let access = Access {
             auth,
             hosts: std::mem::take(&mut self.http_access.hosts),
             #[cfg(feature = "oauth")]
             oauth: self.http_access.oauth.take(),
+            metrics,
         };
         // The upstreams stop when `started` is dropped, after serving.
         let started = self.started(false).await?;

@@ -1,0 +1,247 @@
+//! What an operator sees of `kyro mcp --http`: `/healthz` (the process serves), `/readyz`
+//! (the receipt log and the approval store answer), Prometheus metrics at `/metrics`
+//! (calls by tool and outcome, their latency, requests in flight, refusals by status) and,
+//! with `--log-json`, one JSON line a call on stderr naming its caller and trace.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::AtomicI64;
+use std::task::{Context, Poll};
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::http::header::CONTENT_TYPE;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use kyro_core::receipt::{CanonicalCall, Observer, Receipt};
+use kyro_core::{Outcome, Runtime};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CallLabels {
+    tool: String,
+    outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ToolLabel {
+    tool: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StatusLabel {
+    status: String,
+}
+
+type Latency = Family<ToolLabel, Histogram, fn() -> Histogram>;
+
+/// The server's metrics. Labels are tool names of the catalog and outcome kinds (a name
+/// no tool has is counted as `(unknown)`), never callers: what a client sends cannot
+/// grow them.
+pub(crate) struct Metrics {
+    registry: Registry,
+    calls: Family<CallLabels, Counter>,
+    latency: Latency,
+    in_flight: Gauge<i64, AtomicI64>,
+    refusals: Family<StatusLabel, Counter>,
+    /// The tools the registry had when the metrics were made, and any registered since.
+    runtime: std::sync::OnceLock<Runtime>,
+}
+
+fn latency_histogram() -> Histogram {
+    // 1 ms to about 4.4 minutes.
+    Histogram::new(exponential_buckets(0.001, 4.0, 10))
+}
+
+impl Metrics {
+    pub(crate) fn new() -> Arc<Metrics> {
+        let mut registry = Registry::default();
+        let calls = Family::<CallLabels, Counter>::default();
+        let latency: Latency = Family::new_with_constructor(latency_histogram);
+        let in_flight = Gauge::<i64, AtomicI64>::default();
+        let refusals = Family::<StatusLabel, Counter>::default();
+        registry.register("kyro_calls", "Tool calls by tool and outcome", calls.clone());
+        registry.register(
+            "kyro_call_duration_seconds",
+            "How long tool calls took, from arrival to outcome",
+            latency.clone(),
+        );
+        registry.register(
+            "kyro_http_requests_in_flight",
+            "MCP requests being answered",
+            in_flight.clone(),
+        );
+        registry.register(
+            "kyro_http_refusals",
+            "Requests refused before a tool saw them, by HTTP status (401 no or bad token, 403 host, origin or scope, 404 unknown session, 413 too large, 429 too many in flight, 503 no session free)",
+            refusals.clone(),
+        );
+        Arc::new(Metrics {
+            registry,
+            calls,
+            latency,
+            in_flight,
+            refusals,
+            runtime: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// Names tools by `runtime`'s registry.
+    pub(crate) fn watch(&self, runtime: &Runtime) {
+        let _ = self.runtime.set(runtime.clone());
+    }
+
+    fn text(&self) -> String {
+        let mut text = String::new();
+        let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
+        text
+    }
+}
+
+impl Observer for Metrics {
+    fn observe(&self, receipt: &Receipt, _call: Option<&CanonicalCall>, _outcome: &Outcome) {
+        let known = self
+            .runtime
+            .get()
+            .is_some_and(|r| r.registry().snapshot().get(&receipt.tool).is_some());
+        let tool = if known {
+            receipt.tool.clone()
+        } else {
+            "(unknown)".to_owned()
+        };
+        let outcome = serde_json::to_value(receipt.outcome)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        self.calls
+            .get_or_create(&CallLabels {
+                tool: tool.clone(),
+                outcome,
+            })
+            .inc();
+        self.latency
+            .get_or_create(&ToolLabel { tool })
+            .observe(receipt.duration_us as f64 / 1e6);
+    }
+}
+
+/// Counts `/mcp` requests in flight (until their response ends) and refusals by status.
+pub(crate) async fn count(State(metrics): State<Arc<Metrics>>, request: Request, next: Next) -> Response {
+    metrics.in_flight.inc();
+    let guard = InFlight(metrics.clone());
+    let response = next.run(request).await;
+    let status = response.status();
+    if status.is_client_error() || status == StatusCode::SERVICE_UNAVAILABLE {
+        metrics
+            .refusals
+            .get_or_create(&StatusLabel {
+                status: status.as_u16().to_string(),
+            })
+            .inc();
+    }
+    response.map(|body| Body::new(Counted { body, _guard: guard }))
+}
+
+/// `GET /metrics`.
+pub(crate) async fn metrics(State(metrics): State<Arc<Metrics>>) -> Response {
+    (
+        [(
+            CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        metrics.text(),
+    )
+        .into_response()
+}
+
+/// `GET /readyz`: 200 when the receipt log can be written and the approval store answers,
+/// else 503 with what is wrong.
+pub(crate) async fn ready(State(runtime): State<Runtime>) -> Response {
+    let checked = tokio::task::spawn_blocking(move || -> Result<(), String> {
+        runtime.observers_ready()?;
+        if let Some(store) = runtime.approval_store() {
+            store
+                .grants(Some(&kyro_core::Caller::anonymous()), kyro_core::grants::now_ms())
+                .map_err(|e| format!("the approval store: {e}"))?;
+        }
+        Ok(())
+    })
+    .await
+    .unwrap_or_else(|e| Err(e.to_string()));
+    match checked {
+        Ok(()) => (StatusCode::OK, "ready\n").into_response(),
+        Err(why) => (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {why}\n")).into_response(),
+    }
+}
+
+/// One JSON line a call on stderr: when, who, what, how it ended, how long, its trace.
+pub(crate) struct JsonLog;
+
+impl Observer for JsonLog {
+    fn observe(&self, receipt: &Receipt, _call: Option<&CanonicalCall>, outcome: &Outcome) {
+        use std::io::Write;
+        let mut line = serde_json::json!({
+            "ts_ms": receipt.started_at_ms,
+            "level": if matches!(outcome, Outcome::Ok { .. }) { "info" } else { "warn" },
+            "msg": "call",
+            "caller": receipt.caller,
+            "tool": receipt.tool,
+            "outcome": receipt.outcome,
+            "duration_ms": receipt.duration_us / 1000,
+            "call_id": receipt.call_id,
+        });
+        if let Some(trace) = &receipt.traceparent {
+            line["traceparent"] = trace.as_str().into();
+            // The trace id of a W3C traceparent (`00-TRACE-SPAN-FLAGS`).
+            if let Some(id) = trace.split('-').nth(1) {
+                line["trace_id"] = id.into();
+            }
+        }
+        if let Some(kind) = &receipt.error_kind {
+            line["error_kind"] = kind.as_str().into();
+        }
+        let mut text = line.to_string();
+        text.push('\n');
+        let _ = std::io::stderr().write_all(text.as_bytes());
+    }
+}
+
+struct InFlight(Arc<Metrics>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.dec();
+    }
+}
+
+/// A response body that keeps its request counted in flight until it ends.
+struct Counted {
+    body: Body,
+    _guard: InFlight,
+}
+
+impl http_body::Body for Counted {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}

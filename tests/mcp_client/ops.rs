@@ -1,0 +1,182 @@
+//! What an operator of `kyro mcp --http` relies on: health and readiness, Prometheus
+//! metrics whose labels no client can grow, one JSON log line a call with its caller and
+//! trace, and a SIGTERM that lets the call in flight finish and be receipted.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+use super::{TOKEN, workspace};
+
+/// A GET of `path`: the head (lowercased) and the body.
+fn get(address: &str, path: &str) -> (String, String) {
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    (head.to_lowercase(), body.to_owned())
+}
+
+/// A 2026-07-28 `tools/call` with the test token and `meta` in its `_meta`: the head and
+/// the body.
+fn call(address: &str, name: &str, arguments: Value, meta: Value) -> (String, String) {
+    let mut full = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "ops", "version": "1"}});
+    full.as_object_mut()
+        .unwrap()
+        .extend(meta.as_object().cloned().unwrap_or_default());
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": name, "arguments": arguments, "_meta": full}})
+    .to_string();
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {name}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    (head.to_lowercase(), body.to_owned())
+}
+
+/// `kyro mcp --http` with `flags`: the child, its address, and its stderr's later lines.
+fn serve(ws: &std::path::Path, flags: &[&str]) -> (std::process::Child, String, std::sync::mpsc::Receiver<String>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kyro"))
+        .env("KYRO_HTTP_TOKEN", TOKEN)
+        .args(["mcp", "--http", "127.0.0.1:0", "--workspace"])
+        .arg(ws)
+        .args(flags)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let address = first
+        .rsplit("http://")
+        .next()
+        .unwrap()
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, address, rx)
+}
+
+#[test]
+fn http_serves_health_readiness_metrics_and_a_json_line_a_call() {
+    let ws = workspace();
+    let (mut child, address, stderr) = serve(ws.path(), &["--log-json"]);
+    assert_eq!(get(&address, "/healthz").0.lines().next(), Some("http/1.1 200 ok"));
+    assert_eq!(get(&address, "/readyz").0.lines().next(), Some("http/1.1 200 ok"));
+    let trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let (head, _) = call(
+        &address,
+        "read_file",
+        json!({"path": "a.txt"}),
+        json!({"traceparent": trace}),
+    );
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    for made_up in 0..3 {
+        call(&address, &format!("no_such_tool_{made_up}"), json!({}), json!({}));
+    }
+    let mut refused = std::net::TcpStream::connect(&address).unwrap();
+    write!(
+        refused,
+        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"
+    )
+    .unwrap();
+    let _ = refused.read_to_string(&mut String::new());
+    let (head, metrics) = get(&address, "/metrics");
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    assert!(
+        metrics.contains(r#"kyro_calls_total{tool="read_file",outcome="ok"} 1"#),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(r#"kyro_calls_total{tool="(unknown)",outcome="unknown_tool"} 3"#),
+        "made-up names share one label: {metrics}"
+    );
+    assert!(!metrics.contains("no_such_tool"), "{metrics}");
+    assert!(
+        metrics.contains(r#"kyro_call_duration_seconds_count{tool="read_file"} 1"#),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(r#"kyro_http_refusals_total{status="401"} 1"#),
+        "{metrics}"
+    );
+    assert!(metrics.contains("kyro_http_requests_in_flight 0"), "{metrics}");
+    let logged: Value = loop {
+        let line = stderr
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("a JSON line for the call");
+        if let Ok(value) = serde_json::from_str::<Value>(&line)
+            && value["tool"] == "read_file"
+        {
+            break value;
+        }
+    };
+    assert_eq!(logged["caller"], "http");
+    assert_eq!(logged["outcome"], "ok");
+    assert_eq!(logged["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736");
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
+fn sigterm_lets_the_call_in_flight_finish_and_be_receipted_then_ends_with_143() {
+    let ws = workspace();
+    // A page that answers after a second.
+    let slow = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let page = format!("http://{}/slow", slow.local_addr().unwrap());
+    std::thread::spawn(move || {
+        if let Ok((mut stream, _)) = slow.accept() {
+            let mut head = [0u8; 1024];
+            let _ = stream.read(&mut head);
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            let _ = stream.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\nConnection: close\r\n\r\nslow!",
+            );
+        }
+    });
+    let policy = ws.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "[approvals]\nnetwork = \"auto\"\n[tools.network]\nallow_hosts = [\"127.0.0.1\"]\n",
+    )
+    .unwrap();
+    let (mut child, address, _stderr) = serve(ws.path(), &["--policy", policy.to_str().unwrap()]);
+    let caller = std::thread::spawn(move || call(&address, "web_fetch", json!({"url": page}), json!({})));
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    // SAFETY: signalling the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let (head, body) = caller.join().unwrap();
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    assert!(body.contains("slow!"), "the call finished: {body}");
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(143));
+    let receipts = std::fs::read_to_string(ws.path().join(".kyro/receipts.jsonl")).unwrap();
+    assert!(
+        receipts
+            .lines()
+            .any(|l| l.contains("\"tool\":\"web_fetch\"") && l.contains("\"outcome\":\"ok\"")),
+        "{receipts}"
+    );
+}
