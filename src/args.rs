@@ -22,6 +22,12 @@ pub struct SessionArgs {
     /// A policy file (TOML); default: reads allowed, writes, exec and network need approval.
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
+    /// Keep grants, spent approvals and receipts in PostgreSQL (`postgres://USER@HOST/DB`),
+    /// shared by every kyro serving it, instead of the workspace's `.kyro/`. Give a URL
+    /// holding a password in KYRO_STATE rather than on the command line.
+    #[cfg(feature = "postgres")]
+    #[arg(long, value_name = "URL", env = "KYRO_STATE", hide_env_values = true)]
+    pub state: Option<String>,
     /// Run another MCP server and serve its tools as `NAME.tool` (repeatable).
     #[cfg(feature = "upstream")]
     #[arg(long, value_name = "NAME='CMD ARGS'")]

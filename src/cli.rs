@@ -101,6 +101,17 @@ enum Command {
         /// The workspace root; default the current directory.
         #[arg(long, global = true, value_name = "DIR")]
         workspace: Option<PathBuf>,
+        /// The grants of the PostgreSQL state a team's replicas share (`kyro mcp --state`),
+        /// instead of the workspace's.
+        #[arg(
+            long,
+            global = true,
+            value_name = "URL",
+            env = "KYRO_STATE",
+            hide_env_values = true,
+            conflicts_with = "workspace"
+        )]
+        state: Option<String>,
     },
     /// Query the workspace's receipts (by caller, tool, outcome, time) or verify their
     /// hash chain.
@@ -113,6 +124,17 @@ enum Command {
         /// The workspace root; default the current directory.
         #[arg(long, global = true, value_name = "DIR")]
         workspace: Option<PathBuf>,
+        /// The receipts of the PostgreSQL state a team's replicas share (`kyro mcp --state`),
+        /// instead of the workspace's.
+        #[arg(
+            long,
+            global = true,
+            value_name = "URL",
+            env = "KYRO_STATE",
+            hide_env_values = true,
+            conflicts_with = "workspace"
+        )]
+        state: Option<String>,
     },
     /// Print the tool inventory document, or check the committed copy.
     Docs {
@@ -162,12 +184,17 @@ pub(crate) fn run() -> ExitCode {
             command,
             list,
             workspace,
-        } => match receipts::run(command, list, &workspace.unwrap_or_else(|| PathBuf::from("."))) {
+            state,
+        } => match receipts::run(command, list, receipts::Log::of(workspace, state)) {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::FAILURE,
             Err(message) => fail(&message),
         },
-        Command::Grants { command, workspace } => match grants::run(command, workspace, &registry) {
+        Command::Grants {
+            command,
+            workspace,
+            state,
+        } => match grants::run(command, workspace, state, &registry) {
             Ok(()) => ExitCode::SUCCESS,
             Err(grants::Refused::Usage(message)) => usage(&message),
             Err(grants::Refused::Failed(message)) => fail(&message),

@@ -48,6 +48,9 @@ pub enum ServeError {
     /// The OAuth resource server's flags are not usable.
     #[error("OAuth: {0}")]
     OAuth(String),
+    /// The state store (`--state`) cannot be used.
+    #[error("--state: {0}")]
+    State(String),
     /// `KYRO_STATE_KEY` cannot seal approval states.
     #[error("{0}")]
     StateKey(String),
@@ -101,6 +104,8 @@ pub struct Server {
     settings: ServerSettings,
     observers: Vec<Arc<dyn Observer>>,
     approval_store: Option<Arc<dyn ApprovalStore>>,
+    /// Receipts kept elsewhere than the workspace's `.kyro/receipts.jsonl`.
+    receipt_log: Option<Arc<dyn Observer>>,
     approval_hint: Option<String>,
     #[cfg(feature = "http")]
     http: Option<SocketAddr>,
@@ -135,6 +140,7 @@ impl Server {
             settings: ServerSettings::default(),
             observers: Vec::new(),
             approval_store: None,
+            receipt_log: None,
             approval_hint: None,
             #[cfg(feature = "http")]
             http: None,
@@ -210,6 +216,24 @@ impl Server {
         self
     }
 
+    /// Where receipts go instead of the workspace's `.kyro/receipts.jsonl`: an observer
+    /// that must see every call (its [`Observer::ready`] gates calls).
+    pub fn receipt_log(mut self, log: Arc<dyn Observer>) -> Server {
+        self.receipt_log = Some(log);
+        self
+    }
+
+    /// Keeps grants, spent approvals and receipts in the PostgreSQL database at `url`
+    /// (`--state`), shared by every kyro serving it: replicas behind one proxy resume each
+    /// other's approvals, honour each other's grants and write one receipt chain.
+    #[cfg(feature = "postgres")]
+    pub fn state(self, url: &str) -> Result<Server, ServeError> {
+        let state = kyro_tools::state::PgState::new(url).map_err(ServeError::State)?;
+        Ok(self
+            .approval_store(Arc::new(state.clone()))
+            .receipt_log(Arc::new(state.receipts())))
+    }
+
     /// What is served and listed, as the selection flags say (over the policy's
     /// `[catalog]`).
     pub fn select(mut self, flags: CatalogFlags) -> Server {
@@ -251,6 +275,10 @@ impl Server {
         }
         #[cfg(feature = "upstream")]
         self.upstreams.extend(args.upstream.iter().cloned());
+        #[cfg(feature = "postgres")]
+        if let Some(url) = &args.state {
+            self = self.state(url)?;
+        }
         Ok(self)
     }
 
@@ -347,9 +375,14 @@ impl Server {
             path: root.display().to_string(),
             message: e.to_string(),
         })?;
-        let log = JsonlReceiptLog::in_workspace(workspace.root());
         let workspace_root = workspace.root().to_owned();
-        let log = Arc::new(if batched { log.batched() } else { log });
+        let log: Arc<dyn Observer> = match &self.receipt_log {
+            Some(log) => log.clone(),
+            None => {
+                let log = JsonlReceiptLog::in_workspace(workspace.root());
+                Arc::new(if batched { log.batched() } else { log })
+            }
+        };
         let mut policy = self.policy.clone().unwrap_or_default();
         for name in &self.set_aside {
             policy.approvals.tools.remove(*name);

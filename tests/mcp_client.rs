@@ -20,6 +20,8 @@ use serde_json::{Map, Value, json};
 mod oauth;
 #[path = "mcp_client/ops.rs"]
 mod ops;
+#[path = "mcp_client/replicas.rs"]
+mod replicas;
 
 fn block_on<F: std::future::Future>(f: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread()
@@ -57,8 +59,20 @@ impl HttpServer {
 
     /// A server on `address`, reached through loopback.
     fn start_any(workspace: &Path, address: &str, flags: &[&str], token: Option<&str>) -> HttpServer {
+        HttpServer::start_env(workspace, address, flags, token, &[])
+    }
+
+    /// A server on `address` with these variables set.
+    fn start_env(
+        workspace: &Path,
+        address: &str,
+        flags: &[&str],
+        token: Option<&str>,
+        vars: &[(&str, &str)],
+    ) -> HttpServer {
         let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_kyro"));
-        command.env_remove("KYRO_HTTP_TOKEN");
+        command.env_remove("KYRO_HTTP_TOKEN").env_remove("KYRO_STATE");
+        command.envs(vars.iter().copied());
         if let Some(token) = token {
             command.env("KYRO_HTTP_TOKEN", token);
         }

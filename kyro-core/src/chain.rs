@@ -89,23 +89,47 @@ pub struct Verified {
 /// earlier, must be the hash of one of its lines (else lines were removed from the end).
 pub fn verify(log: impl Read, expected_head: Option<&str>) -> std::io::Result<Verified> {
     let mut log = std::io::BufReader::new(log);
-    let mut found = Verified {
-        receipts: 0,
-        unlinked: 0,
-        head: GENESIS.to_owned(),
-        broken: None,
-        head_found: expected_head.map(|h| h == GENESIS),
-    };
-    let mut linked = false;
+    let mut check = Check::new(expected_head);
     let mut line = Vec::new();
     loop {
         line.clear();
         if log.by_ref().take(MAX_LINE).read_until(b'\n', &mut line)? == 0 {
             break;
         }
+        check.line(&line);
+    }
+    Ok(check.end())
+}
+
+/// [`verify`] one line at a time, for logs read from elsewhere (a database).
+pub struct Check {
+    found: Verified,
+    expected_head: Option<String>,
+    linked: bool,
+}
+
+impl Check {
+    /// A check from the first line on.
+    pub fn new(expected_head: Option<&str>) -> Check {
+        Check {
+            found: Verified {
+                receipts: 0,
+                unlinked: 0,
+                head: GENESIS.to_owned(),
+                broken: None,
+                head_found: expected_head.map(|h| h == GENESIS),
+            },
+            expected_head: expected_head.map(str::to_owned),
+            linked: false,
+        }
+    }
+
+    /// The next line (with or without its newline).
+    pub fn line(&mut self, line: &[u8]) {
+        let found = &mut self.found;
         found.receipts += 1;
         let n = found.receipts;
-        let prev = serde_json::from_slice::<serde_json::Value>(&line)
+        let prev = serde_json::from_slice::<serde_json::Value>(line)
             .ok()
             .and_then(|v| v.get("prev").and_then(|p| p.as_str()).map(str::to_owned));
         let problem = match &prev {
@@ -114,22 +138,26 @@ pub fn verify(log: impl Read, expected_head: Option<&str>) -> std::io::Result<Ve
                 "its `prev` is not the hash of the line before it: a receipt before it was removed, altered or moved"
                     .to_owned(),
             ),
-            None if !linked => {
+            None if !self.linked => {
                 found.unlinked += 1;
                 None
             }
             None => Some("it carries no `prev`: it was written or altered outside kyro".to_owned()),
         };
-        linked |= prev.is_some();
+        self.linked |= prev.is_some();
         if let (Some(problem), None) = (problem, &found.broken) {
             found.broken = Some((n, problem));
         }
-        found.head = line_hash(&line);
-        if expected_head == Some(found.head.as_str()) {
+        found.head = line_hash(line);
+        if self.expected_head.as_deref() == Some(found.head.as_str()) {
             found.head_found = Some(true);
         }
     }
-    Ok(found)
+
+    /// What was found.
+    pub fn end(self) -> Verified {
+        self.found
+    }
 }
 
 #[cfg(test)]

@@ -118,6 +118,13 @@ pub trait Observer: Send + Sync {
     fn ready(&self) -> Result<(), String> {
         Ok(())
     }
+
+    /// What to wait for before the call just observed is answered: a store that writes
+    /// receipts over the network (PostgreSQL) returns the write of what it took, so no
+    /// answer leaves before its receipt is kept. `None` (the default): nothing.
+    fn settled(&self) -> Option<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>> {
+        None
+    }
 }
 
 /// kyro's own directory in a workspace, `.kyro/` beneath `root`: created when missing,

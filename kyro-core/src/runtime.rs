@@ -244,6 +244,11 @@ impl Runtime {
         for observer in &self.observers {
             observer.observe(&receipt, staged.canonical.as_ref(), &staged.outcome);
         }
+        for observer in &self.observers {
+            if let Some(settled) = observer.settled() {
+                settled.await;
+            }
+        }
         Execution {
             outcome: staged.outcome,
             receipt,

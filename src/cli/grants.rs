@@ -1,12 +1,13 @@
 //! `kyro grants`: the grants a person gave ("allow this tool from now on"), listed, added
-//! and revoked in the workspace's state database, which every kyro serving it reads.
+//! and revoked in the workspace's state database, which every kyro serving it reads, or
+//! in the PostgreSQL state a team's replicas share (`--state URL`).
 
 use std::path::PathBuf;
 
 use clap::Subcommand;
 use kyro_core::grants::{ApprovalStore, Grant, NewGrant, now_ms};
 use kyro_core::{Caller, Registry};
-use kyro_tools::state::SqliteApprovalStore;
+use kyro_tools::state::{PgState, SqliteApprovalStore};
 use serde_json::{Map, Value};
 
 /// The longest a grant may last: thirty days.
@@ -83,13 +84,19 @@ pub(super) enum Refused {
 pub(super) fn run(
     command: Option<GrantsCommand>,
     workspace: Option<PathBuf>,
+    state: Option<String>,
     registry: &Registry,
 ) -> Result<(), Refused> {
-    let root = workspace.unwrap_or_else(|| PathBuf::from("."));
-    let root = root
-        .canonicalize()
-        .map_err(|e| Refused::Failed(format!("the workspace {}: {e}", root.display())))?;
-    let store = SqliteApprovalStore::in_workspace(&root);
+    let store: Box<dyn ApprovalStore> = match state {
+        Some(url) => Box::new(PgState::new(&url).map_err(|e| Refused::Usage(format!("--state: {e}")))?),
+        None => {
+            let root = workspace.unwrap_or_else(|| PathBuf::from("."));
+            let root = root
+                .canonicalize()
+                .map_err(|e| Refused::Failed(format!("the workspace {}: {e}", root.display())))?;
+            Box::new(SqliteApprovalStore::in_workspace(&root))
+        }
+    };
     let command = command.unwrap_or(GrantsCommand::List {
         caller: None,
         json: false,

@@ -1,12 +1,14 @@
-//! `kyro receipts`: the workspace's receipt log queried (by caller, tool, outcome and
-//! time) and its hash chain verified.
+//! `kyro receipts`: the workspace's receipt log, or the one a team's replicas share in
+//! PostgreSQL, queried (by caller, tool, outcome and time) and its hash chain verified.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
+use kyro_core::chain::Verified;
 use kyro_core::grants::now_ms;
+use kyro_tools::state::{PgState, ReceiptFilter};
 use serde_json::Value;
 
 /// Most bytes of one receipt read; a longer line is skipped.
@@ -51,80 +53,134 @@ pub(super) enum ReceiptsCommand {
     },
 }
 
-/// Runs `kyro receipts` in the workspace `root`: the exit status, or a failure to print.
-pub(super) fn run(command: Option<ReceiptsCommand>, list: ListArgs, root: &Path) -> Result<bool, String> {
-    let open = || {
-        kyro_core::receipt::read_receipt_log(root).map_err(|e| format!("the receipt log of `{}`: {e}", root.display()))
-    };
+/// Where the receipts are.
+pub(super) enum Log {
+    /// The workspace's `.kyro/receipts.jsonl`.
+    File(PathBuf),
+    /// The PostgreSQL state at this URL.
+    Shared(String),
+}
+
+impl Log {
+    /// `--state` when given, else `--workspace` (default the current directory).
+    pub(super) fn of(workspace: Option<PathBuf>, state: Option<String>) -> Log {
+        match state {
+            Some(url) => Log::Shared(url),
+            None => Log::File(workspace.unwrap_or_else(|| PathBuf::from("."))),
+        }
+    }
+}
+
+/// Runs `kyro receipts` on `log`: the exit status, or a failure to print.
+pub(super) fn run(command: Option<ReceiptsCommand>, list: ListArgs, log: Log) -> Result<bool, String> {
     match command {
         Some(ReceiptsCommand::Verify { head }) => {
-            let found = kyro_core::chain::verify(open()?, head.as_deref()).map_err(|e| e.to_string())?;
-            println!(
-                "{} receipts ({} written before the chain began); head {}",
-                found.receipts, found.unlinked, found.head
-            );
-            let mut intact = true;
-            if let Some((line, problem)) = &found.broken {
-                println!("broken at receipt {line} (line {line} of .kyro/receipts.jsonl): {problem}");
-                intact = false;
-            }
-            if found.head_found == Some(false) {
-                println!("the head given is not in the log: receipts were removed from its end (or it is another log)");
-                intact = false;
-            }
-            if intact {
-                println!("the chain is intact");
-            }
-            Ok(intact)
+            let (found, place) = match &log {
+                Log::File(root) => (
+                    kyro_core::chain::verify(open(root)?, head.as_deref()).map_err(|e| e.to_string())?,
+                    "line {} of .kyro/receipts.jsonl",
+                ),
+                Log::Shared(url) => (
+                    PgState::new(url)?.verify_receipts(head.as_deref())?,
+                    "counted in the order the store holds them",
+                ),
+            };
+            Ok(report(&found, place))
         }
         None => {
-            let ListArgs {
-                caller,
-                tool,
-                outcome,
-                since,
-                until,
-                limit,
-                json,
-            } = list;
-            let mut log = std::io::BufReader::new(open()?);
-            let mut kept: VecDeque<(Value, String)> = VecDeque::new();
-            let mut line = Vec::new();
-            loop {
-                line.clear();
-                let read = log.by_ref().take(MAX_LINE).read_until(b'\n', &mut line);
-                if read.map_err(|e| e.to_string())? == 0 {
-                    break;
+            let kept = match &log {
+                Log::File(root) => latest(open(root)?, &list)?,
+                Log::Shared(url) => {
+                    let filter = ReceiptFilter {
+                        caller: list.caller.clone(),
+                        tool: list.tool.clone(),
+                        outcome: list.outcome.clone(),
+                        since_ms: list.since.map(|ms| ms as i64),
+                        until_ms: list.until.map(|ms| ms as i64),
+                    };
+                    let limit = i64::try_from(list.limit).unwrap_or(i64::MAX);
+                    PgState::new(url)?.query_receipts(&filter, limit)?
                 }
-                let Ok(receipt) = serde_json::from_slice::<Value>(&line) else {
-                    continue;
-                };
-                let text = |key: &str| receipt[key].as_str().unwrap_or_default().to_owned();
-                let started = receipt["started_at_ms"].as_u64().unwrap_or(0);
-                let matches = caller.as_ref().is_none_or(|c| *c == text("caller"))
-                    && tool.as_ref().is_none_or(|t| *t == text("tool"))
-                    && outcome.as_ref().is_none_or(|o| *o == text("outcome"))
-                    && since.is_none_or(|s| started >= s)
-                    && until.is_none_or(|u| started < u);
-                if !matches || limit == 0 {
-                    continue;
-                }
-                if kept.len() == limit {
-                    kept.pop_front();
-                }
-                let raw = String::from_utf8_lossy(line.strip_suffix(b"\n").unwrap_or(&line)).into_owned();
-                kept.push_back((receipt, raw));
-            }
-            for (receipt, raw) in kept {
-                if json {
+            };
+            for raw in kept {
+                if list.json {
                     println!("{raw}");
                 } else {
+                    let receipt = serde_json::from_str(&raw).unwrap_or(Value::Null);
                     println!("{}", summary(&receipt));
                 }
             }
             Ok(true)
         }
     }
+}
+
+fn open(root: &Path) -> Result<std::io::BufReader<std::fs::File>, String> {
+    kyro_core::receipt::read_receipt_log(root).map_err(|e| format!("the receipt log of `{}`: {e}", root.display()))
+}
+
+/// Prints what verify found (`place` names where the n-th receipt is); whether intact.
+fn report(found: &Verified, place: &str) -> bool {
+    println!(
+        "{} receipts ({} written before the chain began); head {}",
+        found.receipts, found.unlinked, found.head
+    );
+    let mut intact = true;
+    if let Some((n, problem)) = &found.broken {
+        println!(
+            "broken at receipt {n} ({}): {problem}",
+            place.replace("{}", &n.to_string())
+        );
+        intact = false;
+    }
+    if found.head_found == Some(false) {
+        println!("the head given is not in the log: receipts were removed from its end (or it is another log)");
+        intact = false;
+    }
+    if intact {
+        println!("the chain is intact");
+    }
+    intact
+}
+
+/// The last `--limit` receipts of a JSONL log that match, oldest first, as their lines.
+fn latest(mut log: impl BufRead, list: &ListArgs) -> Result<Vec<String>, String> {
+    let ListArgs {
+        caller,
+        tool,
+        outcome,
+        since,
+        until,
+        limit,
+        ..
+    } = list;
+    let mut kept = VecDeque::new();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let read = log.by_ref().take(MAX_LINE).read_until(b'\n', &mut line);
+        if read.map_err(|e| e.to_string())? == 0 {
+            break;
+        }
+        let Ok(receipt) = serde_json::from_slice::<Value>(&line) else {
+            continue;
+        };
+        let text = |key: &str| receipt[key].as_str().unwrap_or_default().to_owned();
+        let started = receipt["started_at_ms"].as_u64().unwrap_or(0);
+        let matches = caller.as_ref().is_none_or(|c| *c == text("caller"))
+            && tool.as_ref().is_none_or(|t| *t == text("tool"))
+            && outcome.as_ref().is_none_or(|o| *o == text("outcome"))
+            && since.is_none_or(|s| started >= s)
+            && until.is_none_or(|u| started < u);
+        if !matches || *limit == 0 {
+            continue;
+        }
+        if kept.len() == *limit {
+            kept.pop_front();
+        }
+        kept.push_back(String::from_utf8_lossy(line.strip_suffix(b"\n").unwrap_or(&line)).into_owned());
+    }
+    Ok(kept.into())
 }
 
 /// One receipt in a line: when, who, what, how it ended, how long, its id.

@@ -1,0 +1,227 @@
+//! Replicas of `kyro mcp --http` on one PostgreSQL (`--state`), as a team runs them behind
+//! a load balancer: an approval asked by one is answered on the other, once; a grant
+//! given through one holds on the other until `kyro grants --state` revokes it; every
+//! call of either has one receipt in one hash chain, which `kyro receipts verify --state`
+//! checks, even with a replica killed under load. PostgreSQL is a real server.
+
+use std::io::{Read, Write};
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use super::{HttpServer, TOKEN, call_as, workspace};
+
+#[path = "../support/postgres.rs"]
+mod postgres;
+use postgres::Postgres;
+
+/// What replicas share besides the database: the key sealing approval states.
+const STATE_KEY: &str = "a-team-wide-state-key-of-more-than-32-bytes";
+
+fn replica(ws: &std::path::Path, url: &str, flags: &[&str], token: Option<&str>) -> HttpServer {
+    let mut all = vec!["--state", url];
+    all.extend_from_slice(flags);
+    HttpServer::start_env(ws, "127.0.0.1:0", &all, token, &[("KYRO_STATE_KEY", STATE_KEY)])
+}
+
+/// `kyro ARGS --state URL`: exit status and stdout.
+fn kyro(args: &[&str], url: &str) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_kyro"))
+        .env_remove("KYRO_STATE")
+        .args(args)
+        .args(["--state", url])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.is_empty() || !out.status.success(), "{stderr}");
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The receipts in the store, in chain order: (caller, decision) of each.
+fn decisions(url: &str) -> Vec<(String, String)> {
+    let (ok, listed) = kyro(&["receipts", "--json", "--limit", "1000"], url);
+    assert!(ok, "{listed}");
+    listed
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|r| {
+            (
+                r["caller"].as_str().unwrap().to_owned(),
+                r["decision"]["kind"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn replicas_on_postgres_share_approvals_grants_and_one_receipt_chain() {
+    let Some(pg) = Postgres::start() else { return };
+    let ws = workspace();
+    let (alice, bob) = ("alice-token-0123456789abcdef", "bob-token-0123456789abcdef00");
+    let tokens = ws.path().join("tokens");
+    std::fs::write(&tokens, format!("alice {alice}\nbob {bob}\n")).unwrap();
+    let flags = ["--token-file", tokens.to_str().unwrap()];
+    let (one, two) = (
+        replica(ws.path(), &pg.url, &flags, None),
+        replica(ws.path(), &pg.url, &flags, None),
+    );
+    let touch = |name: &str| json!(["touch", name]);
+    let yes = |asked: &Value, remember: &str| {
+        assert_eq!(asked["resultType"], "input_required", "{asked}");
+        json!({"inputResponses": {"approval": {"action": "accept", "content": {"approve": true, "remember": remember}}},
+            "requestState": asked["requestState"]})
+    };
+    // Asked by one replica, answered on the other, and only once.
+    let once = yes(&call_as(&one.url, alice, touch("a"), Value::Null), "once");
+    let ran = call_as(&two.url, alice, touch("a"), once.clone());
+    assert_eq!(ran["isError"], false, "{ran}");
+    assert!(ws.path().join("a").exists());
+    std::fs::remove_file(ws.path().join("a")).unwrap();
+    let replayed = call_as(&one.url, alice, touch("a"), once);
+    assert_eq!(
+        replayed["isError"], true,
+        "a state is redeemed once across replicas: {replayed}"
+    );
+    assert!(!ws.path().join("a").exists());
+    // A grant given through the second replica holds on the first, for Alice alone.
+    let hour = yes(&call_as(&one.url, alice, touch("b"), Value::Null), "hour");
+    assert_eq!(call_as(&two.url, alice, touch("b"), hour)["isError"], false);
+    let granted = call_as(&one.url, alice, touch("c"), Value::Null);
+    assert_eq!(granted["isError"], false, "{granted}");
+    let not_bob = call_as(&two.url, bob, touch("e"), Value::Null);
+    assert_eq!(not_bob["resultType"], "input_required", "{not_bob}");
+    // The command line sees and revokes it in the store; both replicas ask again.
+    let (ok, listed) = kyro(&["grants", "list", "--json"], &pg.url);
+    assert!(ok, "{listed}");
+    let grants: Value = serde_json::from_str(&listed).unwrap();
+    assert_eq!(grants.as_array().unwrap().len(), 1, "{grants}");
+    assert_eq!(grants[0]["caller"], "alice");
+    let id = grants[0]["id"].as_str().unwrap().to_owned();
+    assert!(kyro(&["grants", "revoke", &id], &pg.url).0);
+    let asked_again = call_as(&two.url, alice, touch("d"), Value::Null);
+    assert_eq!(asked_again["resultType"], "input_required", "{asked_again}");
+    assert!(!ws.path().join("d").exists());
+    // One chain of every receipt of both, in the store, none in the workspace.
+    // (A retry is asked about first, then approved or denied by its answer.)
+    let expected = [
+        ("alice", "approval_required"),
+        ("alice", "approval_required"),
+        ("alice", "approved"),
+        ("alice", "approval_required"),
+        ("alice", "denied"),
+        ("alice", "approval_required"),
+        ("alice", "approval_required"),
+        ("alice", "approved"),
+        ("alice", "granted"),
+        ("bob", "approval_required"),
+        ("alice", "approval_required"),
+    ];
+    assert_eq!(decisions(&pg.url), expected.map(|(c, d)| (c.to_owned(), d.to_owned())));
+    assert!(!ws.path().join(".kyro/receipts.jsonl").exists());
+    let (intact, report) = kyro(&["receipts", "verify"], &pg.url);
+    assert!(intact, "{report}");
+    assert!(
+        report.contains("11 receipts") && report.contains("the chain is intact"),
+        "{report}"
+    );
+    let head = report
+        .split("head ")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
+    // An altered receipt and receipts cut from the end are both found.
+    pg.sql("UPDATE kyro_receipts SET line = replace(line, '\"bob\"', '\"eve\"') WHERE caller = 'bob'");
+    let (intact, report) = kyro(&["receipts", "verify", "--head", &head], &pg.url);
+    assert!(!intact && report.contains("broken at receipt 11"), "{report}");
+    pg.sql("DELETE FROM kyro_receipts WHERE seq >= (SELECT max(seq) - 1 FROM kyro_receipts)");
+    let (intact, report) = kyro(&["receipts", "verify", "--head", &head], &pg.url);
+    assert!(!intact && report.contains("removed from its end"), "{report}");
+}
+
+/// A stateless `read_file` call: the result, or `None` when the replica is not there.
+fn read_call(url: &str, path: &str) -> Option<Value> {
+    let address = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "read_file", "arguments": {"path": path},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string();
+    let mut stream = std::net::TcpStream::connect(address).ok()?;
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: read_file\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    let rest = answer.split_once("\r\n\r\n")?.1;
+    let (start, end) = (rest.find('{')?, rest.rfind('}')?);
+    Some(serde_json::from_str::<Value>(&rest[start..=end]).ok()?["result"].clone())
+}
+
+#[test]
+fn replicas_under_load_write_one_receipt_a_call_in_one_chain_even_when_one_is_killed() {
+    let Some(pg) = Postgres::start() else { return };
+    let ws = workspace();
+    let one = replica(ws.path(), &pg.url, &[], Some(TOKEN));
+    let two = replica(ws.path(), &pg.url, &[], Some(TOKEN));
+    const CLIENTS: usize = 6;
+    const CALLS: usize = 40;
+    let urls = [one.url.clone(), two.url.clone()];
+    let one = std::sync::Mutex::new(Some(one));
+    let answered = std::sync::atomic::AtomicUsize::new(0);
+    let lost = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for client in 0..CLIENTS {
+            let (urls, answered, lost, one) = (&urls, &answered, &lost, &one);
+            scope.spawn(move || {
+                for call in 0..CALLS {
+                    // Halfway through, the first client kills the first replica (SIGKILL).
+                    if client == 0 && call == CALLS / 2 {
+                        drop(one.lock().unwrap().take());
+                    }
+                    match read_call(&urls[(client + call) % 2], "a.txt") {
+                        Some(result) => {
+                            assert_eq!(result["isError"], false, "{result}");
+                            assert_eq!(result["structuredContent"]["content"], "one|two\r\n");
+                            answered.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        None => {
+                            lost.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let (answered, lost) = (answered.into_inner(), lost.into_inner());
+    assert_eq!(answered + lost, CLIENTS * CALLS);
+    assert!(
+        lost > 0 && answered > CLIENTS * CALLS / 2,
+        "answered {answered}, lost {lost}"
+    );
+    // Every answered call has its receipt (written before the answer); a call killed with
+    // its replica may have one too, at most one a client.
+    let receipts: usize = pg.sql("SELECT count(*) FROM kyro_receipts").parse().unwrap();
+    assert!(
+        (answered..=answered + CLIENTS).contains(&receipts),
+        "answered {answered}, receipts {receipts}"
+    );
+    let distinct: usize = pg
+        .sql("SELECT count(DISTINCT call_id) FROM kyro_receipts")
+        .parse()
+        .unwrap();
+    assert_eq!(distinct, receipts, "one receipt a call");
+    let (intact, report) = kyro(&["receipts", "verify"], &pg.url);
+    assert!(intact, "{report}");
+    // The survivor still serves and receipts.
+    assert!(read_call(&urls[1], "a.txt").is_some());
+    let after: usize = pg.sql("SELECT count(*) FROM kyro_receipts").parse().unwrap();
+    assert_eq!(after, receipts + 1);
+}
