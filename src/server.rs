@@ -106,6 +106,9 @@ pub struct Server {
     approval_store: Option<Arc<dyn ApprovalStore>>,
     /// Receipts kept elsewhere than the workspace's `.kyro/receipts.jsonl`.
     receipt_log: Option<Arc<dyn Observer>>,
+    /// The PostgreSQL state the tools keep memory, graph and tasks in (`--state`).
+    #[cfg(feature = "postgres")]
+    shared_state: Option<kyro_tools::state::PgState>,
     approval_hint: Option<String>,
     #[cfg(feature = "http")]
     http: Option<SocketAddr>,
@@ -141,6 +144,8 @@ impl Server {
             observers: Vec::new(),
             approval_store: None,
             receipt_log: None,
+            #[cfg(feature = "postgres")]
+            shared_state: None,
             approval_hint: None,
             #[cfg(feature = "http")]
             http: None,
@@ -223,12 +228,14 @@ impl Server {
         self
     }
 
-    /// Keeps grants, spent approvals and receipts in the PostgreSQL database at `url`
-    /// (`--state`), shared by every kyro serving it: replicas behind one proxy resume each
-    /// other's approvals, honour each other's grants and write one receipt chain.
+    /// Keeps grants, spent approvals, receipts and the tools' memory, graph and task list
+    /// in the PostgreSQL database at `url` (`--state`), shared by every kyro serving it:
+    /// replicas behind one proxy resume each other's approvals, honour each other's
+    /// grants, write one receipt chain and see the same notes.
     #[cfg(feature = "postgres")]
-    pub fn state(self, url: &str) -> Result<Server, ServeError> {
+    pub fn state(mut self, url: &str) -> Result<Server, ServeError> {
         let state = kyro_tools::state::PgState::new(url).map_err(ServeError::State)?;
+        self.shared_state = Some(state.clone());
         Ok(self
             .approval_store(Arc::new(state.clone()))
             .receipt_log(Arc::new(state.receipts())))
@@ -376,6 +383,10 @@ impl Server {
             message: e.to_string(),
         })?;
         let workspace_root = workspace.root().to_owned();
+        #[cfg(feature = "postgres")]
+        if let Some(state) = &self.shared_state {
+            let _ = workspace.resource(|| Ok::<_, ()>(state.clone()));
+        }
         let log: Arc<dyn Observer> = match &self.receipt_log {
             Some(log) => log.clone(),
             None => {

@@ -20,8 +20,12 @@ use serde_json::{Map, Value, json};
 mod oauth;
 #[path = "mcp_client/ops.rs"]
 mod ops;
+#[path = "support/postgres.rs"]
+mod postgres;
 #[path = "mcp_client/replicas.rs"]
 mod replicas;
+#[path = "mcp_client/shared_state.rs"]
+mod shared_state;
 
 fn block_on<F: std::future::Future>(f: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread()

@@ -11,21 +11,19 @@ use serde_json::{Value, json};
 
 use super::{HttpServer, TOKEN, call_as, workspace};
 
-#[path = "../support/postgres.rs"]
-mod postgres;
-use postgres::Postgres;
+use super::postgres::Postgres;
 
 /// What replicas share besides the database: the key sealing approval states.
-const STATE_KEY: &str = "a-team-wide-state-key-of-more-than-32-bytes";
+pub(super) const STATE_KEY: &str = "a-team-wide-state-key-of-more-than-32-bytes";
 
-fn replica(ws: &std::path::Path, url: &str, flags: &[&str], token: Option<&str>) -> HttpServer {
+pub(super) fn replica(ws: &std::path::Path, url: &str, flags: &[&str], token: Option<&str>) -> HttpServer {
     let mut all = vec!["--state", url];
     all.extend_from_slice(flags);
     HttpServer::start_env(ws, "127.0.0.1:0", &all, token, &[("KYRO_STATE_KEY", STATE_KEY)])
 }
 
 /// `kyro ARGS --state URL`: exit status and stdout.
-fn kyro(args: &[&str], url: &str) -> (bool, String) {
+pub(super) fn kyro(args: &[&str], url: &str) -> (bool, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_kyro"))
         .env_remove("KYRO_STATE")
         .args(args)
@@ -143,9 +141,15 @@ fn replicas_on_postgres_share_approvals_grants_and_one_receipt_chain() {
 
 /// A stateless `read_file` call: the result, or `None` when the replica is not there.
 fn read_call(url: &str, path: &str) -> Option<Value> {
+    tool_call(url, "read_file", json!({"path": path}))
+}
+
+/// A stateless (2026-07-28) call of `name` with the test token: the result, or `None` when
+/// the replica is not there.
+pub(super) fn tool_call(url: &str, name: &str, arguments: Value) -> Option<Value> {
     let address = url.trim_start_matches("http://").trim_end_matches("/mcp");
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": "read_file", "arguments": {"path": path},
+        "params": {"name": name, "arguments": arguments,
         "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}})
     .to_string();
     let mut stream = std::net::TcpStream::connect(address).ok()?;
@@ -154,7 +158,7 @@ fn read_call(url: &str, path: &str) -> Option<Value> {
         .unwrap();
     write!(
         stream,
-        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: read_file\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {name}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
     .ok()?;

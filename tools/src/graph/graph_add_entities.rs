@@ -46,6 +46,11 @@ impl Execute for GraphAddEntities {
     type Output = CreatedEntities;
 
     async fn run(self, cx: &ToolContext) -> Result<CreatedEntities, ToolError> {
+        #[cfg(feature = "postgres")]
+        if let Some(pg) = crate::state::shared(cx) {
+            let created = super::shared::add_entities(&pg, &self.entities).await?;
+            return Ok(CreatedEntities { created });
+        }
         let mut store = Store::open(cx)?;
         let created = store.write(|tx| {
             let mut created = Vec::new();

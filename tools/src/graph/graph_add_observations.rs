@@ -43,6 +43,11 @@ impl Execute for GraphAddObservations {
     type Output = AddedObservations;
 
     async fn run(self, cx: &ToolContext) -> Result<AddedObservations, ToolError> {
+        #[cfg(feature = "postgres")]
+        if let Some(pg) = crate::state::shared(cx) {
+            let added = super::shared::add_observations(&pg, &self.observations).await?;
+            return Ok(AddedObservations { added });
+        }
         let mut store = Store::open(cx)?;
         let added = store.write(|tx| {
             let mut added = Vec::new();

@@ -30,6 +30,11 @@ impl Execute for GraphAddRelations {
     type Output = CreatedRelations;
 
     async fn run(self, cx: &ToolContext) -> Result<CreatedRelations, ToolError> {
+        #[cfg(feature = "postgres")]
+        if let Some(pg) = crate::state::shared(cx) {
+            let created = super::shared::add_relations(&pg, &self.relations).await?;
+            return Ok(CreatedRelations { created });
+        }
         let mut store = Store::open(cx)?;
         let created = store.write(|tx| {
             let mut created = Vec::new();

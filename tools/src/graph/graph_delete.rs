@@ -61,6 +61,10 @@ impl Execute for GraphDelete {
     type Output = GraphDeleted;
 
     async fn run(self, cx: &ToolContext) -> Result<GraphDeleted, ToolError> {
+        #[cfg(feature = "postgres")]
+        if let Some(pg) = crate::state::shared(cx) {
+            return super::shared::delete(&pg, &self.relations, &self.observations, &self.entities).await;
+        }
         let mut store = Store::open(cx)?;
         store.write(|tx| {
             let before = (

@@ -18,6 +18,10 @@ impl Execute for GraphOpen {
     type Output = Subgraph;
 
     async fn run(self, cx: &ToolContext) -> Result<Subgraph, ToolError> {
+        #[cfg(feature = "postgres")]
+        if let Some(pg) = crate::state::shared(cx) {
+            return super::shared::subgraph(&pg, &self.names).await;
+        }
         let store = Store::open(cx)?;
         subgraph(&store.conn, &self.names)
     }

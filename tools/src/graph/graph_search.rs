@@ -22,6 +22,11 @@ impl Execute for GraphSearch {
     type Output = Subgraph;
 
     async fn run(self, cx: &ToolContext) -> Result<Subgraph, ToolError> {
+        #[cfg(feature = "postgres")]
+        if let Some(pg) = crate::state::shared(cx) {
+            let names = super::shared::search(&pg, &self.query, self.limit.unwrap_or(20)).await?;
+            return super::shared::subgraph(&pg, &names).await;
+        }
         let store = Store::open(cx)?;
         let pattern = format!(
             "%{}%",

@@ -7,6 +7,8 @@ mod graph_add_relations;
 mod graph_delete;
 mod graph_open;
 mod graph_search;
+#[cfg(feature = "postgres")]
+mod shared;
 
 pub use graph_add_entities::{CreatedEntities, GraphAddEntities, NewEntity};
 pub use graph_add_observations::{AddedObservations, GraphAddObservations, NewObservations};

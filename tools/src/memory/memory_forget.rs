@@ -30,6 +30,11 @@ impl Execute for MemoryForget {
 
     async fn run(self, cx: &ToolContext) -> Result<Forgotten, ToolError> {
         let namespace = self.namespace.unwrap_or_else(|| DEFAULT_NAMESPACE.to_owned());
+        #[cfg(feature = "postgres")]
+        if let Some(pg) = crate::state::shared(cx) {
+            let forgotten = super::shared::forget(&pg, &namespace, &self.key).await?;
+            return Ok(Forgotten { forgotten });
+        }
         let mut store = Store::open(cx)?;
         let deleted = store.write(|tx| {
             tx.execute(

@@ -41,6 +41,10 @@ impl Execute for MemoryGet {
 
     async fn run(self, cx: &ToolContext) -> Result<Memory, ToolError> {
         let namespace = self.namespace.unwrap_or_else(|| DEFAULT_NAMESPACE.to_owned());
+        #[cfg(feature = "postgres")]
+        if let Some(pg) = crate::state::shared(cx) {
+            return super::shared::get(&pg, &namespace, &self.key).await;
+        }
         let store = Store::open(cx)?;
         store
             .conn

@@ -46,7 +46,8 @@ pub struct MemoryHit {
     pub snippet: String,
     /// Its tags.
     pub tags: Vec<String>,
-    /// BM25 relevance; lower is better.
+    /// Relevance, lower is better (BM25 on the embedded store, text-search rank negated on
+    /// PostgreSQL).
     pub rank: f64,
 }
 
@@ -63,6 +64,12 @@ impl Execute for MemorySearch {
     type Output = MemorySearchResults;
 
     async fn run(self, cx: &ToolContext) -> Result<MemorySearchResults, ToolError> {
+        let limit = self.limit.unwrap_or(DEFAULT_LIMIT);
+        #[cfg(feature = "postgres")]
+        if let Some(pg) = crate::state::shared(cx) {
+            let results = super::shared::search(&pg, &self.query, self.namespace.as_deref(), limit).await?;
+            return Ok(MemorySearchResults { results });
+        }
         let store = Store::open(cx)?;
         let mut statement = store
             .conn
@@ -73,7 +80,6 @@ impl Execute for MemorySearch {
                  ORDER BY bm25(memories_fts) LIMIT ?3",
             )
             .map_err(state_error)?;
-        let limit = self.limit.unwrap_or(DEFAULT_LIMIT);
         let results = statement
             .query_map(params![fts_query(&self.query), self.namespace, limit], |r| {
                 Ok(MemoryHit {

@@ -47,6 +47,16 @@ impl Execute for MemoryStore {
     async fn run(self, cx: &ToolContext) -> Result<Stored, ToolError> {
         let namespace = self.namespace.unwrap_or_else(|| DEFAULT_NAMESPACE.to_owned());
         let at = now();
+        #[cfg(feature = "postgres")]
+        if let Some(pg) = crate::state::shared(cx) {
+            let created = super::shared::store(&pg, &namespace, &self.key, &self.value, &self.tags, at).await?;
+            return Ok(Stored {
+                namespace,
+                key: self.key,
+                created,
+                updated_at: at,
+            });
+        }
         let mut store = Store::open(cx)?;
         let created = store.write(|tx| {
             let existing: bool = tx

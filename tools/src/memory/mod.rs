@@ -4,6 +4,8 @@ mod memory_forget;
 mod memory_get;
 mod memory_search;
 mod memory_store;
+#[cfg(feature = "postgres")]
+mod shared;
 
 pub use memory_forget::{Forgotten, MemoryForget};
 pub use memory_get::{Memory, MemoryGet};

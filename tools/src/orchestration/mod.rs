@@ -2,6 +2,8 @@
 //! calls through the runtime's boundary under the caller's scope or a narrower one.
 
 mod run_batch;
+#[cfg(feature = "postgres")]
+mod shared;
 mod spawn_subagent;
 #[cfg(feature = "state")]
 mod task_create;

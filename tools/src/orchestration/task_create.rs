@@ -29,8 +29,13 @@ impl Execute for TaskCreate {
     type Output = Task;
 
     async fn run(self, cx: &ToolContext) -> Result<Task, ToolError> {
-        let mut store = Store::open(cx)?;
         let at = now();
+        #[cfg(feature = "postgres")]
+        if let Some(pg) = crate::state::shared(cx) {
+            let notes = self.notes.as_deref().unwrap_or_default();
+            return super::shared::create(&pg, &self.title, notes, self.position, at).await;
+        }
+        let mut store = Store::open(cx)?;
         let id = store.write(|tx| {
             tx.execute(
                 "INSERT INTO tasks (title, status, position, notes, created_at, updated_at)

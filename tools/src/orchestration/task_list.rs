@@ -25,6 +25,11 @@ impl Execute for TaskList {
     type Output = Tasks;
 
     async fn run(self, cx: &ToolContext) -> Result<Tasks, ToolError> {
+        #[cfg(feature = "postgres")]
+        if let Some(pg) = crate::state::shared(cx) {
+            let tasks = super::shared::list(&pg, self.status).await?;
+            return Ok(Tasks { tasks });
+        }
         let store = Store::open(cx)?;
         let mut statement = store
             .conn

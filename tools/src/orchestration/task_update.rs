@@ -36,6 +36,16 @@ impl Execute for TaskUpdate {
     type Output = Task;
 
     async fn run(self, cx: &ToolContext) -> Result<Task, ToolError> {
+        #[cfg(feature = "postgres")]
+        if let Some(pg) = crate::state::shared(cx) {
+            let change = super::shared::Change {
+                status: self.status,
+                title: self.title.as_deref(),
+                notes: self.notes.as_deref(),
+                position: self.position,
+            };
+            return super::shared::update(&pg, self.id, change, now()).await;
+        }
         let mut store = Store::open(cx)?;
         store.write(|tx| {
             load_task(tx, self.id)?;

@@ -32,7 +32,7 @@ impl TaskStatus {
         }
     }
 
-    fn parse(text: &str) -> TaskStatus {
+    pub(crate) fn parse(text: &str) -> TaskStatus {
         match text {
             "in_progress" => TaskStatus::InProgress,
             "completed" => TaskStatus::Completed,

@@ -1,5 +1,6 @@
-//! The embedded state store: one SQLite file per workspace (`.kyro/state.db`), created on
-//! first use and migrated forward, shared safely by several processes (WAL, busy timeout).
+//! The state store: by default one SQLite file per workspace (`.kyro/state.db`), created on
+//! first use and migrated forward, shared safely by several processes (WAL, busy timeout);
+//! with `--state`, a PostgreSQL database every replica shares (feature `postgres`).
 
 mod approvals;
 #[cfg(feature = "postgres")]
@@ -11,3 +12,17 @@ pub use approvals::SqliteApprovalStore;
 pub use postgres::{PgReceipts, PgState, ReceiptFilter};
 
 pub(crate) use store::{Store, now, state_error};
+
+/// The PostgreSQL state the server shares with its replicas (`--state`), when it was given
+/// one: the tools keep memory, the graph and the task list there instead of the
+/// workspace's SQLite file.
+#[cfg(feature = "postgres")]
+pub(crate) fn shared(cx: &kyro_core::ToolContext) -> Option<std::sync::Arc<PgState>> {
+    cx.workspace().resource::<PgState, ()>(|| Err(())).ok()
+}
+
+/// Maps a PostgreSQL failure to the tool error.
+#[cfg(feature = "postgres")]
+pub(crate) fn pg_error(e: impl std::fmt::Display) -> kyro_core::ToolError {
+    crate::Failure::State { message: e.to_string() }.into()
+}

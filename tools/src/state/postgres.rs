@@ -1,6 +1,6 @@
 //! kyro's shared state on PostgreSQL (`--state postgres://...`), for replicas serving one
-//! team: grants, spent approval nonces and receipts, with the same meaning as in the
-//! embedded SQLite store. Every replica reads and writes the same rows; what SQLite
+//! team: grants, spent approval nonces and receipts, and the tools' memory, knowledge graph
+//! and task list, with the same meaning as in the embedded SQLite store. Every replica reads and writes the same rows; what SQLite
 //! serialized by its file lock is serialized here by transactions, unique keys and row or
 //! advisory locks. Receipts form one hash chain per store, linked under a lock on its
 //! head, and a call's answer waits until its receipt is committed.
@@ -42,6 +42,43 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX kyro_receipts_by_tool ON kyro_receipts (tool, started_at_ms);
     CREATE TABLE kyro_chain (id INT PRIMARY KEY CHECK (id = 1), head TEXT NOT NULL);
     INSERT INTO kyro_chain VALUES (1, '0000000000000000000000000000000000000000000000000000000000000000');",
+    // 2: memory (with PostgreSQL's own full-text search), the knowledge graph, the task list:
+    // the SQLite store's tables, with text ordered by code point wherever it is sorted.
+    "CREATE TABLE kyro_memories (
+        id BIGSERIAL PRIMARY KEY,
+        namespace TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        tags TEXT NOT NULL DEFAULT '',
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        search tsvector GENERATED ALWAYS AS (to_tsvector('simple', key || ' ' || value || ' ' || tags)) STORED,
+        UNIQUE (namespace, key)
+    );
+    CREATE INDEX kyro_memories_search ON kyro_memories USING GIN (search);
+    CREATE TABLE kyro_entities (name TEXT COLLATE \"C\" PRIMARY KEY, entity_type TEXT NOT NULL);
+    CREATE TABLE kyro_observations (
+        entity TEXT COLLATE \"C\" NOT NULL REFERENCES kyro_entities (name) ON DELETE CASCADE,
+        content TEXT NOT NULL,
+        position BIGINT NOT NULL,
+        PRIMARY KEY (entity, content)
+    );
+    CREATE TABLE kyro_relations (
+        source TEXT COLLATE \"C\" NOT NULL REFERENCES kyro_entities (name) ON DELETE CASCADE,
+        target TEXT COLLATE \"C\" NOT NULL REFERENCES kyro_entities (name) ON DELETE CASCADE,
+        relation_type TEXT COLLATE \"C\" NOT NULL,
+        PRIMARY KEY (source, target, relation_type)
+    );
+    CREATE INDEX kyro_relations_by_target ON kyro_relations (target);
+    CREATE TABLE kyro_tasks (
+        id BIGSERIAL PRIMARY KEY,
+        title TEXT NOT NULL,
+        status TEXT NOT NULL,
+        position BIGINT NOT NULL,
+        notes TEXT NOT NULL DEFAULT '',
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL
+    );",
 ];
 
 /// The advisory lock migrations run under, so replicas starting together migrate once.
