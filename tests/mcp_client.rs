@@ -1083,11 +1083,13 @@ fn http_asks_a_current_client_by_input_required_and_runs_the_approved_call_once(
     assert_eq!(runs(), 1);
 }
 
-/// One 2026-07-28 request over HTTP with `token` (its `Mcp-Name` from `params.name`); the
+/// One 2026-07-28 request over HTTP with `token` (its `Mcp-Name` from `params.name` or
+/// `params.uri`); the
 /// answer's result.
 fn post_as(url: &str, token: &str, method: &str, params: Value) -> Value {
     let name = params
         .get("name")
+        .or_else(|| params.get("uri"))
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned();

@@ -147,6 +147,29 @@ pub(crate) async fn read(
                 None,
             ));
         }
+        // On the state replicas share, a caller reads its own receipts only (the log is not a
+        // file of the workspace it could read anyway).
+        #[cfg(feature = "postgres")]
+        if let Ok(state) = runtime
+            .workspace()
+            .resource::<kyro_tools::state::PgState, ()>(|| Err(()))
+        {
+            let found = state
+                .find_receipt(id)
+                .await
+                .map_err(|e| ErrorData::internal_error(e, None))?;
+            return match found {
+                Some((owner, line)) if owner == caller.name() => {
+                    let receipt: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+                    let text = serde_json::to_string_pretty(&receipt).unwrap_or_default();
+                    Ok(ResourceContents::text(text, uri).with_mime_type("application/json"))
+                }
+                _ => Err(ErrorData::resource_not_found(
+                    format!("no receipt of yours has call id `{id}`"),
+                    None,
+                )),
+            };
+        }
         runtime.flush_observers();
         // The log is read off the thread serving requests (it can be long).
         let (root, call_id) = (runtime.workspace().root().to_path_buf(), id.to_owned());

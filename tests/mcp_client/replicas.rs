@@ -9,7 +9,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use super::{HttpServer, TOKEN, call_as, workspace};
+use super::{HttpServer, TOKEN, call_as, post_as, workspace};
 
 use super::postgres::Postgres;
 
@@ -116,6 +116,15 @@ fn replicas_on_postgres_share_approvals_grants_and_one_receipt_chain() {
     ];
     assert_eq!(decisions(&pg.url), expected.map(|(c, d)| (c.to_owned(), d.to_owned())));
     assert!(!ws.path().join(".kyro/receipts.jsonl").exists());
+    // A caller reads its own receipts from either replica as resources; not another's.
+    let (_, listed) = kyro(&["receipts", "--json", "--caller", "bob"], &pg.url);
+    let bobs: Value = serde_json::from_str(listed.trim()).unwrap();
+    let uri = format!("kyro://receipts/{}", bobs["call_id"].as_str().unwrap());
+    let read = post_as(&one.url, bob, "resources/read", read_params(&uri));
+    let text = read["contents"][0]["text"].as_str().expect("bob reads his receipt");
+    assert!(text.contains("\"caller\": \"bob\""), "{text}");
+    let refused = post_as(&two.url, alice, "resources/read", read_params(&uri));
+    assert!(refused.is_null(), "alice reads bob's receipt: {refused}");
     let (intact, report) = kyro(&["receipts", "verify"], &pg.url);
     assert!(intact, "{report}");
     assert!(
@@ -137,6 +146,12 @@ fn replicas_on_postgres_share_approvals_grants_and_one_receipt_chain() {
     pg.sql("DELETE FROM kyro_receipts WHERE seq >= (SELECT max(seq) - 1 FROM kyro_receipts)");
     let (intact, report) = kyro(&["receipts", "verify", "--head", &head], &pg.url);
     assert!(!intact && report.contains("removed from its end"), "{report}");
+}
+
+/// A 2026-07-28 `resources/read` of `uri`.
+fn read_params(uri: &str) -> Value {
+    json!({"uri": uri, "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}}})
 }
 
 /// A stateless `read_file` call: the result, or `None` when the replica is not there.

@@ -200,6 +200,16 @@ impl PgState {
         })
     }
 
+    /// The receipt of call `call_id`: its caller and its line in the chain.
+    pub async fn find_receipt(&self, call_id: &str) -> Result<Option<(String, String)>, String> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt("SELECT caller, line FROM kyro_receipts WHERE call_id = $1", &[&call_id])
+            .await
+            .map_err(failed)?;
+        Ok(row.map(|row| (row.get(0), row.get(1))))
+    }
+
     /// Reads every receipt in chain order and checks the chain ([`chain::verify`]).
     pub fn verify_receipts(&self, expected_head: Option<&str>) -> Result<chain::Verified, String> {
         self.blocking(async {
