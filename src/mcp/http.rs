@@ -56,9 +56,21 @@ impl KyroServer {
         let limits = self.transport;
         let runtime = self.runtime.clone();
         access.metrics.watch(&runtime);
-        let config = StreamableHttpServerConfig::default();
+        #[allow(unused_mut)]
+        let mut config = StreamableHttpServerConfig::default();
         let stop_sessions = config.cancellation_token.clone();
         let sessions = Arc::new(LocalSessionManager::default());
+        // On the state replicas share, a pre-2026 session can be taken over by any of them.
+        #[cfg(feature = "postgres")]
+        let shared = runtime
+            .workspace()
+            .resource::<kyro_tools::state::PgState, ()>(|| Err(()))
+            .ok()
+            .map(|state| (*state).clone());
+        #[cfg(feature = "postgres")]
+        if let Some(state) = &shared {
+            config.session_store = Some(Arc::new(super::session_store::SharedSessions(state.clone())));
+        }
         let service: StreamableHttpService<KyroServer, LocalSessionManager> = StreamableHttpService::new(
             // Each HTTP session has its own session approvals.
             move || {
@@ -73,7 +85,13 @@ impl KyroServer {
                 .with_allowed_origins(origins)
                 .enforce_origin_validation(),
         );
-        let bounds = Arc::new(http_limits::HttpLimits::new(sessions, limits, crate::frames::MAX_FRAME));
+        #[allow(unused_mut)]
+        let mut bounds = http_limits::HttpLimits::new(sessions, limits, crate::frames::MAX_FRAME);
+        #[cfg(feature = "postgres")]
+        {
+            bounds.shared = shared;
+        }
+        let bounds = Arc::new(bounds);
         let mut endpoint = axum::Router::new()
             .nest_service("/mcp", service)
             .layer(axum::middleware::from_fn_with_state(bounds, http_limits::limit));

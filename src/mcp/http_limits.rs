@@ -54,6 +54,10 @@ pub(crate) struct HttpLimits {
     stateless: Mutex<HashMap<Caller, Arc<Semaphore>>>,
     /// Held while a session is being opened, so two at once cannot both pass the bound.
     opening: tokio::sync::Mutex<()>,
+    /// The state replicas share: whose each session is, so that a session another
+    /// replica opened is taken over here for its own caller only.
+    #[cfg(feature = "postgres")]
+    pub(crate) shared: Option<kyro_tools::state::PgState>,
 }
 
 impl HttpLimits {
@@ -67,6 +71,73 @@ impl HttpLimits {
             open: Mutex::default(),
             stateless: Mutex::default(),
             opening: tokio::sync::Mutex::new(()),
+            #[cfg(feature = "postgres")]
+            shared: None,
+        }
+    }
+
+    /// Makes room for one more session of `caller` (closing the least recently used idle
+    /// one if need be), with `opening` held.
+    async fn make_room(&self, caller: &Caller) -> Result<(), String> {
+        let alive: std::collections::HashSet<String> = self
+            .sessions
+            .sessions
+            .read()
+            .await
+            .keys()
+            .map(|id| id.to_string())
+            .collect();
+        self.open().retain(|id, _| alive.contains(id));
+        if let Some(oldest) = self.room_for(caller)? {
+            self.open().remove(&oldest);
+            let _ = self.sessions.close_session(&oldest.clone().into()).await;
+            #[cfg(feature = "postgres")]
+            if let Some(shared) = &self.shared {
+                let _ = shared.session_delete(&oldest).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Counts `id`, now open here, as `caller`'s.
+    fn opened(&self, id: &str, caller: Caller) -> Arc<Semaphore> {
+        let in_flight = Arc::new(Semaphore::new(self.max_in_flight));
+        let open = Open {
+            caller,
+            last_used: Instant::now(),
+            in_flight: in_flight.clone(),
+        };
+        self.open().insert(id.to_owned(), open);
+        in_flight
+    }
+
+    /// A session this replica does not hold, which another may have opened: taken over
+    /// (counted here, and rmcp restores it from the store) when it is `caller`'s; `Err`
+    /// when it is another's or nobody's. `Ok(None)`: the store does not know it either.
+    #[cfg(feature = "postgres")]
+    async fn adopt(&self, id: &str, caller: &Caller) -> Result<Option<Arc<Semaphore>>, Response> {
+        let Some(shared) = &self.shared else {
+            return Ok(None);
+        };
+        let unknown = || refuse(StatusCode::NOT_FOUND, Value::Null, "no such session".into());
+        let _opening = self.opening.lock().await;
+        if let Some(open) = self.open().get(id) {
+            return if open.caller == *caller {
+                Ok(Some(open.in_flight.clone()))
+            } else {
+                Err(unknown())
+            };
+        }
+        match shared.session_load(id).await {
+            Ok(None) => Ok(None),
+            Ok(Some((Some(owner), Some(_)))) if owner == caller.name() => {
+                self.make_room(caller)
+                    .await
+                    .map_err(|message| refuse(StatusCode::SERVICE_UNAVAILABLE, Value::Null, message))?;
+                Ok(Some(self.opened(id, caller.clone())))
+            }
+            Ok(Some(_)) => Err(unknown()),
+            Err(e) => Err(refuse(StatusCode::SERVICE_UNAVAILABLE, Value::Null, e)),
         }
     }
 
@@ -137,8 +208,7 @@ pub(crate) async fn limit(State(limits): State<Arc<HttpLimits>>, request: Reques
     // A session answers to the caller that opened it only; to anyone else it is unknown.
     let counter = match &session {
         Some(id) => {
-            let mut open = limits.open();
-            match open.get_mut(id) {
+            let held = match limits.open().get_mut(id) {
                 Some(o) if o.caller != caller => {
                     return refuse(StatusCode::NOT_FOUND, Value::Null, "no such session".into());
                 }
@@ -147,7 +217,16 @@ pub(crate) async fn limit(State(limits): State<Arc<HttpLimits>>, request: Reques
                     Some(o.in_flight.clone())
                 }
                 None => None,
-            }
+            };
+            #[cfg(feature = "postgres")]
+            let held = match held {
+                Some(held) => Some(held),
+                None => match limits.adopt(id, &caller).await {
+                    Ok(adopted) => adopted,
+                    Err(refused) => return refused,
+                },
+            };
+            held
         }
         None => None,
     };
@@ -208,34 +287,20 @@ pub(crate) async fn limit(State(limits): State<Arc<HttpLimits>>, request: Reques
     let request = Request::from_parts(parts, Body::from(bytes));
     if opens_session {
         let _opening = limits.opening.lock().await;
-        let alive: std::collections::HashSet<String> = limits
-            .sessions
-            .sessions
-            .read()
-            .await
-            .keys()
-            .map(|id| id.to_string())
-            .collect();
-        limits.open().retain(|id, _| alive.contains(id));
-        match limits.room_for(&caller) {
-            Ok(None) => {}
-            Ok(Some(oldest)) => {
-                limits.open().remove(&oldest);
-                let _ = limits.sessions.close_session(&oldest.into()).await;
-            }
-            Err(message) => {
-                return refuse(StatusCode::SERVICE_UNAVAILABLE, id.unwrap_or(Value::Null), message);
-            }
+        if let Err(message) = limits.make_room(&caller).await {
+            return refuse(StatusCode::SERVICE_UNAVAILABLE, id.unwrap_or(Value::Null), message);
         }
         // The session is made while `opening` is held.
         let response = next.run(request).await;
         if let Some(opened) = response.headers().get(SESSION).and_then(|v| v.to_str().ok()) {
-            let open = Open {
-                caller,
-                last_used: Instant::now(),
-                in_flight: Arc::new(Semaphore::new(limits.max_in_flight)),
-            };
-            limits.open().insert(opened.to_owned(), open);
+            // Whose it is, for the replicas that may be asked to take it over.
+            #[cfg(feature = "postgres")]
+            if let Some(shared) = &limits.shared
+                && let Err(e) = shared.session_own(opened, caller.name()).await
+            {
+                eprintln!("kyro: session {opened} cannot be taken over by other replicas: {e}");
+            }
+            limits.opened(opened, caller);
         }
         return response;
     }

@@ -21,6 +21,8 @@ mod ops;
 mod progress;
 mod resources;
 mod search;
+#[cfg(all(feature = "http", feature = "postgres"))]
+mod session_store;
 mod tasks;
 mod text;
 

@@ -244,3 +244,67 @@ fn replicas_under_load_write_one_receipt_a_call_in_one_chain_even_when_one_is_ki
     let after: usize = pg.sql("SELECT count(*) FROM kyro_receipts").parse().unwrap();
     assert_eq!(after, receipts + 1);
 }
+
+/// A POST in pre-2026 session `id` with `token`: the head (lowercased) and the rest.
+fn in_session(url: &str, token: &str, id: &str, body: &[u8]) -> (String, String) {
+    let bearer = format!("Bearer {token}");
+    let headers = [
+        ("Authorization", bearer.as_str()),
+        ("Mcp-Session-Id", id),
+        ("Mcp-Protocol-Version", "2025-06-18"),
+    ];
+    let mut answered = super::Raw::send(url, &headers, body);
+    (answered.head(), answered.rest())
+}
+
+#[test]
+fn a_pre_2026_session_opened_on_one_replica_is_taken_over_by_another_for_its_caller_only() {
+    let Some(pg) = Postgres::start() else { return };
+    let ws = workspace();
+    let (alice, bob) = ("alice-token-0123456789abcdef", "bob-token-0123456789abcdef00");
+    let tokens = ws.path().join("tokens");
+    std::fs::write(&tokens, format!("alice {alice}\nbob {bob}\n")).unwrap();
+    let flags = ["--token-file", tokens.to_str().unwrap()];
+    let (one, two) = (
+        replica(ws.path(), &pg.url, &flags, None),
+        replica(ws.path(), &pg.url, &flags, None),
+    );
+    let id = super::open_session_as(&one.url, alice);
+    let call =
+        br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"a.txt"}}}"#;
+    // Another caller naming it is told there is no such session, on either replica.
+    for url in [&two.url, &one.url] {
+        let (head, _) = in_session(url, bob, &id, call);
+        assert!(head.starts_with("http/1.1 404"), "{head}");
+    }
+    // Its own caller is served by the replica that did not open it, and by the one that did.
+    for url in [&two.url, &one.url, &two.url] {
+        let (head, rest) = in_session(url, alice, &id, call);
+        assert!(head.starts_with("http/1.1 200"), "{head}");
+        assert!(rest.contains("one|two"), "{rest}");
+    }
+    let (head, _) = in_session(&two.url, bob, &id, call);
+    assert!(head.starts_with("http/1.1 404"), "{head}");
+    let (head, _) = in_session(&two.url, alice, "no-such-session", call);
+    assert!(head.starts_with("http/1.1 404"), "{head}");
+    // Deleted by its client, it is gone from the store.
+    let address = two
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let mut stream = std::net::TcpStream::connect(&address).unwrap();
+    use std::io::Write;
+    write!(
+        stream,
+        "DELETE /mcp HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {alice}\r\nMcp-Session-Id: {id}\r\nMcp-Protocol-Version: 2025-06-18\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 204"), "{answer}");
+    assert_eq!(
+        pg.sql(&format!("SELECT count(*) FROM kyro_sessions WHERE id = '{id}'")),
+        "0"
+    );
+}

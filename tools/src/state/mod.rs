@@ -4,6 +4,8 @@
 
 mod approvals;
 #[cfg(feature = "postgres")]
+mod pg_sessions;
+#[cfg(feature = "postgres")]
 mod postgres;
 mod store;
 

@@ -79,6 +79,14 @@ const MIGRATIONS: &[&str] = &[
         created_at BIGINT NOT NULL,
         updated_at BIGINT NOT NULL
     );",
+    // 3: pre-2026 sessions, so any replica can restore one for the caller that opened it.
+    "CREATE TABLE kyro_sessions (
+        id TEXT PRIMARY KEY,
+        caller TEXT,
+        initialize TEXT,
+        touched_at BIGINT NOT NULL
+    );
+    CREATE INDEX kyro_sessions_by_time ON kyro_sessions (touched_at);",
 ];
 
 /// The advisory lock migrations run under, so replicas starting together migrate once.
@@ -87,7 +95,7 @@ const MIGRATION_LOCK: i64 = 0x6b79_726f;
 /// Connections a process holds at most.
 const POOL_SIZE: usize = 16;
 
-fn failed(e: impl std::fmt::Display) -> String {
+pub(super) fn failed(e: impl std::fmt::Display) -> String {
     format!("the PostgreSQL state store: {e}")
 }
 
