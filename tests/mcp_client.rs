@@ -1083,13 +1083,14 @@ fn http_asks_a_current_client_by_input_required_and_runs_the_approved_call_once(
     assert_eq!(runs(), 1);
 }
 
-/// One 2026-07-28 request over HTTP with `token` (its `Mcp-Name` from `params.name` or
-/// `params.uri`); the
+/// One 2026-07-28 request over HTTP with `token` (its `Mcp-Name` from `params.name`,
+/// `params.uri` or `params.taskId`); the
 /// answer's result.
 fn post_as(url: &str, token: &str, method: &str, params: Value) -> Value {
     let name = params
         .get("name")
         .or_else(|| params.get("uri"))
+        .or_else(|| params.get("taskId"))
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned();
@@ -1105,8 +1106,8 @@ fn post_as(url: &str, token: &str, method: &str, params: Value) -> Value {
     }
     let mut answered = Raw::send(url, &headers, body.as_bytes());
     let head = answered.head();
-    assert!(head.starts_with("http/1.1 200"), "{head}");
     let rest = answered.rest();
+    assert!(head.starts_with("http/1.1 200"), "{head}{rest}");
     let (start, end) = (rest.find('{').expect("a JSON-RPC answer"), rest.rfind('}').unwrap());
     serde_json::from_str::<Value>(&rest[start..=end]).unwrap()["result"].clone()
 }

@@ -106,6 +106,7 @@ impl KyroServer {
             }
             _ => {}
         }
+        #[cfg_attr(not(feature = "oauth"), allow(unused_mut))]
         let mut router = axum::Router::new();
         #[cfg(feature = "oauth")]
         if let Some(oauth) = &access.oauth {

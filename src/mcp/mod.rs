@@ -394,7 +394,10 @@ impl ServerHandler for KyroServer {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        let task = self.tasks.get(&request.task_id, &elicit::caller_of(&context))?;
+        let task = self
+            .tasks
+            .get(&request.task_id, &elicit::caller_of(&context), &self.runtime)
+            .await?;
         Ok(GetTaskResult::new(task))
     }
 
@@ -403,7 +406,9 @@ impl ServerHandler for KyroServer {
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.tasks.cancel(&request.task_id, &elicit::caller_of(&context))
+        self.tasks
+            .cancel(&request.task_id, &elicit::caller_of(&context), &self.runtime)
+            .await
     }
 
     /// No task of kyro's asks for input while it runs: a known task takes the answer and
@@ -413,7 +418,10 @@ impl ServerHandler for KyroServer {
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.tasks.get(&request.task_id, &elicit::caller_of(&context)).map(drop)
+        self.tasks
+            .get(&request.task_id, &elicit::caller_of(&context), &self.runtime)
+            .await
+            .map(drop)
     }
 
     async fn call_tool(

@@ -5,7 +5,9 @@
 //! `tasks/get` for its status and result, or stops it with `tasks/cancel` (the work is told
 //! to stop, as for a cancelled call). Each task is its caller's: another caller's id is
 //! unknown. A result is kept [`KEPT`] after the work ends; at most [`MOST`] tasks ([`PER_CALLER`] a caller) are kept
-//! at once, and a call past that runs as an ordinary call.
+//! at once, and a call past that runs as an ordinary call. On the state replicas share
+//! (`--state`), a task is also kept there, so any replica answers `tasks/get` and takes
+//! `tasks/cancel` for it (the running replica beats every second and reads the request).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -29,6 +31,27 @@ pub(super) const MOST: usize = 64;
 pub(super) const PER_CALLER: usize = 16;
 /// The polling interval suggested to clients.
 const POLL_MS: u64 = 500;
+/// How often the replica running a task on the shared state says it still does.
+#[cfg(feature = "postgres")]
+const BEAT: Duration = Duration::from_secs(1);
+/// A working task whose replica has not beaten for this long is reported failed.
+#[cfg(feature = "postgres")]
+const SILENT_MS: i64 = 30_000;
+
+/// The state replicas share, when the server has one.
+#[cfg(feature = "postgres")]
+fn shared(runtime: &Runtime) -> Option<Arc<kyro_tools::state::PgState>> {
+    runtime
+        .workspace()
+        .resource::<kyro_tools::state::PgState, ()>(|| Err(()))
+        .ok()
+}
+
+/// A task as JSON, for the shared state.
+#[cfg(feature = "postgres")]
+fn json(task: &DetailedTask) -> String {
+    serde_json::to_string(task).unwrap_or_default()
+}
 
 /// The tasks of one server.
 #[derive(Default)]
@@ -148,6 +171,20 @@ impl Tasks {
             .with_ttl_ms(KEPT.as_millis() as u64)
             .with_poll_interval_ms(POLL_MS);
         task.status_message = Some(format!("{tool} is running"));
+        #[cfg(feature = "postgres")]
+        let shared = shared(runtime);
+        #[cfg(feature = "postgres")]
+        let caller_name = caller.name().to_owned();
+        #[cfg(feature = "postgres")]
+        if let Some(pg) = &shared {
+            let working = json(&DetailedTask::new(task.clone(), TaskPayload::Working));
+            if let Err(e) = pg
+                .task_put(&id, &caller_name, &working, false, KEPT.as_millis() as i64)
+                .await
+            {
+                eprintln!("kyro: task {id} is known to this replica only: {e}");
+            }
+        }
         self.lock().insert(
             id.clone(),
             Entry {
@@ -162,47 +199,136 @@ impl Tasks {
         held.id = None;
         let tasks = self.clone();
         tokio::spawn(async move {
-            let outcome = (&mut work).await.unwrap_or_else(|e| panicked(e, &tool));
+            #[cfg(feature = "postgres")]
+            let outcome = match &shared {
+                Some(pg) => tasks.beating(&mut work, pg, &id).await,
+                None => (&mut work).await,
+            };
+            #[cfg(not(feature = "postgres"))]
+            let outcome = (&mut work).await;
+            let outcome = outcome.unwrap_or_else(|e| panicked(e, &tool));
             let payload = match outcome {
                 Outcome::Cancelled { .. } => TaskPayload::Cancelled,
                 outcome => TaskPayload::Completed {
                     result: as_object(&result(outcome)),
                 },
             };
-            if let Some(entry) = tasks.lock().get_mut(&id) {
+            let ended = tasks.lock().get_mut(&id).map(|entry| {
                 entry.task.status_message = None;
                 entry.task.last_updated_at = current_timestamp();
                 entry.payload = payload;
                 entry.ended = Some(Instant::now());
                 entry.stop = None;
+                DetailedTask::new(entry.task.clone(), entry.payload.clone())
+            });
+            #[cfg(feature = "postgres")]
+            if let (Some(pg), Some(ended)) = (&shared, ended) {
+                let _ = pg
+                    .task_put(&id, &caller_name, &json(&ended), true, KEPT.as_millis() as i64)
+                    .await;
             }
+            #[cfg(not(feature = "postgres"))]
+            drop(ended);
         });
         Ran::Task(CreateTaskResult::new(task))
     }
 
-    /// `tasks/get`: the task's status, and its result once it ended.
-    pub(super) fn get(&self, id: &str, caller: &Caller) -> Result<DetailedTask, ErrorData> {
-        let entries = self.lock();
-        let entry = entries
-            .get(id)
-            .filter(|e| &e.caller == caller && !e.reserved)
-            .ok_or_else(|| unknown(id))?;
-        Ok(DetailedTask::new(entry.task.clone(), entry.payload.clone()))
+    /// `tasks/get`: the task's status, and its result once it ended; from the shared state
+    /// when another replica runs it.
+    pub(super) async fn get(&self, id: &str, caller: &Caller, runtime: &Runtime) -> Result<DetailedTask, ErrorData> {
+        if let Some(entry) = self.lock().get(id).filter(|e| &e.caller == caller && !e.reserved) {
+            return Ok(DetailedTask::new(entry.task.clone(), entry.payload.clone()));
+        }
+        #[cfg(feature = "postgres")]
+        if let Some(pg) = shared(runtime) {
+            let found = pg
+                .task_get(id, caller.name(), KEPT.as_millis() as i64)
+                .await
+                .map_err(|e| ErrorData::internal_error(e, None))?;
+            if let Some(stored) = found {
+                let task: DetailedTask = serde_json::from_str(&stored.detailed)
+                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                if stored.ended || stored.silent_ms < SILENT_MS {
+                    return Ok(task);
+                }
+                let mut error = JsonObject::new();
+                error.insert("code".into(), (-32603).into());
+                error.insert(
+                    "message".into(),
+                    "the replica running this task stopped (no word from it for 30 seconds)".into(),
+                );
+                return Ok(DetailedTask::new(task.task, TaskPayload::Failed { error }));
+            }
+        }
+        #[cfg(not(feature = "postgres"))]
+        let _ = runtime;
+        Err(unknown(id))
     }
 
-    /// `tasks/cancel`: tells the work to stop; the task ends `cancelled` once it has.
-    pub(super) fn cancel(&self, id: &str, caller: &Caller) -> Result<(), ErrorData> {
+    /// `tasks/cancel`: tells the work to stop; the task ends `cancelled` once it has. A
+    /// task another replica runs is asked to stop through the shared state.
+    pub(super) async fn cancel(&self, id: &str, caller: &Caller, runtime: &Runtime) -> Result<(), ErrorData> {
+        if self.stop(id, Some(caller)) {
+            return Ok(());
+        }
+        #[cfg(feature = "postgres")]
+        if let Some(pg) = shared(runtime) {
+            let asked = pg
+                .task_cancel(id, caller.name())
+                .await
+                .map_err(|e| ErrorData::internal_error(e, None))?;
+            // An ended task is there to cancel too (nothing to do), as locally.
+            if asked
+                || pg
+                    .task_get(id, caller.name(), KEPT.as_millis() as i64)
+                    .await
+                    .is_ok_and(|t| t.is_some())
+            {
+                return Ok(());
+            }
+        }
+        #[cfg(not(feature = "postgres"))]
+        let _ = runtime;
+        Err(unknown(id))
+    }
+
+    /// Tells task `id`'s work to stop (when `caller`, only if it is theirs): whether this
+    /// server holds such a task.
+    fn stop(&self, id: &str, caller: Option<&Caller>) -> bool {
         let mut entries = self.lock();
-        let entry = entries
+        let Some(entry) = entries
             .get_mut(id)
-            .filter(|e| &e.caller == caller && !e.reserved)
-            .ok_or_else(|| unknown(id))?;
+            .filter(|e| caller.is_none_or(|c| &e.caller == c) && !e.reserved)
+        else {
+            return false;
+        };
         if let Some(stop) = entry.stop.take() {
             let _ = stop.send(());
             entry.task.status_message = Some("stopping".into());
             entry.task.last_updated_at = current_timestamp();
         }
-        Ok(())
+        true
+    }
+
+    /// Waits for a task's work, beating on the shared state meanwhile and stopping the work
+    /// when a replica asked.
+    #[cfg(feature = "postgres")]
+    async fn beating(
+        &self,
+        work: &mut tokio::task::JoinHandle<Outcome>,
+        pg: &kyro_tools::state::PgState,
+        id: &str,
+    ) -> Result<Outcome, tokio::task::JoinError> {
+        loop {
+            tokio::select! {
+                done = &mut *work => return done,
+                () = tokio::time::sleep(BEAT) => {
+                    if pg.task_beat(id).await.unwrap_or(false) {
+                        self.stop(id, None);
+                    }
+                }
+            }
+        }
     }
 }
 

@@ -114,6 +114,7 @@ impl Server {
     /// approvals, `[tools.*]`, `[sandbox]`); what only the server has (`[catalog]`,
     /// transport limits, `[sandbox.upstreams]`) is refused there.
     fn caller_scopes(&self, runtime: &Runtime, access: &Access) -> Result<HashMap<Arc<str>, Scope>, ServeError> {
+        #[cfg_attr(not(feature = "oauth"), allow(unused_mut))]
         let mut owned: Vec<(Arc<str>, String, &std::path::Path)> = access
             .auth
             .caller_policies()

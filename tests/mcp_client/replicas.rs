@@ -308,3 +308,94 @@ fn a_pre_2026_session_opened_on_one_replica_is_taken_over_by_another_for_its_cal
         "0"
     );
 }
+
+/// A 2026-07-28 request's `_meta` from a client that declared the tasks extension.
+fn tasks_meta() -> Value {
+    json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}})
+}
+
+/// Polls `tasks/get` on `url` until the task is no longer working (ten seconds at most).
+fn task_settled(url: &str, token: &str, task: &str) -> Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let got = post_as(url, token, "tasks/get", json!({"taskId": task, "_meta": tasks_meta()}));
+        if got["status"] != "working" || std::time::Instant::now() > deadline {
+            return got;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn an_mcp_task_run_by_one_replica_is_polled_and_cancelled_through_another() {
+    let Some(pg) = Postgres::start() else { return };
+    let ws = workspace();
+    let (alice, bob) = ("alice-token-0123456789abcdef", "bob-token-0123456789abcdef00");
+    let tokens = ws.path().join("tokens");
+    std::fs::write(&tokens, format!("alice {alice}\nbob {bob}\n")).unwrap();
+    let flags = ["--token-file", tokens.to_str().unwrap()];
+    let (one, two) = (
+        replica(ws.path(), &pg.url, &flags, None),
+        replica(ws.path(), &pg.url, &flags, None),
+    );
+    assert!(
+        kyro(
+            &["grants", "add", "run_command", "--caller", "alice", "--for", "1h"],
+            &pg.url
+        )
+        .0
+    );
+    let start = |script: &str| -> String {
+        let params =
+            json!({"name": "run_command", "arguments": {"argv": [script], "shell": true}, "_meta": tasks_meta()});
+        let started = post_as(&one.url, alice, "tools/call", params);
+        assert_eq!(started["resultType"], "task", "{started}");
+        started["taskId"].as_str().unwrap().to_owned()
+    };
+    // Run on the first, its result read through the second; another caller is told nothing.
+    let task = start("sleep 0.3; echo done");
+    let done = task_settled(&two.url, alice, &task);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["structuredContent"]["stdout"], "done\n", "{done}");
+    let theirs = post_as(
+        &two.url,
+        bob,
+        "tasks/get",
+        json!({"taskId": task, "_meta": tasks_meta()}),
+    );
+    assert!(theirs.is_null(), "bob reads alice's task: {theirs}");
+    // Cancelled through the second: the first stops the work on its next beat.
+    let long = start("exec sleep 30.5");
+    let refused = post_as(
+        &two.url,
+        bob,
+        "tasks/cancel",
+        json!({"taskId": long, "_meta": tasks_meta()}),
+    );
+    assert!(refused.is_null(), "bob cancels alice's task: {refused}");
+    post_as(
+        &two.url,
+        alice,
+        "tasks/cancel",
+        json!({"taskId": long, "_meta": tasks_meta()}),
+    );
+    let cancelled = task_settled(&two.url, alice, &long);
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    // A replica that dies with a task working: once it has been silent for 30 seconds (its
+    // beats set back here), the task is reported failed instead of working forever.
+    let orphan = start("exec sleep 30.5");
+    drop(one);
+    pg.sql("UPDATE kyro_mcp_tasks SET heartbeat_at = heartbeat_at - 31000 WHERE ended_at IS NULL");
+    let failed = post_as(
+        &two.url,
+        alice,
+        "tasks/get",
+        json!({"taskId": orphan, "_meta": tasks_meta()}),
+    );
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert!(
+        failed["error"]["message"].as_str().unwrap().contains("stopped"),
+        "{failed}"
+    );
+}

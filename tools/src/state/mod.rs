@@ -6,11 +6,14 @@ mod approvals;
 #[cfg(feature = "postgres")]
 mod pg_sessions;
 #[cfg(feature = "postgres")]
+mod pg_tasks;
+#[cfg(feature = "postgres")]
 mod postgres;
 mod store;
 
 pub use approvals::SqliteApprovalStore;
 #[cfg(feature = "postgres")]
+pub use pg_tasks::StoredTask;
 pub use postgres::{PgReceipts, PgState, ReceiptFilter};
 
 pub(crate) use store::{Store, now, state_error};

@@ -87,6 +87,17 @@ const MIGRATIONS: &[&str] = &[
         touched_at BIGINT NOT NULL
     );
     CREATE INDEX kyro_sessions_by_time ON kyro_sessions (touched_at);",
+    // 4: MCP tasks (the tasks extension), so `tasks/get` and `tasks/cancel` reach a task
+    // from any replica.
+    "CREATE TABLE kyro_mcp_tasks (
+        id TEXT PRIMARY KEY,
+        caller TEXT NOT NULL,
+        detailed TEXT NOT NULL,
+        ended_at BIGINT,
+        heartbeat_at BIGINT NOT NULL,
+        cancel_requested BOOLEAN NOT NULL DEFAULT false
+    );
+    CREATE INDEX kyro_mcp_tasks_by_end ON kyro_mcp_tasks (ended_at);",
 ];
 
 /// The advisory lock migrations run under, so replicas starting together migrate once.
