@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+#[allow(dead_code)]
 #[path = "../tests/support/postgres.rs"]
 mod postgres;
 

@@ -213,6 +213,10 @@ fn clients_on_two_replicas_write_thousands_of_notes_entities_and_tasks_losing_no
     assert_eq!(created.into_inner(), each + ROUNDS);
     let (intact, report) = kyro(&["receipts", "verify"], &pg.url);
     assert!(intact, "{report}");
+    // A tool name no index can hold is receipted and refused, and the replica keeps serving.
+    let _ = tool_call(&replicas[0].url, &"x".repeat(5000), json!({}));
+    let after = tool_call(&replicas[0].url, "memory_get", json!({"key": "c0-r0"})).unwrap();
+    assert_eq!(after["isError"], false, "{after}");
     // A note stored through one replica is found through the other.
     let found = tool_call(&replicas[1].url, "memory_search", json!({"query": "c0-r0"})).unwrap();
     assert_eq!(found["structuredContent"]["results"][0]["key"], "c0-r0", "{found}");

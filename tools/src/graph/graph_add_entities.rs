@@ -48,7 +48,7 @@ impl Execute for GraphAddEntities {
     async fn run(self, cx: &ToolContext) -> Result<CreatedEntities, ToolError> {
         #[cfg(feature = "postgres")]
         if let Some(pg) = crate::state::shared(cx) {
-            let created = super::shared::add_entities(&pg, &self.entities).await?;
+            let created = shared::add_entities(&pg, &self.entities).await?;
             return Ok(CreatedEntities { created });
         }
         let mut store = Store::open(cx)?;
@@ -76,5 +76,44 @@ impl Execute for GraphAddEntities {
             Ok(created)
         })?;
         Ok(CreatedEntities { created })
+    }
+}
+
+/// On the shared state (`--state`).
+#[cfg(feature = "postgres")]
+mod shared {
+    use kyro_core::ToolError;
+
+    use super::NewEntity;
+    use crate::state::{PgState, pg_error};
+
+    /// Creates the entities not there yet (with their observations); the names created.
+    pub(super) async fn add_entities(pg: &PgState, entities: &[NewEntity]) -> Result<Vec<String>, ToolError> {
+        let mut client = pg.client().await.map_err(pg_error)?;
+        let tx = client.transaction().await.map_err(pg_error)?;
+        let mut created = Vec::new();
+        for entity in entities {
+            let inserted = tx
+                .execute(
+                    "INSERT INTO kyro_entities (name, entity_type) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
+                    &[&entity.name, &entity.entity_type],
+                )
+                .await
+                .map_err(pg_error)?;
+            if inserted == 0 {
+                continue;
+            }
+            for (i, observation) in entity.observations.iter().enumerate() {
+                tx.execute(
+                "INSERT INTO kyro_observations (entity, content, position) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+                &[&entity.name, observation, &(i as i64)],
+            )
+            .await
+            .map_err(pg_error)?;
+            }
+            created.push(entity.name.clone());
+        }
+        tx.commit().await.map_err(pg_error)?;
+        Ok(created)
     }
 }

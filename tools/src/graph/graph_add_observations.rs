@@ -45,7 +45,7 @@ impl Execute for GraphAddObservations {
     async fn run(self, cx: &ToolContext) -> Result<AddedObservations, ToolError> {
         #[cfg(feature = "postgres")]
         if let Some(pg) = crate::state::shared(cx) {
-            let added = super::shared::add_observations(&pg, &self.observations).await?;
+            let added = shared::add_observations(&pg, &self.observations).await?;
             return Ok(AddedObservations { added });
         }
         let mut store = Store::open(cx)?;
@@ -83,5 +83,49 @@ impl Execute for GraphAddObservations {
             Ok(added)
         })?;
         Ok(AddedObservations { added })
+    }
+}
+
+/// On the shared state (`--state`).
+#[cfg(feature = "postgres")]
+mod shared {
+    use kyro_core::ToolError;
+
+    use super::NewObservations;
+    use crate::graph::shared::lock_entity;
+    use crate::state::{PgState, pg_error};
+
+    /// Adds observations to existing entities; those new to each.
+    pub(super) async fn add_observations(
+        pg: &PgState,
+        groups: &[NewObservations],
+    ) -> Result<Vec<NewObservations>, ToolError> {
+        let mut client = pg.client().await.map_err(pg_error)?;
+        let tx = client.transaction().await.map_err(pg_error)?;
+        let mut added = Vec::new();
+        for group in groups {
+            lock_entity(&tx, &group.entity, true).await?;
+            let mut contents = Vec::new();
+            for content in &group.contents {
+                let inserted = tx
+                    .execute(
+                        "INSERT INTO kyro_observations (entity, content, position)
+                     VALUES ($1, $2, (SELECT coalesce(max(position), -1) + 1 FROM kyro_observations WHERE entity = $1))
+                     ON CONFLICT DO NOTHING",
+                        &[&group.entity, content],
+                    )
+                    .await
+                    .map_err(pg_error)?;
+                if inserted > 0 {
+                    contents.push(content.clone());
+                }
+            }
+            added.push(NewObservations {
+                entity: group.entity.clone(),
+                contents,
+            });
+        }
+        tx.commit().await.map_err(pg_error)?;
+        Ok(added)
     }
 }

@@ -63,7 +63,7 @@ impl Execute for GraphDelete {
     async fn run(self, cx: &ToolContext) -> Result<GraphDeleted, ToolError> {
         #[cfg(feature = "postgres")]
         if let Some(pg) = crate::state::shared(cx) {
-            return super::shared::delete(&pg, &self.relations, &self.observations, &self.entities).await;
+            return shared::delete(&pg, &self.relations, &self.observations, &self.entities).await;
         }
         let mut store = Store::open(cx)?;
         store.write(|tx| {
@@ -203,5 +203,71 @@ mod tests {
         ));
         let found = ok(call(ws.path(), "graph_search", json!({"query": "a_b"})));
         assert_eq!(found["entities"].as_array().unwrap().len(), 1);
+    }
+}
+
+/// On the shared state (`--state`).
+#[cfg(feature = "postgres")]
+mod shared {
+    use kyro_core::ToolError;
+
+    use super::{GraphDeleted, ObservationsToDelete};
+    use crate::graph::Relation;
+    use crate::state::{PgState, pg_error};
+
+    /// Deletes relations, then observations, then entities (with what hangs on them): how
+    /// many of each this call deleted (rows another writer deleted first are not counted).
+    pub(super) async fn delete(
+        pg: &PgState,
+        relations: &[Relation],
+        observations: &[ObservationsToDelete],
+        entities: &[String],
+    ) -> Result<GraphDeleted, ToolError> {
+        let mut client = pg.client().await.map_err(pg_error)?;
+        let tx = client.transaction().await.map_err(pg_error)?;
+        let mut deleted = GraphDeleted {
+            entities: 0,
+            observations: 0,
+            relations: 0,
+        };
+        for relation in relations {
+            deleted.relations += tx
+                .execute(
+                    "DELETE FROM kyro_relations WHERE source = $1 AND target = $2 AND relation_type = $3",
+                    &[&relation.source, &relation.target, &relation.relation_type],
+                )
+                .await
+                .map_err(pg_error)?;
+        }
+        for group in observations {
+            deleted.observations += tx
+                .execute(
+                    "DELETE FROM kyro_observations WHERE entity = $1 AND content = ANY($2)",
+                    &[&group.entity, &group.contents],
+                )
+                .await
+                .map_err(pg_error)?;
+        }
+        for name in entities {
+            // Held against writers adding to it meanwhile (they lock it too).
+            tx.execute("SELECT 1 FROM kyro_entities WHERE name = $1 FOR UPDATE", &[name])
+                .await
+                .map_err(pg_error)?;
+            // What the cascade would delete unseen is deleted (and counted) first.
+            deleted.observations += tx
+                .execute("DELETE FROM kyro_observations WHERE entity = $1", &[name])
+                .await
+                .map_err(pg_error)?;
+            deleted.relations += tx
+                .execute("DELETE FROM kyro_relations WHERE source = $1 OR target = $1", &[name])
+                .await
+                .map_err(pg_error)?;
+            deleted.entities += tx
+                .execute("DELETE FROM kyro_entities WHERE name = $1", &[name])
+                .await
+                .map_err(pg_error)?;
+        }
+        tx.commit().await.map_err(pg_error)?;
+        Ok(deleted)
     }
 }

@@ -43,7 +43,7 @@ impl Execute for MemoryGet {
         let namespace = self.namespace.unwrap_or_else(|| DEFAULT_NAMESPACE.to_owned());
         #[cfg(feature = "postgres")]
         if let Some(pg) = crate::state::shared(cx) {
-            return super::shared::get(&pg, &namespace, &self.key).await;
+            return shared::get(&pg, &namespace, &self.key).await;
         }
         let store = Store::open(cx)?;
         store
@@ -71,5 +71,40 @@ impl Execute for MemoryGet {
                 }
                 .into(),
             )
+    }
+}
+
+/// On the shared state (`--state`).
+#[cfg(feature = "postgres")]
+mod shared {
+    use kyro_core::ToolError;
+
+    use super::Memory;
+    use crate::Failure;
+    use crate::memory::tags_from_column;
+    use crate::state::{PgState, pg_error};
+
+    /// The note under `key`: value, tags, created and updated times.
+    pub(super) async fn get(pg: &PgState, namespace: &str, key: &str) -> Result<Memory, ToolError> {
+        let client = pg.client().await.map_err(pg_error)?;
+        let row = client
+            .query_opt(
+                "SELECT value, tags, created_at, updated_at FROM kyro_memories WHERE namespace = $1 AND key = $2",
+                &[&namespace, &key],
+            )
+            .await
+            .map_err(pg_error)?
+            .ok_or_else(|| Failure::NoSuchRecord {
+                record: "memory".into(),
+                key: format!("{namespace}/{key}"),
+            })?;
+        Ok(Memory {
+            namespace: namespace.to_owned(),
+            key: key.to_owned(),
+            value: row.get(0),
+            tags: tags_from_column(row.get(1)),
+            created_at: row.get(2),
+            updated_at: row.get(3),
+        })
     }
 }

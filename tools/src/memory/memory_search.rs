@@ -67,7 +67,7 @@ impl Execute for MemorySearch {
         let limit = self.limit.unwrap_or(DEFAULT_LIMIT);
         #[cfg(feature = "postgres")]
         if let Some(pg) = crate::state::shared(cx) {
-            let results = super::shared::search(&pg, &self.query, self.namespace.as_deref(), limit).await?;
+            let results = shared::search(&pg, &self.query, self.namespace.as_deref(), limit).await?;
             return Ok(MemorySearchResults { results });
         }
         let store = Store::open(cx)?;
@@ -165,5 +165,48 @@ mod tests {
             let hits = ok(call(ws.path(), "memory_search", json!({"query": query})));
             assert_eq!(hits["results"].as_array().unwrap().len(), 1, "{query}");
         }
+    }
+}
+
+/// On the shared state (`--state`).
+#[cfg(feature = "postgres")]
+mod shared {
+    use kyro_core::ToolError;
+
+    use super::MemoryHit;
+    use crate::memory::tags_from_column;
+    use crate::state::{PgState, pg_error};
+
+    /// Notes holding every word of `query`, best first. The words are taken as plain words
+    /// (`plainto_tsquery`), never as query syntax; the rank is `ts_rank` negated, so that lower
+    /// is better as with SQLite's BM25.
+    pub(super) async fn search(
+        pg: &PgState,
+        query: &str,
+        namespace: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<MemoryHit>, ToolError> {
+        let client = pg.client().await.map_err(pg_error)?;
+        let rows = client
+        .query(
+            "SELECT namespace, key, ts_headline('simple', value, q, 'StartSel=[, StopSel=], MaxWords=12, MinWords=4, ShortWord=0, FragmentDelimiter=…'),
+                    tags, -ts_rank(search, q)::float8 AS rank
+             FROM kyro_memories, plainto_tsquery('simple', $1) q
+             WHERE search @@ q AND ($2::text IS NULL OR namespace = $2)
+             ORDER BY rank, id LIMIT $3",
+            &[&query, &namespace, &i64::from(limit)],
+        )
+        .await
+        .map_err(pg_error)?;
+        Ok(rows
+            .iter()
+            .map(|row| MemoryHit {
+                namespace: row.get(0),
+                key: row.get(1),
+                snippet: row.get(2),
+                tags: tags_from_column(row.get(3)),
+                rank: row.get(4),
+            })
+            .collect())
     }
 }

@@ -4,8 +4,7 @@
 
 use kyro_core::ToolError;
 
-use super::{MemoryHit, tags_column, tags_from_column};
-use crate::Failure;
+use super::tags_column;
 use crate::state::{PgState, pg_error};
 
 /// Stores or replaces a note; whether it was new.
@@ -32,30 +31,6 @@ pub(super) async fn store(
     Ok(row.get(0))
 }
 
-/// The note under `key`: value, tags, created and updated times.
-pub(super) async fn get(pg: &PgState, namespace: &str, key: &str) -> Result<super::Memory, ToolError> {
-    let client = pg.client().await.map_err(pg_error)?;
-    let row = client
-        .query_opt(
-            "SELECT value, tags, created_at, updated_at FROM kyro_memories WHERE namespace = $1 AND key = $2",
-            &[&namespace, &key],
-        )
-        .await
-        .map_err(pg_error)?
-        .ok_or_else(|| Failure::NoSuchRecord {
-            record: "memory".into(),
-            key: format!("{namespace}/{key}"),
-        })?;
-    Ok(super::Memory {
-        namespace: namespace.to_owned(),
-        key: key.to_owned(),
-        value: row.get(0),
-        tags: tags_from_column(row.get(1)),
-        created_at: row.get(2),
-        updated_at: row.get(3),
-    })
-}
-
 /// Deletes the note under `key`; whether there was one.
 pub(super) async fn forget(pg: &PgState, namespace: &str, key: &str) -> Result<bool, ToolError> {
     let client = pg.client().await.map_err(pg_error)?;
@@ -67,37 +42,4 @@ pub(super) async fn forget(pg: &PgState, namespace: &str, key: &str) -> Result<b
         .await
         .map_err(pg_error)?;
     Ok(deleted > 0)
-}
-
-/// Notes holding every word of `query`, best first. The words are taken as plain words
-/// (`plainto_tsquery`), never as query syntax; the rank is `ts_rank` negated, so that lower
-/// is better as with SQLite's BM25.
-pub(super) async fn search(
-    pg: &PgState,
-    query: &str,
-    namespace: Option<&str>,
-    limit: u32,
-) -> Result<Vec<MemoryHit>, ToolError> {
-    let client = pg.client().await.map_err(pg_error)?;
-    let rows = client
-        .query(
-            "SELECT namespace, key, ts_headline('simple', value, q, 'StartSel=[, StopSel=], MaxWords=12, MinWords=4, ShortWord=0, FragmentDelimiter=…'),
-                    tags, -ts_rank(search, q)::float8 AS rank
-             FROM kyro_memories, plainto_tsquery('simple', $1) q
-             WHERE search @@ q AND ($2::text IS NULL OR namespace = $2)
-             ORDER BY rank, id LIMIT $3",
-            &[&query, &namespace, &i64::from(limit)],
-        )
-        .await
-        .map_err(pg_error)?;
-    Ok(rows
-        .iter()
-        .map(|row| MemoryHit {
-            namespace: row.get(0),
-            key: row.get(1),
-            snippet: row.get(2),
-            tags: tags_from_column(row.get(3)),
-            rank: row.get(4),
-        })
-        .collect())
 }

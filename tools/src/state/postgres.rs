@@ -475,7 +475,13 @@ impl ReceiptQueue {
         if batch.is_empty() {
             return;
         }
-        if let Err(e) = self.write(&batch).await {
+        // Written on a task of its own: a settling future dropped midway (a cancelled
+        // parent call's child) does not take the batch it took from the queue with it.
+        let queue = self.clone();
+        let written = tokio::spawn(async move { queue.write(&batch).await })
+            .await
+            .unwrap_or_else(|e| Err(e.to_string()));
+        if let Err(e) = written {
             let lost = format!("receipts could not be written ({e}); no call runs until kyro is restarted");
             eprintln!("kyro: receipts not recorded: {lost}");
             *self.lost.lock().unwrap_or_else(|p| p.into_inner()) = Some(lost);
@@ -528,10 +534,14 @@ impl Observer for PgReceipts {
             .ok()
             .and_then(|v| v.as_str().map(str::to_owned))
             .unwrap_or_default();
+        // The indexed columns hold what a client named (an unknown tool's name): without
+        // NUL, which PostgreSQL's text cannot hold, and short enough for the index. The
+        // line keeps the receipt whole.
+        let column = |text: &str| text.replace('\0', "").chars().take(256).collect::<String>();
         let queued = Queued {
-            call_id: receipt.call_id.clone(),
-            caller: receipt.caller.name().to_owned(),
-            tool: receipt.tool.clone(),
+            call_id: column(&receipt.call_id),
+            caller: column(receipt.caller.name()),
+            tool: column(&receipt.tool),
             outcome,
             started_at_ms: receipt.started_at_ms as i64,
             raw: serde_json::to_vec(receipt).unwrap_or_else(|_| b"{}".to_vec()),
