@@ -22,6 +22,18 @@ pub(super) fn replica(ws: &std::path::Path, url: &str, flags: &[&str], token: Op
     HttpServer::start_env(ws, "127.0.0.1:0", &all, token, &[("KYRO_STATE_KEY", STATE_KEY)])
 }
 
+/// The token file's two callers.
+const ALICE: &str = "alice-token-0123456789abcdef";
+const BOB: &str = "bob-token-0123456789abcdef00";
+
+/// Two replicas on `url` taking the tokens of Alice and Bob.
+fn alice_and_bobs_replicas(ws: &std::path::Path, url: &str) -> (HttpServer, HttpServer) {
+    let tokens = ws.join("tokens");
+    std::fs::write(&tokens, format!("alice {ALICE}\nbob {BOB}\n")).unwrap();
+    let flags = ["--token-file", tokens.to_str().unwrap()];
+    (replica(ws, url, &flags, None), replica(ws, url, &flags, None))
+}
+
 /// `kyro ARGS --state URL`: exit status and stdout.
 pub(super) fn kyro(args: &[&str], url: &str) -> (bool, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_kyro"))
@@ -55,14 +67,8 @@ fn decisions(url: &str) -> Vec<(String, String)> {
 fn replicas_on_postgres_share_approvals_grants_and_one_receipt_chain() {
     let Some(pg) = Postgres::start() else { return };
     let ws = workspace();
-    let (alice, bob) = ("alice-token-0123456789abcdef", "bob-token-0123456789abcdef00");
-    let tokens = ws.path().join("tokens");
-    std::fs::write(&tokens, format!("alice {alice}\nbob {bob}\n")).unwrap();
-    let flags = ["--token-file", tokens.to_str().unwrap()];
-    let (one, two) = (
-        replica(ws.path(), &pg.url, &flags, None),
-        replica(ws.path(), &pg.url, &flags, None),
-    );
+    let (alice, bob) = (ALICE, BOB);
+    let (one, two) = alice_and_bobs_replicas(ws.path(), &pg.url);
     let touch = |name: &str| json!(["touch", name]);
     let yes = |asked: &Value, remember: &str| {
         assert_eq!(asked["resultType"], "input_required", "{asked}");
@@ -261,14 +267,8 @@ fn in_session(url: &str, token: &str, id: &str, body: &[u8]) -> (String, String)
 fn a_pre_2026_session_opened_on_one_replica_is_taken_over_by_another_for_its_caller_only() {
     let Some(pg) = Postgres::start() else { return };
     let ws = workspace();
-    let (alice, bob) = ("alice-token-0123456789abcdef", "bob-token-0123456789abcdef00");
-    let tokens = ws.path().join("tokens");
-    std::fs::write(&tokens, format!("alice {alice}\nbob {bob}\n")).unwrap();
-    let flags = ["--token-file", tokens.to_str().unwrap()];
-    let (one, two) = (
-        replica(ws.path(), &pg.url, &flags, None),
-        replica(ws.path(), &pg.url, &flags, None),
-    );
+    let (alice, bob) = (ALICE, BOB);
+    let (one, two) = alice_and_bobs_replicas(ws.path(), &pg.url);
     let id = super::open_session_as(&one.url, alice);
     let call =
         br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"a.txt"}}}"#;
@@ -331,14 +331,8 @@ fn task_settled(url: &str, token: &str, task: &str) -> Value {
 fn an_mcp_task_run_by_one_replica_is_polled_and_cancelled_through_another() {
     let Some(pg) = Postgres::start() else { return };
     let ws = workspace();
-    let (alice, bob) = ("alice-token-0123456789abcdef", "bob-token-0123456789abcdef00");
-    let tokens = ws.path().join("tokens");
-    std::fs::write(&tokens, format!("alice {alice}\nbob {bob}\n")).unwrap();
-    let flags = ["--token-file", tokens.to_str().unwrap()];
-    let (one, two) = (
-        replica(ws.path(), &pg.url, &flags, None),
-        replica(ws.path(), &pg.url, &flags, None),
-    );
+    let (alice, bob) = (ALICE, BOB);
+    let (one, two) = alice_and_bobs_replicas(ws.path(), &pg.url);
     assert!(
         kyro(
             &["grants", "add", "run_command", "--caller", "alice", "--for", "1h"],
