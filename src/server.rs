@@ -320,6 +320,11 @@ impl Server {
     /// request is not kept waiting.
     async fn started(&self, serving_stdio: bool) -> Result<Started, ServeError> {
         let runtime = self.bare_runtime(serving_stdio)?;
+        // A store that cannot be reached refuses the server now, not each call.
+        #[cfg(feature = "postgres")]
+        if let Some(state) = &self.shared_state {
+            state.reach().await.map_err(ServeError::State)?;
+        }
         // Said where programs may run: a tool that runs them, or an upstream server (an
         // author's catalog without either has nothing to say it about).
         let runs_programs = self.has_upstreams()

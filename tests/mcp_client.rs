@@ -26,6 +26,8 @@ mod postgres;
 mod replicas;
 #[path = "mcp_client/shared_state.rs"]
 mod shared_state;
+#[path = "mcp_client/store_outage.rs"]
+mod store_outage;
 
 fn block_on<F: std::future::Future>(f: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread()

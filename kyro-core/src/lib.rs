@@ -47,7 +47,7 @@ pub use error::ToolError;
 pub use kyro_macros::{output, tool};
 pub use outcome::{Call, Outcome, OutcomeKind, Progress, ProgressSink, TaskHook};
 pub use policy::{ApprovalToken, Policy};
-pub use receipt::{Execution, Observer, Receipt};
+pub use receipt::{Execution, Observer, Receipt, Settling};
 pub use registry::{CustomTool, KEPT_VERSIONS, RegisteredTool, Registry, RegistryError, Snapshot, ToolDefinition};
 pub use runtime::Runtime;
 pub use schema::Violation;

@@ -102,6 +102,9 @@ pub struct CanonicalCall {
     pub fingerprint: String,
 }
 
+/// The write of receipts an [`Observer::settled`] returns.
+pub type Settling = std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send>>;
+
 /// Receives every receipt, with the canonical snapshot when the arguments were valid.
 pub trait Observer: Send + Sync {
     /// Called once per call, after it finished or was refused: its receipt, its canonical
@@ -121,8 +124,10 @@ pub trait Observer: Send + Sync {
 
     /// What to wait for before the call just observed is answered: a store that writes
     /// receipts over the network (PostgreSQL) returns the write of what it took, so no
-    /// answer leaves before its receipt is kept. `None` (the default): nothing.
-    fn settled(&self) -> Option<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>> {
+    /// answer leaves before its receipt is kept. An error says the receipt is not kept
+    /// (yet): the runtime then answers `receipt_unrecorded` instead of the outcome.
+    /// `None` (the default): nothing to wait for.
+    fn settled(&self) -> Option<Settling> {
         None
     }
 }

@@ -244,15 +244,19 @@ impl Runtime {
         for observer in &self.observers {
             observer.observe(&receipt, staged.canonical.as_ref(), &staged.outcome);
         }
+        // A call that ran is not acknowledged before its receipt is kept; a refusal (nothing
+        // ran) is answered as it is.
+        let mut outcome = staged.outcome;
         for observer in &self.observers {
-            if let Some(settled) = observer.settled() {
-                settled.await;
+            if let Some(settled) = observer.settled()
+                && let Err(why) = settled.await
+                && receipt.decision.let_through()
+                && !matches!(outcome, Outcome::ExecutionFailed { ref error, .. } if error.kind() == "receipt_unrecorded")
+            {
+                outcome = unrecorded(outcome, &why);
             }
         }
-        Execution {
-            outcome: staged.outcome,
-            receipt,
-        }
+        Execution { outcome, receipt }
     }
 
     async fn stage(
@@ -535,16 +539,40 @@ impl Staged {
     }
 }
 
+/// A call's id: its start in nanoseconds (ids sort by time), then 64 random bits, so the
+/// ids of replicas sharing one receipt store never meet (containers all run as pid 1).
 fn new_call_id() -> String {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
-    format!(
-        "{nanos:016x}-{:x}-{:04x}",
-        std::process::id(),
-        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    let mut random = [0u8; 8];
+    // The system's random source; should it fail, a counter keeps one process's ids apart.
+    if getrandom::fill(&mut random).is_err() {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        random = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed).to_be_bytes();
+    }
+    format!("{nanos:016x}-{:016x}", u64::from_be_bytes(random))
+}
+
+/// The answer to a call whose receipt could not be kept: the call ran (or was refused) as
+/// `outcome` says, which the error carries whole, so nobody runs it again believing it
+/// failed.
+fn unrecorded(outcome: Outcome, why: &str) -> Outcome {
+    let ended = outcome.to_json();
+    let error = ToolError::custom(
+        "receipt_unrecorded",
+        format!(
+            "the call ended `{}`, but its receipt is not recorded yet ({why}); it is kept and \
+             written when the store is back, and no call runs until then. Do not run it again \
+             without checking its effect",
+            ended["outcome"].as_str().unwrap_or_default()
+        ),
     )
+    .with_data(serde_json::json!({"ended": ended}));
+    Outcome::ExecutionFailed {
+        tool: outcome.tool().to_owned(),
+        error,
+    }
 }
 
 impl Dispatch for Runtime {

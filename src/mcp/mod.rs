@@ -474,6 +474,14 @@ impl KyroServer {
         if !matches!(outcome, Outcome::ApprovalRequired { .. }) {
             return self.finish(outcome);
         }
+        // A state is redeemed (its nonce spent) only for a call that can be recorded; else
+        // the boundary refuses the call as it stands and the state stays good for later.
+        if request_state.is_some() && self.runtime.observers_ready().is_err() {
+            return match self.run_or_task(call, &context).await {
+                Ran::Task(task) => Ok(CallToolResponse::Task(task)),
+                Ran::Outcome(outcome) => self.finish(outcome),
+            };
+        }
         let retry = (request_state, input_responses);
         let approvals = (self.approvals.as_deref(), &*self.approved_for_session);
         match elicit::settle(call, outcome, retry, &context, approvals).await {

@@ -23,7 +23,7 @@ pub(super) fn replica(ws: &std::path::Path, url: &str, flags: &[&str], token: Op
 }
 
 /// The token file's two callers.
-const ALICE: &str = "alice-token-0123456789abcdef";
+pub(super) const ALICE: &str = "alice-token-0123456789abcdef";
 const BOB: &str = "bob-token-0123456789abcdef00";
 
 /// Two replicas on `url` taking the tokens of Alice and Bob.
@@ -152,6 +152,9 @@ fn replicas_on_postgres_share_approvals_grants_and_one_receipt_chain() {
     pg.sql("DELETE FROM kyro_receipts WHERE seq >= (SELECT max(seq) - 1 FROM kyro_receipts)");
     let (intact, report) = kyro(&["receipts", "verify", "--head", &head], &pg.url);
     assert!(!intact && report.contains("removed from its end"), "{report}");
+    // Without the head from before: the store's own head tells.
+    let (intact, report) = kyro(&["receipts", "verify"], &pg.url);
+    assert!(!intact && report.contains("but the store's head is"), "{report}");
 }
 
 /// A 2026-07-28 `resources/read` of `uri`.

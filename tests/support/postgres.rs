@@ -15,6 +15,8 @@ pub struct Postgres {
     /// `Some("postgres")` when commands run as that user.
     user: Option<&'static str>,
     pub url: String,
+    /// `pg_ctl start -o` options.
+    options: String,
     /// Stops the server should this process die first; killed when the server is dropped.
     watcher: Option<std::process::Child>,
 }
@@ -83,6 +85,7 @@ impl Postgres {
             dir,
             bin,
             user,
+            options: String::new(),
             watcher: None,
         };
         server.run(
@@ -103,22 +106,8 @@ impl Postgres {
             "-c listen_addresses=127.0.0.1 -p {port} -k {} -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200",
             path(server.dir.path())
         );
-        let log = server.dir.path().join("log");
-        server.run(
-            "pg_ctl",
-            &[
-                "-D",
-                path(&data),
-                "-o",
-                &options,
-                "-l",
-                path(&log),
-                "-w",
-                "-t",
-                "60",
-                "start",
-            ],
-        );
+        server.options = options;
+        server.resume();
         // Should this process die without dropping the server, it goes too.
         let watcher = format!(
             "while [ -d /proc/{} ]; do sleep 0.5; done; exec {} -D {} stop -m immediate",
@@ -135,6 +124,30 @@ impl Postgres {
             .spawn()
             .ok();
         Some(server)
+    }
+
+    /// Stops the server (fast shutdown: connections are closed), as an outage would.
+    pub fn pause(&self) {
+        let data = self.dir.path().join("data");
+        self.run("pg_ctl", &["-D", path(&data), "-w", "-m", "fast", "stop"]);
+    }
+
+    /// Starts the server (again), on the same port and data.
+    pub fn resume(&self) {
+        let (data, log) = (self.dir.path().join("data"), self.dir.path().join("log"));
+        let args = [
+            "-D",
+            path(&data),
+            "-o",
+            &self.options,
+            "-l",
+            path(&log),
+            "-w",
+            "-t",
+            "60",
+            "start",
+        ];
+        self.run("pg_ctl", &args);
     }
 
     fn command(&self, program: &str) -> Command {

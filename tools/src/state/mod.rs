@@ -4,6 +4,8 @@
 
 mod approvals;
 #[cfg(feature = "postgres")]
+mod pg_receipts;
+#[cfg(feature = "postgres")]
 mod pg_sessions;
 #[cfg(feature = "postgres")]
 mod pg_tasks;
@@ -13,8 +15,11 @@ mod store;
 
 pub use approvals::SqliteApprovalStore;
 #[cfg(feature = "postgres")]
+pub use pg_receipts::{PgReceipts, ReceiptFilter};
+#[cfg(feature = "postgres")]
 pub use pg_tasks::StoredTask;
-pub use postgres::{PgReceipts, PgState, ReceiptFilter};
+#[cfg(feature = "postgres")]
+pub use postgres::PgState;
 
 pub(crate) use store::{Store, now, state_error};
 

@@ -23,7 +23,8 @@ pub struct StoredTask {
 
 impl PgState {
     /// Records task `id` of `caller` (`detailed`: its JSON), working or `ended`; drops the
-    /// tasks that ended more than `kept_ms` ago.
+    /// tasks that ended more than `kept_ms` ago, and those whose replica has been silent
+    /// that long (it died with them working: reported failed meanwhile).
     pub async fn task_put(
         &self,
         id: &str,
@@ -34,7 +35,10 @@ impl PgState {
     ) -> Result<(), String> {
         let client = self.client().await?;
         client
-            .execute("DELETE FROM kyro_mcp_tasks WHERE ended_at < $1", &[&(now() - kept_ms)])
+            .execute(
+                "DELETE FROM kyro_mcp_tasks WHERE ended_at < $1 OR (ended_at IS NULL AND heartbeat_at < $1)",
+                &[&(now() - kept_ms)],
+            )
             .await
             .map_err(failed)?;
         let ended_at = ended.then(now);

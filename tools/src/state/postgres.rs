@@ -6,14 +6,12 @@
 //! head, and a call's answer waits until its receipt is committed.
 
 use std::future::Future;
-use std::pin::Pin;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
 use kyro_core::Caller;
 use kyro_core::grants::{ApprovalStore, Grant, MemoryApprovalStore, NewGrant, now_ms};
-use kyro_core::receipt::{CanonicalCall, Observer, Receipt};
-use kyro_core::{Outcome, chain};
 
 /// The schema, one migration per entry; `kyro_migrations` records those applied.
 const MIGRATIONS: &[&str] = &[
@@ -106,9 +104,22 @@ const MIGRATION_LOCK: i64 = 0x6b79_726f;
 /// Connections a process holds at most.
 const POOL_SIZE: usize = 16;
 
-pub(super) fn failed(e: impl std::fmt::Display) -> String {
-    format!("the PostgreSQL state store: {e}")
+/// A failure of the store, said whole: tokio-postgres says "db error" and keeps what the
+/// server said (`ERROR: ...`) as its source.
+pub(super) fn failed(e: impl std::error::Error) -> String {
+    let mut said = format!("the PostgreSQL state store: {e}");
+    let mut source = e.source();
+    while let Some(cause) = source {
+        said.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    said
 }
+
+/// Bounds on every connection, so no statement, lock wait or forgotten transaction holds
+/// a replica (or the chain's head) for long, and a server gone silent is noticed.
+const SESSION_BOUNDS: &str =
+    "-c statement_timeout=30000 -c lock_timeout=10000 -c idle_in_transaction_session_timeout=60000";
 
 /// A PostgreSQL database holding kyro's shared state; cheap to clone.
 #[derive(Clone)]
@@ -133,7 +144,17 @@ impl PgState {
     /// The database at `url` (`postgres://user@host/db`, or key=value settings), connected
     /// on first use and migrated then. Connections are plain TCP or a Unix socket (no TLS).
     pub fn new(url: &str) -> Result<PgState, String> {
-        let config: tokio_postgres::Config = url.parse().map_err(failed)?;
+        let mut config: tokio_postgres::Config = url.parse().map_err(failed)?;
+        // The URL's own options come after, so a deployment can set other bounds.
+        let options = match config.get_options() {
+            Some(own) => format!("{SESSION_BOUNDS} {own}"),
+            None => SESSION_BOUNDS.to_owned(),
+        };
+        config
+            .options(options)
+            .connect_timeout(Duration::from_secs(10))
+            .keepalives_idle(Duration::from_secs(30))
+            .tcp_user_timeout(Duration::from_secs(30));
         let manager = Manager::from_config(
             config,
             tokio_postgres::NoTls,
@@ -144,8 +165,8 @@ impl PgState {
         let pool = Pool::builder(manager)
             .max_size(POOL_SIZE)
             .runtime(deadpool_postgres::Runtime::Tokio1)
-            .wait_timeout(Some(std::time::Duration::from_secs(10)))
-            .create_timeout(Some(std::time::Duration::from_secs(10)))
+            .wait_timeout(Some(Duration::from_secs(10)))
+            .create_timeout(Some(Duration::from_secs(10)))
             .build()
             .map_err(failed)?;
         Ok(PgState {
@@ -159,14 +180,19 @@ impl PgState {
 
     /// A connection of the pool, the schema migrated.
     pub(crate) async fn client(&self) -> Result<Object, String> {
-        let client = self.inner.pool.get().await.map_err(failed)?;
-        self.inner.migrated.get_or_try_init(|| migrate(&client)).await?;
+        let mut client = self.inner.pool.get().await.map_err(failed)?;
+        self.inner.migrated.get_or_try_init(|| migrate(&mut client)).await?;
         Ok(client)
+    }
+
+    /// Connects and migrates now: a server checks its store before it takes requests.
+    pub async fn reach(&self) -> Result<(), String> {
+        self.client().await.map(drop)
     }
 
     /// Runs `work` to its end from synchronous code: on a thread of a runtime's blocking
     /// pool through its handle, elsewhere on a runtime of the store's own.
-    fn blocking<T>(&self, work: impl Future<Output = T>) -> T {
+    pub(super) fn blocking<T>(&self, work: impl Future<Output = T>) -> T {
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => handle.block_on(work),
             Err(_) => self
@@ -181,96 +207,10 @@ impl PgState {
                 .block_on(work),
         }
     }
-
-    /// The receipt log of this store (an observer for the runtime).
-    pub fn receipts(&self) -> PgReceipts {
-        PgReceipts(Arc::new(ReceiptQueue {
-            state: self.clone(),
-            queue: Mutex::default(),
-            writing: tokio::sync::Mutex::new(()),
-            lost: Mutex::new(None),
-        }))
-    }
-
-    /// Receipts matching the filter, the last `limit` (by chain order), oldest first: each
-    /// as its line in the chain.
-    pub fn query_receipts(&self, filter: &ReceiptFilter, limit: i64) -> Result<Vec<String>, String> {
-        self.blocking(async {
-            let client = self.client().await?;
-            let rows = client
-                .query(
-                    "SELECT line FROM (SELECT seq, line FROM kyro_receipts
-                     WHERE ($1::text IS NULL OR caller = $1) AND ($2::text IS NULL OR tool = $2)
-                       AND ($3::text IS NULL OR outcome = $3)
-                       AND ($4::bigint IS NULL OR started_at_ms >= $4) AND ($5::bigint IS NULL OR started_at_ms < $5)
-                     ORDER BY seq DESC LIMIT $6) latest ORDER BY seq",
-                    &[
-                        &filter.caller,
-                        &filter.tool,
-                        &filter.outcome,
-                        &filter.since_ms,
-                        &filter.until_ms,
-                        &limit,
-                    ],
-                )
-                .await
-                .map_err(failed)?;
-            Ok(rows.iter().map(|row| row.get::<_, String>(0)).collect())
-        })
-    }
-
-    /// The receipt of call `call_id`: its caller and its line in the chain.
-    pub async fn find_receipt(&self, call_id: &str) -> Result<Option<(String, String)>, String> {
-        let client = self.client().await?;
-        let row = client
-            .query_opt("SELECT caller, line FROM kyro_receipts WHERE call_id = $1", &[&call_id])
-            .await
-            .map_err(failed)?;
-        Ok(row.map(|row| (row.get(0), row.get(1))))
-    }
-
-    /// Reads every receipt in chain order and checks the chain ([`chain::verify`]).
-    pub fn verify_receipts(&self, expected_head: Option<&str>) -> Result<chain::Verified, String> {
-        self.blocking(async {
-            let mut client = self.client().await?;
-            let tx = client.transaction().await.map_err(failed)?;
-            // Read a thousand at a time: memory stays bounded however long the log.
-            let portal = tx
-                .bind("SELECT line FROM kyro_receipts ORDER BY seq", &[])
-                .await
-                .map_err(failed)?;
-            let mut check = chain::Check::new(expected_head);
-            loop {
-                let rows = tx.query_portal(&portal, 1000).await.map_err(failed)?;
-                if rows.is_empty() {
-                    break;
-                }
-                for row in &rows {
-                    check.line(row.get::<_, String>(0).as_bytes());
-                }
-            }
-            Ok(check.end())
-        })
-    }
 }
 
-/// Which receipts [`PgState::query_receipts`] returns; `None` matches any.
-#[derive(Debug, Default, Clone)]
-pub struct ReceiptFilter {
-    /// The caller's name.
-    pub caller: Option<String>,
-    /// The tool's name.
-    pub tool: Option<String>,
-    /// The outcome kind.
-    pub outcome: Option<String>,
-    /// Calls started at or after (ms since the epoch).
-    pub since_ms: Option<i64>,
-    /// Calls started before.
-    pub until_ms: Option<i64>,
-}
-
-/// Applies the migrations not yet applied, under an advisory lock.
-async fn migrate(client: &Object) -> Result<(), String> {
+/// Applies the migrations not yet applied, in one transaction under an advisory lock.
+async fn migrate(client: &mut Object) -> Result<(), String> {
     client
         .batch_execute("CREATE TABLE IF NOT EXISTS kyro_migrations (version INT PRIMARY KEY)")
         .await
@@ -282,31 +222,23 @@ async fn migrate(client: &Object) -> Result<(), String> {
                 Err(failed(e))
             }
         })?;
-    client.batch_execute("BEGIN").await.map_err(failed)?;
-    let applied = async {
-        client
-            .execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
-            .await?;
-        let done: i32 = client
-            .query_one("SELECT coalesce(max(version), 0) FROM kyro_migrations", &[])
-            .await?
-            .get(0);
-        for (i, migration) in MIGRATIONS.iter().enumerate().skip(done as usize) {
-            client.batch_execute(migration).await?;
-            client
-                .execute("INSERT INTO kyro_migrations VALUES ($1)", &[&(i as i32 + 1)])
-                .await?;
-        }
-        Ok::<(), tokio_postgres::Error>(())
+    let tx = client.transaction().await.map_err(failed)?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await
+        .map_err(failed)?;
+    let done: i32 = tx
+        .query_one("SELECT coalesce(max(version), 0) FROM kyro_migrations", &[])
+        .await
+        .map_err(failed)?
+        .get(0);
+    for (i, migration) in MIGRATIONS.iter().enumerate().skip(done as usize) {
+        tx.batch_execute(migration).await.map_err(failed)?;
+        tx.execute("INSERT INTO kyro_migrations VALUES ($1)", &[&(i as i32 + 1)])
+            .await
+            .map_err(failed)?;
     }
-    .await;
-    match applied {
-        Ok(()) => client.batch_execute("COMMIT").await.map_err(failed),
-        Err(e) => {
-            let _ = client.batch_execute("ROLLBACK").await;
-            Err(failed(e))
-        }
-    }
+    // Dropped without a commit (an error above), the transaction rolls back.
+    tx.commit().await.map_err(failed)
 }
 
 type GrantRow = (i64, String, String, Option<String>, i64, i64);
@@ -434,129 +366,5 @@ impl ApprovalStore for PgState {
                 .map_err(failed)?;
             Ok(gone == 1)
         })
-    }
-}
-
-/// One receipt waiting to be written.
-struct Queued {
-    call_id: String,
-    caller: String,
-    tool: String,
-    outcome: String,
-    started_at_ms: i64,
-    raw: Vec<u8>,
-}
-
-/// The receipts observed and not yet written, and the writing of them.
-struct ReceiptQueue {
-    state: PgState,
-    queue: Mutex<Vec<Queued>>,
-    /// Held by the one settling future writing the queue.
-    writing: tokio::sync::Mutex<()>,
-    lost: Mutex<Option<String>>,
-}
-
-/// The receipt log on PostgreSQL: a receipt observed is written before its call is
-/// answered ([`Observer::settled`]); receipts of calls finishing together are written in
-/// one transaction, linked to the chain's head under its row lock, so the replicas'
-/// receipts form one chain in commit order. A write that fails loses receipts: from then
-/// on the log is not [ready](Observer::ready) and the runtime runs no call.
-pub struct PgReceipts(Arc<ReceiptQueue>);
-
-impl ReceiptQueue {
-    fn lost(&self) -> Option<String> {
-        self.lost.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    /// Writes what is queued (everything observed before this was called, and perhaps more).
-    async fn settle(self: Arc<Self>) {
-        let _writing = self.writing.lock().await;
-        let batch = std::mem::take(&mut *self.queue.lock().unwrap_or_else(|p| p.into_inner()));
-        if batch.is_empty() {
-            return;
-        }
-        // Written on a task of its own: a settling future dropped midway (a cancelled
-        // parent call's child) does not take the batch it took from the queue with it.
-        let queue = self.clone();
-        let written = tokio::spawn(async move { queue.write(&batch).await })
-            .await
-            .unwrap_or_else(|e| Err(e.to_string()));
-        if let Err(e) = written {
-            let lost = format!("receipts could not be written ({e}); no call runs until kyro is restarted");
-            eprintln!("kyro: receipts not recorded: {lost}");
-            *self.lost.lock().unwrap_or_else(|p| p.into_inner()) = Some(lost);
-        }
-    }
-
-    async fn write(&self, batch: &[Queued]) -> Result<(), String> {
-        let mut client = self.state.client().await?;
-        let tx = client.transaction().await.map_err(failed)?;
-        let mut head: String = tx
-            .query_one("SELECT head FROM kyro_chain WHERE id = 1 FOR UPDATE", &[])
-            .await
-            .map_err(failed)?
-            .get(0);
-        let insert = tx
-            .prepare(
-                "INSERT INTO kyro_receipts (call_id, caller, tool, outcome, started_at_ms, line)
-                 VALUES ($1, $2, $3, $4, $5, $6)",
-            )
-            .await
-            .map_err(failed)?;
-        for receipt in batch {
-            let line = chain::link(&head, &receipt.raw);
-            head = chain::line_hash(&line);
-            let text = String::from_utf8_lossy(line.strip_suffix(b"\n").unwrap_or(&line)).into_owned();
-            tx.execute(
-                &insert,
-                &[
-                    &receipt.call_id,
-                    &receipt.caller,
-                    &receipt.tool,
-                    &receipt.outcome,
-                    &receipt.started_at_ms,
-                    &text,
-                ],
-            )
-            .await
-            .map_err(failed)?;
-        }
-        tx.execute("UPDATE kyro_chain SET head = $1 WHERE id = 1", &[&head])
-            .await
-            .map_err(failed)?;
-        tx.commit().await.map_err(failed)
-    }
-}
-
-impl Observer for PgReceipts {
-    fn observe(&self, receipt: &Receipt, _call: Option<&CanonicalCall>, _outcome: &Outcome) {
-        let outcome = serde_json::to_value(receipt.outcome)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default();
-        // The indexed columns hold what a client named (an unknown tool's name): without
-        // NUL, which PostgreSQL's text cannot hold, and short enough for the index. The
-        // line keeps the receipt whole.
-        let column = |text: &str| text.replace('\0', "").chars().take(256).collect::<String>();
-        let queued = Queued {
-            call_id: column(&receipt.call_id),
-            caller: column(receipt.caller.name()),
-            tool: column(&receipt.tool),
-            outcome,
-            started_at_ms: receipt.started_at_ms as i64,
-            raw: serde_json::to_vec(receipt).unwrap_or_else(|_| b"{}".to_vec()),
-        };
-        self.0.queue.lock().unwrap_or_else(|p| p.into_inner()).push(queued);
-    }
-
-    fn settled(&self) -> Option<Pin<Box<dyn Future<Output = ()> + Send>>> {
-        Some(Box::pin(self.0.clone().settle()))
-    }
-
-    fn ready(&self) -> Result<(), String> {
-        match self.0.lost() {
-            Some(lost) => Err(lost),
-            None => Ok(()),
-        }
     }
 }
