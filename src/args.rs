@@ -46,7 +46,8 @@ pub struct ServeArgs {
     /// The text block of a result: `readable` (the tool's rendering) or `json`.
     #[arg(long, value_enum, value_name = "MODE", default_value = "readable")]
     pub text: TextMode,
-    /// Serve Streamable HTTP on this loopback address (`127.0.0.1:PORT`) instead of stdio.
+    /// Serve Streamable HTTP on this address instead of stdio: loopback
+    /// (`127.0.0.1:PORT`), or any other with authentication and `--allow-host`.
     #[cfg(feature = "http")]
     #[arg(long, value_name = "ADDR")]
     pub http: Option<SocketAddr>,

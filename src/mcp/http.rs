@@ -68,6 +68,8 @@ impl KyroServer {
             .ok()
             .map(|state| (*state).clone());
         #[cfg(feature = "postgres")]
+        let keyless = shared.is_some() && std::env::var_os(super::elicit::STATE_KEY_VARIABLE).is_none();
+        #[cfg(feature = "postgres")]
         if let Some(state) = &shared {
             config.session_store = Some(Arc::new(super::session_store::SharedSessions(state.clone())));
         }
@@ -97,6 +99,13 @@ impl KyroServer {
             .layer(axum::middleware::from_fn_with_state(bounds, http_limits::limit));
         // One write, and a closed stderr is no reason to stop serving.
         let mut announce = format!("kyro: serving MCP on http://{bound}/mcp\n");
+        #[cfg(feature = "postgres")]
+        if keyless {
+            announce.push_str(
+                "kyro: --state without KYRO_STATE_KEY: an approval asked here can be answered only here; \
+                 give every replica the same key\n",
+            );
+        }
         match auth {
             HttpAuth::Generated(token) => announce.push_str(&format!(
                 "kyro: bearer token {token} (send `Authorization: Bearer {token}`)\n"
@@ -137,12 +146,12 @@ impl KyroServer {
         let operations = axum::Router::new()
             .route("/healthz", axum::routing::get(|| async { "ok\n" }))
             .route("/readyz", axum::routing::get(ops::ready).with_state(runtime.clone()))
-            .route("/metrics", axum::routing::get(ops::metrics).with_state(metrics));
+            .route("/metrics", axum::routing::get(ops::metrics).with_state(metrics.clone()));
         let router = router
             .merge(endpoint)
             .merge(operations)
             .layer(axum::middleware::from_fn_with_state(
-                Arc::new(allowed_hosts),
+                (Arc::new(allowed_hosts), metrics),
                 guard_host,
             ));
         {
@@ -177,7 +186,7 @@ impl KyroServer {
 /// admits any port), before anything else looks at it: a page of another site whose name
 /// was rebound to this address names that site.
 async fn guard_host(
-    axum::extract::State(allowed): axum::extract::State<Arc<Vec<String>>>,
+    axum::extract::State((allowed, metrics)): axum::extract::State<(Arc<Vec<String>>, Arc<ops::Metrics>)>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
@@ -190,6 +199,7 @@ async fn guard_host(
     if host.is_some_and(|host| host_allowed(host, &allowed)) {
         return next.run(request).await;
     }
+    metrics.refused(axum::http::StatusCode::FORBIDDEN);
     (
         axum::http::StatusCode::FORBIDDEN,
         "kyro: this server is not reached by that host name (start it with --allow-host NAME)\n",

@@ -131,6 +131,17 @@ impl Observer for Metrics {
     }
 }
 
+impl Metrics {
+    /// Counts a request refused with `status` (the host guard's 403s, the endpoint's).
+    pub(crate) fn refused(&self, status: StatusCode) {
+        self.refusals
+            .get_or_create(&StatusLabel {
+                status: status.as_u16().to_string(),
+            })
+            .inc();
+    }
+}
+
 /// Counts `/mcp` requests in flight (until their response ends) and refusals by status.
 pub(crate) async fn count(State(metrics): State<Arc<Metrics>>, request: Request, next: Next) -> Response {
     metrics.in_flight.inc();
@@ -138,12 +149,7 @@ pub(crate) async fn count(State(metrics): State<Arc<Metrics>>, request: Request,
     let response = next.run(request).await;
     let status = response.status();
     if status.is_client_error() || status == StatusCode::SERVICE_UNAVAILABLE {
-        metrics
-            .refusals
-            .get_or_create(&StatusLabel {
-                status: status.as_u16().to_string(),
-            })
-            .inc();
+        metrics.refused(status);
     }
     response.map(|body| Body::new(Counted { body, _guard: guard }))
 }

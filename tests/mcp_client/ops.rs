@@ -103,6 +103,16 @@ fn http_serves_health_readiness_metrics_and_a_json_line_a_call() {
     )
     .unwrap();
     let _ = refused.read_to_string(&mut String::new());
+    // A name rebound to this address: refused before the endpoint, counted all the same.
+    let mut rebound = std::net::TcpStream::connect(&address).unwrap();
+    write!(
+        rebound,
+        "POST /mcp HTTP/1.1\r\nHost: evil.example\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    let _ = rebound.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
     let (head, metrics) = get(&address, "/metrics");
     assert!(head.starts_with("http/1.1 200"), "{head}");
     assert!(
@@ -119,7 +129,8 @@ fn http_serves_health_readiness_metrics_and_a_json_line_a_call() {
         "{metrics}"
     );
     assert!(
-        metrics.contains(r#"kyro_http_refusals_total{status="401"} 1"#),
+        metrics.contains(r#"kyro_http_refusals_total{status="401"} 1"#)
+            && metrics.contains(r#"kyro_http_refusals_total{status="403"} 1"#),
         "{metrics}"
     );
     assert!(metrics.contains("kyro_http_requests_in_flight 0"), "{metrics}");
