@@ -345,6 +345,8 @@ fn builtins(usable: &[kyro_core::ToolEntry], left_out: &[kyro_tools::Unavailable
         .filter(|entry| left_out.iter().any(|u| u.tool == entry.spec.name))
         .flat_map(|entry| std::iter::once(entry.spec.name).chain(entry.spec.aliases.iter().copied()));
     kyro::Server::new(usable)
+        .named("kyro", env!("CARGO_PKG_VERSION"))
+        .description(env!("CARGO_PKG_DESCRIPTION"))
         .prepared_schemas(PREPARED_SCHEMAS)
         .set_aside(set_aside)
 }

@@ -59,7 +59,7 @@ pub fn render(snapshot: &Snapshot) -> String {
     out.push_str(HEADER);
     out.push_str("\n\n# Tool inventory\n\n");
     out.push_str(&format!(
-        "{} tools. Each entry is rendered from the same descriptor that `kyro tools --json` and MCP `tools/list` serve.\n\n",
+        "{} tools. Each entry is rendered from the same descriptor that MCP `tools/list` serves.\n\n",
         snapshot.descriptors().len()
     ));
     out.push_str("| name | category | effect | aliases | summary |\n|---|---|---|---|---|\n");

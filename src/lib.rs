@@ -42,7 +42,7 @@ pub use mcp::{HttpAuth, HttpAuthFlags};
 #[cfg(feature = "oauth")]
 pub use mcp::{OAuth, OAuthFlags, ScopePolicy};
 pub use selection::{CatalogFlags, CatalogMode, CatalogSelection, DEFAULT_TOOLSETS, SelectionError};
-pub use server::{ServeError, Server, Started};
+pub use server::{Identity, ServeError, Server, Started};
 pub use upstream::UpstreamSandbox;
 #[cfg(feature = "upstream")]
 pub use upstream::UpstreamSpec;

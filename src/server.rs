@@ -117,6 +117,7 @@ pub struct Server {
     catalog_flags: CatalogFlags,
     default_toolsets: Option<&'static [&'static str]>,
     text: TextMode,
+    identity: Identity,
 }
 
 /// A runtime ready for calls, with the upstream servers whose tools it serves (they stop
@@ -154,7 +155,39 @@ impl Server {
             catalog_flags: CatalogFlags::default(),
             default_toolsets: None,
             text: TextMode::default(),
+            identity: Identity::of_catalog(tools),
         }
+    }
+
+    /// The server's name and version, as `serverInfo` gives them (by default the name,
+    /// version and description Cargo gave the crate that declared the first tool).
+    pub fn named(mut self, name: impl Into<String>, version: impl Into<String>) -> Server {
+        (self.identity.name, self.identity.version) = (name.into(), version.into());
+        self
+    }
+
+    /// A title for people (`serverInfo.title`).
+    pub fn title(mut self, title: impl Into<String>) -> Server {
+        self.identity.title = Some(title.into());
+        self
+    }
+
+    /// What the server is for (`serverInfo.description` and the first line of `--help`).
+    pub fn description(mut self, description: impl Into<String>) -> Server {
+        self.identity.description = Some(description.into());
+        self
+    }
+
+    /// What a client tells its model about the server (by default a sentence made from
+    /// what is served).
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Server {
+        self.identity.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Who the server says it is.
+    pub fn identity(&self) -> &Identity {
+        &self.identity
     }
 
     /// Adds another catalog (a built-in family, another crate's tools); a name shared
@@ -438,7 +471,8 @@ impl Server {
             .with_approval_hint(self.approval_hint.clone())
             .with_list_ttl_ms(if self.has_upstreams() { 0 } else { LIST_TTL_MS })
             .with_transport(self.settings.transport)
-            .search_only(self.catalog_flags.catalog == CatalogMode::Search);
+            .search_only(self.catalog_flags.catalog == CatalogMode::Search)
+            .with_identity(self.identity.clone());
         #[cfg(feature = "http")]
         let server = server.with_allowed_origins(self.http_access.origins.iter().cloned());
         Ok(server)
@@ -484,12 +518,24 @@ impl Server {
     /// `kyro mcp` does) and [serves](Server::serve).
     pub fn run(self) -> ExitCode {
         #[derive(clap::Parser)]
-        #[command(about = "An MCP tool server built with kyro")]
         struct Command {
             #[command(flatten)]
             args: ServeArgs,
         }
-        let command = match <Command as clap::Parser>::try_parse() {
+        // The author's server, by its own name: `NAME VERSION`, what it is for.
+        let about = self
+            .identity
+            .description
+            .clone()
+            .unwrap_or_else(|| format!("The {} MCP tool server", self.identity.name));
+        let command = <Command as clap::CommandFactory>::command()
+            .name(self.identity.name.clone())
+            .version(self.identity.version.clone())
+            .about(about);
+        let parsed = command
+            .try_get_matches()
+            .and_then(|matches| <Command as clap::FromArgMatches>::from_arg_matches(&matches));
+        let command = match parsed {
             Ok(command) => command,
             Err(e) => {
                 let _ = e.print();
@@ -560,5 +606,8 @@ fn default_approval_store(root: PathBuf) -> Arc<dyn ApprovalStore> {
 
 #[cfg(feature = "http")]
 mod http;
+mod identity;
+
+pub use identity::Identity;
 #[cfg(test)]
 mod tests;

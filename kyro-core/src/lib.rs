@@ -52,7 +52,7 @@ pub use registry::{CustomTool, KEPT_VERSIONS, RegisteredTool, Registry, Registry
 pub use runtime::Runtime;
 pub use schema::Violation;
 pub use stop::{OnStop, StopSignal};
-pub use tool::{ArgAlias, BoxFuture, Execute, ObjectOutput, Tool, ToolEntry, ToolSpec};
+pub use tool::{ArgAlias, BoxFuture, Execute, ObjectOutput, Package, Tool, ToolEntry, ToolSpec};
 
 /// Items the generated code names by absolute path; not part of the public API.
 #[doc(hidden)]

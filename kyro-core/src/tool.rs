@@ -114,6 +114,19 @@ pub struct ToolSpec {
     pub path_args: &'static [&'static str],
     /// Annotation hints stated in the attribute; the rest follow from the effect.
     pub hints: Hints,
+    /// The crate that declared the tool: a server of an author's catalog goes by its name.
+    pub package: Package,
+}
+
+/// A crate's name, version and description, as Cargo gave them when it was compiled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Package {
+    /// `CARGO_PKG_NAME`.
+    pub name: &'static str,
+    /// `CARGO_PKG_VERSION`.
+    pub version: &'static str,
+    /// `CARGO_PKG_DESCRIPTION` (empty when the manifest has none).
+    pub description: &'static str,
 }
 
 /// Another key accepted for an argument, rewritten to the field's key before validation.

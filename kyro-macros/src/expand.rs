@@ -85,6 +85,11 @@ pub fn emit(tool: &Tool) -> TokenStream {
                     idempotent: #idempotent,
                     open_world: #open_world,
                 },
+                package: #kc::Package {
+                    name: ::core::env!("CARGO_PKG_NAME"),
+                    version: ::core::env!("CARGO_PKG_VERSION"),
+                    description: ::core::env!("CARGO_PKG_DESCRIPTION"),
+                },
             };
         }
     };

@@ -88,7 +88,7 @@ async fn approve(peer: &Peer<RoleServer>, summary: &str, fingerprint: &str) -> A
     };
     let request = ElicitRequestParams::FormElicitationParams {
         meta: None,
-        message: format!("kyro asks to run {summary}\nfingerprint {fingerprint}\nApprove this call?"),
+        message: format!("Run {summary}\nfingerprint {fingerprint}\nApprove this call?"),
         requested_schema: schema,
     };
     let Ok(result) = peer.create_elicitation(request).await else {

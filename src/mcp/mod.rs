@@ -50,10 +50,9 @@ use kyro_core::policy::Scope;
 use kyro_core::{Call, Outcome, Runtime, ToolDescriptor};
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, CompleteRequestParams,
-    CompleteResult, CompletionInfo, ContentBlock, GetTaskParams, GetTaskResult, Implementation,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig, Tool,
-    UpdateTaskParams,
+    CompleteResult, CompletionInfo, ContentBlock, GetTaskParams, GetTaskResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, ServerCapabilities, ServerConfig, Tool, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -103,6 +102,8 @@ pub(crate) struct KyroServer {
     /// catalog changes only when the registry does, which nothing but an upstream server
     /// does once serving (0, never fresh, with upstreams or for a registry held elsewhere).
     list_ttl_ms: u64,
+    /// Who the server says it is.
+    identity: Arc<crate::Identity>,
 }
 
 impl KyroServer {
@@ -125,7 +126,13 @@ impl KyroServer {
             tasks: Arc::default(),
             approval_hint: None,
             list_ttl_ms: 0,
+            identity: Arc::new(crate::Identity::of_catalog(&[])),
         }
+    }
+
+    pub(crate) fn with_identity(mut self, identity: crate::Identity) -> KyroServer {
+        self.identity = Arc::new(identity);
+        self
     }
 
     /// Asks for approvals on 2026-07-28 by `input_required`, sealing their state with
@@ -282,12 +289,10 @@ impl ServerHandler for KyroServer {
                 .enable_tasks()
                 .build(),
         )
-        .with_server_info(Implementation::new("kyro", env!("CARGO_PKG_VERSION")))
-        .with_instructions(
-            "kyro serves a catalog of typed tools over the workspace. Use tool_search to find a tool \
-             and tool_describe for its full schema; arguments are validated against the schema and \
-             violations come back as tool errors naming the field.",
-        )
+        .with_server_info(self.identity.implementation())
+        .with_instructions(self.identity.instructions(self.search, &|name| {
+            self.runtime.registry().snapshot().get(name).is_some()
+        }))
     }
 
     async fn list_tools(

@@ -258,7 +258,7 @@ fn an_approval_is_asked_of_a_client_that_can_answer() {
         let result = write(&h).await;
         assert_ne!(result.is_error, Some(true), "{result:?}");
         let asked = next(&mut h.events).await;
-        assert!(asked.starts_with("asked: kyro asks to run write_file\n"), "{asked}");
+        assert!(asked.starts_with("asked: Run write_file\n"), "{asked}");
         assert!(
             asked.contains("content: \"yes\"") && asked.contains("+yes"),
             "the content and its diff: {asked}"
@@ -297,7 +297,7 @@ fn an_approval_for_the_session_covers_later_calls_of_that_tool_only() {
             assert_ne!(made.is_error, Some(true), "{made:?}");
             let mut asked = Vec::new();
             while let Ok(event) = h.events.try_recv() {
-                if let Some(message) = event.strip_prefix("asked: kyro asks to run ") {
+                if let Some(message) = event.strip_prefix("asked: Run ") {
                     asked.push(message.split('\n').next().unwrap().to_owned());
                 }
             }

@@ -80,6 +80,34 @@ async fn the_authors_tools_are_served_with_kyros_guarantees() {
 }
 
 #[tokio::test(flavor = "current_thread")]
+async fn the_server_goes_by_its_authors_name_and_speaks_of_what_it_serves() {
+    let ws = tempfile::tempdir().unwrap();
+    let client = client(ws.path(), None).await;
+    let info = client.peer_info().unwrap();
+    // Cargo's name and version of the crate that declared the tools, not kyro's.
+    let server = info.server_info.as_ref().unwrap();
+    assert_eq!((server.name.as_str(), server.version.as_str()), ("kyro-author-example", "0.0.0"));
+    let instructions = info.instructions.clone().unwrap_or_default();
+    assert!(
+        !instructions.contains("tool_search") && !instructions.contains("kyro"),
+        "no discovery tool is served: {instructions}"
+    );
+    client.cancel().await.unwrap();
+    // `--help` is the author's, on stdout, and succeeds.
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_kyro-author-example"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(help.status.success(), "{help:?}");
+    let help = String::from_utf8(help.stdout).unwrap();
+    assert!(
+        help.starts_with("The kyro-author-example MCP tool server") && help.contains("Usage: kyro-author-example"),
+        "{help}"
+    );
+    assert!(!help.contains("built with kyro"), "{help}");
+}
+
+#[tokio::test(flavor = "current_thread")]
 async fn a_policy_that_lists_capabilities_grants_those_only() {
     let ws = tempfile::tempdir().unwrap();
     let policy = ws.path().join("policy.toml");
