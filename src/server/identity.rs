@@ -4,6 +4,8 @@
 
 use kyro_core::ToolEntry;
 
+use crate::Server;
+
 /// A server's identity ([`Server::named`](crate::Server::named) and the setters after it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Identity {
@@ -71,5 +73,38 @@ impl Identity {
             }
             _ => validated.to_owned(),
         }
+    }
+}
+
+impl Server {
+    /// The server's name and version, as `serverInfo` gives them (by default the name,
+    /// version and description Cargo gave the crate that declared the first tool).
+    pub fn named(mut self, name: impl Into<String>, version: impl Into<String>) -> Server {
+        (self.identity.name, self.identity.version) = (name.into(), version.into());
+        self
+    }
+
+    /// A title for people (`serverInfo.title`).
+    pub fn title(mut self, title: impl Into<String>) -> Server {
+        self.identity.title = Some(title.into());
+        self
+    }
+
+    /// What the server is for (`serverInfo.description` and the first line of `--help`).
+    pub fn description(mut self, description: impl Into<String>) -> Server {
+        self.identity.description = Some(description.into());
+        self
+    }
+
+    /// What a client tells its model about the server (by default a sentence made from
+    /// what is served).
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Server {
+        self.identity.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Who the server says it is.
+    pub fn identity(&self) -> &Identity {
+        &self.identity
     }
 }
