@@ -378,7 +378,18 @@ impl Server {
     }
 
     fn bare_runtime(&self, batched: bool) -> Result<Runtime, ServeError> {
-        let registry = Registry::with_prepared_catalog(&self.entries, self.prepared.unwrap_or_default())?;
+        let mut entries = self.entries.clone();
+        if self.catalog_flags.catalog == CatalogMode::Search {
+            // Search mode lists the discovery tools, which are the framework's: served
+            // whatever the author's catalog holds.
+            let missing: Vec<ToolEntry> = kyro_core::discovery::CATALOG
+                .iter()
+                .filter(|d| !entries.iter().any(|e| e.spec.name == d.spec.name))
+                .copied()
+                .collect();
+            entries.extend(missing);
+        }
+        let registry = Registry::with_prepared_catalog(&entries, self.prepared.unwrap_or_default())?;
         if self.prepared.is_none() {
             // A schema that does not compile refuses the server now, not its first call
             // (prepared schemas were compiled by the build that prepared them).

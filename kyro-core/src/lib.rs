@@ -20,6 +20,7 @@ mod confined;
 mod context;
 mod denial;
 mod descriptor;
+pub mod discovery;
 mod effect;
 mod error;
 pub mod grants;

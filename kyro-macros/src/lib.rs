@@ -90,6 +90,9 @@ pub fn output(args: TokenStream, item: TokenStream) -> TokenStream {
         let name = &item.ident;
         let (impl_generics, type_generics, where_clause) = item.generics.split_for_impl();
         quote::quote! {
+            // Not offered in the help of another tool's refused output: the author reads
+            // what may be returned, not a list of every output type compiled.
+            #[diagnostic::do_not_recommend]
             impl #impl_generics #kc::ObjectOutput for #name #type_generics #where_clause {}
         }
     });

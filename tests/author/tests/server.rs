@@ -108,6 +108,25 @@ async fn the_server_goes_by_its_authors_name_and_speaks_of_what_it_serves() {
 }
 
 #[tokio::test(flavor = "current_thread")]
+async fn search_mode_serves_the_frameworks_discovery_tools_over_the_authors_catalog() {
+    let ws = tempfile::tempdir().unwrap();
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_kyro-author-example"));
+    command.arg("--workspace").arg(ws.path()).args(["--catalog", "search"]);
+    let client = ().serve(TokioChildProcess::new(command).unwrap()).await.unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["tool_describe", "tool_search", "call_tool"]);
+    let instructions = client.peer_info().unwrap().instructions.clone().unwrap_or_default();
+    assert!(instructions.contains("tool_search") && instructions.contains("call_tool"), "{instructions}");
+    let found = call(&client, "tool_search", json!({"query": "count words"})).await;
+    let hits = found.structured_content.unwrap();
+    assert_eq!(hits["tools"][0]["name"], "word_count", "{hits}");
+    let ran = call(&client, "call_tool", json!({"name": "word_count", "arguments": {"text": "a b"}})).await;
+    assert_eq!(ran.structured_content, Some(json!({"words": 2})));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "current_thread")]
 async fn a_policy_that_lists_capabilities_grants_those_only() {
     let ws = tempfile::tempdir().unwrap();
     let policy = ws.path().join("policy.toml");

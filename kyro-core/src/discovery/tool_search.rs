@@ -1,6 +1,6 @@
 //! `tool_search`: find tools by words.
 
-use kyro_core::{Effect, Execute, ToolContext, ToolDescriptor, ToolError, tool};
+use crate::{Effect, Execute, ToolContext, ToolDescriptor, ToolError, tool};
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -54,6 +54,8 @@ pub struct SearchHit {
     pub score: u32,
 }
 
+// Not offered in the help of an author's struct missing its `impl Execute`.
+#[diagnostic::do_not_recommend]
 impl Execute for ToolSearch {
     type Output = SearchResults;
 
@@ -113,50 +115,4 @@ fn score(d: &ToolDescriptor, words: &[String]) -> u32 {
             s
         })
         .sum()
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use crate::testing::{call, ok, workspace};
-
-    #[test]
-    fn finds_tools_by_name_and_description_words_best_first() {
-        let r = ok(call(workspace().path(), "tool_search", json!({"query": "read file"})));
-        assert_eq!(r["tools"][0]["name"], "read_file");
-        assert_eq!(r["tools"][0]["effect"], "read");
-        let r = ok(call(workspace().path(), "tool_search", json!({"query": "expression"})));
-        assert_eq!(r["tools"][0]["name"], "calculate");
-    }
-
-    #[test]
-    fn filters_by_category_and_truncates_to_the_limit() {
-        let r = ok(call(
-            workspace().path(),
-            "tool_search",
-            json!({"query": "file directory", "category": "files", "limit": 1}),
-        ));
-        assert_eq!(r["tools"].as_array().unwrap().len(), 1);
-        assert_eq!(r["truncated"], true);
-        assert!(r["total_matches"].as_u64().unwrap() >= 2);
-        let none = ok(call(
-            workspace().path(),
-            "tool_search",
-            json!({"query": "read", "category": "discovery"}),
-        ));
-        assert!(
-            none["tools"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .all(|t| t["category"] == "discovery")
-        );
-    }
-
-    #[test]
-    fn no_match_is_an_empty_result() {
-        let r = ok(call(workspace().path(), "tool_search", json!({"query": "zzzqqq"})));
-        assert_eq!(r, json!({"tools": [], "total_matches": 0, "truncated": false}));
-    }
 }
