@@ -191,12 +191,14 @@ fn tools_list_serves_every_descriptor_with_schemas_and_annotations() {
     }
     // Integer bounds that only restate the Rust type are not listed; real ones are.
     let outputs: Vec<&Value> = tools.iter().map(|t| &t["outputSchema"]).collect();
+    let listed = serde_json::to_string(&outputs).unwrap();
     assert!(
-        !serde_json::to_string(&outputs)
-            .unwrap()
-            .contains("18446744073709551615"),
-        "u64::MAX restated"
+        !listed.contains("18446744073709551615") && !listed.contains("9007199254740991"),
+        "a type's range restated"
     );
+    // Input schemas bound 64-bit integers to what a JavaScript or f64 client holds exactly.
+    let inputs = serde_json::to_string(&tools.iter().map(|t| &t["inputSchema"]).collect::<Vec<_>>()).unwrap();
+    assert!(!inputs.contains("18446744073709551615") && !inputs.contains("9223372036854775807"));
 }
 
 /// MCP 2026-07-28: no `initialize`; every request carries the version and the client's

@@ -32,6 +32,9 @@ pub(crate) fn mcp_tool(d: &ToolDescriptor) -> Tool {
 /// The largest and smallest values of Rust's integer types, which a generated schema states
 /// as `maximum`/`minimum`: in an output schema they say only what the type is.
 const TYPE_BOUNDS: &[i128] = &[
+    // 64-bit types are bounded to what a JSON number holds exactly (2^53 - 1).
+    (1 << 53) - 1,
+    -((1 << 53) - 1),
     u64::MAX as i128,
     u32::MAX as i128,
     u16::MAX as i128,
@@ -45,7 +48,7 @@ const TYPE_BOUNDS: &[i128] = &[
 /// An output schema as listed: without its `description` keywords (the prose is left to
 /// `tool_describe`; the output schema's prose was a third of a listing, and the model reads
 /// results, not their schema) and without the integer bounds that only restate a Rust type's
-/// range (`maximum: 18446744073709551615`); every other keyword kept. A property named
+/// range (`maximum: 4294967295`); every other keyword kept. A property named
 /// `description` or `maximum` stays.
 fn listed_output(schema: &Value) -> Value {
     match schema {

@@ -208,8 +208,15 @@ fn is_null_schema(schema: &Value) -> bool {
     schema.get("type").and_then(Value::as_str) == Some("null")
 }
 
-/// Replaces schemars' numeric formats (`uint32`, `int64`, `double`...) with the exact bounds
-/// serde enforces, and refuses unknown string formats.
+/// The largest integer a JSON number carries exactly in JavaScript and in an f64
+/// (`Number.MAX_SAFE_INTEGER`, 2^53 - 1).
+const SAFE_INTEGER: i64 = (1 << 53) - 1;
+
+/// Replaces schemars' numeric formats (`uint32`, `int64`, `double`...) with the bounds
+/// serde enforces, and refuses unknown string formats. 64-bit integers are bounded to
+/// ±(2^53 - 1): past that a client in JavaScript, or any that reads numbers as f64, cannot
+/// hold the bound or the value exactly (a schema saying `maximum: 18446744073709551615`
+/// is read as 2^64), and the validator stays stricter than serde, never looser.
 fn numeric_format(map: &mut Map<String, Value>, pointer: &str) -> Result<(), SchemaError> {
     let Some(format) = map.get("format").and_then(Value::as_str).map(str::to_owned) else {
         return Ok(());
@@ -218,11 +225,11 @@ fn numeric_format(map: &mut Map<String, Value>, pointer: &str) -> Result<(), Sch
         "int8" => Some((i8::MIN.into(), i8::MAX.into())),
         "int16" => Some((i16::MIN.into(), i16::MAX.into())),
         "int32" => Some((i32::MIN.into(), i32::MAX.into())),
-        "int64" | "int" => Some((i64::MIN.into(), i64::MAX.into())),
+        "int64" | "int" => Some(((-SAFE_INTEGER).into(), SAFE_INTEGER.into())),
         "uint8" => Some((0.into(), u8::MAX.into())),
         "uint16" => Some((0.into(), u16::MAX.into())),
         "uint32" => Some((0.into(), u32::MAX.into())),
-        "uint64" | "uint" => Some((0.into(), u64::MAX.into())),
+        "uint64" | "uint" => Some((0.into(), SAFE_INTEGER.into())),
         "double" | "float" => None,
         other if STRING_FORMATS.contains(&other) => return Ok(()),
         other => {
