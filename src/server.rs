@@ -43,7 +43,7 @@ pub enum ServeError {
     )]
     NotLoopback(SocketAddr),
     /// The HTTP bearer token cannot be read or is not one.
-    #[error("the HTTP token (--token-file FILE, or KYRO_HTTP_TOKEN): {0}")]
+    #[error("{0}")]
     HttpToken(String),
     /// The OAuth resource server's flags are not usable.
     #[error("OAuth: {0}")]

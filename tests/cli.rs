@@ -667,3 +667,36 @@ fn receipts_are_listed_by_filter_and_their_chain_finds_an_altered_removed_or_cut
     assert_eq!(code, Some(1), "{said}");
     assert!(said.contains("removed from its end"), "{said}");
 }
+
+#[test]
+fn a_bad_http_token_is_blamed_on_where_it_came_from() {
+    let ws = tempfile::tempdir().unwrap();
+    let serve = |env: Option<&str>, flags: &[&str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_kyro"));
+        command.env_remove("KYRO_HTTP_TOKEN").env_remove("KYRO_STATE");
+        if let Some(token) = env {
+            command.env("KYRO_HTTP_TOKEN", token);
+        }
+        let out = command
+            .args(["mcp", "--http", "127.0.0.1:0", "--workspace"])
+            .arg(ws.path())
+            .args(flags)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let short = serve(Some("short"), &[]);
+    assert!(
+        short.contains("KYRO_HTTP_TOKEN: an HTTP token must be at least 16") && !short.contains("--token-file"),
+        "{short}"
+    );
+    let tokens = ws.path().join("tokens");
+    std::fs::write(&tokens, "alice short\n").unwrap();
+    let filed = serve(None, &["--token-file", tokens.to_str().unwrap()]);
+    assert!(
+        filed.contains("--token-file ") && !filed.contains("KYRO_HTTP_TOKEN"),
+        "{filed}"
+    );
+}

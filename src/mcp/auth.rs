@@ -264,11 +264,13 @@ impl HttpAuthFlags {
         let oauth_only = self.oauth.issuer.is_some() && std::env::var_os(TOKEN_VARIABLE).is_none();
         #[cfg(not(feature = "oauth"))]
         let oauth_only = false;
+        // The error names where the token came from, so the person fixes the right one.
+        let from = |place: String| move |e: std::io::Error| std::io::Error::new(e.kind(), format!("{place}: {e}"));
         match (&self.token_file, self.no_auth) {
             (_, true) => Ok(HttpAuth::None),
-            (Some(file), false) => HttpAuth::token_file(file),
+            (Some(file), false) => HttpAuth::token_file(file).map_err(from(format!("--token-file {}", file.display()))),
             (None, false) if oauth_only => Ok(HttpAuth::None),
-            (None, false) => HttpAuth::from_env_or_new(),
+            (None, false) => HttpAuth::from_env_or_new().map_err(from(TOKEN_VARIABLE.to_owned())),
         }
     }
 }

@@ -85,7 +85,7 @@ impl Server {
             Some(auth) => auth,
             #[cfg(feature = "oauth")]
             None if self.http_access.oauth.is_some() => HttpAuth::None,
-            None => HttpAuth::from_env_or_new().map_err(|e| ServeError::HttpToken(e.to_string()))?,
+            None => HttpAuth::from_env_or_new().map_err(|e| ServeError::HttpToken(format!("KYRO_HTTP_TOKEN: {e}")))?,
         };
         let metrics = Metrics::new();
         self.observers.push(metrics.clone());
