@@ -1,5 +1,3 @@
-mod tools;
-
 fn main() -> std::process::ExitCode {
-    kyro::Server::new(tools::TOOLS).run()
+    kyro::Server::new(kyro_author_example::TOOLS).run()
 }

@@ -203,10 +203,26 @@ async fn blocking_work_does_not_stall_the_server() {
 }
 
 #[test]
-fn build_rs_wrote_the_inventory_from_the_same_descriptors() {
-    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/tool-inventory.md")).unwrap();
+fn the_inventory_is_kept_by_a_test_from_the_same_descriptors() {
+    // The author's one line (no build.rs, no build dependency on kyro).
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/tool-inventory.md");
+    kyro::inventory::keep(kyro_author_example::TOOLS, path).unwrap();
+    let doc = std::fs::read_to_string(path).unwrap();
     for name in ["word_count", "send_greeting", "slow_lookup"] {
         assert!(doc.contains(&format!("## {name}")), "{name} missing");
     }
     assert!(doc.contains("`greet.send`"));
+    // A stale copy is rewritten, and the test says so.
+    let stale = std::env::temp_dir().join(format!("kyro-inventory-{}.md", std::process::id()));
+    std::fs::write(&stale, "old").unwrap();
+    if std::env::var_os("CI").is_none() {
+        let said = kyro::inventory::keep(kyro_author_example::TOOLS, &stale).unwrap_err();
+        assert!(said.contains("is written now: commit it"), "{said}");
+        assert_eq!(std::fs::read_to_string(&stale).unwrap(), doc);
+    } else {
+        let said = kyro::inventory::keep(kyro_author_example::TOOLS, &stale).unwrap_err();
+        assert!(said.contains("is stale"), "{said}");
+        assert_eq!(std::fs::read_to_string(&stale).unwrap(), "old", "nothing written under CI");
+    }
+    std::fs::remove_file(stale).unwrap();
 }
