@@ -73,7 +73,7 @@ pub use serde_json;
 
 /// What a tool author writes with: `use kyro::prelude::*;`.
 pub mod prelude {
-    pub use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, output, tool};
+    pub use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, input, output, tool};
 }
 
 /// The core the generated code names; not part of the public API.

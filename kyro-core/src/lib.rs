@@ -45,7 +45,7 @@ pub use context::{Narrowed, ToolContext, Workspace, WorkspacePath};
 pub use descriptor::{Annotations, ArgumentAlias, Catalog, Hints, ToolDescriptor};
 pub use effect::{Approval, Capability, Effect};
 pub use error::ToolError;
-pub use kyro_macros::{output, tool};
+pub use kyro_macros::{input, output, tool};
 pub use outcome::{Call, Outcome, OutcomeKind, Progress, ProgressSink, TaskHook};
 pub use policy::{ApprovalToken, Policy};
 pub use receipt::{Execution, Observer, Receipt, Settling};

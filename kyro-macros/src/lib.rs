@@ -49,6 +49,52 @@ fn expand_tool(args: proc_macro2::TokenStream, item: &syn::DeriveInput) -> syn::
     Ok(expand::emit(&input))
 }
 
+/// Makes a type part of a tool's arguments: an enum of choices, a nested object, a newtype.
+/// Adds `Deserialize` and `JsonSchema` through kyro's own paths, so the author's crate
+/// needs neither serde nor schemars; doc comments become the input schema's descriptions,
+/// and `#[serde(...)]` attributes (`rename_all`, `default`) apply as usual.
+///
+/// ```ignore
+/// /// How names are matched.
+/// #[input]
+/// #[serde(rename_all = "snake_case")]
+/// pub enum Mode {
+///     /// The whole name.
+///     Exact,
+///     /// Its beginning.
+///     Prefix,
+/// }
+/// ```
+#[proc_macro_attribute]
+pub fn input(args: TokenStream, item: TokenStream) -> TokenStream {
+    let args = proc_macro2::TokenStream::from(args);
+    if !args.is_empty() {
+        return syn::Error::new_spanned(args, "`input` takes no arguments; write `#[input]`")
+            .to_compile_error()
+            .into();
+    }
+    let item = match syn::parse::<syn::DeriveInput>(item) {
+        Ok(item) => item,
+        Err(err) => return err.to_compile_error().into(),
+    };
+    if let syn::Data::Union(union) = &item.data {
+        return syn::Error::new_spanned(union.union_token, "`#[input]` takes a struct or an enum, not a union")
+            .to_compile_error()
+            .into();
+    }
+    let core = paths::core();
+    let kc = &core.tokens;
+    let serde_crate = format!("{}::__private::serde", core.text);
+    let schemars_crate = format!("{}::__private::schemars", core.text);
+    quote::quote! {
+        #[derive(#kc::__private::serde::Deserialize, #kc::__private::schemars::JsonSchema)]
+        #[serde(crate = #serde_crate)]
+        #[schemars(crate = #schemars_crate)]
+        #item
+    }
+    .into()
+}
+
 /// Makes a struct a tool's output, or part of one: adds `Serialize` and `JsonSchema`
 /// through kyro's own paths, so the author's crate needs neither serde nor schemars, and
 /// marks a struct with named fields as an object (`ObjectOutput`), which `Execute::Output`

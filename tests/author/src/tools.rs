@@ -1,5 +1,6 @@
-//! Three tools, written as an author writes them: one failing with a kind of its own, one
-//! needing a capability the author defines, one doing blocking work.
+//! Four tools, written as an author writes them: one failing with a kind of its own, one
+//! needing a capability the author defines, one doing blocking work, one taking a choice
+//! and failing with data. Neither serde nor schemars is a dependency.
 
 use kyro::prelude::*;
 
@@ -93,7 +94,66 @@ impl Execute for SlowLookup {
     }
 }
 
+/// How a word is matched.
+#[input]
+#[serde(rename_all = "snake_case")]
+pub enum Matching {
+    /// The whole word, as given.
+    Exact,
+    /// Words that begin with it.
+    Prefix,
+}
+
+/// Find the words of a text that match a word.
+///
+/// Fails with `no_match` (and the closest word, as data) when none does.
+#[tool(name = "find_words", category = "text", effect = "none")]
+pub struct FindWords {
+    /// The text to search.
+    pub text: String,
+    /// The word to look for.
+    #[schemars(length(min = 1, max = 100))]
+    pub word: String,
+    /// How to match it; default `exact`.
+    pub matching: Option<Matching>,
+}
+
+/// The words found.
+#[output]
+pub struct Found {
+    /// The matching words, in the order of the text.
+    pub words: Vec<String>,
+}
+
+impl Execute for FindWords {
+    type Output = Found;
+
+    async fn run(self, _cx: &ToolContext) -> Result<Found, ToolError> {
+        let matches = |w: &&str| match self.matching.as_ref().unwrap_or(&Matching::Exact) {
+            Matching::Exact => *w == self.word,
+            Matching::Prefix => w.starts_with(&self.word),
+        };
+        let words: Vec<String> = self
+            .text
+            .split_whitespace()
+            .filter(matches)
+            .map(str::to_owned)
+            .collect();
+        if words.is_empty() {
+            let closest = self
+                .text
+                .split_whitespace()
+                .max_by_key(|w| w.chars().zip(self.word.chars()).take_while(|(a, b)| a == b).count());
+            return Err(
+                ToolError::custom("no_match", format!("no word matches `{}`", self.word))
+                    .with_data(kyro::serde_json::json!({"word": self.word, "closest": closest})),
+            );
+        }
+        Ok(Found { words })
+    }
+}
+
 kyro::catalog! {
     /// The server's tools.
-    pub const TOOLS = [WordCount, SendGreeting, SlowLookup];
+    pub const TOOLS = [WordCount, SendGreeting, SlowLookup, FindWords];
 }

@@ -42,7 +42,7 @@ async fn the_authors_tools_are_served_with_kyros_guarantees() {
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     // `send_greeting` needs the author's own capability, which the default policy grants
     // (it grants what the served tools need).
-    assert_eq!(names, ["send_greeting", "slow_lookup", "word_count"]);
+    assert_eq!(names, ["find_words", "send_greeting", "slow_lookup", "word_count"]);
     let count = tools.iter().find(|t| t.name == "word_count").unwrap();
     assert_eq!(count.input_schema["additionalProperties"], false, "closed schemas");
     assert_eq!(
@@ -86,7 +86,10 @@ async fn the_server_goes_by_its_authors_name_and_speaks_of_what_it_serves() {
     let info = client.peer_info().unwrap();
     // Cargo's name and version of the crate that declared the tools, not kyro's.
     let server = info.server_info.as_ref().unwrap();
-    assert_eq!((server.name.as_str(), server.version.as_str()), ("kyro-author-example", "0.0.0"));
+    assert_eq!(
+        (server.name.as_str(), server.version.as_str()),
+        ("kyro-author-example", "0.0.0")
+    );
     let instructions = info.instructions.clone().unwrap_or_default();
     assert!(
         !instructions.contains("tool_search") && !instructions.contains("kyro"),
@@ -117,12 +120,56 @@ async fn search_mode_serves_the_frameworks_discovery_tools_over_the_authors_cata
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(names, ["tool_describe", "tool_search", "call_tool"]);
     let instructions = client.peer_info().unwrap().instructions.clone().unwrap_or_default();
-    assert!(instructions.contains("tool_search") && instructions.contains("call_tool"), "{instructions}");
-    let found = call(&client, "tool_search", json!({"query": "count words"})).await;
+    assert!(
+        instructions.contains("tool_search") && instructions.contains("call_tool"),
+        "{instructions}"
+    );
+    let found = call(&client, "tool_search", json!({"query": "count"})).await;
     let hits = found.structured_content.unwrap();
     assert_eq!(hits["tools"][0]["name"], "word_count", "{hits}");
-    let ran = call(&client, "call_tool", json!({"name": "word_count", "arguments": {"text": "a b"}})).await;
+    let ran = call(
+        &client,
+        "call_tool",
+        json!({"name": "word_count", "arguments": {"text": "a b"}}),
+    )
+    .await;
     assert_eq!(ran.structured_content, Some(json!({"words": 2})));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_choice_argument_derives_through_kyro_and_is_checked_by_its_schema() {
+    let ws = tempfile::tempdir().unwrap();
+    let client = client(ws.path(), None).await;
+    let tools = client.list_all_tools().await.unwrap();
+    let find = tools.iter().find(|t| t.name == "find_words").unwrap();
+    let matching = &find.input_schema["properties"]["matching"];
+    assert!(
+        matching.to_string().contains("\"exact\"") && matching.to_string().contains("\"prefix\""),
+        "{matching}"
+    );
+    let found = call(
+        &client,
+        "find_words",
+        json!({"text": "tea team tee", "word": "tea", "matching": "prefix"}),
+    )
+    .await;
+    assert_eq!(found.structured_content, Some(json!({"words": ["tea", "team"]})));
+    let exact = call(&client, "find_words", json!({"text": "tea team tee", "word": "tea"})).await;
+    assert_eq!(exact.structured_content, Some(json!({"words": ["tea"]})));
+    // A value outside the choices never reaches the executor.
+    let fuzzy = call(
+        &client,
+        "find_words",
+        json!({"text": "tea", "word": "tea", "matching": "fuzzy"}),
+    )
+    .await;
+    assert_eq!(fuzzy.is_error, Some(true));
+    assert!(
+        text(&fuzzy).starts_with("invalid_arguments") && text(&fuzzy).contains("/matching"),
+        "{}",
+        text(&fuzzy)
+    );
     client.cancel().await.unwrap();
 }
 
@@ -222,7 +269,11 @@ fn the_inventory_is_kept_by_a_test_from_the_same_descriptors() {
     } else {
         let said = kyro::inventory::keep(kyro_author_example::TOOLS, &stale).unwrap_err();
         assert!(said.contains("is stale"), "{said}");
-        assert_eq!(std::fs::read_to_string(&stale).unwrap(), "old", "nothing written under CI");
+        assert_eq!(
+            std::fs::read_to_string(&stale).unwrap(),
+            "old",
+            "nothing written under CI"
+        );
     }
     std::fs::remove_file(stale).unwrap();
 }
