@@ -322,6 +322,7 @@ impl Server {
     /// request is not kept waiting.
     async fn started(&self, serving_stdio: bool) -> Result<Started, ServeError> {
         let runtime = self.bare_runtime(serving_stdio)?;
+        unusable::say_unusable(&self.identity.name, &runtime);
         // A store that cannot be reached refuses the server now, not each call.
         #[cfg(feature = "postgres")]
         if let Some(state) = &self.shared_state {
@@ -587,6 +588,7 @@ fn default_approval_store(root: PathBuf) -> Arc<dyn ApprovalStore> {
 #[cfg(feature = "http")]
 mod http;
 mod identity;
+mod unusable;
 
 pub use identity::Identity;
 #[cfg(test)]

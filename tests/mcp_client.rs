@@ -91,10 +91,12 @@ impl HttpServer {
             .stderr(Stdio::piped())
             .spawn()
             .expect("kyro mcp --http starts");
+        // Lines before the address (what the policy makes unusable) are passed over.
         let mut line = String::new();
-        BufReader::new(child.stderr.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        while stderr.read_line(&mut line).unwrap() > 0 && !line.contains("serving MCP on") {
+            line.clear();
+        }
         let url = line.trim().rsplit(' ').next().unwrap().replace("0.0.0.0", "127.0.0.1");
         assert!(url.starts_with("http://127.0.0.1:"), "{line}");
         HttpServer { child, url }

@@ -212,6 +212,16 @@ async fn a_policy_that_lists_capabilities_grants_those_only() {
         (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
     };
 
+    // At start the server says which of its tools the policy makes unusable, and why.
+    let (_, stderr) = started_with("capabilities = [\"fs.read\"]\n");
+    assert!(
+        stderr.contains("kyro-author-example: the policy makes 1 served tools unusable")
+            && stderr.contains("send_greeting (needs `greet.send`)"),
+        "{stderr}"
+    );
+    let (_, stderr) = started_with("capabilities = [\"fs.read\", \"greet.send\"]\n");
+    assert!(!stderr.contains("unusable"), "{stderr}");
+
     // A misspelt grant is refused when the server starts, not ignored.
     let (ok, stderr) = started_with("capabilities = [\"greet.sned\"]\n");
     assert!(!ok && stderr.contains("greet.sned"), "{stderr}");
