@@ -199,6 +199,23 @@ impl ToolError {
         }
     }
 
+    /// The structured part of the error, for its receipt: an author's data, or a built-in
+    /// kind's fields; `None` when it has none.
+    pub fn data(&self) -> Option<Value> {
+        match self {
+            ToolError::Custom { data, .. } => data.clone(),
+            _ => {
+                let mut fields = match self.to_json() {
+                    Value::Object(map) => map,
+                    _ => return None,
+                };
+                fields.remove("kind");
+                fields.remove("message");
+                (!fields.is_empty()).then_some(Value::Object(fields))
+            }
+        }
+    }
+
     /// An I/O failure, with the operation and path for context.
     pub fn io(operation: &str, path: &str, err: &std::io::Error) -> ToolError {
         ToolError::Io {

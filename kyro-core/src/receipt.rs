@@ -78,6 +78,10 @@ pub struct Receipt {
     /// For `execution_failed`, the error's kind (a built-in one or a tool author's own).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_kind: Option<String>,
+    /// For `execution_failed`, the error's structured part: an author's `with_data`, or a
+    /// built-in kind's fields (its path, its operation); the message stays out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_data: Option<serde_json::Value>,
     /// For `timed_out` and `cancelled`: whether the tool's work stopped when told to (true),
     /// or was still running when the receipt was written (false: blocking code that does
     /// not check its stop signal, left to finish on its own).

@@ -236,6 +236,10 @@ impl Runtime {
                 Outcome::ExecutionFailed { error, .. } => Some(error.kind()),
                 _ => None,
             },
+            error_data: match &staged.outcome {
+                Outcome::ExecutionFailed { error, .. } => error.data(),
+                _ => None,
+            },
             work_stopped: staged.work_stopped,
             started_at_ms,
             duration_us: start.elapsed().as_micros() as u64,

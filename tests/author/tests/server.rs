@@ -77,6 +77,12 @@ async fn the_authors_tools_are_served_with_kyros_guarantees() {
         .map(|l| serde_json::from_str::<Value>(l).unwrap()["error_kind"].clone())
         .collect();
     assert!(kinds.contains(&json!("empty_text")), "{receipts}");
+    // The author's data is in the receipt beside the kind.
+    let data: Vec<Value> = receipts
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["error_data"].clone())
+        .collect();
+    assert!(data.contains(&json!({"length": 2})), "{receipts}");
 }
 
 #[tokio::test(flavor = "current_thread")]
