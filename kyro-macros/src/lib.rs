@@ -49,6 +49,18 @@ fn expand_tool(args: proc_macro2::TokenStream, item: &syn::DeriveInput) -> syn::
     Ok(expand::emit(&input))
 }
 
+/// The item of an attribute that takes no arguments (`#[input]`, `#[output]`).
+fn bare_item(name: &str, args: TokenStream, item: TokenStream) -> syn::Result<syn::DeriveInput> {
+    let args = proc_macro2::TokenStream::from(args);
+    if !args.is_empty() {
+        return Err(syn::Error::new_spanned(
+            args,
+            format!("`{name}` takes no arguments; write `#[{name}]`"),
+        ));
+    }
+    syn::parse::<syn::DeriveInput>(item)
+}
+
 /// Makes a type part of a tool's arguments: an enum of choices, a nested object, a newtype.
 /// Adds `Deserialize` and `JsonSchema` through kyro's own paths, so the author's crate
 /// needs neither serde nor schemars; doc comments become the input schema's descriptions,
@@ -67,13 +79,7 @@ fn expand_tool(args: proc_macro2::TokenStream, item: &syn::DeriveInput) -> syn::
 /// ```
 #[proc_macro_attribute]
 pub fn input(args: TokenStream, item: TokenStream) -> TokenStream {
-    let args = proc_macro2::TokenStream::from(args);
-    if !args.is_empty() {
-        return syn::Error::new_spanned(args, "`input` takes no arguments; write `#[input]`")
-            .to_compile_error()
-            .into();
-    }
-    let item = match syn::parse::<syn::DeriveInput>(item) {
+    let item = match bare_item("input", args, item) {
         Ok(item) => item,
         Err(err) => return err.to_compile_error().into(),
     };
@@ -111,13 +117,7 @@ pub fn input(args: TokenStream, item: TokenStream) -> TokenStream {
 /// ```
 #[proc_macro_attribute]
 pub fn output(args: TokenStream, item: TokenStream) -> TokenStream {
-    let args = proc_macro2::TokenStream::from(args);
-    if !args.is_empty() {
-        return syn::Error::new_spanned(args, "`output` takes no arguments; write `#[output]`")
-            .to_compile_error()
-            .into();
-    }
-    let item = match syn::parse::<syn::DeriveInput>(item) {
+    let item = match bare_item("output", args, item) {
         Ok(item) => item,
         Err(err) => return err.to_compile_error().into(),
     };

@@ -10,17 +10,22 @@ use serde_json::{Value, json};
 use super::{TOKEN, workspace};
 
 /// A GET of `path`: the head (lowercased) and the body.
-fn get(address: &str, path: &str) -> (String, String) {
-    let mut stream = std::net::TcpStream::connect(address).unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut answer = String::new();
-    let _ = stream.read_to_string(&mut answer);
+pub(super) fn get(address: &str, path: &str) -> (String, String) {
+    let answer = raw(
+        address,
+        &format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"),
+    );
     let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
     (head.to_lowercase(), body.to_owned())
+}
+
+/// Sends `request` as it is on a connection of its own: the whole answer.
+fn raw(address: &str, request: &str) -> String {
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer
 }
 
 /// A 2026-07-28 `tools/call` with the test token and `meta` in its `_meta`: the head and
@@ -96,23 +101,17 @@ fn http_serves_health_readiness_metrics_and_a_json_line_a_call() {
     for made_up in 0..3 {
         call(&address, &format!("no_such_tool_{made_up}"), json!({}), json!({}));
     }
-    let mut refused = std::net::TcpStream::connect(&address).unwrap();
-    write!(
-        refused,
-        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"
-    )
-    .unwrap();
-    let _ = refused.read_to_string(&mut String::new());
-    // A name rebound to this address: refused before the endpoint, counted all the same.
-    let mut rebound = std::net::TcpStream::connect(&address).unwrap();
-    write!(
-        rebound,
-        "POST /mcp HTTP/1.1\r\nHost: evil.example\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"
-    )
-    .unwrap();
-    let mut answer = String::new();
-    let _ = rebound.read_to_string(&mut answer);
-    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    let post = |host: &str| {
+        raw(
+            &address,
+            &format!("POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"),
+        )
+    };
+    // No token: 401. A name rebound to this address: 403 before the endpoint, counted all
+    // the same.
+    assert!(post(&address).starts_with("HTTP/1.1 401"));
+    let rebound = post("evil.example");
+    assert!(rebound.starts_with("HTTP/1.1 403"), "{rebound}");
     let (head, metrics) = get(&address, "/metrics");
     assert!(head.starts_with("http/1.1 200"), "{head}");
     assert!(

@@ -4,8 +4,6 @@
 //! store is back the waiting receipt is written (once) and calls run again, with no
 //! restart. Two failures: inserts refused by a trigger, then the server stopped.
 
-use std::io::{Read, Write};
-
 use serde_json::{Value, json};
 
 use super::postgres::Postgres;
@@ -15,15 +13,7 @@ use super::{call_as, post_as, workspace};
 /// `GET /readyz`: whether it answered 200.
 fn ready(url: &str) -> bool {
     let address = url.trim_start_matches("http://").trim_end_matches("/mcp");
-    let mut stream = std::net::TcpStream::connect(address).unwrap();
-    write!(
-        stream,
-        "GET /readyz HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut answer = String::new();
-    let _ = stream.read_to_string(&mut answer);
-    answer.starts_with("HTTP/1.1 200")
+    super::ops::get(address, "/readyz").0.starts_with("http/1.1 200")
 }
 
 /// Waits (20 s at most) for the replica to be ready again.
