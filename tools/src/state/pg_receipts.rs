@@ -43,6 +43,7 @@ impl PgState {
             state: self.clone(),
             queue: Mutex::default(),
             writing: tokio::sync::Mutex::new(()),
+            written: AtomicU64::new(0),
             behind: Mutex::new(None),
             retrying: AtomicBool::new(false),
             dropped: AtomicU64::new(0),
@@ -137,6 +138,8 @@ impl PgState {
 
 /// One receipt waiting to be written.
 struct Queued {
+    /// Its place in the order receipts were observed (from 1).
+    ticket: u64,
     call_id: String,
     caller: String,
     tool: String,
@@ -145,12 +148,23 @@ struct Queued {
     raw: Vec<u8>,
 }
 
+/// The receipts observed and not yet written, in order.
+#[derive(Default)]
+struct Pending {
+    items: Vec<Queued>,
+    /// The ticket given last.
+    last_ticket: u64,
+}
+
 /// The receipts observed and not yet written, and the writing of them.
 struct ReceiptQueue {
     state: PgState,
-    queue: Mutex<Vec<Queued>>,
-    /// Held by the one settling future writing the queue.
+    queue: Mutex<Pending>,
+    /// Held by the one settling task writing the queue.
     writing: tokio::sync::Mutex<()>,
+    /// The ticket of the last receipt written: receipts are written in ticket order (a
+    /// failed batch goes back first in line), so every ticket up to it is kept.
+    written: AtomicU64,
     /// Why the last write failed, while its receipts wait in the queue.
     behind: Mutex<Option<String>>,
     /// Whether a task is trying the write again.
@@ -177,34 +191,31 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl ReceiptQueue {
-    /// Writes what is queued (everything observed before this was called, and perhaps
-    /// more); on failure puts it back, first in line, and has it tried again.
-    /// (Boxed, not `async fn`: its retry calls it again.)
-    fn settle(self: Arc<Self>) -> Settling {
-        Box::pin(async move { self.settle_now().await })
+    /// Writes what is queued, up to ticket `through` at least (the receipt of the call
+    /// asking, and every one before it); on failure puts it back, first in line, and has
+    /// it tried again. The whole of it runs on a task of its own, so a settling future
+    /// dropped midway (a cancelled parent call's child) loses nothing.
+    fn settle(self: Arc<Self>, through: u64) -> Settling {
+        Box::pin(async move {
+            tokio::spawn(async move { self.settle_now(through).await })
+                .await
+                .map_err(|e| e.to_string())?
+        })
     }
 
-    async fn settle_now(self: Arc<Self>) -> Result<(), String> {
+    async fn settle_now(self: Arc<Self>, through: u64) -> Result<(), String> {
         let _writing = self.writing.lock().await;
-        let batch = std::mem::take(&mut *lock(&self.queue));
-        if batch.is_empty() {
-            return match lock(&self.behind).clone() {
-                // Another call's settling put the batch back after a failure.
-                Some(why) => Err(why),
-                None => Ok(()),
-            };
+        if self.written.load(Ordering::SeqCst) >= through {
+            // Written by another call's batch already.
+            return Ok(());
         }
-        // Written on a task of its own: a settling future dropped midway (a cancelled
-        // parent call's child) does not take the batch it took from the queue with it.
-        let queue = self.clone();
-        let (batch, written) = tokio::spawn(async move {
-            let written = queue.write(&batch).await;
-            (batch, written)
-        })
-        .await
-        .map_err(|e| e.to_string())?;
-        match written {
+        let batch = std::mem::take(&mut lock(&self.queue).items);
+        let Some(last) = batch.last().map(|q| q.ticket) else {
+            return Ok(());
+        };
+        match self.write(&batch).await {
             Ok(()) => {
+                self.written.store(last, Ordering::SeqCst);
                 if lock(&self.behind).take().is_some() {
                     say(format_args!("the waiting receipts are written; calls run again"));
                 }
@@ -213,29 +224,38 @@ impl ReceiptQueue {
             Err(why) => {
                 let waiting = {
                     let mut queue = lock(&self.queue);
-                    let later = std::mem::replace(&mut *queue, batch);
-                    queue.extend(later);
-                    queue.len()
+                    let later = std::mem::replace(&mut queue.items, batch);
+                    queue.items.extend(later);
+                    queue.items.len()
                 };
                 let why = format!("{waiting} receipts wait to be written: {why}");
                 if lock(&self.behind).replace(why.clone()).is_none() {
                     say(format_args!("{why}; no call runs until they are written"));
                 }
-                if !self.retrying.swap(true, Ordering::SeqCst) {
-                    let queue = self.clone();
-                    tokio::spawn(async move {
-                        loop {
-                            tokio::time::sleep(RETRY).await;
-                            if queue.clone().settle().await.is_ok() {
-                                break;
-                            }
-                        }
-                        queue.retrying.store(false, Ordering::SeqCst);
-                    });
-                }
+                self.clone().retry();
                 Err(why)
             }
         }
+    }
+
+    /// Tries the waiting receipts again every second until they are written, on one task.
+    fn retry(self: Arc<Self>) {
+        if self.retrying.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(RETRY).await;
+                let through = lock(&self.queue).last_ticket;
+                let _ = self.clone().settle(through).await;
+                self.retrying.store(false, Ordering::SeqCst);
+                // A write failing between the one above and the flag's reset left the
+                // retry to this task: look again, unless another task took it up.
+                if lock(&self.behind).is_none() || self.retrying.swap(true, Ordering::SeqCst) {
+                    break;
+                }
+            }
+        });
     }
 
     /// One transaction: each receipt linked to the head and inserted, then the new head.
@@ -293,7 +313,7 @@ impl Observer for PgReceipts {
             }
         );
         let mut queue = lock(&self.0.queue);
-        if refused_unrecorded && queue.len() >= MOST_WAITING {
+        if refused_unrecorded && queue.items.len() >= MOST_WAITING {
             let dropped = self.0.dropped.fetch_add(1, Ordering::Relaxed) + 1;
             if dropped.is_power_of_two() {
                 say(format_args!(
@@ -310,7 +330,10 @@ impl Observer for PgReceipts {
         // NUL, which PostgreSQL's text cannot hold, and short enough for the index. The
         // line keeps the receipt whole.
         let column = |text: &str| text.replace('\0', "").chars().take(256).collect::<String>();
-        queue.push(Queued {
+        queue.last_ticket += 1;
+        let ticket = queue.last_ticket;
+        queue.items.push(Queued {
+            ticket,
             call_id: column(&receipt.call_id),
             caller: column(receipt.caller.name()),
             tool: column(&receipt.tool),
@@ -321,7 +344,14 @@ impl Observer for PgReceipts {
     }
 
     fn settled(&self) -> Option<Settling> {
-        Some(self.0.clone().settle())
+        // While receipts wait, the retry task alone tries the store: a call does not wait
+        // on another attempt (a refusal, or a call that was running when the store went).
+        if let Some(why) = lock(&self.0.behind).clone() {
+            return Some(Box::pin(std::future::ready(Err(why))));
+        }
+        // Every receipt observed so far: this call's among them.
+        let through = lock(&self.0.queue).last_ticket;
+        Some(self.0.clone().settle(through))
     }
 
     fn ready(&self) -> Result<(), String> {
