@@ -425,6 +425,25 @@ fn a_call_returns_structured_content_and_readable_text() {
         text, call["result"]["structuredContent"],
         "--text json keeps the serialized JSON"
     );
+    // A failure too: its text is the outcome's JSON, its error whole under `_meta`.
+    let failed = json_text.request(
+        4,
+        "tools/call",
+        json!({"name": "read_file", "arguments": {"path": "missing.txt"}}),
+    );
+    let result = &failed["result"];
+    assert_eq!(result["isError"], true);
+    assert!(
+        result.get("structuredContent").is_none(),
+        "no structured content to mismatch the schema"
+    );
+    let text: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(text["outcome"], "execution_failed");
+    assert_eq!(text["error"], result["_meta"]["kyro/error"]);
+    assert!(
+        text["error"]["kind"].is_string() && text["error"]["message"].is_string(),
+        "{text}"
+    );
 }
 
 #[test]

@@ -537,7 +537,7 @@ impl KyroServer {
                 Some(serde_json::json!({ "suggestions": suggestions })),
             )),
             other => {
-                let mut answer = tool_error(&other);
+                let mut answer = tool_error(&other, self.text);
                 if let (Outcome::ApprovalRequired { tool, fingerprint, .. }, Some(hint)) = (&other, &self.approval_hint)
                 {
                     let hint = hint.replace("{tool}", tool).replace("{fingerprint}", fingerprint);

@@ -81,7 +81,7 @@ fn write_value(out: &mut String, value: &Value, indent: usize) {
 pub(super) fn call_result(outcome: Outcome, mode: TextMode) -> CallToolResult {
     match outcome {
         Outcome::Ok { result, text, .. } => ok_result(result, text, mode),
-        other => tool_error(&other),
+        other => tool_error(&other, mode),
     }
 }
 
@@ -113,9 +113,28 @@ pub(super) fn ok_result(mut result: Value, text: Option<String>, mode: TextMode)
     answer
 }
 
-/// A model-readable failure: text for the model, `isError: true`, no structured content
-/// (it would not match the output schema).
-pub(super) fn tool_error(outcome: &Outcome) -> CallToolResult {
+/// The `_meta` key of an error result carrying the error as JSON (`kind`, `message`, and
+/// its data or fields).
+pub(super) const ERROR_META: &str = "kyro/error";
+
+/// A failure: text for the model (the error's data rendered after its message, or with
+/// `--text json` the outcome's JSON), `isError: true`, and the error's JSON under `_meta`
+/// (`kyro/error`) for programs. Not as structured content: clients check structured
+/// content against the tool's output schema even on an error (the TypeScript SDK throws),
+/// and an error does not match it.
+pub(super) fn tool_error(outcome: &Outcome, mode: TextMode) -> CallToolResult {
+    let json = outcome.to_json();
+    let mut answer = match mode {
+        TextMode::Readable => readable_error(outcome),
+        TextMode::Json => CallToolResult::error(vec![ContentBlock::text(json.to_string())]),
+    };
+    let mut meta = rmcp::model::MetaObject::default();
+    meta.0.insert(ERROR_META.to_owned(), json["error"].clone());
+    answer.meta = Some(meta);
+    answer
+}
+
+fn readable_error(outcome: &Outcome) -> CallToolResult {
     let json = outcome.to_json();
     let message = match outcome {
         // An author's own kind goes first, as the model reads it: `empty_text: ...`.
@@ -142,6 +161,15 @@ pub(super) fn tool_error(outcome: &Outcome) -> CallToolResult {
                 .unwrap_or("(the whole object)");
             text.push_str(&format!("\n- {pointer}: {}", v["message"].as_str().unwrap_or_default()));
         }
+    }
+    // An author's data, read as the result would be.
+    if let Outcome::ExecutionFailed {
+        error: kyro_core::ToolError::Custom { data: Some(data), .. },
+        ..
+    } = outcome
+    {
+        text.push('\n');
+        text.push_str(readable(data).trim_end());
     }
     CallToolResult::error(vec![ContentBlock::text(text)])
 }

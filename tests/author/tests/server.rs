@@ -62,6 +62,14 @@ async fn the_authors_tools_are_served_with_kyros_guarantees() {
         text(&empty)
     );
 
+    // Its data reaches the client: read after the message, whole under `_meta`.
+    assert!(text(&empty).ends_with("\nlength: 2"), "{}", text(&empty));
+    let meta = serde_json::to_value(empty.meta.as_ref().unwrap()).unwrap();
+    assert_eq!(
+        meta["kyro/error"],
+        json!({"kind": "empty_text", "message": "the text has no words; send some text", "data": {"length": 2}})
+    );
+
     // Validation is kyro's: an unknown argument never reaches the executor.
     let bad = call(&client, "word_count", json!({"text": "a", "extra": 1})).await;
     assert_eq!(bad.is_error, Some(true));
