@@ -23,10 +23,13 @@ pub struct Identity {
 }
 
 impl Identity {
-    /// The identity of the crate that declared the first of `entries` (Cargo's name,
-    /// version and description of that crate); kyro's own without entries.
+    /// The identity of the crate that declared the first of `entries` not kyro's own (the
+    /// built-ins, the discovery tools): Cargo's name, version and description of that
+    /// crate; kyro's when every entry is kyro's.
     pub(crate) fn of_catalog(entries: &[ToolEntry]) -> Identity {
-        let (name, version, description) = match entries.first() {
+        let kyros = |package: &str| matches!(package, "kyro-tools" | "kyro-core");
+        let authors = entries.iter().find(|e| !kyros(e.spec.package.name));
+        let (name, version, description) = match authors {
             Some(entry) => (
                 entry.spec.package.name,
                 entry.spec.package.version,

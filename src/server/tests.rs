@@ -95,3 +95,15 @@ fn catalogs_sharing_a_name_are_refused_at_start() {
         .runtime();
     assert!(matches!(refused, Err(ServeError::Catalog(_))));
 }
+
+#[cfg(feature = "files")]
+#[test]
+fn a_server_of_built_ins_goes_by_kyro_not_by_the_crate_of_its_tools() {
+    let identity = super::Identity::of_catalog(kyro_tools::catalogs::FILES);
+    assert_eq!(identity.name, "kyro", "{identity:?}");
+    let server = crate::Server::new(kyro_tools::catalogs::FILES).named("files-server", "1.2.3");
+    assert_eq!(
+        (server.identity().name.as_str(), server.identity().version.as_str()),
+        ("files-server", "1.2.3")
+    );
+}
