@@ -301,3 +301,61 @@ fn the_inventory_is_kept_by_a_test_from_the_same_descriptors() {
     }
     std::fs::remove_file(stale).unwrap();
 }
+
+/// The author's server over Streamable HTTP with a bearer token, as a 2026-07-28 client
+/// calls it (one POST, no session): served with the token, 401 without.
+#[test]
+fn served_over_http_with_a_bearer_token() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let ws = tempfile::tempdir().unwrap();
+    let token = "an-authors-token-0123456789";
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kyro-author-example"))
+        .args(["--http", "127.0.0.1:0", "--workspace"])
+        .arg(ws.path())
+        .env("KYRO_HTTP_TOKEN", token)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while stderr.read_line(&mut line).unwrap() > 0 && !line.contains("serving MCP on") {
+        line.clear();
+    }
+    let address = line
+        .trim()
+        .rsplit("http://")
+        .next()
+        .unwrap()
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let post = |bearer: Option<&str>| {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "word_count", "arguments": {"text": "over the wire"},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}}}})
+        .to_string();
+        let authorization = bearer
+            .map(|t| format!("Authorization: Bearer {t}\r\n"))
+            .unwrap_or_default();
+        let mut stream = std::net::TcpStream::connect(&address).unwrap();
+        write!(
+            stream,
+            "POST /mcp HTTP/1.1\r\nHost: {address}\r\n{authorization}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: word_count\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut answer = String::new();
+        let _ = stream.read_to_string(&mut answer);
+        answer
+    };
+    let served = post(Some(token));
+    assert!(served.starts_with("HTTP/1.1 200"), "{served}");
+    let body = &served[served.find('{').unwrap()..=served.rfind('}').unwrap()];
+    let answer: Value = serde_json::from_str(body).unwrap();
+    assert_eq!(answer["result"]["structuredContent"], json!({"words": 3}), "{answer}");
+    assert!(post(None).starts_with("HTTP/1.1 401"));
+    assert!(post(Some("a-wrong-token-0123456789")).starts_with("HTTP/1.1 401"));
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
