@@ -24,6 +24,9 @@ pub struct EditFile {
     /// SHA-256 (lowercase hex) of the file as last read; refuses the edit if it changed.
     #[schemars(regex(pattern = "^[0-9a-f]{64}$"))]
     pub expected_sha256: Option<String>,
+    /// Only show the diff the edit would make; nothing is written. Default false.
+    #[serde(default)]
+    pub dry_run: bool,
 }
 
 /// The result of an edit.
@@ -38,13 +41,20 @@ pub struct Edited {
     pub sha256: String,
     /// Unified diff of the change.
     pub diff: String,
+    /// True when nothing was written (`dry_run`): `sha256` is what the file would hash to.
+    pub dry_run: bool,
 }
 
 impl Execute for EditFile {
     type Output = Edited;
 
     async fn run(self, cx: &ToolContext) -> Result<Edited, ToolError> {
-        edit(cx, &self.path, self.expected_sha256.as_deref(), |text| self.apply(text))
+        edit(
+            cx,
+            &self.path,
+            (self.expected_sha256.as_deref(), self.dry_run),
+            |text| self.apply(text),
+        )
     }
 
     fn preview(&self, cx: &ToolContext) -> Option<String> {
@@ -56,21 +66,22 @@ impl Execute for EditFile {
 
 /// Every text edit's run: the file loaded (checked against `expected_sha256` when given),
 /// `apply` turning its text into the new text and the number of replacements, the result
-/// saved atomically, and the diff.
+/// saved atomically (not on a `dry_run`), and the diff.
 pub(super) fn edit(
     cx: &ToolContext,
     path: &WorkspacePath,
-    expected_sha256: Option<&str>,
+    (expected_sha256, dry_run): (Option<&str>, bool),
     apply: impl FnOnce(&str) -> Result<(String, u64), ToolError>,
 ) -> Result<Edited, ToolError> {
     let file = TextFile::load(cx.path(path)?, expected_sha256)?;
     let (new_text, replacements) = apply(&file.text)?;
-    let (sha256, diff) = file.save(&new_text)?;
+    let (sha256, diff) = file.save(&new_text, dry_run)?;
     Ok(Edited {
         path: path.as_str().to_owned(),
         replacements,
         sha256,
         diff,
+        dry_run,
     })
 }
 
@@ -112,6 +123,29 @@ mod tests {
         assert_eq!(edited["replacements"], 1);
         assert_eq!(edited["sha256"], sha256_hex("a|b\r\nok|\r\n\nend".as_bytes()));
         assert!(edited["diff"].as_str().unwrap().contains("-hé 😀"));
+    }
+
+    #[test]
+    fn a_dry_run_shows_the_diff_and_writes_nothing() {
+        let ws = workspace();
+        std::fs::write(ws.path().join("f.txt"), "one\ntwo\n").unwrap();
+        let args = |dry: bool| json!({"path": "f.txt", "old_text": "two", "new_text": "2", "dry_run": dry});
+        let shown = ok(call(ws.path(), "edit_file", args(true)));
+        assert_eq!(std::fs::read_to_string(ws.path().join("f.txt")).unwrap(), "one\ntwo\n");
+        assert!(shown["diff"].as_str().unwrap().contains("-two\n+2"), "{shown}");
+        assert_eq!(shown["dry_run"], true);
+        let done = ok(call(ws.path(), "edit_file", args(false)));
+        assert_eq!(std::fs::read_to_string(ws.path().join("f.txt")).unwrap(), "one\n2\n");
+        assert_eq!(
+            (done["diff"].clone(), done["sha256"].clone()),
+            (shown["diff"].clone(), shown["sha256"].clone())
+        );
+        assert_eq!(done["dry_run"], false);
+        // multi_edit too.
+        let multi = json!({"path": "f.txt", "edits": [{"old_text": "one", "new_text": "1"}], "dry_run": true});
+        let shown = ok(call(ws.path(), "multi_edit", multi));
+        assert!(shown["diff"].as_str().unwrap().contains("-one\n+1"), "{shown}");
+        assert_eq!(std::fs::read_to_string(ws.path().join("f.txt")).unwrap(), "one\n2\n");
     }
 
     #[test]

@@ -28,6 +28,9 @@ pub struct MultiEdit {
     /// SHA-256 (lowercase hex) of the file as last read; refuses the edits if it changed.
     #[schemars(regex(pattern = "^[0-9a-f]{64}$"))]
     pub expected_sha256: Option<String>,
+    /// Only show the diff the edits would make; nothing is written. Default false.
+    #[serde(default)]
+    pub dry_run: bool,
 }
 
 /// One replacement.
@@ -48,7 +51,12 @@ impl Execute for MultiEdit {
     type Output = Edited;
 
     async fn run(self, cx: &ToolContext) -> Result<Edited, ToolError> {
-        super::edit_file::edit(cx, &self.path, self.expected_sha256.as_deref(), |text| self.apply(text))
+        super::edit_file::edit(
+            cx,
+            &self.path,
+            (self.expected_sha256.as_deref(), self.dry_run),
+            |text| self.apply(text),
+        )
     }
 
     fn preview(&self, cx: &ToolContext) -> Option<String> {

@@ -30,10 +30,13 @@ impl TextFile {
         Ok(TextFile { path, text })
     }
 
-    /// Writes `new_text` atomically and returns its SHA-256 and a unified diff.
-    pub fn save(&self, new_text: &str) -> Result<(String, String), ToolError> {
-        self.path
-            .write_atomic(new_text.as_bytes(), Some(self.text.as_bytes()))?;
+    /// Writes `new_text` atomically (unless `dry_run`: nothing is written) and returns its
+    /// SHA-256 and a unified diff.
+    pub fn save(&self, new_text: &str, dry_run: bool) -> Result<(String, String), ToolError> {
+        if !dry_run {
+            self.path
+                .write_atomic(new_text.as_bytes(), Some(self.text.as_bytes()))?;
+        }
         Ok((
             sha256_hex(new_text.as_bytes()),
             unified_diff(&self.path.display(), &self.text, new_text),
