@@ -32,6 +32,9 @@ pub fn write_if_changed(path: &std::path::Path, text: &str) -> std::io::Result<(
 /// Checks that `path` holds the current inventory of `tools`; the error says what differs
 /// and what to do.
 pub fn check(tools: &[ToolEntry], path: &std::path::Path) -> Result<(), String> {
+    if let Some(message) = kyro_core::left_out_message(tools) {
+        return Err(message);
+    }
     let current = render_catalog(tools).map_err(|e| e.to_string())?;
     match std::fs::read_to_string(path) {
         Ok(committed) if committed == current => Ok(()),
@@ -59,6 +62,9 @@ pub fn check(tools: &[ToolEntry], path: &std::path::Path) -> Result<(), String> 
 /// fails, so a catalog change without its inventory does not pass.
 pub fn keep(tools: &[ToolEntry], path: impl AsRef<std::path::Path>) -> Result<(), String> {
     let path = path.as_ref();
+    if let Some(message) = kyro_core::left_out_message(tools) {
+        return Err(message);
+    }
     let current = render_catalog(tools).map_err(|e| e.to_string())?;
     if std::fs::read_to_string(path).is_ok_and(|committed| committed == current) {
         return Ok(());

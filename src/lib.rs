@@ -33,8 +33,8 @@ mod upstream;
 pub use args::{ServeArgs, SessionArgs};
 pub use config::{ServerSettings, Transport, load_policy};
 pub use kyro_core::{
-    Call, Observer, Outcome, OutcomeKind, Policy, Receipt, Registry, Runtime, ToolDescriptor, ToolEntry, Workspace,
-    catalog,
+    Call, Defined, Observer, Outcome, OutcomeKind, Policy, Receipt, Registry, Runtime, ToolDescriptor, ToolEntry,
+    Workspace, catalog, left_out,
 };
 pub use mcp::TextMode;
 #[cfg(feature = "http")]

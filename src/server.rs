@@ -323,6 +323,7 @@ impl Server {
     async fn started(&self, serving_stdio: bool) -> Result<Started, ServeError> {
         let runtime = self.bare_runtime(serving_stdio)?;
         unusable::say_unusable(&self.identity.name, &runtime);
+        unusable::say_left_out(&self.identity.name, &self.entries);
         // A store that cannot be reached refuses the server now, not each call.
         #[cfg(feature = "postgres")]
         if let Some(state) = &self.shared_state {

@@ -10,6 +10,7 @@
 // Lets the `#[tool]` expansion's `::kyro_core::` paths resolve inside this crate's tests.
 extern crate self as kyro_core;
 
+mod argument;
 mod arguments;
 mod authorize;
 mod caller;
@@ -18,6 +19,7 @@ pub mod chain;
 pub mod compat;
 mod confined;
 mod context;
+mod defined;
 mod denial;
 mod descriptor;
 pub mod discovery;
@@ -41,6 +43,7 @@ mod tool;
 pub use arguments::{ArgumentsError, parse_arguments, parse_strict};
 pub use caller::Caller;
 pub use confined::{ConfinedPath, Entry, EntryType, Info, sha256_hex};
+pub use defined::{Defined, left_out, left_out_message};
 pub use context::{Narrowed, ToolContext, Workspace, WorkspacePath};
 pub use descriptor::{Annotations, ArgumentAlias, Catalog, Hints, ToolDescriptor};
 pub use effect::{Approval, Capability, Effect};
@@ -58,6 +61,9 @@ pub use tool::{ArgAlias, BoxFuture, Execute, ObjectOutput, Package, Tool, ToolEn
 /// Items the generated code names by absolute path; not part of the public API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::argument::{ArgumentProbe, Holdable, NotHoldable, ToolArgument};
+    pub use crate::defined::{DEFINED, Defined};
+    pub use linkme;
     pub use crate::catalog::{DuplicateName, find_duplicate};
     pub use schemars;
     pub use serde;

@@ -4,6 +4,7 @@ use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::LitStr;
 use syn::ext::IdentExt;
+use syn::spanned::Spanned;
 
 use crate::ast::Tool;
 use crate::attr::strip_tool_attrs;
@@ -93,9 +94,46 @@ pub fn emit(tool: &Tool) -> TokenStream {
             };
         }
     };
+    // Each field's type is checked for what kyro reads and describes first, so a type
+    // without `#[input]` is named with the fix before serde's and schemars' own errors.
+    let checked = tool.fields.iter().flatten().filter(|f| {
+        !f.serde.iter().any(|k| k.key == "deserialize_with" || k.key == "with")
+    });
+    let field_checks = checked.map(|f| {
+        let ty = &f.field.ty;
+        quote_spanned! {ty.span()=>
+            (&#kc::__private::ArgumentProbe::<#ty>::new()).check();
+        }
+    });
+    let argument_check = quote! {
+        const _: () = {
+            #[allow(unused_imports)]
+            use #kc::__private::{Holdable as _, NotHoldable as _};
+            #[allow(dead_code)]
+            fn check() {
+                #(#field_checks)*
+            }
+        };
+    };
+    // Recorded apart from `Tool` (no trait bound), so a tool missing from every catalog
+    // is found by the inventory test and at start.
+    let type_name = ident.unraw().to_string();
+    let defined = quote! {
+        const _: () = {
+            #[#kc::__private::linkme::distributed_slice(#kc::__private::DEFINED)]
+            #[linkme(crate = #kc::__private::linkme)]
+            static DEFINED: #kc::__private::Defined = #kc::__private::Defined {
+                name: #name,
+                type_name: #type_name,
+                package: ::core::env!("CARGO_PKG_NAME"),
+            };
+        };
+    };
     quote! {
+        #argument_check
         #item
         #tool_impl
+        #defined
     }
 }
 

@@ -1,5 +1,6 @@
 //! Said at start: the served tools the policy makes unusable, and why, so a policy that
-//! grants less than the catalog needs is not found out one refused call at a time.
+//! grants less than the catalog needs is not found out one refused call at a time; and the
+//! author's `#[tool]` types that no catalog served holds.
 
 use kyro_core::Runtime;
 
@@ -41,4 +42,12 @@ pub(super) fn say_unusable(server: &str, runtime: &Runtime) {
         unusable.len(),
         unusable.join(", ")
     );
+}
+
+/// One line on stderr when a `#[tool]` of the author's crates is in no catalog served.
+pub(super) fn say_left_out(server: &str, entries: &[kyro_core::ToolEntry]) {
+    if let Some(message) = kyro_core::left_out_message(entries) {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "{server}: {message}");
+    }
 }
