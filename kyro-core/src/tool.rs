@@ -45,8 +45,10 @@ pub trait Execute: Sized + Send {
 
     /// The decision the policy's own rules for this tool give this call, in place of its
     /// effect's rule (a shell command matching a `[[tools.shell.rules]]` argv prefix, say).
-    /// Read only from `scope`'s policy tables: the person who wrote the policy decides,
-    /// the tool only matches. `None` (the default): the effect's rule applies.
+    /// Read from `scope`'s policy tables (the person who wrote the policy decides, the
+    /// tool only matches), or `Ask` for a call the tool knows loses data (`git_stash`
+    /// drop). A rule the policy gives the tool by name still wins over a laxer one here,
+    /// and a deny is never lifted. `None` (the default): the effect's rule applies.
     fn rule(&self, scope: &crate::policy::Scope) -> Option<crate::policy::MatchedRule> {
         let _ = scope;
         None

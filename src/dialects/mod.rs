@@ -91,7 +91,7 @@ mod tests {
         let f = &exported.definition["function"];
         assert_eq!(f["strict"], true);
         let params = &f["parameters"];
-        assert_eq!(params["required"], json!(["path", "offset", "limit"]));
+        assert_eq!(params["required"], json!(["path", "offset", "limit", "head", "tail"]));
         assert_eq!(params["properties"]["offset"]["type"], json!(["integer", "null"]));
         walk(params, &mut |m| {
             if m.contains_key("properties") {

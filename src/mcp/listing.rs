@@ -20,7 +20,7 @@ pub(crate) fn mcp_tool(d: &ToolDescriptor) -> Tool {
     annotations.destructive_hint = differs(a.destructive_hint, true);
     annotations.idempotent_hint = differs(a.idempotent_hint, false);
     annotations.open_world_hint = differs(a.open_world_hint, true);
-    let mut tool = Tool::new(d.name.clone(), d.description.clone(), Arc::new(object(&d.input_schema)))
+    let mut tool = Tool::new(d.name.clone(), d.description.clone(), Arc::new(object(&listed_input(&d.input_schema))))
         .with_raw_output_schema(Arc::new(object(&listed_output(&d.output_schema))))
         .with_annotations(annotations);
     if let Some(title) = &d.title {
@@ -32,6 +32,8 @@ pub(crate) fn mcp_tool(d: &ToolDescriptor) -> Tool {
 /// The largest and smallest values of Rust's integer types, which a generated schema states
 /// as `maximum`/`minimum`: in an output schema they say only what the type is.
 const TYPE_BOUNDS: &[i128] = &[
+    // An unsigned type's `minimum: 0`.
+    0,
     // 64-bit types are bounded to what a JSON number holds exactly (2^53 - 1).
     (1 << 53) - 1,
     -((1 << 53) - 1),
@@ -52,7 +54,7 @@ const TYPE_BOUNDS: &[i128] = &[
 /// `description` or `maximum` stays.
 fn listed_output(schema: &Value) -> Value {
     match schema {
-        Value::Object(map) => Value::Object(
+        Value::Object(map) => choices(Value::Object(
             map.iter()
                 .filter(|(k, v)| match k.as_str() {
                     "description" => !v.is_string(),
@@ -77,12 +79,135 @@ fn listed_output(schema: &Value) -> Value {
                     (k.clone(), kept)
                 })
                 .collect(),
-        ),
+        )),
         Value::Array(items) => Value::Array(items.iter().map(listed_output).collect()),
         other => other.clone(),
     }
 }
 
+/// An input schema as listed: each choice among strings (`oneOf` of `const`s, one per
+/// variant of a Rust enum) as one `enum`, the choices' descriptions read after the
+/// field's own. The same values validate; the listing is smaller by about 40 bytes a
+/// choice.
+fn listed_input(schema: &Value) -> Value {
+    match schema {
+        Value::Object(map) => choices(Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    let kept = match (k.as_str(), v) {
+                        ("properties" | "$defs" | "definitions", Value::Object(props)) => Value::Object(
+                            props
+                                .iter()
+                                .map(|(name, sub)| (name.clone(), listed_input(sub)))
+                                .collect(),
+                        ),
+                        ("default" | "const" | "enum" | "examples", _) => v.clone(),
+                        _ => listed_input(v),
+                    };
+                    (k.clone(), kept)
+                })
+                .collect(),
+        )),
+        Value::Array(items) => Value::Array(items.iter().map(listed_input).collect()),
+        other => other.clone(),
+    }
+}
+
+/// `{"oneOf": [{"type": "string", "const": "a", "description": "..."}, ...], ...}` as
+/// `{"type": "string", "enum": ["a", ...], ...}`, the choices' descriptions appended to the
+/// schema's own (one line each) unless it names them already; anything else unchanged.
+fn choices(schema: Value) -> Value {
+    let Value::Object(mut map) = schema else {
+        return schema;
+    };
+    let Some(Value::Array(items)) = map.get("oneOf") else {
+        return Value::Object(map);
+    };
+    let mut values = Vec::with_capacity(items.len());
+    let mut said = Vec::new();
+    for item in items {
+        let Some(item) = item.as_object() else {
+            return Value::Object(map);
+        };
+        let plain = item.get("type").is_some_and(|t| t == "string")
+            && item.keys().all(|k| matches!(k.as_str(), "type" | "const" | "description"));
+        let (Some(Value::String(value)), true) = (item.get("const"), plain) else {
+            return Value::Object(map);
+        };
+        let named = map
+            .get("description")
+            .and_then(Value::as_str)
+            .is_some_and(|own| own.contains(&format!("`{value}`")));
+        if let (Some(Value::String(description)), false) = (item.get("description"), named) {
+            said.push(format!("`{value}`: {description}"));
+        }
+        values.push(Value::String(value.clone()));
+    }
+    if map.contains_key("type") || map.contains_key("enum") || values.is_empty() {
+        return Value::Object(map);
+    }
+    map.remove("oneOf");
+    map.insert("type".to_owned(), Value::String("string".to_owned()));
+    map.insert("enum".to_owned(), Value::Array(values));
+    if !said.is_empty() {
+        let mut text = map.get("description").and_then(Value::as_str).unwrap_or_default().to_owned();
+        for line in said {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(&line);
+        }
+        map.insert("description".to_owned(), Value::String(text));
+    }
+    Value::Object(map)
+}
+
 fn object(schema: &Value) -> Map<String, Value> {
     schema.as_object().cloned().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn a_choice_among_strings_is_listed_as_one_enum_that_validates_the_same() {
+        let input = json!({"type": "object", "properties": {
+            "mode": {"description": "How far.", "default": "mixed", "oneOf": [
+                {"type": "string", "const": "soft", "description": "HEAD only."},
+                {"type": "string", "const": "mixed"},
+            ]},
+            // Not a plain choice: kept as it is.
+            "either": {"oneOf": [{"type": "string", "const": "a"}, {"type": "null"}]},
+            // A property named `oneOf` is data.
+            "properties": {"type": "string"},
+        }});
+        let listed = super::listed_input(&input);
+        assert_eq!(
+            listed["properties"]["mode"],
+            json!({"type": "string", "enum": ["soft", "mixed"], "default": "mixed",
+                   "description": "How far.\n`soft`: HEAD only."})
+        );
+        assert_eq!(listed["properties"]["either"], input["properties"]["either"]);
+        // A field that names its choices already is not told them twice.
+        let named = json!({"description": "`soft` or `mixed`.", "oneOf": [
+            {"type": "string", "const": "soft", "description": "HEAD only."},
+            {"type": "string", "const": "mixed", "description": "And the index."},
+        ]});
+        assert_eq!(super::listed_input(&named)["description"], "`soft` or `mixed`.");
+        assert_eq!(listed["properties"]["properties"], input["properties"]["properties"]);
+        let validator = |schema: &serde_json::Value| jsonschema::validator_for(schema).unwrap();
+        for value in [json!({"mode": "soft"}), json!({"mode": "hard"}), json!({"mode": 1}), json!({})] {
+            assert_eq!(validator(&input).is_valid(&value), validator(&listed).is_valid(&value), "{value}");
+        }
+        let output = json!({"type": "object", "properties": {"op": {"oneOf": [
+            {"type": "string", "const": "created", "description": "Made."},
+            {"type": "string", "const": "deleted", "description": "Gone."},
+        ]}, "count": {"type": "integer", "minimum": 0}}});
+        assert_eq!(
+            super::listed_output(&output)["properties"]["op"],
+            json!({"type": "string", "enum": ["created", "deleted"]})
+        );
+        assert_eq!(super::listed_output(&output)["properties"]["count"], json!({"type": "integer"}));
+    }
 }

@@ -42,6 +42,7 @@ kyro_core::catalog! {
         files::MultiEdit,
         files::ApplyPatch,
         files::ListDirectory,
+        files::ListAllowedDirectories,
         files::DirectoryTree,
         files::Glob,
         files::Grep,
@@ -61,6 +62,9 @@ kyro_core::catalog! {
         git::GitDeleteBranch,
         git::GitCheckout,
         git::GitBlame,
+        git::GitStash,
+        git::GitReset,
+        git::GitTag,
         #[cfg(feature = "web")] github::GitHubGetIssue,
         #[cfg(feature = "web")] github::GitHubListIssues,
         #[cfg(feature = "web")] github::GitHubCreateIssue,
@@ -126,6 +130,7 @@ pub mod catalogs {
             files::ReadFile, files::ReadManyFiles, files::WriteFile, files::EditFile, files::MultiEdit,
             files::ApplyPatch, files::ListDirectory, files::DirectoryTree, files::Glob, files::Grep,
             files::FileInfo, files::MovePath, files::CopyPath, files::DeletePath, files::MakeDirectory,
+            files::ListAllowedDirectories,
         ];
     }
     kyro_core::catalog! {
@@ -137,6 +142,7 @@ pub mod catalogs {
         pub const GIT = [
             git::GitStatus, git::GitDiff, git::GitLog, git::GitShow, git::GitAdd, git::GitCommit,
             git::GitBranch, git::GitCreateBranch, git::GitDeleteBranch, git::GitCheckout, git::GitBlame,
+            git::GitStash, git::GitReset, git::GitTag,
         ];
     }
     kyro_core::catalog! {

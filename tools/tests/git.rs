@@ -266,3 +266,146 @@ fn commit_and_checkout_need_approval_by_default() {
     ));
     assert!(matches!(block("git_add", json!({"paths": ["."]})), Outcome::Ok { .. }));
 }
+
+/// A call under a policy whose write rule is auto, with no approval given.
+fn unapproved(root: &Path, tool: &str, args: Value) -> Outcome {
+    let registry = Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());
+    let policy = Policy {
+        approvals: ApprovalRules {
+            write: ApprovalRule::Auto,
+            ..ApprovalRules::default()
+        },
+        ..Policy::default()
+    };
+    let runtime = Runtime::new(registry, Workspace::new(root).unwrap(), &policy).unwrap();
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(runtime.execute_call(Call::new(tool, args)))
+}
+
+fn git_out(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+#[test]
+fn stash_push_list_pop_and_drop_keep_the_changes_and_ask_before_losing_them() {
+    let ws = repo_with_history();
+    std::fs::write(ws.path().join("a.txt"), "stashed one\n").unwrap();
+    std::fs::write(ws.path().join("untracked.txt"), "u").unwrap();
+    let pushed = ok(
+        ws.path(),
+        "git_stash",
+        json!({"action": "push", "message": "work in progress", "include_untracked": true}),
+    );
+    assert_eq!(pushed["stashes"][0]["index"], 0);
+    assert!(pushed["stashes"][0]["message"].as_str().unwrap().ends_with("work in progress"));
+    assert_eq!(std::fs::read_to_string(ws.path().join("a.txt")).unwrap(), "one\nTWO | é\nthree\n");
+    assert!(!ws.path().join("untracked.txt").exists());
+    // Nothing left to stash: a typed refusal, no empty stash.
+    match unapproved(ws.path(), "git_stash", json!({"action": "push"})) {
+        Outcome::ExecutionFailed { error, .. } => assert_eq!(error.kind(), "invalid_request"),
+        other => panic!("{other:?}"),
+    }
+    std::fs::write(ws.path().join("a.txt"), "stashed two\n").unwrap();
+    ok(ws.path(), "git_stash", json!({"action": "push"}));
+    let listed = ok(ws.path(), "git_stash", json!({"action": "list"}));
+    assert_eq!(listed["stashes"].as_array().unwrap().len(), 2);
+    // Pop the older one (index 1): its changes come back, the newer stays.
+    let popped = ok(ws.path(), "git_stash", json!({"action": "pop", "index": 1}));
+    assert_eq!(popped["done"], "popped stash@{1}");
+    assert_eq!(std::fs::read_to_string(ws.path().join("a.txt")).unwrap(), "stashed one\n");
+    assert_eq!(std::fs::read_to_string(ws.path().join("untracked.txt")).unwrap(), "u");
+    assert_eq!(popped["stashes"].as_array().unwrap().len(), 1);
+    match unapproved(ws.path(), "git_stash", json!({"action": "pop", "index": 5})) {
+        Outcome::ExecutionFailed { error, .. } => assert!(error.to_string().contains("no stash@{5}: 1 stashes")),
+        other => panic!("{other:?}"),
+    }
+    // A drop loses the stash: asked even where writes are automatic; push and pop were not.
+    assert!(matches!(
+        unapproved(ws.path(), "git_stash", json!({"action": "drop"})),
+        Outcome::ApprovalRequired { .. }
+    ));
+    assert_eq!(git_out(ws.path(), &["stash", "list"]).lines().count(), 1, "nothing dropped unasked");
+    let dropped = ok(ws.path(), "git_stash", json!({"action": "drop"}));
+    assert_eq!(dropped["stashes"], json!([]));
+}
+
+#[test]
+fn reset_unstages_freely_and_asks_before_moving_head() {
+    let ws = repo_with_history();
+    let head = git_out(ws.path(), &["rev-parse", "HEAD"]);
+    let first = git_out(ws.path(), &["rev-parse", "HEAD~1"]);
+    std::fs::write(ws.path().join("a.txt"), "edited\n").unwrap();
+    std::fs::write(ws.path().join("b.txt"), "b").unwrap();
+    ok(ws.path(), "git_add", json!({"paths": ["."]}));
+    // Unstaging one path: index only, under the write rule (auto here), no approval.
+    let reset = match unapproved(ws.path(), "git_reset", json!({"paths": ["b.txt"]})) {
+        Outcome::Ok { result, .. } => result,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(reset["staged"], json!(["a.txt"]));
+    assert_eq!((reset["head"].clone(), reset["head_before"].clone()), (json!(head), json!(head)));
+    assert_eq!(std::fs::read_to_string(ws.path().join("a.txt")).unwrap(), "edited\n");
+    // Unstaging everything is the same.
+    assert!(matches!(unapproved(ws.path(), "git_reset", json!({})), Outcome::Ok { .. }));
+    // Moving HEAD, or a hard reset even to HEAD, is asked, and nothing moves unasked.
+    for args in [json!({"target": "HEAD~1", "mode": "soft"}), json!({"mode": "hard"}), json!({"target": "HEAD~1"})] {
+        assert!(matches!(unapproved(ws.path(), "git_reset", args.clone()), Outcome::ApprovalRequired { .. }), "{args}");
+    }
+    assert_eq!(git_out(ws.path(), &["rev-parse", "HEAD"]), head);
+    assert_eq!(std::fs::read_to_string(ws.path().join("a.txt")).unwrap(), "edited\n");
+    // Approved: a hard reset to the first commit moves HEAD and the work tree.
+    let hard = ok(ws.path(), "git_reset", json!({"target": first, "mode": "hard"}));
+    assert_eq!(hard["head"], json!(first));
+    assert_eq!(std::fs::read_to_string(ws.path().join("a.txt")).unwrap(), "one\ntwo | é\nthree\n");
+    // Paths with another mode: refused before git runs.
+    match unapproved(ws.path(), "git_reset", json!({"paths": ["a.txt"], "mode": "soft"})) {
+        Outcome::ApprovalRequired { .. } => {}
+        other => panic!("{other:?}"),
+    }
+    match call(ws.path(), "git_reset", json!({"paths": ["a.txt"], "mode": "soft"})) {
+        Outcome::ExecutionFailed { error, .. } => assert!(error.to_string().contains("mixed mode only"), "{error}"),
+        other => panic!("{other:?}"),
+    }
+    // A target that reads as an option is refused by the schema.
+    assert!(matches!(
+        unapproved(ws.path(), "git_reset", json!({"target": "--hard"})),
+        Outcome::InvalidArguments { .. }
+    ));
+}
+
+#[test]
+fn tags_are_created_lightweight_or_annotated_and_listed_in_version_order() {
+    let ws = repo_with_history();
+    let head = git_out(ws.path(), &["rev-parse", "HEAD"]);
+    let first = git_out(ws.path(), &["rev-parse", "HEAD~1"]);
+    ok(ws.path(), "git_tag", json!({"action": "create", "name": "v1.10", "message": "release 1.10\n\nnotes"}));
+    let created = ok(ws.path(), "git_tag", json!({"action": "create", "name": "v1.9", "target": first}));
+    assert_eq!(created["created"], "v1.9");
+    let tags = ok(ws.path(), "git_tag", json!({"pattern": "v1.*"}));
+    assert_eq!(
+        tags["tags"],
+        json!([
+            {"name": "v1.9", "sha": first, "subject": "first", "annotated": false},
+            {"name": "v1.10", "sha": head, "subject": "release 1.10", "annotated": true},
+        ])
+    );
+    // An existing tag is never moved.
+    match call(ws.path(), "git_tag", json!({"action": "create", "name": "v1.9"})) {
+        Outcome::ExecutionFailed { error, .. } => assert!(error.to_string().contains("already exists"), "{error}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(git_out(ws.path(), &["rev-parse", "v1.9"]), first);
+    match call(ws.path(), "git_tag", json!({"action": "create"})) {
+        Outcome::ExecutionFailed { error, .. } => assert_eq!(error.kind(), "invalid_request"),
+        other => panic!("{other:?}"),
+    }
+}

@@ -1,20 +1,26 @@
 //! `apply_patch`: a unified diff over one or more files, applied all or none.
 
 use crate::Failure;
-use kyro_core::{EntryType, Execute, ToolContext, ToolError, WorkspacePath, sha256_hex, tool};
+use kyro_core::{ConfinedPath, EntryType, Execute, ToolContext, ToolError, WorkspacePath, sha256_hex, tool};
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::read_file::read_text_bytes;
+use super::codex_patch::{self, FileChange};
+use super::whole::read_text_bytes;
 
-/// Apply a unified diff (as `diff -u` or `git diff` print it) to files in the workspace.
+/// Apply a patch to files in the workspace: a unified diff (as `diff -u` or `git diff`
+/// print it), or Codex's envelope.
 ///
-/// Every hunk of every file must apply exactly, or nothing is changed. `--- /dev/null`
-/// creates a file and `+++ /dev/null` deletes one. Paths may carry the `a/` and `b/`
-/// prefixes of `git diff`.
+/// Every hunk of every file must apply, or nothing is changed. In a unified diff, hunks
+/// apply exactly; `--- /dev/null` creates a file and `+++ /dev/null` deletes one; paths may
+/// carry the `a/` and `b/` prefixes of `git diff`. The envelope runs from `*** Begin Patch`
+/// to `*** End Patch` and holds `*** Add File: path` (lines after `+`), `*** Delete File:
+/// path`, and `*** Update File: path` (then `*** Move to: path` to move it) with `@@` hunks
+/// of ` ` context, `-` and `+` lines found by content in order (`@@ line` finds that line
+/// first; `*** End of File` anchors a hunk at the end).
 #[tool(name = "apply_patch", title = "Apply patch", category = "files", effect = "write", aliases = ["patch"])]
 pub struct ApplyPatch {
-    /// The unified diff.
+    /// The unified diff, or the `*** Begin Patch` envelope.
     #[schemars(length(min = 1, max = 4194304))]
     pub patch: String,
     /// SHA-256 of files as last read; a changed file refuses the whole patch.
@@ -50,6 +56,8 @@ pub struct PatchedFile {
     pub operation: PatchOperation,
     /// SHA-256 of the new content; absent for a deletion.
     pub sha256: Option<String>,
+    /// The path it moved from, for a move.
+    pub from: Option<String>,
 }
 
 /// What a patch did to a file.
@@ -62,6 +70,18 @@ pub enum PatchOperation {
     Created,
     /// Deleted.
     Deleted,
+    /// Moved (and perhaps changed).
+    Moved,
+}
+
+/// A file's change, checked and computed, not yet written.
+struct Stage {
+    path: ConfinedPath,
+    operation: PatchOperation,
+    original: String,
+    patched: String,
+    /// For a move: where it was.
+    from: Option<ConfinedPath>,
 }
 
 /// One file's part of a multi-file diff.
@@ -122,71 +142,40 @@ impl Execute for ApplyPatch {
 
     async fn run(self, cx: &ToolContext) -> Result<Patched, ToolError> {
         // Stage every file first: confine, check freshness, apply in memory.
-        let mut staged = Vec::new();
-        for section in sections(&self.patch)? {
-            let name = section.new.clone().or(section.old.clone()).unwrap_or_default();
-            let failed = |message: String| {
-                Failure::PatchFailed {
-                    path: name.clone(),
-                    message,
-                }
-                .into()
-            };
-            let path = cx.path(&WorkspacePath::new(name.clone()))?;
-            let operation = match (&section.old, &section.new) {
-                (None, Some(_)) => PatchOperation::Created,
-                (Some(_), None) => PatchOperation::Deleted,
-                _ => PatchOperation::Modified,
-            };
-            let original = match operation {
-                PatchOperation::Created => {
-                    if path.entry_type()?.is_some() {
-                        return Err(ToolError::AlreadyExists { path: name });
-                    }
-                    String::new()
-                }
-                _ => {
-                    if path.entry_type()? != Some(EntryType::File) {
-                        return Err(ToolError::NotFound { path: name });
-                    }
-                    let bytes = read_text_bytes(&path)?;
-                    if let Some(expected) = self.expected_sha256.iter().find(|e| e.path == name).map(|e| &e.sha256) {
-                        let actual = sha256_hex(&bytes);
-                        if *expected != actual {
-                            return Err(Failure::StaleFile {
-                                path: name,
-                                expected: expected.clone(),
-                                actual,
-                            }
-                            .into());
-                        }
-                    }
-                    String::from_utf8(bytes).map_err(|_| Failure::BinaryFile { path: name.clone() })?
-                }
-            };
-            let parsed = diffy::Patch::from_str(&section.text).map_err(|e| failed(e.to_string()))?;
-            let patched = diffy::apply(&original, &parsed).map_err(|e| failed(e.to_string()))?;
-            if operation == PatchOperation::Deleted && !patched.is_empty() {
-                return Err(failed("a deletion must remove every line".into()));
-            }
-            staged.push((path, operation, original, patched));
-        }
+        let staged = if codex_patch::is_envelope(&self.patch) {
+            self.stage_envelope(cx)?
+        } else {
+            self.stage_unified(cx)?
+        };
         // Then write; on an I/O failure, put back what was already written.
         let mut done: Vec<usize> = Vec::new();
         let mut files = Vec::new();
-        for (i, (path, operation, original, patched)) in staged.iter().enumerate() {
+        for (i, stage) in staged.iter().enumerate() {
+            let Stage { path, operation, original, patched, from } = stage;
             let written = match operation {
                 PatchOperation::Deleted => path.remove_file(),
                 PatchOperation::Created => path
                     .create_parents()
                     .and_then(|()| path.write_atomic(patched.as_bytes(), None)),
                 PatchOperation::Modified => path.write_atomic(patched.as_bytes(), Some(original.as_bytes())),
+                PatchOperation::Moved => path
+                    .create_parents()
+                    .and_then(|()| path.write_atomic(patched.as_bytes(), None))
+                    .and_then(|()| match from {
+                        Some(from) => from.remove_file().inspect_err(|_| {
+                            let _ = path.remove_file();
+                        }),
+                        None => Ok(()),
+                    }),
             };
             if let Err(error) = written {
                 for &j in done.iter().rev() {
-                    let (path, operation, original, _) = &staged[j];
-                    let _ = match operation {
-                        PatchOperation::Created => path.remove_file(),
+                    let Stage { path, operation, original, from, .. } = &staged[j];
+                    let _ = match (operation, from) {
+                        (PatchOperation::Created, _) => path.remove_file(),
+                        (PatchOperation::Moved, Some(from)) => {
+                            from.write_atomic(original.as_bytes(), None).and_then(|()| path.remove_file())
+                        }
                         _ => path.write_atomic(original.as_bytes(), None),
                     };
                 }
@@ -197,9 +186,133 @@ impl Execute for ApplyPatch {
                 path: path.display(),
                 operation: *operation,
                 sha256: (*operation != PatchOperation::Deleted).then(|| sha256_hex(patched.as_bytes())),
+                from: from.as_ref().map(ConfinedPath::display),
             });
         }
         Ok(Patched { files })
+    }
+}
+
+impl ApplyPatch {
+    /// The current text of the file a patch changes, checked against `expected_sha256`.
+    fn current(&self, path: &ConfinedPath, name: &str) -> Result<String, ToolError> {
+        if path.entry_type()? != Some(EntryType::File) {
+            return Err(ToolError::NotFound { path: name.to_owned() });
+        }
+        let bytes = read_text_bytes(path)?;
+        if let Some(expected) = self.expected_sha256.iter().find(|e| e.path == name).map(|e| &e.sha256) {
+            let actual = sha256_hex(&bytes);
+            if *expected != actual {
+                return Err(Failure::StaleFile {
+                    path: name.to_owned(),
+                    expected: expected.clone(),
+                    actual,
+                }
+                .into());
+            }
+        }
+        String::from_utf8(bytes).map_err(|_| Failure::BinaryFile { path: name.to_owned() }.into())
+    }
+
+    /// A path a patch creates: refused when something is there.
+    fn fresh(cx: &ToolContext, name: &str) -> Result<ConfinedPath, ToolError> {
+        let path = cx.path(&WorkspacePath::new(name.to_owned()))?;
+        if path.entry_type()?.is_some() {
+            return Err(ToolError::AlreadyExists { path: name.to_owned() });
+        }
+        Ok(path)
+    }
+
+    fn stage_unified(&self, cx: &ToolContext) -> Result<Vec<Stage>, ToolError> {
+        let mut staged = Vec::new();
+        for section in sections(&self.patch)? {
+            let name = section.new.clone().or(section.old.clone()).unwrap_or_default();
+            let failed = |message: String| {
+                Failure::PatchFailed {
+                    path: name.clone(),
+                    message,
+                }
+                .into()
+            };
+            let operation = match (&section.old, &section.new) {
+                (None, Some(_)) => PatchOperation::Created,
+                (Some(_), None) => PatchOperation::Deleted,
+                _ => PatchOperation::Modified,
+            };
+            let (path, original) = match operation {
+                PatchOperation::Created => (Self::fresh(cx, &name)?, String::new()),
+                _ => {
+                    let path = cx.path(&WorkspacePath::new(name.clone()))?;
+                    let original = self.current(&path, &name)?;
+                    (path, original)
+                }
+            };
+            let parsed = diffy::Patch::from_str(&section.text).map_err(|e| failed(e.to_string()))?;
+            let patched = diffy::apply(&original, &parsed).map_err(|e| failed(e.to_string()))?;
+            if operation == PatchOperation::Deleted && !patched.is_empty() {
+                return Err(failed("a deletion must remove every line".into()));
+            }
+            staged.push(Stage { path, operation, original, patched, from: None });
+        }
+        Ok(staged)
+    }
+
+    fn stage_envelope(&self, cx: &ToolContext) -> Result<Vec<Stage>, ToolError> {
+        let changes = codex_patch::parse(&self.patch).map_err(|message| Failure::PatchFailed {
+            path: String::new(),
+            message,
+        })?;
+        let mut named: Vec<&str> = Vec::new();
+        for change in &changes {
+            let (path, to) = match change {
+                FileChange::Add { path, .. } | FileChange::Delete { path } => (path, None),
+                FileChange::Update { path, move_to, .. } => (path, move_to.as_ref()),
+            };
+            for name in std::iter::once(path).chain(to.filter(|to| *to != path)) {
+                if named.contains(&name.as_str()) {
+                    return Err(Failure::PatchFailed {
+                        path: name.clone(),
+                        message: "the patch changes this path twice; change each file once".into(),
+                    }
+                    .into());
+                }
+                named.push(name);
+            }
+        }
+        let mut staged = Vec::new();
+        for change in changes {
+            staged.push(match change {
+                FileChange::Add { path: name, content } => Stage {
+                    path: Self::fresh(cx, &name)?,
+                    operation: PatchOperation::Created,
+                    original: String::new(),
+                    patched: content,
+                    from: None,
+                },
+                FileChange::Delete { path: name } => {
+                    let path = cx.path(&WorkspacePath::new(name.clone()))?;
+                    let original = self.current(&path, &name)?;
+                    Stage { path, operation: PatchOperation::Deleted, original, patched: String::new(), from: None }
+                }
+                FileChange::Update { path: name, move_to, chunks } => {
+                    let path = cx.path(&WorkspacePath::new(name.clone()))?;
+                    let original = self.current(&path, &name)?;
+                    let patched = codex_patch::apply(&original, &chunks)
+                        .map_err(|message| Failure::PatchFailed { path: name.clone(), message })?;
+                    match move_to {
+                        Some(to) if to != name => Stage {
+                            path: Self::fresh(cx, &to)?,
+                            operation: PatchOperation::Moved,
+                            original,
+                            patched,
+                            from: Some(path),
+                        },
+                        _ => Stage { path, operation: PatchOperation::Modified, original, patched, from: None },
+                    }
+                }
+            });
+        }
+        Ok(staged)
     }
 }
 
@@ -256,6 +369,67 @@ mod tests {
             .map(|f| f["operation"].as_str().unwrap())
             .collect();
         assert_eq!(ops, ["modified", "created", "deleted"]);
+    }
+
+    const ENVELOPE: &str = "*** Begin Patch
+*** Add File: sub/hello.txt
++Hello
++world
+*** Update File: one.txt
+*** Move to: moved/one.txt
+@@ alpha
+-beta|é
++BETA|é
+*** Delete File: gone.txt
+*** End Patch
+";
+
+    #[test]
+    fn codexs_envelope_adds_updates_moves_and_deletes() {
+        let ws = setup();
+        let result = ok(call(ws.path(), "apply_patch", json!({"patch": ENVELOPE})));
+        assert_eq!(std::fs::read_to_string(ws.path().join("sub/hello.txt")).unwrap(), "Hello\nworld\n");
+        assert_eq!(
+            std::fs::read_to_string(ws.path().join("moved/one.txt")).unwrap(),
+            "alpha\nBETA|é\ngamma\n"
+        );
+        assert!(!ws.path().join("one.txt").exists());
+        assert!(!ws.path().join("gone.txt").exists());
+        assert_eq!(result["files"][1]["operation"], "moved");
+        assert_eq!(result["files"][1]["from"], "one.txt");
+        assert_eq!(result["files"][1]["path"], "moved/one.txt");
+        let ops: Vec<&str> = result["files"].as_array().unwrap().iter().map(|f| f["operation"].as_str().unwrap()).collect();
+        assert_eq!(ops, ["created", "moved", "deleted"]);
+    }
+
+    #[test]
+    fn an_envelope_that_does_not_apply_changes_nothing_and_says_why() {
+        let ws = setup();
+        // The last change fails (its hunk is not there): the add and the move before it
+        // are not made.
+        let patch = ENVELOPE.replace("*** Delete File: gone.txt\n", "*** Update File: gone.txt\n@@\n-not there\n+x\n");
+        let error = failed(call(ws.path(), "apply_patch", json!({"patch": patch})));
+        assert!(
+            matches!(Failure::of(&error), Some(Failure::PatchFailed { ref path, ref message }) if path == "gone.txt" && message.contains("hunk 1")),
+            "{error:?}"
+        );
+        assert!(!ws.path().join("sub/hello.txt").exists());
+        assert!(ws.path().join("one.txt").exists() && !ws.path().join("moved").exists());
+        // Malformed: the line is named.
+        let error = failed(call(ws.path(), "apply_patch", json!({"patch": "*** Begin Patch\n*** Rename: a\n*** End Patch"})));
+        assert!(error.to_string().contains("line 2"), "{error}");
+        // A path changed twice, a move onto an existing file, an escape: refused whole.
+        let twice = "*** Begin Patch\n*** Delete File: gone.txt\n*** Update File: gone.txt\n@@\n-bye\n+hi\n*** End Patch";
+        assert!(failed(call(ws.path(), "apply_patch", json!({"patch": twice}))).to_string().contains("twice"));
+        let onto = "*** Begin Patch\n*** Update File: one.txt\n*** Move to: gone.txt\n@@\n-gamma\n+GAMMA\n*** End Patch";
+        assert!(matches!(failed(call(ws.path(), "apply_patch", json!({"patch": onto}))), kyro_core::ToolError::AlreadyExists { .. }));
+        let escape = "*** Begin Patch\n*** Add File: ../escaped.txt\n+x\n*** End Patch";
+        assert_eq!(
+            crate::testing::denied_path(call(ws.path(), "apply_patch", json!({"patch": escape}))),
+            kyro_core::policy::PathDenial::OutsideRoots
+        );
+        assert_eq!(std::fs::read_to_string(ws.path().join("one.txt")).unwrap(), "alpha\nbeta|é\ngamma\n");
+        assert_eq!(std::fs::read_to_string(ws.path().join("gone.txt")).unwrap(), "bye\n");
     }
 
     #[test]

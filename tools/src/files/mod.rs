@@ -1,6 +1,7 @@
 //! Files: read, write, edit, patch, search and manage files inside the workspace.
 
 mod apply_patch;
+mod codex_patch;
 mod copy_path;
 mod delete_path;
 mod directory_tree;
@@ -8,6 +9,7 @@ mod edit_file;
 mod file_info;
 mod glob;
 mod grep;
+mod list_allowed_directories;
 mod list_directory;
 mod make_directory;
 mod move_path;
@@ -19,6 +21,7 @@ mod search_tree;
 mod settled;
 mod text_file;
 mod walk;
+mod whole;
 mod write_file;
 
 pub use apply_patch::{ApplyPatch, ExpectedHash, PatchOperation, Patched, PatchedFile};
@@ -29,6 +32,7 @@ pub use edit_file::{EditFile, Edited};
 pub use file_info::{FileInfo, PathInfo};
 pub use glob::{Glob, GlobMatches};
 pub use grep::{Case, Grep, GrepMatches};
+pub use list_allowed_directories::{AllowedDirectories, AllowedDirectory, ListAllowedDirectories};
 pub use list_directory::{DirectoryEntry, EntryKind, ListDirectory, Listing};
 pub use make_directory::{MadeDirectory, MakeDirectory};
 pub use move_path::{MovePath, Moved};

@@ -1,8 +1,9 @@
 //! `read_file`: a window of lines from a UTF-8 text file.
 
 use super::settled;
+use super::whole::check_utf8;
 use crate::Failure;
-use kyro_core::{ConfinedPath, Execute, ToolContext, ToolError, WorkspacePath, tool};
+use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
 
 const DEFAULT_LIMIT: u64 = 2000;
 
@@ -15,7 +16,7 @@ const DEFAULT_LIMIT: u64 = 2000;
     title = "Read file",
     category = "files",
     effect = "read",
-    aliases = ["cat"]
+    aliases = ["cat", "read_text_file"]
 )]
 pub struct ReadFile {
     /// Path of the file, relative to the workspace root.
@@ -27,6 +28,12 @@ pub struct ReadFile {
     /// Most lines to return; default 2000, at most 20000.
     #[schemars(range(min = 1, max = 20000))]
     pub limit: Option<u64>,
+    /// Only the first N lines (instead of offset and limit).
+    #[schemars(range(min = 1, max = 20000))]
+    pub head: Option<u64>,
+    /// Only the last N lines (instead of offset and limit).
+    #[schemars(range(min = 1, max = 20000))]
+    pub tail: Option<u64>,
 }
 
 /// A window of lines.
@@ -86,8 +93,15 @@ impl Execute for ReadFile {
         if path.info(true)?.kind != kyro_core::EntryType::File {
             return Err(ToolError::NotAFile { path: given });
         }
-        let offset = self.offset.unwrap_or(1);
-        let limit = self.limit.unwrap_or(DEFAULT_LIMIT);
+        let windows = [self.offset.is_some() || self.limit.is_some(), self.head.is_some(), self.tail.is_some()];
+        if windows.iter().filter(|w| **w).count() > 1 {
+            return Err(Failure::InvalidRequest {
+                message: "give one of offset/limit, head or tail: each chooses the window".to_owned(),
+            }
+            .into());
+        }
+        let mut offset = self.offset.unwrap_or(1);
+        let limit = self.head.or(self.tail).or(self.limit).unwrap_or(DEFAULT_LIMIT);
         let failed = |e| match e {
             WindowError::Binary => Failure::BinaryFile { path: given.clone() }.into(),
             WindowError::Io(e) => ToolError::io("read", &given, &e),
@@ -98,6 +112,12 @@ impl Execute for ReadFile {
         let before = identity(&file).map_err(|e| failed(WindowError::Io(e)))?;
         let known = settled::recall(&before);
         let mut window = read_window(&file, offset, limit, known.as_ref()).map_err(failed)?;
+        if let Some(tail) = self.tail {
+            // The last lines: the first read counted them; the window is read again from
+            // where they start (only up to it when the file was read whole before).
+            offset = window.total_lines.saturating_sub(tail) + 1;
+            window = read_window(path.open()?, offset, limit, known.as_ref()).map_err(failed)?;
+        }
         let after = identity(&file).map_err(|e| failed(WindowError::Io(e)))?;
         if known.is_some() && after != before {
             // Changed while it was read: read it whole.
@@ -160,9 +180,6 @@ fn push_number(out: &mut String, n: u64) {
 /// fits, and a first line longer than this is cut here.
 const MAX_WINDOW_BYTES: usize = 2 * 1024 * 1024;
 
-/// Most bytes read whole into memory by the tools that edit a file.
-const MAX_WHOLE_FILE_BYTES: u64 = 64 * 1024 * 1024;
-
 struct Window {
     content: String,
     end_line: u64,
@@ -215,7 +232,7 @@ fn read_window(
             if memchr::memchr(0, chunk).is_some() {
                 return Err(WindowError::Binary);
             }
-            check_utf8(&mut utf8_carry, chunk)?;
+            check_utf8(&mut utf8_carry, chunk).map_err(|_| WindowError::Binary)?;
         }
         last_byte = chunk.last().copied();
         let mut start = 0;
@@ -292,109 +309,6 @@ fn read_window(
     })
 }
 
-/// The first bytes of a text file, read once in chunks.
-pub(crate) struct Prefix {
-    /// At most the bytes asked for, cut at a character boundary.
-    pub content: String,
-    /// True when the file holds more.
-    pub truncated: bool,
-    /// SHA-256 of the whole file.
-    pub sha256: String,
-}
-
-/// Reads `path` once, in fixed-size chunks, keeping its first `max` bytes: the hash and the
-/// binary/UTF-8 check cover the whole file, the memory only what is kept.
-pub(crate) fn read_prefix(path: &ConfinedPath, max: usize) -> Result<Prefix, ToolError> {
-    use sha2::Digest;
-    use std::io::Read;
-    let given = path.given().to_owned();
-    if path.info(true)?.kind != kyro_core::EntryType::File {
-        return Err(ToolError::NotAFile { path: given });
-    }
-    let binary = || ToolError::from(Failure::BinaryFile { path: given.clone() });
-    let mut file = path.open()?;
-    let mut hasher = sha2::Sha256::new();
-    let mut buffer = vec![0u8; 64 * 1024];
-    let mut carry = Vec::new();
-    let mut kept = Vec::new();
-    let mut truncated = false;
-    loop {
-        let n = match file.read(&mut buffer) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(ToolError::io("read", &given, &e)),
-        };
-        let chunk = &buffer[..n];
-        hasher.update(chunk);
-        if chunk.contains(&0) {
-            return Err(binary());
-        }
-        check_utf8(&mut carry, chunk).map_err(|_| binary())?;
-        let room = max - kept.len();
-        kept.extend_from_slice(&chunk[..room.min(n)]);
-        truncated |= n > room;
-    }
-    if !carry.is_empty() {
-        return Err(binary());
-    }
-    // The file is UTF-8; the cut may fall inside a character: end at the last whole one.
-    let whole = std::str::from_utf8(&kept).map_or_else(|e| e.valid_up_to(), str::len);
-    kept.truncate(whole);
-    Ok(Prefix {
-        content: String::from_utf8(kept).map_err(|_| binary())?,
-        truncated,
-        sha256: format!("{:x}", hasher.finalize()),
-    })
-}
-
-/// Checks that `chunk`, after what `carry` held over from the last chunk, is UTF-8; an
-/// incomplete character at the end is carried to the next chunk.
-fn check_utf8(carry: &mut Vec<u8>, chunk: &[u8]) -> Result<(), WindowError> {
-    let joined;
-    let bytes = if carry.is_empty() {
-        chunk
-    } else {
-        carry.extend_from_slice(chunk);
-        joined = std::mem::take(carry);
-        &joined[..]
-    };
-    match std::str::from_utf8(bytes) {
-        Ok(_) => {
-            carry.clear();
-            Ok(())
-        }
-        Err(e) if e.error_len().is_none() => {
-            *carry = bytes[e.valid_up_to()..].to_vec();
-            Ok(())
-        }
-        Err(_) => Err(WindowError::Binary),
-    }
-}
-
-/// Reads a regular file whole (for the tools that edit it), refusing files with NUL bytes
-/// as binary and files over 64 MiB.
-pub(crate) fn read_text_bytes(path: &ConfinedPath) -> Result<Vec<u8>, ToolError> {
-    let size = path.info(true)?.size;
-    if size > MAX_WHOLE_FILE_BYTES {
-        return Err(ToolError::io(
-            "read",
-            path.given(),
-            &std::io::Error::other(format!(
-                "the file is {size} bytes, over the {MAX_WHOLE_FILE_BYTES}-byte limit for reading it whole; read_file reads it a window at a time"
-            )),
-        ));
-    }
-    let bytes = path.read()?;
-    if bytes.contains(&0) {
-        return Err(Failure::BinaryFile {
-            path: path.given().to_owned(),
-        }
-        .into());
-    }
-    Ok(bytes)
-}
-
 #[cfg(test)]
 mod tests {
     use crate::Failure;
@@ -438,6 +352,33 @@ mod tests {
             all["sha256"],
             kyro_core::sha256_hex("a|b\r\nhé 😀\nthird\nfourth".as_bytes())
         );
+    }
+
+    #[test]
+    fn head_and_tail_read_the_first_or_last_lines_under_the_reference_servers_name() {
+        let ws = workspace();
+        std::fs::write(ws.path().join("f.txt"), "one\ntwo\nthree\nfour\nfive").unwrap();
+        let head = ok(call(ws.path(), "read_text_file", json!({"path": "f.txt", "head": 2})));
+        assert_eq!(head["content"], "one\ntwo\n");
+        assert_eq!((head["start_line"].clone(), head["next_offset"].clone()), (json!(1), json!(3)));
+        let tail = ok(call(ws.path(), "read_text_file", json!({"path": "f.txt", "tail": 2})));
+        assert_eq!(tail["content"], "four\nfive");
+        assert_eq!((tail["start_line"].clone(), tail["end_line"].clone()), (json!(4), json!(5)));
+        assert_eq!(tail["truncated"], false);
+        assert_eq!(tail["sha256"], kyro_core::sha256_hex(b"one\ntwo\nthree\nfour\nfive"));
+        // More lines asked for than the file has: all of them.
+        let all = ok(call(ws.path(), "read_file", json!({"path": "f.txt", "tail": 50})));
+        assert_eq!((all["start_line"].clone(), all["total_lines"].clone()), (json!(1), json!(5)));
+        std::fs::write(ws.path().join("empty"), "").unwrap();
+        let empty = ok(call(ws.path(), "read_file", json!({"path": "empty", "tail": 3})));
+        assert_eq!((empty["content"].clone(), empty["end_line"].clone()), (json!(""), json!(0)));
+        for both in [json!({"head": 1, "tail": 1}), json!({"offset": 2, "tail": 1}), json!({"limit": 2, "head": 1})] {
+            let mut arguments = both.clone();
+            arguments["path"] = json!("f.txt");
+            let error = failed(call(ws.path(), "read_file", arguments));
+            assert_eq!(error.kind(), "invalid_request", "{both}");
+            assert!(error.to_string().contains("one of offset/limit, head or tail"), "{error}");
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@ use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::read_file::read_prefix;
+use super::whole::read_prefix;
 
 const DEFAULT_MAX_BYTES: u64 = 256 * 1024;
 

@@ -3,7 +3,7 @@
 use crate::Failure;
 use kyro_core::{ConfinedPath, ToolError, sha256_hex};
 
-use super::read_file::read_text_bytes;
+use super::whole::read_text_bytes;
 
 /// A UTF-8 file read whole (after its freshness was checked).
 pub(crate) struct TextFile {

@@ -86,7 +86,7 @@ impl Execute for WriteFile {
     fn preview(&self, cx: &ToolContext) -> Option<String> {
         let path = cx.path(&self.path).ok()?;
         let old = match path.entry_type().ok()? {
-            Some(EntryType::File) => match super::read_file::read_text_bytes(&path).map(String::from_utf8) {
+            Some(EntryType::File) => match super::whole::read_text_bytes(&path).map(String::from_utf8) {
                 Ok(Ok(text)) => text,
                 _ => return Some(format!("replaces `{}`, a binary or very large file", path.display())),
             },

@@ -40,12 +40,7 @@ impl Execute for GitCommit {
 
     async fn run(self, cx: &ToolContext) -> Result<Committed, ToolError> {
         let repo = Repo::open(cx, self.repo.as_ref())?;
-        // With no global config, fall back to an identity of kyro's own.
-        let has_identity = repo.run(cx, &["config", "user.email"], None).is_ok();
-        let mut args: Vec<&str> = Vec::new();
-        if !has_identity {
-            args.extend(["-c", "user.name=kyro", "-c", "user.email=kyro@localhost"]);
-        }
+        let mut args: Vec<&str> = repo.identity(cx).to_vec();
         args.extend(["commit", "--no-verify", "--file=-"]);
         if self.allow_empty {
             args.push("--allow-empty");

@@ -253,6 +253,16 @@ impl Repo {
         Ok(std::process::Output { status, stdout, stderr })
     }
 
+    /// The `-c` options giving kyro's own identity to a command that records one (a
+    /// commit, an annotated tag, a stash) when the repository's config has none.
+    pub fn identity(&self, cx: &ToolContext) -> &'static [&'static str] {
+        if self.run(cx, &["config", "user.email"], None).is_ok() {
+            &[]
+        } else {
+            &["-c", "user.name=kyro", "-c", "user.email=kyro@localhost"]
+        }
+    }
+
     /// Runs git with `args`; stdout on success, a typed error with stderr otherwise.
     pub fn run(&self, cx: &ToolContext, args: &[&str], stdin: Option<&str>) -> Result<String, ToolError> {
         let mut command = std::process::Command::new(git_program()?);
