@@ -107,6 +107,11 @@ pub enum SelectionError {
     },
 }
 
+/// Whether `category` belongs to the family `set` (`github.issues` to `github`).
+fn in_family(category: &str, set: &str) -> bool {
+    category.strip_prefix(set).is_some_and(|rest| rest.starts_with('.'))
+}
+
 impl Selection {
     /// Resolves `selection` against the tools of `runtime`; `defaults` are the toolsets the
     /// name `default` stands for (`None`: every toolset, as a server of one's own catalog
@@ -149,6 +154,13 @@ impl Selection {
                         .cloned(),
                 ),
                 other if categories.iter().any(|c| c == other) => listed_sets.push(other.to_owned()),
+                // A family without a toolset of its own name (`github`) is all of its
+                // toolsets (`github.issues`, `github.repos`, ...); one with it (`browser`,
+                // Playwright's default tools) leaves its opt-in ones (`browser.vision`) to be
+                // named, as Playwright's `--caps` does.
+                other if categories.iter().any(|c| in_family(c, other)) => {
+                    listed_sets.extend(categories.iter().filter(|c| in_family(c, other)).cloned())
+                }
                 other => {
                     return Err(SelectionError::Toolset {
                         name: other.to_owned(),
@@ -190,5 +202,17 @@ impl Selection {
     pub(crate) fn apply(&self, runtime: &Runtime) {
         let selection = self.clone();
         let _ = runtime.registry().admit_only(move |d| selection.serves(d));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_family_holds_its_dotted_toolsets_only() {
+        assert!(super::in_family("github.issues", "github"));
+        assert!(super::in_family("browser.vision", "browser"));
+        assert!(!super::in_family("browser", "browser"));
+        assert!(!super::in_family("githubber.x", "github"));
+        assert!(!super::in_family("github", "github.issues"));
     }
 }

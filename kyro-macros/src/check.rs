@@ -54,8 +54,11 @@ fn container(errors: &Errors, tool: &Tool) {
     }
     match &tool.category {
         Some(category) => {
-            if !is_snake(&category.value()) {
-                errors.at(category, "`category` must be snake_case, like \"files\"");
+            if !category.value().split('.').all(is_snake) {
+                errors.at(
+                    category,
+                    "`category` must be snake_case, like \"files\" (or a family's toolset, like \"browser.vision\")",
+                );
             }
         }
         None => errors.at_span(
@@ -276,8 +279,11 @@ fn field_aliases(errors: &Errors, fields: &[Field]) {
     for field in fields {
         for alias in &field.aliases {
             let value = alias.value();
-            if !is_snake(&value) {
-                errors.at(alias, "an argument alias must be snake_case, like \"file_path\"");
+            if !is_snake(&value) && !is_camel(&value) {
+                errors.at(
+                    alias,
+                    "an argument alias must be snake_case or camelCase, like \"file_path\" or \"filePath\"",
+                );
             }
             match owners.get(&value) {
                 Some(owner) if field.ident.unraw() == owner.as_str() && value == *owner => {
@@ -324,6 +330,12 @@ fn is_snake(value: &str) -> bool {
         && bytes
             .iter()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_')
+}
+
+/// `startX`, `filePath`: what other servers name their arguments.
+fn is_camel(value: &str) -> bool {
+    let bytes = value.as_bytes();
+    !bytes.is_empty() && bytes[0].is_ascii_lowercase() && bytes.iter().all(u8::is_ascii_alphanumeric)
 }
 
 /// Whether a field holds workspace paths: `WorkspacePath`, or an `Option` or `Vec` of them.

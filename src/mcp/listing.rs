@@ -58,6 +58,10 @@ fn listed_output(schema: &Value) -> Value {
             map.iter()
                 .filter(|(k, v)| match k.as_str() {
                     "description" => !v.is_string(),
+                    // Every property of a result is always there (`null` when empty), and a
+                    // result never has others: the lists restate that on every object.
+                    "required" => !v.is_array(),
+                    "additionalProperties" => v.as_bool() != Some(false),
                     "maximum" | "minimum" => !v
                         .as_i64()
                         .map(i128::from)
@@ -87,15 +91,32 @@ fn listed_output(schema: &Value) -> Value {
 
 /// An input schema as listed: each choice among strings (`oneOf` of `const`s, one per
 /// variant of a Rust enum) as one `enum`, the choices' descriptions read after the
-/// field's own. The same values validate; the listing is smaller by about 40 bytes a
-/// choice.
+/// field's own (about 40 bytes less a choice), and an optional property without its
+/// `null`. Whatever the listing accepts, the tool's schema accepts (it also takes `null`
+/// for an optional property).
 fn listed_input(schema: &Value) -> Value {
     match schema {
         Value::Object(map) => choices(Value::Object(
             map.iter()
                 .map(|(k, v)| {
+                    let required = |name: &str| {
+                        map.get("required")
+                            .and_then(Value::as_array)
+                            .is_some_and(|r| r.iter().any(|n| n == name))
+                    };
                     let kept = match (k.as_str(), v) {
-                        ("properties" | "$defs" | "definitions", Value::Object(props)) => Value::Object(
+                        // An optional property is sent or left out: its `null` (accepted
+                        // all the same) is not listed.
+                        ("properties", Value::Object(props)) => Value::Object(
+                            props
+                                .iter()
+                                .map(|(name, sub)| {
+                                    let sub = if required(name) { sub.clone() } else { not_null(sub) };
+                                    (name.clone(), listed_input(&sub))
+                                })
+                                .collect(),
+                        ),
+                        ("$defs" | "definitions", Value::Object(props)) => Value::Object(
                             props
                                 .iter()
                                 .map(|(name, sub)| (name.clone(), listed_input(sub)))
@@ -111,6 +132,19 @@ fn listed_input(schema: &Value) -> Value {
         Value::Array(items) => Value::Array(items.iter().map(listed_input).collect()),
         other => other.clone(),
     }
+}
+
+/// `{"type": ["string", "null"]}` as `{"type": "string"}`; anything else unchanged.
+fn not_null(schema: &Value) -> Value {
+    let mut schema = schema.clone();
+    if let Some(Value::Array(types)) = schema.get("type")
+        && types.len() == 2
+        && let Some(other) = types.iter().find(|t| *t != "null")
+        && types.iter().any(|t| t == "null")
+    {
+        schema["type"] = other.clone();
+    }
+    schema
 }
 
 /// `{"oneOf": [{"type": "string", "const": "a", "description": "..."}, ...], ...}` as
@@ -181,7 +215,9 @@ mod tests {
             "either": {"oneOf": [{"type": "string", "const": "a"}, {"type": "null"}]},
             // A property named `oneOf` is data.
             "properties": {"type": "string"},
-        }});
+            "optional": {"type": ["integer", "null"], "minimum": 1},
+            "needed": {"type": ["integer", "null"]},
+        }, "required": ["needed"]});
         let listed = super::listed_input(&input);
         assert_eq!(
             listed["properties"]["mode"],
@@ -196,11 +232,18 @@ mod tests {
         ]});
         assert_eq!(super::listed_input(&named)["description"], "`soft` or `mixed`.");
         assert_eq!(listed["properties"]["properties"], input["properties"]["properties"]);
+        assert_eq!(listed["properties"]["optional"], json!({"type": "integer", "minimum": 1}));
+        assert_eq!(listed["properties"]["needed"], input["properties"]["needed"]);
         let validator = |schema: &serde_json::Value| jsonschema::validator_for(schema).unwrap();
-        for value in [json!({"mode": "soft"}), json!({"mode": "hard"}), json!({"mode": 1}), json!({})] {
+        for value in [json!({"mode": "soft"}), json!({"mode": "hard"}), json!({"mode": 1}), json!({}), json!({"optional": 0})] {
+            let value = json!({"needed": null}).as_object().unwrap().clone().into_iter().chain(value.as_object().unwrap().clone()).collect::<serde_json::Map<_, _>>();
+            let value = serde_json::Value::Object(value);
             assert_eq!(validator(&input).is_valid(&value), validator(&listed).is_valid(&value), "{value}");
         }
-        let output = json!({"type": "object", "properties": {"op": {"oneOf": [
+        // Only `null` for an optional property is accepted by the tool and not listed.
+        assert!(validator(&input).is_valid(&json!({"needed": 1, "optional": null})));
+        assert!(!validator(&listed).is_valid(&json!({"needed": 1, "optional": null})));
+        let output = json!({"type": "object", "required": ["op"], "additionalProperties": false, "properties": {"op": {"oneOf": [
             {"type": "string", "const": "created", "description": "Made."},
             {"type": "string", "const": "deleted", "description": "Gone."},
         ]}, "count": {"type": "integer", "minimum": 0}}});
@@ -209,5 +252,7 @@ mod tests {
             json!({"type": "string", "enum": ["created", "deleted"]})
         );
         assert_eq!(super::listed_output(&output)["properties"]["count"], json!({"type": "integer"}));
+        let listed = super::listed_output(&output);
+        assert!(listed.get("required").is_none() && listed.get("additionalProperties").is_none(), "{listed}");
     }
 }

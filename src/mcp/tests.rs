@@ -381,6 +381,12 @@ fn an_image_result_carries_its_bytes_once() {
         assert_eq!(structured["data"], "(the image/png image is the next content block)");
         assert_eq!(structured["width"], 1);
     }
+    // Audio (read_media_file) is an audio block the same way.
+    let result = json!({"path": "a.mp3", "mime_type": "audio/mpeg", "data": "SUQz", "size": 3});
+    let answer = super::text::ok_result(result, None, super::TextMode::Readable);
+    let wire = serde_json::to_value(&answer).unwrap();
+    assert_eq!(wire["content"][1], json!({"type": "audio", "data": "SUQz", "mimeType": "audio/mpeg"}));
+    assert_eq!(wire["structuredContent"]["data"], "(the audio/mpeg audio is the next content block)");
 }
 
 /// Over stdio, `tools/list` without a cursor is answered, after the first time, from the
@@ -436,10 +442,12 @@ fn the_prepared_listing_is_the_handlers_and_follows_the_registry() {
             assert_eq!(x, y, "{}", x["name"]);
         }
         assert_eq!(prepared["result"], handled["result"]);
+        // The first page: the whole catalog, or a page of it with the cursor of the next.
         assert_eq!(
             prepared["result"]["tools"].as_array().unwrap().len(),
-            kyro_tools::BUILTINS.len()
+            kyro_tools::BUILTINS.len().min(super::PAGE)
         );
+        assert_eq!(prepared["result"]["nextCursor"].is_string(), kyro_tools::BUILTINS.len() > super::PAGE);
         registry.register(slow_tool(Arc::default())).unwrap();
         ask(7, "tools/list", json!({})).await;
         let prepared = ask(4, "tools/list", json!({})).await;

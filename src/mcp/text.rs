@@ -85,19 +85,21 @@ pub(super) fn call_result(outcome: Outcome, mode: TextMode) -> CallToolResult {
     }
 }
 
-/// A successful result: structured content with its JSON text; an image result
-/// (`mime_type: image/*` with base64 `data`, as browser_screenshot returns) also comes as
-/// an image content block, and its text names the image instead of repeating it.
+/// A successful result: structured content with its JSON text; an image or audio result
+/// (`mime_type: image/*` or `audio/*` with base64 `data`, as browser_screenshot and
+/// read_media_file return) also comes as an image or audio content block, and its text
+/// names it instead of repeating it.
 pub(super) fn ok_result(mut result: Value, text: Option<String>, mode: TextMode) -> CallToolResult {
     let image = result
         .get("mime_type")
         .and_then(Value::as_str)
-        .filter(|m| m.starts_with("image/"))
+        .filter(|m| m.starts_with("image/") || m.starts_with("audio/"))
         .zip(result.get("data").and_then(Value::as_str))
         .map(|(mime, data)| (mime.to_owned(), data.to_owned()));
     if let Some((mime, _)) = &image {
-        // The image goes once, as the image block: the structured result names it instead.
-        result["data"] = Value::String(format!("(the {mime} image is the next content block)"));
+        // The media goes once, as its block: the structured result names it instead.
+        let what = if mime.starts_with("image/") { "image" } else { "audio" };
+        result["data"] = Value::String(format!("(the {mime} {what} is the next content block)"));
     }
     // The result is serialized once, in the response: the text block is the readable
     // rendering, or the JSON text only when that is what was asked for.
@@ -107,7 +109,10 @@ pub(super) fn ok_result(mut result: Value, text: Option<String>, mode: TextMode)
         (TextMode::Json, _) => result.to_string(),
     };
     let mut content = vec![ContentBlock::text(text)];
-    content.extend(image.map(|(mime, data)| ContentBlock::image(data, mime)));
+    content.extend(image.map(|(mime, data)| match mime.starts_with("image/") {
+        true => ContentBlock::image(data, mime),
+        false => ContentBlock::audio(data, mime),
+    }));
     let mut answer = CallToolResult::success(content);
     answer.structured_content = Some(result);
     answer

@@ -83,6 +83,12 @@ pub enum Failure {
         /// The compiler's message.
         message: String,
     },
+    /// What a testing tool looked for is not visible on the page.
+    #[error("not visible on the page: {what}")]
+    NotVisible {
+        /// What was looked for.
+        what: String,
+    },
     /// No record with that key.
     #[error("no {record} named `{key}`")]
     NoSuchRecord {

@@ -37,6 +37,7 @@ kyro_core::catalog! {
     pub const BUILTINS = [
         files::ReadFile,
         files::ReadManyFiles,
+        files::ReadMediaFile,
         files::WriteFile,
         files::EditFile,
         files::MultiEdit,
@@ -65,11 +66,38 @@ kyro_core::catalog! {
         git::GitStash,
         git::GitReset,
         git::GitTag,
-        #[cfg(feature = "web")] github::GitHubGetIssue,
+        #[cfg(feature = "web")] github::GitHubGetMe,
+        #[cfg(feature = "web")] github::GitHubGetTeams,
+        #[cfg(feature = "web")] github::GitHubGetTeamMembers,
+        #[cfg(feature = "web")] github::GitHubIssueRead,
+        #[cfg(feature = "web")] github::GitHubIssueWrite,
+        #[cfg(feature = "web")] github::GitHubAddIssueComment,
         #[cfg(feature = "web")] github::GitHubListIssues,
-        #[cfg(feature = "web")] github::GitHubCreateIssue,
+        #[cfg(feature = "web")] github::GitHubSearchIssues,
+        #[cfg(feature = "web")] github::GitHubGetLabel,
+        #[cfg(feature = "web")] github::GitHubSubIssueWrite,
+        #[cfg(feature = "web")] github::GitHubListIssueTypes,
         #[cfg(feature = "web")] github::GitHubGetPullRequest,
-        #[cfg(feature = "web")] github::GitHubComment,
+        #[cfg(feature = "web")] github::GitHubSearchUsers,
+        #[cfg(feature = "web")] github::GitHubGetFileContents,
+        #[cfg(feature = "web")] github::GitHubCreateOrUpdateFile,
+        #[cfg(feature = "web")] github::GitHubDeleteFile,
+        #[cfg(feature = "web")] github::GitHubPushFiles,
+        #[cfg(feature = "web")] github::GitHubCreateBranch,
+        #[cfg(feature = "web")] github::GitHubListBranches,
+        #[cfg(feature = "web")] github::GitHubListCommits,
+        #[cfg(feature = "web")] github::GitHubGetCommit,
+        #[cfg(feature = "web")] github::GitHubSearchCode,
+        #[cfg(feature = "web")] github::GitHubSearchCommits,
+        #[cfg(feature = "web")] github::GitHubSearchRepositories,
+        #[cfg(feature = "web")] github::GitHubCreateRepository,
+        #[cfg(feature = "web")] github::GitHubForkRepository,
+        #[cfg(feature = "web")] github::GitHubListTags,
+        #[cfg(feature = "web")] github::GitHubGetTag,
+        #[cfg(feature = "web")] github::GitHubListReleases,
+        #[cfg(feature = "web")] github::GitHubGetLatestRelease,
+        #[cfg(feature = "web")] github::GitHubGetReleaseByTag,
+        #[cfg(feature = "web")] github::GitHubListRepositoryCollaborators,
         #[cfg(feature = "web")] integration::WebFetch,
         #[cfg(feature = "browser")] browser::BrowserNavigate,
         #[cfg(feature = "browser")] browser::BrowserSnapshot,
@@ -92,12 +120,25 @@ kyro_core::catalog! {
         #[cfg(feature = "browser")] browser::BrowserPdfSave,
         #[cfg(feature = "browser")] browser::BrowserDrag,
         #[cfg(feature = "browser")] browser::BrowserTabs,
+        #[cfg(feature = "browser")] browser::BrowserMouseClickXy,
+        #[cfg(feature = "browser")] browser::BrowserMouseMoveXy,
+        #[cfg(feature = "browser")] browser::BrowserMouseDragXy,
+        #[cfg(feature = "browser")] browser::BrowserMouseWheel,
+        #[cfg(feature = "browser")] browser::BrowserCookieList,
+        #[cfg(feature = "browser")] browser::BrowserCookieSet,
+        #[cfg(feature = "browser")] browser::BrowserCookieClear,
+        #[cfg(feature = "browser")] browser::BrowserLocalstorageGet,
+        #[cfg(feature = "browser")] browser::BrowserLocalstorageSet,
+        #[cfg(feature = "browser")] browser::BrowserFind,
+        #[cfg(feature = "browser")] browser::BrowserVerifyTextVisible,
+        #[cfg(feature = "browser")] browser::BrowserVerifyElementVisible,
         #[cfg(feature = "web")] integration::HttpRequest,
         integration::McpCall,
         shell::RunCommand,
         shell::StartProcess,
         shell::ReadProcessOutput,
         shell::StopProcess,
+        shell::WriteProcessInput,
         calculation::Calculate,
         #[cfg(feature = "state")] memory::MemoryStore,
         #[cfg(feature = "state")] memory::MemorySearch,
@@ -127,7 +168,7 @@ pub mod catalogs {
     kyro_core::catalog! {
         /// Files in the workspace: read, write, edit, patch, list, search, move, delete.
         pub const FILES = [
-            files::ReadFile, files::ReadManyFiles, files::WriteFile, files::EditFile, files::MultiEdit,
+            files::ReadFile, files::ReadManyFiles, files::ReadMediaFile, files::WriteFile, files::EditFile, files::MultiEdit,
             files::ApplyPatch, files::ListDirectory, files::DirectoryTree, files::Glob, files::Grep,
             files::FileInfo, files::MovePath, files::CopyPath, files::DeletePath, files::MakeDirectory,
             files::ListAllowedDirectories,
@@ -135,7 +176,7 @@ pub mod catalogs {
     }
     kyro_core::catalog! {
         /// Programs: run to completion, or in the background, each in a PID namespace.
-        pub const SHELL = [shell::RunCommand, shell::StartProcess, shell::ReadProcessOutput, shell::StopProcess];
+        pub const SHELL = [shell::RunCommand, shell::StartProcess, shell::ReadProcessOutput, shell::StopProcess, shell::WriteProcessInput];
     }
     kyro_core::catalog! {
         /// Git by argv, the repository's own programs neutralized.
@@ -155,10 +196,36 @@ pub mod catalogs {
     }
     #[cfg(feature = "web")]
     kyro_core::catalog! {
-        /// HTTP out under the network policy, and the GitHub REST API.
-        pub const WEB = [
-            integration::WebFetch, integration::HttpRequest, github::GitHubGetIssue, github::GitHubListIssues,
-            github::GitHubCreateIssue, github::GitHubGetPullRequest, github::GitHubComment,
+        /// HTTP out under the network policy.
+        pub const WEB = [integration::WebFetch, integration::HttpRequest];
+    }
+    #[cfg(feature = "web")]
+    kyro_core::catalog! {
+        /// The GitHub REST API, as GitHub's MCP server's tools and toolsets.
+        pub const GITHUB = [
+            github::GitHubGetMe, github::GitHubGetTeams, github::GitHubGetTeamMembers, github::GitHubIssueRead,
+            github::GitHubIssueWrite, github::GitHubAddIssueComment, github::GitHubListIssues,
+            github::GitHubSearchIssues, github::GitHubGetLabel, github::GitHubSubIssueWrite,
+            github::GitHubListIssueTypes, github::GitHubGetPullRequest, github::GitHubSearchUsers,
+            github::GitHubGetFileContents,
+            github::GitHubCreateOrUpdateFile,
+            github::GitHubDeleteFile,
+            github::GitHubPushFiles,
+            github::GitHubCreateBranch,
+            github::GitHubListBranches,
+            github::GitHubListCommits,
+            github::GitHubGetCommit,
+            github::GitHubSearchCode,
+            github::GitHubSearchCommits,
+            github::GitHubSearchRepositories,
+            github::GitHubCreateRepository,
+            github::GitHubForkRepository,
+            github::GitHubListTags,
+            github::GitHubGetTag,
+            github::GitHubListReleases,
+            github::GitHubGetLatestRelease,
+            github::GitHubGetReleaseByTag,
+            github::GitHubListRepositoryCollaborators,
         ];
     }
     #[cfg(feature = "browser")]
@@ -171,6 +238,10 @@ pub mod catalogs {
             browser::BrowserHandleDialog, browser::BrowserEvaluate, browser::BrowserResize, browser::BrowserClose,
             browser::BrowserFillForm, browser::BrowserConsoleMessages, browser::BrowserNetworkRequests,
             browser::BrowserFileUpload, browser::BrowserPdfSave, browser::BrowserDrag, browser::BrowserTabs,
+            browser::BrowserMouseClickXy, browser::BrowserMouseMoveXy, browser::BrowserMouseDragXy,
+            browser::BrowserMouseWheel, browser::BrowserCookieList, browser::BrowserCookieSet,
+            browser::BrowserCookieClear, browser::BrowserLocalstorageGet, browser::BrowserLocalstorageSet,
+            browser::BrowserFind, browser::BrowserVerifyTextVisible, browser::BrowserVerifyElementVisible,
         ];
     }
     #[cfg(feature = "state")]

@@ -8,6 +8,10 @@
 
 mod common;
 
+/// Playwright's opt-in families and `browser_find`, under the same harness.
+#[path = "browser/families.rs"]
+mod families;
+
 use kyro_tools::Failure;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};

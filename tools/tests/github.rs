@@ -62,7 +62,7 @@ fn ok(tool: &str, args: Value) -> Value {
 }
 
 fn issue(number: u64) -> Value {
-    json!({"number": number, "title": "Bug | é", "state": "open", "body": "details", "user": {"login": "alice"},
+    json!({"number": number, "id": 1000 + number, "title": "Bug | é", "state": "open", "body": "details", "user": {"login": "alice"},
            "labels": [{"name": "bug"}], "comments": 2, "html_url": format!("https://example.invalid/{number}")})
 }
 
@@ -117,7 +117,10 @@ fn github_tools_speak_rest_to_the_configured_server() {
         std::env::set_var("GITHUB_TOKEN", "t0ken");
     }
 
+    // kyro's earlier name and argument still reach GitHub's `issue_read`.
     let got = ok("github_get_issue", json!({"owner": "o", "repo": "r", "number": 7}));
+    let got = &got["issue"];
+    assert_eq!(got["id"], 1007);
     assert_eq!(
         (got["title"].clone(), got["author"].clone(), got["labels"].clone()),
         (json!("Bug | é"), json!("alice"), json!(["bug"]))

@@ -366,3 +366,76 @@ fn the_first_command_in_a_fresh_workspace_cannot_plant_the_receipt_log() {
     let lines = std::fs::read_to_string(&receipts).unwrap().lines().count();
     assert_eq!(lines, 2, "every call after the attempt is receipted too");
 }
+
+fn result(outcome: Outcome) -> Value {
+    match outcome {
+        Outcome::Ok { result, .. } => result,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Codex's model of an interactive program: started under a terminal, typed into, read
+/// back as plain text, interrupted with Ctrl-C, ended with Ctrl-D.
+#[test]
+fn an_interactive_python_is_driven_through_its_prompt_under_a_terminal() {
+    let ws = tempfile::tempdir().unwrap();
+    let session = Session::new(ws.path(), &open_policy());
+    let started = result(session.call(
+        "start_process",
+        json!({"argv": ["python3", "-q", "-i"], "tty": true, "env": env(&[("PYTHONSTARTUP", "")])}),
+    ));
+    let id = started["id"].as_str().unwrap().to_owned();
+    let prompt = result(session.call(
+        "read_process_output",
+        json!({"id": id, "wait_ms": 10000, "until": "output"}),
+    ));
+    assert!(prompt["stdout"].as_str().unwrap().contains(">>> "), "{prompt}");
+    // The program sees a terminal, and answers what is typed.
+    let answer = result(session.call(
+        "write_process_input",
+        json!({"id": id, "text": "import os, sys; print(6 * 7, os.isatty(0), sys.stdout.isatty())", "keys": ["enter"], "wait_ms": 10000}),
+    ));
+    let text = answer["stdout"].as_str().unwrap();
+    assert!(text.contains("42 True True\n"), "{answer}");
+    assert!(!text.contains('\u{1b}') && !text.contains('\r'), "plain text: {text:?}");
+    // Ctrl-D ends it; its id is then forgotten.
+    session.call("write_process_input", json!({"id": id, "keys": ["ctrl_d"], "wait_ms": 0}));
+    let ended = result(session.call("read_process_output", json!({"id": id, "wait_ms": 10000})));
+    assert_eq!((ended["exited"].clone(), ended["exit_code"].clone()), (json!(true), json!(0)), "{ended}");
+    let gone = session.call("write_process_input", json!({"id": id, "text": "x"}));
+    assert!(matches!(gone, Outcome::ExecutionFailed { ref error, .. } if error.kind() == "no_such_record"), "{gone:?}");
+    // Ctrl-C reaches a program as SIGINT through its controlling terminal.
+    let started = result(session.call("start_process", json!({"argv": ["python3", "-q", "-i"], "tty": true})));
+    let id = started["id"].as_str().unwrap().to_owned();
+    session.call(
+        "write_process_input",
+        json!({"id": id, "text": "import time; time.sleep(60)\n", "wait_ms": 2000}),
+    );
+    let interrupted = result(session.call(
+        "write_process_input",
+        json!({"id": id, "keys": ["ctrl_c"], "wait_ms": 10000}),
+    ));
+    assert!(interrupted["stdout"].as_str().unwrap().contains("KeyboardInterrupt"), "{interrupted}");
+    session.call("stop_process", json!({"id": id, "grace_ms": 0}));
+}
+
+#[test]
+fn input_goes_only_to_a_terminal_and_is_code_no_rule_lets_through() {
+    let ws = tempfile::tempdir().unwrap();
+    let session = Session::new(ws.path(), &open_policy());
+    let piped = result(session.call("start_process", json!({"argv": ["sleep", "5"]})));
+    let refused = session.call("write_process_input", json!({"id": piped["id"], "text": "x\n"}));
+    assert!(
+        matches!(&refused, Outcome::ExecutionFailed { error, .. } if error.to_string().contains("without a terminal")),
+        "{refused:?}"
+    );
+    session.call("stop_process", json!({"id": piped["id"], "grace_ms": 0}));
+    // A rule that lets `python3` run unasked does not let a terminal typed into run so.
+    let ruled = Session::new(ws.path(), &with_rules(json!([{"argv_prefix": ["python3"], "decision": "auto"}])));
+    let outcome = ruled.call("start_process", json!({"argv": ["python3", "-i"], "tty": true}));
+    assert!(matches!(outcome, Outcome::ApprovalRequired { .. }), "{outcome:?}");
+    // And each input is an exec call: asked under the default policy.
+    let asked = Session::new(ws.path(), &Policy::default());
+    let typed = asked.call("write_process_input", json!({"id": "p999", "text": "rm -rf ~\n"}));
+    assert!(matches!(typed, Outcome::ApprovalRequired { .. }), "{typed:?}");
+}

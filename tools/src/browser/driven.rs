@@ -105,6 +105,32 @@ impl Driven<'_> {
         )
     }
 
+    /// The wheel turned by `delta` pixels at `point` (the page scrolls as for a person's).
+    pub(crate) fn wheel(&self, point: Point, delta_x: f64, delta_y: f64) -> Result<(), ToolError> {
+        self.call(
+            DispatchMouseEvent {
+                Type: DispatchMouseEventTypeOption::MouseWheel,
+                x: point.x,
+                y: point.y,
+                modifiers: None,
+                timestamp: None,
+                button: None,
+                buttons: None,
+                click_count: None,
+                force: None,
+                tangential_pressure: None,
+                tilt_x: None,
+                tilt_y: None,
+                twist: None,
+                delta_x: Some(delta_x),
+                delta_y: Some(delta_y),
+                pointer_Type: None,
+            },
+            "turn the mouse wheel",
+        )
+        .map(drop)
+    }
+
     /// The mouse moved to `point`, nothing pressed.
     pub(crate) fn hover_at(&self, point: Point) -> Result<(), ToolError> {
         self.mouse(DispatchMouseEventTypeOption::MouseMoved, point, None, None)

@@ -23,7 +23,7 @@ pub struct PageState {
     pub dialogs: Vec<String>,
 }
 
-fn state(tab: &super::driven::Driven, dialogs: &super::page::Dialogs) -> Result<PageState, ToolError> {
+pub(super) fn state(tab: &super::driven::Driven, dialogs: &super::page::Dialogs) -> Result<PageState, ToolError> {
     let (url, title, _) = super::script::page_info(tab)?;
     Ok(PageState {
         url,

@@ -9,6 +9,7 @@ mod click;
 mod direct;
 mod driven;
 mod files;
+mod find;
 mod fill_form;
 mod isolation;
 mod keys;
@@ -24,10 +25,13 @@ mod script;
 mod select_option;
 mod session;
 mod snapshot;
+mod storage;
 mod tabs;
 mod type_text;
+mod vision;
 
 pub use click::{BrowserClick, Clicked};
+pub use find::{BrowserFind, BrowserVerifyElementVisible, BrowserVerifyTextVisible, Found, Verified};
 pub use files::{BrowserDrag, BrowserFileUpload, BrowserPdfSave, PdfSaved, Uploaded};
 pub use fill_form::{BrowserFillForm, Filled, FormField};
 pub use keys::{BrowserHover, BrowserNavigateBack, BrowserPressKey, BrowserWaitFor, PageState, Waited};
@@ -40,8 +44,13 @@ pub use navigate::{BrowserNavigate, Page};
 pub use screenshot::{BrowserScreenshot, Screenshot};
 pub use select_option::{BrowserSelectOption, Selected};
 pub use snapshot::{BrowserSnapshot, PageSnapshot};
+pub use storage::{
+    BrowserCookie, BrowserCookieClear, BrowserCookieList, BrowserCookieSet, BrowserLocalstorageGet,
+    BrowserLocalstorageSet, Cookies, LocalStorage, SameSite, StorageEntry,
+};
 pub use tabs::{BrowserTabs, Tab, Tabs, TabsAction};
 pub use type_text::{BrowserType, Typed};
+pub use vision::{BrowserMouseClickXy, BrowserMouseDragXy, BrowserMouseMoveXy, BrowserMouseWheel};
 
 use crate::Failure;
 use kyro_core::ToolError;

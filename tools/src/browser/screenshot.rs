@@ -25,7 +25,8 @@ use crate::settings::NetworkSettings;
     category = "browser",
     effect = "network",
     read_only = true,
-    idempotent = true
+    idempotent = true,
+    aliases = ["browser_take_screenshot"]
 )]
 pub struct BrowserScreenshot {
     /// Capture the whole scrollable page instead of the viewport; default false.

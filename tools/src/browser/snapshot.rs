@@ -10,7 +10,7 @@ use crate::settings::NetworkSettings;
 const DEFAULT_MAX_CHARS: u64 = 20_000;
 
 /// The most outline read when only a part of it is returned (`ref`, `depth`, `find`).
-const WHOLE_PAGE_CHARS: u64 = 4_000_000;
+pub(super) const WHOLE_PAGE_CHARS: u64 = 4_000_000;
 
 /// Read the current browser page as an accessibility-style outline: roles, names, values
 /// and text, one element per line, indented by nesting.
@@ -82,6 +82,73 @@ fn narrow(lines: Vec<String>, depth: Option<u32>, find: Option<&str>) -> Vec<Str
         .collect()
 }
 
+/// The page's outline, its cross-origin frames read into it.
+pub(super) struct Outline {
+    pub url: String,
+    pub title: String,
+    pub lines: Vec<String>,
+    pub refs: u64,
+    pub truncated: bool,
+}
+
+/// Reads the outline (at most `walk_max` characters of the page, `frame_max` of each
+/// frame), of one element's part when `root` names it.
+pub(super) fn outline(
+    tab: &super::driven::Driven,
+    walk_max: u64,
+    frame_max: u64,
+    root: Option<&str>,
+) -> Result<Outline, ToolError> {
+    // One evaluation reads the outline, the URL and the title.
+    let arg = json!({ "max": walk_max, "root": root });
+    let outline = super::script::page_op(tab, "read the page", "snapshot", &arg)?;
+    let text = |key: &str| outline[key].as_str().unwrap_or_default().to_owned();
+    let (url, title) = (text("url"), text("title"));
+    if let Some(root) = &root {
+        super::element_answer(&outline, root)?;
+    }
+    let mut lines: Vec<String> = outline["snapshot"]
+        .as_str()
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let mut refs = outline["refs"].as_u64().unwrap_or(0);
+    let mut truncated = outline["truncated"].as_bool().unwrap_or(false);
+    // Each cross-origin frame is read in a world of its own and its outline put
+    // under its `[frame=fK]` line, its refs prefixed `fK`.
+    for index in 1..=outline["frames"].as_u64().unwrap_or(0) as usize {
+        let marker = format!("[frame=f{index}]");
+        let Some(at) = lines.iter().position(|l| l.contains(&marker)) else {
+            continue;
+        };
+        let read = match tab.frame(index, false, "read a frame")? {
+            Some((_, frame)) => {
+                let arg = json!({ "max": frame_max, "prefix": format!("f{index}") });
+                super::script::page_op_in(tab, Some(&frame), "read a frame", "snapshot", &arg).ok()
+            }
+            None => None,
+        };
+        let Some(inner) = read else {
+            lines[at].push_str(" [not readable]");
+            continue;
+        };
+        let indent = " ".repeat(lines[at].len() - lines[at].trim_start().len() + 2);
+        let inner_lines = inner["snapshot"].as_str().unwrap_or_default().lines();
+        let spliced: Vec<String> = inner_lines.map(|l| format!("{indent}{l}")).collect();
+        refs += inner["refs"].as_u64().unwrap_or(0);
+        truncated |= inner["truncated"].as_bool().unwrap_or(false);
+        lines.splice(at + 1..at + 1, spliced);
+    }
+    Ok(Outline {
+        url,
+        title,
+        lines,
+        refs,
+        truncated,
+    })
+}
+
 /// The outline of the page.
 #[kyro_core::output]
 #[derive(Debug)]
@@ -114,47 +181,13 @@ impl Execute for BrowserSnapshot {
         let whole = root.is_some() || depth.is_some() || find.is_some();
         let walk_max = if whole { WHOLE_PAGE_CHARS } else { max };
         with_page(cx, move |tab, _| {
-            // One evaluation reads the outline, the URL and the title.
-            let arg = json!({ "max": walk_max, "root": root });
-            let outline = super::script::page_op(tab, "read the page", "snapshot", &arg)?;
-            let text = |key: &str| outline[key].as_str().unwrap_or_default().to_owned();
-            let (url, title) = (text("url"), text("title"));
-            if let Some(root) = &root {
-                super::element_answer(&outline, root)?;
-            }
-            let mut lines: Vec<String> = outline["snapshot"]
-                .as_str()
-                .unwrap_or_default()
-                .lines()
-                .map(str::to_owned)
-                .collect();
-            let mut refs = outline["refs"].as_u64().unwrap_or(0);
-            let mut truncated = outline["truncated"].as_bool().unwrap_or(false);
-            // Each cross-origin frame is read in a world of its own and its outline put
-            // under its `[frame=fK]` line, its refs prefixed `fK`.
-            for index in 1..=outline["frames"].as_u64().unwrap_or(0) as usize {
-                let marker = format!("[frame=f{index}]");
-                let Some(at) = lines.iter().position(|l| l.contains(&marker)) else {
-                    continue;
-                };
-                let read = match tab.frame(index, false, "read a frame")? {
-                    Some((_, frame)) => {
-                        let arg = json!({ "max": max, "prefix": format!("f{index}") });
-                        super::script::page_op_in(tab, Some(&frame), "read a frame", "snapshot", &arg).ok()
-                    }
-                    None => None,
-                };
-                let Some(inner) = read else {
-                    lines[at].push_str(" [not readable]");
-                    continue;
-                };
-                let indent = " ".repeat(lines[at].len() - lines[at].trim_start().len() + 2);
-                let inner_lines = inner["snapshot"].as_str().unwrap_or_default().lines();
-                let spliced: Vec<String> = inner_lines.map(|l| format!("{indent}{l}")).collect();
-                refs += inner["refs"].as_u64().unwrap_or(0);
-                truncated |= inner["truncated"].as_bool().unwrap_or(false);
-                lines.splice(at + 1..at + 1, spliced);
-            }
+            let Outline {
+                url,
+                title,
+                lines,
+                refs,
+                mut truncated,
+            } = outline(tab, walk_max, max, root.as_deref())?;
             let lines = narrow(lines, depth, find.as_deref());
             let mut snapshot = String::new();
             for line in lines {

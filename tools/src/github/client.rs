@@ -183,3 +183,23 @@ pub(crate) fn login(user: &Value) -> String {
 pub(crate) fn text(value: &Value) -> String {
     value.as_str().unwrap_or_default().to_owned()
 }
+
+/// `text` percent-encoded for a URL's query or path segment.
+pub(crate) fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// `?page=P&per_page=N` (GitHub's defaults: page 1, 30 a page).
+pub(crate) fn paging(page: Option<u32>, per_page: Option<u32>) -> String {
+    format!("page={}&per_page={}", page.unwrap_or(1), per_page.unwrap_or(30))
+}
+
+/// The items of a list answer.
+pub(crate) fn items(body: &Value) -> &[Value] {
+    body.as_array().map(Vec::as_slice).unwrap_or_default()
+}

@@ -8,7 +8,7 @@ use super::client::{GitHub, login, text};
 #[tool(
     name = "github_get_pull_request",
     title = "Get GitHub pull request",
-    category = "github",
+    category = "github.pull_requests",
     effect = "network",
     read_only = true,
     idempotent = true

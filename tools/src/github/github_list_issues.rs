@@ -4,17 +4,18 @@ use kyro_core::{Execute, ToolContext, ToolError, tool};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::client::GitHub;
-use super::github_get_issue::Issue;
+use super::client::{GitHub, encode};
+use super::issue_read::Issue;
 
 /// List a repository's issues, a page at a time, newest first.
 #[tool(
     name = "github_list_issues",
     title = "List GitHub issues",
-    category = "github",
+    category = "github.issues",
     effect = "network",
     read_only = true,
-    idempotent = true
+    idempotent = true,
+    aliases = ["list_issues"]
 )]
 pub struct GitHubListIssues {
     /// Repository owner.
@@ -40,6 +41,7 @@ pub struct GitHubListIssues {
     #[schemars(range(min = 1, max = 1000))]
     pub page: Option<u32>,
     /// Issues per page; default 30, at most 100.
+    #[tool(alias = "perPage")]
     #[schemars(range(min = 1, max = 100))]
     pub per_page: Option<u32>,
 }
@@ -65,15 +67,6 @@ pub struct IssuePage {
     pub issues: Vec<Issue>,
     /// The next page, when there is one.
     pub next_page: Option<u32>,
-}
-
-fn encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 impl Execute for GitHubListIssues {

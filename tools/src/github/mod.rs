@@ -1,16 +1,41 @@
-//! GitHub: issues and pull requests over the REST API, at a configurable base URL
-//! (`KYRO_GITHUB_API_URL`, default `https://api.github.com`) with a token from the
-//! environment (`GITHUB_TOKEN` or `GH_TOKEN`).
+//! GitHub over the REST API, at a configurable base URL (`KYRO_GITHUB_API_URL`, default
+//! `https://api.github.com`) with a token from the environment (`GITHUB_TOKEN` or
+//! `GH_TOKEN`). The tools follow GitHub's MCP server's names (`github_<name>`, the bare
+//! name an alias) and toolsets (`github.context`, `github.issues`, ...).
 
 mod client;
-mod github_comment;
-mod github_create_issue;
-mod github_get_issue;
+mod context;
 mod github_get_pull_request;
 mod github_list_issues;
+mod issue_read;
+mod issue_write;
+mod labels;
+mod releases;
+mod repos_read;
+mod repos_write;
+mod search;
 
-pub use github_comment::{Comment, GitHubComment};
-pub use github_create_issue::GitHubCreateIssue;
-pub use github_get_issue::{GitHubGetIssue, Issue};
+pub use context::{GitHubGetMe, GitHubGetTeamMembers, GitHubGetTeams, Me, Members, Team, Teams};
 pub use github_get_pull_request::{GitHubGetPullRequest, PullRequest};
 pub use github_list_issues::{GitHubListIssues, IssuePage, IssueState};
+pub use issue_read::{GitHubIssueRead, Issue, IssueComment, IssueRead, IssueReadMethod, Label};
+pub use issue_write::{
+    Comment, GitHubAddIssueComment, GitHubIssueWrite, GitHubSubIssueWrite, IssueStateChange, IssueWriteMethod,
+    StateReason, SubIssueMethod,
+};
+pub use labels::{GitHubGetLabel, GitHubListIssueTypes, IssueType, IssueTypes};
+pub use releases::{Asset, GitHubGetLatestRelease, GitHubGetReleaseByTag, GitHubGetTag, GitHubListReleases, Release, Releases, TagInfo};
+pub use repos_read::{
+    ChangedFile, Collaborator, Collaborators, CommitDetail, CommitSummary, Commits, Contents, Detail, Entry,
+    GitHubGetCommit, GitHubGetFileContents, GitHubListBranches, GitHubListCommits, GitHubListRepositoryCollaborators,
+    GitHubListTags, NamedCommit, Refs,
+};
+pub use repos_write::{
+    BranchMade, FileCommit, GitHubCreateBranch, GitHubCreateOrUpdateFile, GitHubCreateRepository, GitHubDeleteFile,
+    GitHubForkRepository, GitHubPushFiles, PushedFile, Pushed, Repository,
+};
+pub use search::{
+    CodeMatch, CommitSort, FoundCode, FoundCommit, FoundCommits, FoundIssues, FoundRepositories, FoundRepository,
+    FoundUser, FoundUsers, GitHubSearchCode, GitHubSearchCommits, GitHubSearchIssues, GitHubSearchRepositories,
+    GitHubSearchUsers, IssueSort, Order, RepositorySort, UserSort,
+};

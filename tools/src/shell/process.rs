@@ -63,13 +63,31 @@ pub(crate) fn spawn(cx: &ToolContext, what: &Spawn) -> Result<(tokio::process::C
     Ok((child, GroupGuard { pgid, sandbox }))
 }
 
-/// Starts the program with piped stdio in a new process group, owned by threads rather
-/// than by any async runtime (background processes outlive the call that started them).
-pub(crate) fn spawn_detached(cx: &ToolContext, what: &Spawn) -> Result<(std::process::Child, GroupGuard), ToolError> {
-    let (command, program, sandbox) = command(cx, what)?;
+/// Starts the program with piped stdio (or, with `tty`, under a pseudo-terminal whose
+/// controlling side is returned) in a new process group, owned by threads rather than by
+/// any async runtime (background processes outlive the call that started them).
+pub(crate) fn spawn_detached(
+    cx: &ToolContext,
+    what: &Spawn,
+) -> Result<(std::process::Child, GroupGuard, Option<std::os::fd::OwnedFd>), ToolError> {
+    let (mut command, program, sandbox) = command(cx, what)?;
+    let pty = match what.tty {
+        true => {
+            let pty = super::pty::open().map_err(|e| ToolError::io("open a terminal for", &program, &e))?;
+            super::pty::attach(&mut command, &pty.terminal).map_err(|e| ToolError::io("open a terminal for", &program, &e))?;
+            // Programs print fewer escape sequences to a terminal that says it has none.
+            if !what.env.iter().any(|v| v.name == "TERM") {
+                command.env("TERM", "dumb");
+            }
+            Some(pty)
+        }
+        false => None,
+    };
     let child = spawn_held(command).map_err(|e| spawn_error(&program, &e))?;
     let pgid = Pid::from_raw(child.id() as i32);
-    Ok((child, GroupGuard { pgid, sandbox }))
+    // The program holds its side now; kyro keeps only the controlling one.
+    let controller = pty.map(|pty| pty.controller);
+    Ok((child, GroupGuard { pgid, sandbox }, controller))
 }
 
 /// A command to spawn and where to send the child.

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use super::process::{Capped, GroupGuard};
 
-/// Bytes kept of each stream of a background process.
+/// Bytes kept of each stream of a background process, of what is not read yet.
 pub(crate) const BUFFER: usize = 1024 * 1024;
 
 /// One background process.
@@ -18,15 +18,15 @@ pub(crate) struct Background {
     pub owner: Vec<u64>,
     pub output: Mutex<Output>,
     pub guard: Mutex<Option<GroupGuard>>,
+    /// The controlling side of its terminal, written to by `write_process_input`; `None`
+    /// for a program started without `tty` (its stdin is closed).
+    pub terminal: Option<Mutex<std::fs::File>>,
 }
 
 /// What a background process printed and how it ended.
 pub(crate) struct Output {
     pub stdout: Capped,
     pub stderr: Capped,
-    /// Bytes of each stream already handed out by `read_process_output`.
-    pub stdout_read: usize,
-    pub stderr_read: usize,
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
     /// The process was reaped and its status recorded (its output may still be coming
@@ -34,6 +34,8 @@ pub(crate) struct Output {
     pub reaped: bool,
     /// Reaped, and both streams read to their end.
     pub exited: bool,
+    /// Bumped at each chunk printed, so a reader waiting for output sees it come and stop.
+    pub chunks: u64,
 }
 
 fn table() -> &'static Mutex<HashMap<String, Arc<Background>>> {
@@ -73,12 +75,11 @@ impl Output {
         Output {
             stdout: Capped::new(),
             stderr: Capped::new(),
-            stdout_read: 0,
-            stderr_read: 0,
             exit_code: None,
             signal: None,
             reaped: false,
             exited: false,
+            chunks: 0,
         }
     }
 }

@@ -87,6 +87,7 @@ impl RunCommand {
             cwd: self.cwd.as_ref(),
             env: &self.env,
             input: self.stdin.as_ref().is_some_and(|s| !s.is_empty()),
+            tty: false,
         }
     }
 }

@@ -24,4 +24,6 @@ pub(crate) struct Spawn<'a> {
     /// Whether input is fed on stdin: a program read from there (`python3`, `sh -s`) is
     /// code no rule names.
     pub input: bool,
+    /// Under a pseudo-terminal (`start_process` with `tty`).
+    pub tty: bool,
 }

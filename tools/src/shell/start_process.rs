@@ -15,7 +15,8 @@ use crate::settings::ShellSettings;
 ///
 /// Same rules as `run_command` (argv, a shell only when asked, filtered environment, own
 /// process group). Read its output with `read_process_output`, end it with `stop_process`;
-/// it is reaped when it exits.
+/// it is reaped when it exits. With `tty`, it runs under a terminal (a REPL, a prompt):
+/// type into it with `write_process_input`; its output is one stream, as `stdout`.
 #[tool(
     name = "start_process",
     title = "Start background process",
@@ -35,6 +36,9 @@ pub struct StartProcess {
     #[serde(default)]
     #[schemars(length(max = 256))]
     pub env: Vec<EnvVar>,
+    /// Run under a pseudo-terminal (80x24, `TERM=dumb` unless `env` sets it); default false.
+    #[serde(default)]
+    pub tty: bool,
 }
 
 /// A started process.
@@ -56,6 +60,7 @@ fn pump(mut pipe: impl Read, process: Arc<Background>, stderr: bool) {
         let mut output = process.output.lock().unwrap_or_else(|p| p.into_inner());
         let stream = if stderr { &mut output.stderr } else { &mut output.stdout };
         stream.push(&buffer[..n], BUFFER);
+        output.chunks += 1;
     }
 }
 
@@ -67,7 +72,9 @@ impl StartProcess {
             shell: self.shell,
             cwd: self.cwd.as_ref(),
             env: &self.env,
-            input: false,
+            // What is typed into a terminal is code no rule names.
+            input: self.tty,
+            tty: self.tty,
         }
     }
 }
@@ -78,25 +85,40 @@ impl Execute for StartProcess {
 
     async fn run(self, cx: &ToolContext) -> Result<Started, ToolError> {
         use std::os::unix::process::ExitStatusExt;
-        let (mut child, guard) = spawn_detached(cx, &self.what())?;
+        let (mut child, guard, controller) = spawn_detached(cx, &self.what())?;
         drop(child.stdin.take());
         let pid = child.id();
         let sandbox = guard.sandbox();
+        let io = |e: std::io::Error| ToolError::io("read the terminal of", &self.argv[0], &e);
+        let (reader, terminal) = match controller {
+            Some(controller) => {
+                let writer = std::fs::File::from(controller.try_clone().map_err(io)?);
+                (Some(std::fs::File::from(controller)), Some(Mutex::new(writer)))
+            }
+            None => (None, None),
+        };
         let process = Arc::new(Background {
             pid,
             owner: cx.scope().lineage().to_vec(),
             output: Mutex::new(Output::new()),
             guard: Mutex::new(Some(guard)),
+            terminal,
         });
-        let (stdout, stderr) = (child.stdout.take().expect("piped"), child.stderr.take().expect("piped"));
         let watched = process.clone();
-        // Readers for both streams, and the reaper: it owns the child, waits for it (so it
-        // never lingers as a zombie) and records how it ended.
+        // Readers for both streams (the terminal's one), and the reaper: it owns the
+        // child, waits for it (so it never lingers as a zombie) and records how it ended.
         let (out_process, err_process) = (watched.clone(), watched.clone());
-        let readers = [
-            std::thread::spawn(move || pump(stdout, out_process, false)),
-            std::thread::spawn(move || pump(stderr, err_process, true)),
-        ];
+        let readers = match reader {
+            // A terminal's reads end in EIO once the program's side is closed.
+            Some(reader) => vec![std::thread::spawn(move || pump(reader, out_process, false))],
+            None => {
+                let (stdout, stderr) = (child.stdout.take().expect("piped"), child.stderr.take().expect("piped"));
+                vec![
+                    std::thread::spawn(move || pump(stdout, out_process, false)),
+                    std::thread::spawn(move || pump(stderr, err_process, true)),
+                ]
+            }
+        };
         std::thread::spawn(move || {
             let status = child.wait();
             {

@@ -1,0 +1,162 @@
+//! The vision family (Playwright MCP's `--caps vision`): the mouse at coordinates of a
+//! screenshot, for pages an outline does not describe (a canvas, a map).
+
+use headless_chrome::browser::tab::point::Point;
+use kyro_core::policy::SettingsTable;
+use kyro_core::{Execute, ToolContext, ToolError, tool};
+
+use super::keys::{PageState, state};
+use super::session::with_page;
+use crate::settings::NetworkSettings;
+
+/// Click at a point of the browser page, in CSS pixels from the viewport's top left (as
+/// `browser_screenshot` of the viewport shows it at scale 1). Prefer `browser_click` with
+/// a ref where the outline has the element.
+#[tool(
+    name = "browser_mouse_click_xy",
+    title = "Click at a point in the browser",
+    category = "browser.vision",
+    effect = "network",
+    destructive = true
+)]
+pub struct BrowserMouseClickXy {
+    /// Pixels from the viewport's left edge.
+    #[schemars(range(min = 0.0, max = 100000.0))]
+    pub x: f64,
+    /// Pixels from the viewport's top edge.
+    #[schemars(range(min = 0.0, max = 100000.0))]
+    pub y: f64,
+}
+
+impl Execute for BrowserMouseClickXy {
+    type Output = PageState;
+    const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
+
+    async fn run(self, cx: &ToolContext) -> Result<PageState, ToolError> {
+        with_page(cx, move |tab, dialogs| {
+            tab.click_at(Point { x: self.x, y: self.y })?;
+            super::settle(tab);
+            state(tab, dialogs)
+        })
+        .await
+    }
+}
+
+/// Move the mouse to a point of the browser page (CSS pixels from the viewport's top
+/// left); nothing is pressed.
+#[tool(
+    name = "browser_mouse_move_xy",
+    title = "Move the mouse in the browser",
+    category = "browser.vision",
+    effect = "network",
+    destructive = false,
+    idempotent = true
+)]
+pub struct BrowserMouseMoveXy {
+    /// Pixels from the viewport's left edge.
+    #[schemars(range(min = 0.0, max = 100000.0))]
+    pub x: f64,
+    /// Pixels from the viewport's top edge.
+    #[schemars(range(min = 0.0, max = 100000.0))]
+    pub y: f64,
+}
+
+impl Execute for BrowserMouseMoveXy {
+    type Output = PageState;
+    const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
+
+    async fn run(self, cx: &ToolContext) -> Result<PageState, ToolError> {
+        with_page(cx, move |tab, dialogs| {
+            tab.hover_at(Point { x: self.x, y: self.y })?;
+            state(tab, dialogs)
+        })
+        .await
+    }
+}
+
+/// Drag with the left button from one point of the browser page to another (CSS pixels
+/// from the viewport's top left), moving in steps so the page sees the motion.
+#[tool(
+    name = "browser_mouse_drag_xy",
+    title = "Drag between points in the browser",
+    category = "browser.vision",
+    effect = "network",
+    destructive = true
+)]
+pub struct BrowserMouseDragXy {
+    /// Where the drag starts, from the left edge.
+    #[tool(alias = "startX")]
+    #[schemars(range(min = 0.0, max = 100000.0))]
+    pub start_x: f64,
+    /// Where the drag starts, from the top edge.
+    #[tool(alias = "startY")]
+    #[schemars(range(min = 0.0, max = 100000.0))]
+    pub start_y: f64,
+    /// Where it ends, from the left edge.
+    #[tool(alias = "endX")]
+    #[schemars(range(min = 0.0, max = 100000.0))]
+    pub end_x: f64,
+    /// Where it ends, from the top edge.
+    #[tool(alias = "endY")]
+    #[schemars(range(min = 0.0, max = 100000.0))]
+    pub end_y: f64,
+}
+
+impl Execute for BrowserMouseDragXy {
+    type Output = PageState;
+    const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
+
+    async fn run(self, cx: &ToolContext) -> Result<PageState, ToolError> {
+        with_page(cx, move |tab, dialogs| {
+            let from = Point { x: self.start_x, y: self.start_y };
+            tab.drag(from, Point { x: self.end_x, y: self.end_y })?;
+            super::settle(tab);
+            state(tab, dialogs)
+        })
+        .await
+    }
+}
+
+/// Turn the mouse wheel over the browser page: the page (or the element under the mouse)
+/// scrolls by `delta_y` pixels down (negative: up) and `delta_x` right.
+#[tool(
+    name = "browser_mouse_wheel",
+    title = "Scroll with the mouse wheel in the browser",
+    category = "browser.vision",
+    effect = "network",
+    destructive = false
+)]
+pub struct BrowserMouseWheel {
+    /// Pixels to scroll right (negative: left); default 0.
+    #[tool(alias = "deltaX")]
+    #[schemars(range(min = -100000.0, max = 100000.0))]
+    pub delta_x: Option<f64>,
+    /// Pixels to scroll down (negative: up).
+    #[tool(alias = "deltaY")]
+    #[schemars(range(min = -100000.0, max = 100000.0))]
+    pub delta_y: f64,
+    /// Where the mouse is, from the viewport's left edge; default the middle.
+    #[schemars(range(min = 0.0, max = 100000.0))]
+    pub x: Option<f64>,
+    /// Where the mouse is, from the viewport's top edge; default the middle.
+    #[schemars(range(min = 0.0, max = 100000.0))]
+    pub y: Option<f64>,
+}
+
+impl Execute for BrowserMouseWheel {
+    type Output = PageState;
+    const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
+
+    async fn run(self, cx: &ToolContext) -> Result<PageState, ToolError> {
+        with_page(cx, move |tab, dialogs| {
+            let at = Point {
+                x: self.x.unwrap_or(640.0),
+                y: self.y.unwrap_or(400.0),
+            };
+            tab.wheel(at, self.delta_x.unwrap_or(0.0), self.delta_y)?;
+            super::settle(tab);
+            state(tab, dialogs)
+        })
+        .await
+    }
+}

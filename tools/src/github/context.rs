@@ -1,0 +1,187 @@
+//! GitHub's `context` toolset: who the token is, and the teams around them.
+
+use kyro_core::{Execute, ToolContext, ToolError, tool};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::client::{GitHub, encode, items, login, paging, text};
+
+/// Get the GitHub user the token belongs to: login, name, profile and counts. Call it
+/// first to learn whose issues, pull requests and repositories "my" means.
+#[tool(
+    name = "github_get_me",
+    title = "Get my GitHub user",
+    category = "github.context",
+    effect = "network",
+    read_only = true,
+    idempotent = true,
+    aliases = ["get_me"]
+)]
+pub struct GitHubGetMe {}
+
+/// A GitHub user.
+#[kyro_core::output]
+#[derive(Debug)]
+pub struct Me {
+    /// The login.
+    pub login: String,
+    /// The numeric id.
+    pub id: u64,
+    /// The display name, when set.
+    pub name: Option<String>,
+    /// The public email, when set.
+    pub email: Option<String>,
+    /// The bio, when set.
+    pub bio: Option<String>,
+    /// The company, when set.
+    pub company: Option<String>,
+    /// The profile's address.
+    pub html_url: String,
+    /// Public repositories.
+    pub public_repos: u64,
+    /// Followers.
+    pub followers: u64,
+}
+
+fn optional(v: &Value) -> Option<String> {
+    v.as_str().filter(|s| !s.is_empty()).map(str::to_owned)
+}
+
+impl Execute for GitHubGetMe {
+    type Output = Me;
+
+    async fn run(self, cx: &ToolContext) -> Result<Me, ToolError> {
+        let v = GitHub::from_env().send(cx, "GET", "/user", None)?.body;
+        Ok(Me {
+            login: login(&v),
+            id: v["id"].as_u64().unwrap_or(0),
+            name: optional(&v["name"]),
+            email: optional(&v["email"]),
+            bio: optional(&v["bio"]),
+            company: optional(&v["company"]),
+            html_url: text(&v["html_url"]),
+            public_repos: v["public_repos"].as_u64().unwrap_or(0),
+            followers: v["followers"].as_u64().unwrap_or(0),
+        })
+    }
+}
+
+/// List the teams the token's user belongs to, in every organization.
+#[tool(
+    name = "github_get_teams",
+    title = "Get my GitHub teams",
+    category = "github.context",
+    effect = "network",
+    read_only = true,
+    idempotent = true,
+    aliases = ["get_teams"]
+)]
+pub struct GitHubGetTeams {
+    /// Page, 1-based; default 1.
+    #[schemars(range(min = 1, max = 1000))]
+    pub page: Option<u32>,
+    /// Teams per page; default 30, at most 100.
+    #[tool(alias = "perPage")]
+    #[schemars(range(min = 1, max = 100))]
+    pub per_page: Option<u32>,
+}
+
+/// Teams.
+#[kyro_core::output]
+#[derive(Debug)]
+pub struct Teams {
+    /// The teams.
+    pub teams: Vec<Team>,
+    /// The next page, when there is one (pass it as `page`).
+    pub next_page: Option<u32>,
+}
+
+/// One team.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Team {
+    /// The organization's login.
+    pub org: String,
+    /// The team's slug (for `github_get_team_members`).
+    pub slug: String,
+    /// Its name.
+    pub name: String,
+    /// Its description.
+    pub description: String,
+}
+
+impl Execute for GitHubGetTeams {
+    type Output = Teams;
+
+    async fn run(self, cx: &ToolContext) -> Result<Teams, ToolError> {
+        let path = format!("/user/teams?{}", paging(self.page, self.per_page));
+        let answer = GitHub::from_env().send(cx, "GET", &path, None)?;
+        let teams = items(&answer.body)
+            .iter()
+            .map(|t| Team {
+                org: login(&t["organization"]),
+                slug: text(&t["slug"]),
+                name: text(&t["name"]),
+                description: text(&t["description"]),
+            })
+            .collect();
+        Ok(Teams {
+            teams,
+            next_page: answer.next_page,
+        })
+    }
+}
+
+/// List the members of a team of a GitHub organization, by login.
+#[tool(
+    name = "github_get_team_members",
+    title = "Get GitHub team members",
+    category = "github.context",
+    effect = "network",
+    read_only = true,
+    idempotent = true,
+    aliases = ["get_team_members"]
+)]
+pub struct GitHubGetTeamMembers {
+    /// The organization's login.
+    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9][A-Za-z0-9-]*$"))]
+    pub org: String,
+    /// The team's slug.
+    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_][A-Za-z0-9_.-]*$"))]
+    pub team_slug: String,
+    /// Page, 1-based; default 1.
+    #[schemars(range(min = 1, max = 1000))]
+    pub page: Option<u32>,
+    /// Members per page; default 30, at most 100.
+    #[tool(alias = "perPage")]
+    #[schemars(range(min = 1, max = 100))]
+    pub per_page: Option<u32>,
+}
+
+/// Logins.
+#[kyro_core::output]
+#[derive(Debug)]
+pub struct Members {
+    /// The members' logins.
+    pub members: Vec<String>,
+    /// The next page, when there is one (pass it as `page`).
+    pub next_page: Option<u32>,
+}
+
+impl Execute for GitHubGetTeamMembers {
+    type Output = Members;
+
+    async fn run(self, cx: &ToolContext) -> Result<Members, ToolError> {
+        let path = format!(
+            "/orgs/{}/teams/{}/members?{}",
+            encode(&self.org),
+            encode(&self.team_slug),
+            paging(self.page, self.per_page)
+        );
+        let answer = GitHub::from_env().send(cx, "GET", &path, None)?;
+        Ok(Members {
+            members: items(&answer.body).iter().map(login).collect(),
+            next_page: answer.next_page,
+        })
+    }
+}

@@ -1,0 +1,218 @@
+//! `github_issue_read`: an issue, its comments, sub-issues or labels (GitHub's
+//! `issue_read`, with `github_get_issue` folded in).
+
+use kyro_core::{Execute, ToolContext, ToolError, input, tool};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::client::{GitHub, items, login, paging, text};
+
+/// Read a GitHub issue (or a pull request seen as one) by `method`: `get` (title, state,
+/// body, labels), `get_comments`, `get_sub_issues` or `get_labels`; lists a page at a time.
+#[tool(
+    name = "github_issue_read",
+    title = "Read a GitHub issue",
+    category = "github.issues",
+    effect = "network",
+    read_only = true,
+    idempotent = true,
+    aliases = ["issue_read", "github_get_issue"]
+)]
+pub struct GitHubIssueRead {
+    /// What to read; default `get`.
+    #[serde(default)]
+    pub method: IssueReadMethod,
+    /// Repository owner (user or organization).
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
+    pub owner: String,
+    /// Repository name.
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
+    pub repo: String,
+    /// The issue's number.
+    #[tool(alias = "number")]
+    #[schemars(range(min = 1))]
+    pub issue_number: u64,
+    /// Page of a list, 1-based; default 1.
+    #[schemars(range(min = 1, max = 1000))]
+    pub page: Option<u32>,
+    /// Items per page; default 30, at most 100.
+    #[tool(alias = "perPage")]
+    #[schemars(range(min = 1, max = 100))]
+    pub per_page: Option<u32>,
+}
+
+/// What `github_issue_read` reads.
+#[input]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum IssueReadMethod {
+    /// The issue.
+    #[default]
+    Get,
+    /// Its comments.
+    GetComments,
+    /// Its sub-issues.
+    GetSubIssues,
+    /// Its labels.
+    GetLabels,
+}
+
+/// What was read: the one field the method names.
+#[kyro_core::output]
+#[derive(Debug, Default)]
+pub struct IssueRead {
+    /// The issue (`get`).
+    pub issue: Option<Issue>,
+    /// Its comments (`get_comments`).
+    pub comments: Option<Vec<IssueComment>>,
+    /// Its sub-issues (`get_sub_issues`).
+    pub sub_issues: Option<Vec<Issue>>,
+    /// Its labels (`get_labels`).
+    pub labels: Option<Vec<Label>>,
+    /// The next page of a list, when there is one (pass it as `page`).
+    pub next_page: Option<u32>,
+}
+
+/// A comment on an issue.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct IssueComment {
+    /// Its id.
+    pub id: u64,
+    /// Its author's login.
+    pub author: String,
+    /// Its text (markdown).
+    pub body: String,
+    /// When it was written (ISO 8601).
+    pub created_at: String,
+    /// Its web address.
+    pub html_url: String,
+}
+
+/// A label.
+#[kyro_core::output]
+#[derive(Debug)]
+pub struct Label {
+    /// Its name.
+    pub name: String,
+    /// Its color, hex without `#`.
+    pub color: String,
+    /// Its description.
+    pub description: String,
+}
+
+impl Label {
+    pub(crate) fn from_json(v: &Value) -> Label {
+        Label {
+            name: text(&v["name"]),
+            color: text(&v["color"]),
+            description: text(&v["description"]),
+        }
+    }
+}
+
+/// An issue.
+#[kyro_core::output]
+#[derive(Debug)]
+pub struct Issue {
+    /// Its number.
+    pub number: u64,
+    /// Its numeric id (what `github_sub_issue_write` takes as `sub_issue_id`).
+    pub id: u64,
+    /// Title.
+    pub title: String,
+    /// `open` or `closed`.
+    pub state: String,
+    /// Body (markdown), empty when none.
+    pub body: String,
+    /// Author's login.
+    pub author: String,
+    /// Label names.
+    pub labels: Vec<String>,
+    /// Number of comments.
+    pub comments: u64,
+    /// True when it is a pull request.
+    pub is_pull_request: bool,
+    /// Web address.
+    pub html_url: String,
+}
+
+impl Issue {
+    pub(crate) fn from_json(v: &Value) -> Issue {
+        Issue {
+            number: v["number"].as_u64().unwrap_or(0),
+            id: v["id"].as_u64().unwrap_or(0),
+            title: text(&v["title"]),
+            state: text(&v["state"]),
+            body: text(&v["body"]),
+            author: login(&v["user"]),
+            labels: v["labels"]
+                .as_array()
+                .map(|ls| {
+                    ls.iter()
+                        .filter_map(|l| l["name"].as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            comments: v["comments"].as_u64().unwrap_or(0),
+            is_pull_request: v.get("pull_request").is_some_and(|p| !p.is_null()),
+            html_url: text(&v["html_url"]),
+        }
+    }
+}
+
+impl Execute for GitHubIssueRead {
+    type Output = IssueRead;
+
+    async fn run(self, cx: &ToolContext) -> Result<IssueRead, ToolError> {
+        let issue = format!("/repos/{}/{}/issues/{}", self.owner, self.repo, self.issue_number);
+        let list = |what: &str| format!("{issue}/{what}?{}", paging(self.page, self.per_page));
+        let github = GitHub::from_env();
+        Ok(match self.method {
+            IssueReadMethod::Get => IssueRead {
+                issue: Some(Issue::from_json(&github.send(cx, "GET", &issue, None)?.body)),
+                ..IssueRead::default()
+            },
+            IssueReadMethod::GetComments => {
+                let answer = github.send(cx, "GET", &list("comments"), None)?;
+                let comments = items(&answer.body)
+                    .iter()
+                    .map(|c| IssueComment {
+                        id: c["id"].as_u64().unwrap_or(0),
+                        author: login(&c["user"]),
+                        body: text(&c["body"]),
+                        created_at: text(&c["created_at"]),
+                        html_url: text(&c["html_url"]),
+                    })
+                    .collect();
+                IssueRead {
+                    comments: Some(comments),
+                    next_page: answer.next_page,
+                    ..IssueRead::default()
+                }
+            }
+            IssueReadMethod::GetSubIssues => {
+                let answer = github.send(cx, "GET", &list("sub_issues"), None)?;
+                IssueRead {
+                    sub_issues: Some(items(&answer.body).iter().map(Issue::from_json).collect()),
+                    next_page: answer.next_page,
+                    ..IssueRead::default()
+                }
+            }
+            IssueReadMethod::GetLabels => {
+                let answer = github.send(cx, "GET", &list("labels"), None)?;
+                IssueRead {
+                    labels: Some(items(&answer.body).iter().map(Label::from_json).collect()),
+                    next_page: answer.next_page,
+                    ..IssueRead::default()
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,99 @@
+//! A repository's label (`get_label`) and an organization's issue types
+//! (`list_issue_types`).
+
+use kyro_core::{Execute, ToolContext, ToolError, tool};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::client::{GitHub, encode, items, text};
+use super::issue_read::Label;
+
+/// Get one label of a GitHub repository: its color and description.
+#[tool(
+    name = "github_get_label",
+    title = "Get a GitHub label",
+    category = "github.issues",
+    effect = "network",
+    read_only = true,
+    idempotent = true,
+    aliases = ["get_label"]
+)]
+pub struct GitHubGetLabel {
+    /// Repository owner.
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
+    pub owner: String,
+    /// Repository name.
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
+    pub repo: String,
+    /// The label's name.
+    #[schemars(length(min = 1, max = 100))]
+    pub name: String,
+}
+
+impl Execute for GitHubGetLabel {
+    type Output = Label;
+
+    async fn run(self, cx: &ToolContext) -> Result<Label, ToolError> {
+        let path = format!("/repos/{}/{}/labels/{}", self.owner, self.repo, encode(&self.name));
+        Ok(Label::from_json(&GitHub::from_env().send(cx, "GET", &path, None)?.body))
+    }
+}
+
+/// List the issue types an organization defines (for `github_issue_write`'s `type`).
+#[tool(
+    name = "github_list_issue_types",
+    title = "List GitHub issue types",
+    category = "github.issues",
+    effect = "network",
+    read_only = true,
+    idempotent = true,
+    aliases = ["list_issue_types"]
+)]
+pub struct GitHubListIssueTypes {
+    /// The organization's login.
+    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9][A-Za-z0-9-]*$"))]
+    pub owner: String,
+}
+
+/// Issue types.
+#[kyro_core::output]
+#[derive(Debug)]
+pub struct IssueTypes {
+    /// The types.
+    pub types: Vec<IssueType>,
+}
+
+/// One issue type.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct IssueType {
+    /// Its id.
+    pub id: u64,
+    /// Its name.
+    pub name: String,
+    /// Its description.
+    pub description: String,
+}
+
+impl Execute for GitHubListIssueTypes {
+    type Output = IssueTypes;
+
+    async fn run(self, cx: &ToolContext) -> Result<IssueTypes, ToolError> {
+        let path = format!("/orgs/{}/issue-types", encode(&self.owner));
+        let answer = GitHub::from_env().send(cx, "GET", &path, None)?;
+        let types = items(&answer.body)
+            .iter()
+            .map(|t| IssueType {
+                id: t["id"].as_u64().unwrap_or(0),
+                name: text(&t["name"]),
+                description: text(&t["description"]),
+            })
+            .collect();
+        Ok(IssueTypes { types })
+    }
+}

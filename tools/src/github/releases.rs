@@ -1,0 +1,241 @@
+//! GitHub's `repos` toolset: releases and tags.
+
+use kyro_core::{Execute, ToolContext, ToolError, tool};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::client::{GitHub, encode, items, login, paging, text};
+
+/// A release.
+#[kyro_core::output]
+#[derive(Debug)]
+pub struct Release {
+    /// Its tag.
+    pub tag_name: String,
+    /// Its title.
+    pub name: String,
+    /// Its notes (markdown).
+    pub body: String,
+    /// A draft, not published.
+    pub draft: bool,
+    /// Marked a pre-release.
+    pub prerelease: bool,
+    /// When it was published (ISO 8601).
+    pub published_at: Option<String>,
+    /// Who made it.
+    pub author: String,
+    /// Its web address.
+    pub html_url: String,
+    /// Its files: name, size and download address.
+    pub assets: Vec<Asset>,
+}
+
+/// A release's file.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Asset {
+    /// Its name.
+    pub name: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Where to download it.
+    pub url: String,
+}
+
+impl Release {
+    fn from_json(r: &Value) -> Release {
+        Release {
+            tag_name: text(&r["tag_name"]),
+            name: text(&r["name"]),
+            body: text(&r["body"]),
+            draft: r["draft"].as_bool().unwrap_or(false),
+            prerelease: r["prerelease"].as_bool().unwrap_or(false),
+            published_at: r["published_at"].as_str().map(str::to_owned),
+            author: login(&r["author"]),
+            html_url: text(&r["html_url"]),
+            assets: items(&r["assets"])
+                .iter()
+                .map(|a| Asset {
+                    name: text(&a["name"]),
+                    size: a["size"].as_u64().unwrap_or(0),
+                    url: text(&a["browser_download_url"]),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// List a GitHub repository's releases, newest first, a page at a time.
+#[tool(
+    name = "github_list_releases",
+    title = "List GitHub releases",
+    category = "github.repos",
+    effect = "network",
+    read_only = true,
+    idempotent = true,
+    aliases = ["list_releases"]
+)]
+pub struct GitHubListReleases {
+    /// Repository owner.
+    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    pub owner: String,
+    /// Repository name.
+    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    pub repo: String,
+    /// Page, 1-based; default 1.
+    #[schemars(range(min = 1, max = 1000))]
+    pub page: Option<u32>,
+    /// Per page; default 30, at most 100.
+    #[tool(alias = "perPage")]
+    #[schemars(range(min = 1, max = 100))]
+    pub per_page: Option<u32>,
+}
+
+/// A page of releases.
+#[kyro_core::output]
+#[derive(Debug)]
+pub struct Releases {
+    /// The releases.
+    pub releases: Vec<Release>,
+    /// The next page, when there is one (pass it as `page`).
+    pub next_page: Option<u32>,
+}
+
+impl Execute for GitHubListReleases {
+    type Output = Releases;
+
+    async fn run(self, cx: &ToolContext) -> Result<Releases, ToolError> {
+        let path = format!("/repos/{}/{}/releases?{}", self.owner, self.repo, paging(self.page, self.per_page));
+        let answer = GitHub::from_env().send(cx, "GET", &path, None)?;
+        Ok(Releases {
+            releases: items(&answer.body).iter().map(Release::from_json).collect(),
+            next_page: answer.next_page,
+        })
+    }
+}
+
+/// Get a GitHub repository's latest published release (not a draft or pre-release).
+#[tool(
+    name = "github_get_latest_release",
+    title = "Get the latest GitHub release",
+    category = "github.repos",
+    effect = "network",
+    read_only = true,
+    idempotent = true,
+    aliases = ["get_latest_release"]
+)]
+pub struct GitHubGetLatestRelease {
+    /// Repository owner.
+    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    pub owner: String,
+    /// Repository name.
+    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    pub repo: String,
+}
+
+impl Execute for GitHubGetLatestRelease {
+    type Output = Release;
+
+    async fn run(self, cx: &ToolContext) -> Result<Release, ToolError> {
+        let path = format!("/repos/{}/{}/releases/latest", self.owner, self.repo);
+        Ok(Release::from_json(&GitHub::from_env().send(cx, "GET", &path, None)?.body))
+    }
+}
+
+/// Get a GitHub repository's release of one tag (`v1.0.0`).
+#[tool(
+    name = "github_get_release_by_tag",
+    title = "Get a GitHub release by tag",
+    category = "github.repos",
+    effect = "network",
+    read_only = true,
+    idempotent = true,
+    aliases = ["get_release_by_tag"]
+)]
+pub struct GitHubGetReleaseByTag {
+    /// Repository owner.
+    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    pub owner: String,
+    /// Repository name.
+    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    pub repo: String,
+    /// The tag.
+    #[schemars(length(min = 1, max = 256))]
+    pub tag: String,
+}
+
+impl Execute for GitHubGetReleaseByTag {
+    type Output = Release;
+
+    async fn run(self, cx: &ToolContext) -> Result<Release, ToolError> {
+        let path = format!("/repos/{}/{}/releases/tags/{}", self.owner, self.repo, encode(&self.tag));
+        Ok(Release::from_json(&GitHub::from_env().send(cx, "GET", &path, None)?.body))
+    }
+}
+
+/// Get one tag of a GitHub repository: the commit it names, and an annotated tag's
+/// message and tagger.
+#[tool(
+    name = "github_get_tag",
+    title = "Get a GitHub tag",
+    category = "github.repos",
+    effect = "network",
+    read_only = true,
+    idempotent = true,
+    aliases = ["get_tag"]
+)]
+pub struct GitHubGetTag {
+    /// Repository owner.
+    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    pub owner: String,
+    /// Repository name.
+    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    pub repo: String,
+    /// The tag.
+    #[schemars(length(min = 1, max = 256))]
+    pub tag: String,
+}
+
+/// A tag.
+#[kyro_core::output]
+#[derive(Debug)]
+pub struct TagInfo {
+    /// Its name.
+    pub tag: String,
+    /// The commit it names.
+    pub sha: String,
+    /// True for an annotated tag.
+    pub annotated: bool,
+    /// An annotated tag's message.
+    pub message: Option<String>,
+    /// An annotated tag's tagger.
+    pub tagger: Option<String>,
+}
+
+impl Execute for GitHubGetTag {
+    type Output = TagInfo;
+
+    async fn run(self, cx: &ToolContext) -> Result<TagInfo, ToolError> {
+        let github = GitHub::from_env();
+        let reference = format!("/repos/{}/{}/git/ref/tags/{}", self.owner, self.repo, encode(&self.tag));
+        let object = github.send(cx, "GET", &reference, None)?.body["object"].clone();
+        if object["type"] == "commit" {
+            return Ok(TagInfo {
+                tag: self.tag,
+                sha: text(&object["sha"]),
+                annotated: false,
+                message: None,
+                tagger: None,
+            });
+        }
+        let path = format!("/repos/{}/{}/git/tags/{}", self.owner, self.repo, encode(&text(&object["sha"])));
+        let tag = github.send(cx, "GET", &path, None)?.body;
+        Ok(TagInfo {
+            tag: self.tag,
+            sha: text(&tag["object"]["sha"]),
+            annotated: true,
+            message: Some(text(&tag["message"])),
+            tagger: tag["tagger"]["name"].as_str().map(str::to_owned),
+        })
+    }
+}

@@ -1,0 +1,391 @@
+//! GitHub's `repos` toolset, writing: files (one, or many in one commit), branches,
+//! repositories and forks.
+
+use base64::Engine;
+use base64::prelude::BASE64_STANDARD;
+use kyro_core::{Execute, ToolContext, ToolError, tool};
+use serde_json::{Value, json};
+
+use super::client::{GitHub, encode, text};
+use super::repos_read::encode_path;
+use crate::Failure;
+
+/// A file written or deleted, and the commit that did it.
+#[kyro_core::output]
+#[derive(Debug)]
+pub struct FileCommit {
+    /// The file's path.
+    pub path: String,
+    /// Its new blob sha; absent after a deletion.
+    pub sha: Option<String>,
+    /// The commit.
+    pub commit_sha: String,
+    /// The commit's web address.
+    pub commit_url: String,
+}
+
+/// Create a file in a GitHub repository, or replace one (then `sha`, its blob sha from
+/// `github_get_file_contents`, is needed: a file changed since is not overwritten), as one
+/// commit on `branch`.
+#[tool(
+    name = "github_create_or_update_file",
+    title = "Create or update a GitHub file",
+    category = "github.repos",
+    effect = "network",
+    destructive = true,
+    aliases = ["create_or_update_file"]
+)]
+pub struct GitHubCreateOrUpdateFile {
+    /// Repository owner.
+    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    pub owner: String,
+    /// Repository name.
+    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    pub repo: String,
+    /// The file's path.
+    #[schemars(length(min = 1, max = 4096))]
+    pub path: String,
+    /// Its whole new content (text).
+    #[schemars(length(max = 10485760))]
+    pub content: String,
+    /// The commit message.
+    #[schemars(length(min = 1, max = 10000))]
+    pub message: String,
+    /// The branch to commit to.
+    #[schemars(length(min = 1, max = 256), regex(pattern = "^[^\\s?#&]+$"))]
+    pub branch: String,
+    /// The blob sha of the file it replaces.
+    #[schemars(regex(pattern = "^[0-9a-f]{40,64}$"))]
+    pub sha: Option<String>,
+}
+
+impl Execute for GitHubCreateOrUpdateFile {
+    type Output = FileCommit;
+
+    async fn run(self, cx: &ToolContext) -> Result<FileCommit, ToolError> {
+        let github = GitHub::from_env();
+        let path = format!("/repos/{}/{}/contents/{}", self.owner, self.repo, encode_path(&self.path));
+        if self.sha.is_none() {
+            // A new file: refused if one is there, rather than failing without saying why.
+            let there = github.send(cx, "GET", &format!("{path}?ref={}", encode(&self.branch)), None);
+            if let Ok(answer) = there {
+                return Err(Failure::InvalidRequest {
+                    message: format!(
+                        "`{}` exists on `{}` (blob sha {}); pass `sha` to replace it",
+                        self.path,
+                        self.branch,
+                        text(&answer.body["sha"])
+                    ),
+                }
+                .into());
+            }
+        }
+        let mut body = json!({
+            "message": self.message,
+            "content": BASE64_STANDARD.encode(self.content.as_bytes()),
+            "branch": self.branch,
+        });
+        if let Some(sha) = &self.sha {
+            body["sha"] = json!(sha);
+        }
+        let v = github.send(cx, "PUT", &path, Some(&body))?.body;
+        Ok(FileCommit {
+            path: text(&v["content"]["path"]),
+            sha: v["content"]["sha"].as_str().map(str::to_owned),
+            commit_sha: text(&v["commit"]["sha"]),
+            commit_url: text(&v["commit"]["html_url"]),
+        })
+    }
+}
+
+/// Delete a file from a GitHub repository, as one commit on `branch`.
+#[tool(
+    name = "github_delete_file",
+    title = "Delete a GitHub file",
+    category = "github.repos",
+    effect = "network",
+    destructive = true,
+    aliases = ["delete_file"]
+)]
+pub struct GitHubDeleteFile {
+    /// Repository owner.
+    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    pub owner: String,
+    /// Repository name.
+    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    pub repo: String,
+    /// The file's path.
+    #[schemars(length(min = 1, max = 4096))]
+    pub path: String,
+    /// The commit message.
+    #[schemars(length(min = 1, max = 10000))]
+    pub message: String,
+    /// The branch to commit to.
+    #[schemars(length(min = 1, max = 256), regex(pattern = "^[^\\s?#&]+$"))]
+    pub branch: String,
+}
+
+impl Execute for GitHubDeleteFile {
+    type Output = FileCommit;
+
+    async fn run(self, cx: &ToolContext) -> Result<FileCommit, ToolError> {
+        let github = GitHub::from_env();
+        let path = format!("/repos/{}/{}/contents/{}", self.owner, self.repo, encode_path(&self.path));
+        let current = github.send(cx, "GET", &format!("{path}?ref={}", encode(&self.branch)), None)?.body;
+        if !current.is_object() || current["type"] != "file" {
+            return Err(Failure::InvalidRequest {
+                message: format!("`{}` is not a file on `{}`", self.path, self.branch),
+            }
+            .into());
+        }
+        let body = json!({"message": self.message, "sha": current["sha"], "branch": self.branch});
+        let v = github.send(cx, "DELETE", &path, Some(&body))?.body;
+        Ok(FileCommit {
+            path: self.path,
+            sha: None,
+            commit_sha: text(&v["commit"]["sha"]),
+            commit_url: text(&v["commit"]["html_url"]),
+        })
+    }
+}
+
+/// A file to push.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PushedFile {
+    /// Its path.
+    #[schemars(length(min = 1, max = 4096))]
+    pub path: String,
+    /// Its whole content (text).
+    #[schemars(length(max = 10485760))]
+    pub content: String,
+}
+
+/// Write several files to a GitHub repository as one commit on `branch` (which must
+/// exist: `github_create_branch` makes one).
+#[tool(
+    name = "github_push_files",
+    title = "Push files to GitHub",
+    category = "github.repos",
+    effect = "network",
+    destructive = true,
+    aliases = ["push_files"]
+)]
+pub struct GitHubPushFiles {
+    /// Repository owner.
+    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    pub owner: String,
+    /// Repository name.
+    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    pub repo: String,
+    /// The branch to commit to.
+    #[schemars(length(min = 1, max = 256), regex(pattern = "^[^\\s?#&]+$"))]
+    pub branch: String,
+    /// The files.
+    #[schemars(length(min = 1, max = 100))]
+    pub files: Vec<PushedFile>,
+    /// The commit message.
+    #[schemars(length(min = 1, max = 10000))]
+    pub message: String,
+}
+
+/// A commit pushed.
+#[kyro_core::output]
+#[derive(Debug)]
+pub struct Pushed {
+    /// The branch.
+    pub branch: String,
+    /// The new commit.
+    pub commit_sha: String,
+    /// The paths written.
+    pub paths: Vec<String>,
+}
+
+impl Execute for GitHubPushFiles {
+    type Output = Pushed;
+
+    async fn run(self, cx: &ToolContext) -> Result<Pushed, ToolError> {
+        let github = GitHub::from_env();
+        let git = format!("/repos/{}/{}/git", self.owner, self.repo);
+        let head_ref = format!("{git}/ref/heads/{}", encode_path(&self.branch));
+        let head = text(&github.send(cx, "GET", &head_ref, None)?.body["object"]["sha"]);
+        let base_tree = text(&github.send(cx, "GET", &format!("{git}/commits/{head}"), None)?.body["tree"]["sha"]);
+        let entries: Vec<Value> = self
+            .files
+            .iter()
+            .map(|f| json!({"path": f.path, "mode": "100644", "type": "blob", "content": f.content}))
+            .collect();
+        let tree_body = json!({"base_tree": base_tree, "tree": entries});
+        let tree = text(&github.send(cx, "POST", &format!("{git}/trees"), Some(&tree_body))?.body["sha"]);
+        let commit_body = json!({"message": self.message, "tree": tree, "parents": [head]});
+        let commit = text(&github.send(cx, "POST", &format!("{git}/commits"), Some(&commit_body))?.body["sha"]);
+        let update = json!({"sha": commit, "force": false});
+        github.send(cx, "PATCH", &format!("{git}/refs/heads/{}", encode_path(&self.branch)), Some(&update))?;
+        Ok(Pushed {
+            branch: self.branch,
+            commit_sha: commit,
+            paths: self.files.into_iter().map(|f| f.path).collect(),
+        })
+    }
+}
+
+/// Create a branch in a GitHub repository from another (default the default branch).
+#[tool(
+    name = "github_create_branch",
+    title = "Create a GitHub branch",
+    category = "github.repos",
+    effect = "network",
+    destructive = false,
+    aliases = ["create_branch"]
+)]
+pub struct GitHubCreateBranch {
+    /// Repository owner.
+    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    pub owner: String,
+    /// Repository name.
+    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    pub repo: String,
+    /// The new branch.
+    #[schemars(length(min = 1, max = 256), regex(pattern = "^[^\\s?#&~^:]+$"))]
+    pub branch: String,
+    /// The branch it starts from; default the default branch.
+    #[schemars(length(min = 1, max = 256), regex(pattern = "^[^\\s?#&]+$"))]
+    pub from_branch: Option<String>,
+}
+
+/// A branch made.
+#[kyro_core::output]
+#[derive(Debug)]
+pub struct BranchMade {
+    /// The branch.
+    pub branch: String,
+    /// The commit it points to.
+    pub sha: String,
+}
+
+impl Execute for GitHubCreateBranch {
+    type Output = BranchMade;
+
+    async fn run(self, cx: &ToolContext) -> Result<BranchMade, ToolError> {
+        let github = GitHub::from_env();
+        let repo = format!("/repos/{}/{}", self.owner, self.repo);
+        let from = match self.from_branch {
+            Some(from) => from,
+            None => text(&github.send(cx, "GET", &repo, None)?.body["default_branch"]),
+        };
+        let sha = text(&github.send(cx, "GET", &format!("{repo}/git/ref/heads/{}", encode_path(&from)), None)?.body["object"]["sha"]);
+        let body = json!({"ref": format!("refs/heads/{}", self.branch), "sha": sha});
+        github.send(cx, "POST", &format!("{repo}/git/refs"), Some(&body))?;
+        Ok(BranchMade {
+            branch: self.branch,
+            sha,
+        })
+    }
+}
+
+/// A repository.
+#[kyro_core::output]
+#[derive(Debug)]
+pub struct Repository {
+    /// `owner/name`.
+    pub full_name: String,
+    /// Its web address.
+    pub html_url: String,
+    /// Private or public.
+    pub private: bool,
+    /// Its default branch.
+    pub default_branch: String,
+}
+
+impl Repository {
+    fn from_json(v: &Value) -> Repository {
+        Repository {
+            full_name: text(&v["full_name"]),
+            html_url: text(&v["html_url"]),
+            private: v["private"].as_bool().unwrap_or(false),
+            default_branch: text(&v["default_branch"]),
+        }
+    }
+}
+
+/// Create a GitHub repository, the token user's or an organization's; private unless
+/// `private: false`.
+#[tool(
+    name = "github_create_repository",
+    title = "Create a GitHub repository",
+    category = "github.repos",
+    effect = "network",
+    destructive = false,
+    aliases = ["create_repository"]
+)]
+pub struct GitHubCreateRepository {
+    /// Its name.
+    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    pub name: String,
+    /// Its description.
+    #[schemars(length(max = 350))]
+    pub description: Option<String>,
+    /// The organization to create it in; default the token's user.
+    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9][A-Za-z0-9-]*$"))]
+    pub organization: Option<String>,
+    /// Private; default true.
+    #[serde(default = "crate::files::yes")]
+    pub private: bool,
+    /// Start it with a README commit; default false.
+    #[tool(alias = "autoInit")]
+    #[serde(default)]
+    pub auto_init: bool,
+}
+
+impl Execute for GitHubCreateRepository {
+    type Output = Repository;
+
+    async fn run(self, cx: &ToolContext) -> Result<Repository, ToolError> {
+        let path = match &self.organization {
+            Some(org) => format!("/orgs/{org}/repos"),
+            None => "/user/repos".to_owned(),
+        };
+        let body = json!({
+            "name": self.name,
+            "description": self.description.unwrap_or_default(),
+            "private": self.private,
+            "auto_init": self.auto_init,
+        });
+        Ok(Repository::from_json(&GitHub::from_env().send(cx, "POST", &path, Some(&body))?.body))
+    }
+}
+
+/// Fork a GitHub repository to the token's user or an organization. GitHub makes the fork
+/// in the background: it can take a moment before its content is there.
+#[tool(
+    name = "github_fork_repository",
+    title = "Fork a GitHub repository",
+    category = "github.repos",
+    effect = "network",
+    destructive = false,
+    aliases = ["fork_repository"]
+)]
+pub struct GitHubForkRepository {
+    /// Repository owner.
+    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    pub owner: String,
+    /// Repository name.
+    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    pub repo: String,
+    /// The organization to fork into; default the token's user.
+    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9][A-Za-z0-9-]*$"))]
+    pub organization: Option<String>,
+}
+
+impl Execute for GitHubForkRepository {
+    type Output = Repository;
+
+    async fn run(self, cx: &ToolContext) -> Result<Repository, ToolError> {
+        let path = format!("/repos/{}/{}/forks", self.owner, self.repo);
+        let body = match &self.organization {
+            Some(org) => json!({"organization": org}),
+            None => json!({}),
+        };
+        Ok(Repository::from_json(&GitHub::from_env().send(cx, "POST", &path, Some(&body))?.body))
+    }
+}
