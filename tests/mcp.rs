@@ -324,7 +324,7 @@ fn toolsets_tools_exclusions_and_read_only_choose_what_is_served() {
     drop(server);
     // `github` is all of GitHub's toolsets, as its server names them; one is named alone.
     for (sets, expected) in [
-        ("github", builtins_in(&["github.context", "github.repos", "github.issues", "github.pull_requests", "github.users"])),
+        ("github", builtins_in(&["github.actions", "github.context", "github.repos", "github.issues", "github.pull_requests", "github.users"])),
         ("github.context", builtins_in(&["github.context"])),
     ] {
         let (names, _) = listing(&mut Server::start_with(ws.path(), &["--toolsets", sets]), 2);

@@ -16,6 +16,10 @@ fn sample(schema: &Value) -> Value {
     if let Some(first) = schema.get("enum").and_then(|e| e.as_array()).and_then(|e| e.first()) {
         return first.clone();
     }
+    // A choice documented variant by variant: its first `const`.
+    if let Some(first) = schema.get("oneOf").and_then(|o| o.as_array()).and_then(|o| o.first()).and_then(|b| b.get("const")) {
+        return first.clone();
+    }
     if allows("object") {
         let mut map = Map::new();
         let required: Vec<&str> = schema
@@ -378,7 +382,6 @@ const HINTS: &[(&str, [bool; 4])] = &[
     ("git_reset", [false, true, false, false]),
     ("git_stash", [false, true, false, false]),
     ("git_status", [true, false, true, false]),
-    ("github_get_pull_request", [true, false, true, true]),
     ("github_get_me", [true, false, true, true]),
     ("github_get_teams", [true, false, true, true]),
     ("github_get_team_members", [true, false, true, true]),
@@ -409,6 +412,19 @@ const HINTS: &[(&str, [bool; 4])] = &[
     ("github_create_branch", [false, false, false, true]),
     ("github_create_repository", [false, false, false, true]),
     ("github_fork_repository", [false, false, false, true]),
+    ("github_pull_request_read", [true, false, true, true]),
+    ("github_list_pull_requests", [true, false, true, true]),
+    ("github_search_pull_requests", [true, false, true, true]),
+    ("github_actions_list", [true, false, true, true]),
+    ("github_actions_get", [true, false, true, true]),
+    ("github_get_job_logs", [true, false, true, true]),
+    ("github_create_pull_request", [false, false, false, true]),
+    ("github_update_pull_request", [false, true, false, true]),
+    ("github_update_pull_request_branch", [false, false, false, true]),
+    ("github_merge_pull_request", [false, true, false, true]),
+    ("github_pull_request_review_write", [false, true, false, true]),
+    ("github_add_comment_to_pending_review", [false, false, false, true]),
+    ("github_add_reply_to_pull_request_comment", [false, false, false, true]),
     ("github_list_issues", [true, false, true, true]),
     ("git_tag", [false, false, false, false]),
     ("glob", [true, false, true, false]),

@@ -204,6 +204,6 @@ fn context_issues_and_users_speak_githubs_rest() {
     // users
     let users = ok("search_users", json!({"query": "location:Lisbon", "sort": "followers"}));
     assert_eq!(users["users"], json!([{"login": "ann", "kind": "User", "html_url": "https://x/ann"}]));
-    assert_eq!(request(&seen), get("/search/users?q=location%3ALisbon&page=1&per_page=30&sort=followers"));
+    assert_eq!(request(&seen), get("/search/users?q=type%3Auser%20location%3ALisbon&page=1&per_page=30&sort=followers"));
     assert!(seen.try_recv().is_err(), "no request past those asserted");
 }

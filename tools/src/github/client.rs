@@ -23,8 +23,12 @@ pub(crate) struct GitHub {
 /// A successful answer.
 pub(crate) struct Answer {
     pub body: Value,
+    /// The body as sent (a diff, when asked for one).
+    pub raw: String,
     /// The page after this one, from the `Link` header.
     pub next_page: Option<u32>,
+    /// Where a redirect pointed, when one was wanted.
+    pub location: Option<String>,
 }
 
 impl GitHub {
@@ -67,6 +71,51 @@ impl GitHub {
 
     /// Sends one request; a refusing status becomes a typed error.
     pub fn send(&self, cx: &ToolContext, method: &str, path: &str, body: Option<&Value>) -> Result<Answer, ToolError> {
+        self.send_accepting(cx, method, path, body, "application/vnd.github+json")
+    }
+
+    /// [`GitHub::send`] asking for another media type (`application/vnd.github.diff`).
+    pub fn send_accepting(
+        &self,
+        cx: &ToolContext,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+        accept: &str,
+    ) -> Result<Answer, ToolError> {
+        self.request(cx, method, path, body, accept, false)
+    }
+
+    /// Where a GET of `path` redirects (a job's logs, a signed address elsewhere), not
+    /// followed: the caller fetches it without the token.
+    pub fn redirect_target(&self, cx: &ToolContext, path: &str) -> Result<String, ToolError> {
+        let answer = self.request(cx, "GET", path, None, "application/vnd.github+json", true)?;
+        // A path alone is on the API's own host.
+        let origin = self.base.find("://").map_or(self.base.as_str(), |scheme| {
+            let host_end = self.base[scheme + 3..].find('/').map_or(self.base.len(), |i| scheme + 3 + i);
+            &self.base[..host_end]
+        });
+        let location = answer.location.map(|l| if l.starts_with('/') { format!("{origin}{l}") } else { l });
+        location.ok_or_else(|| {
+            Failure::Remote {
+                service: SERVICE.into(),
+                status: 200,
+                reason: RemoteReason::of(200),
+                message: format!("`{path}` answered without the address it was expected to redirect to"),
+            }
+            .into()
+        })
+    }
+
+    fn request(
+        &self,
+        cx: &ToolContext,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+        accept: &str,
+        redirect_wanted: bool,
+    ) -> Result<Answer, ToolError> {
         // The schema refuses `.` and `..` as owner or repository; this is the second lock.
         if path.split(['/', '?']).any(|segment| segment == "." || segment == "..") {
             return Err(Failure::InvalidRequest {
@@ -82,7 +131,7 @@ impl GitHub {
         let mut request = ureq::http::Request::builder()
             .method(method)
             .uri(&url)
-            .header("Accept", "application/vnd.github+json")
+            .header("Accept", accept)
             .header("X-GitHub-Api-Version", "2022-11-28")
             .header("User-Agent", "kyro");
         if let Some(token) = &self.token {
@@ -130,6 +179,14 @@ impl GitHub {
             }
             .into());
         }
+        if redirect_wanted && (300..400).contains(&status) {
+            return Ok(Answer {
+                body: Value::Null,
+                raw: String::new(),
+                next_page: None,
+                location,
+            });
+        }
         if (300..400).contains(&status) {
             return Err(Failure::Remote {
                 service: SERVICE.into(),
@@ -153,8 +210,40 @@ impl GitHub {
         }
         Ok(Answer {
             body,
+            raw: text,
             next_page: link.as_deref().and_then(next_page),
+            location: None,
         })
+    }
+}
+
+impl GitHub {
+    /// One GraphQL request (for what REST cannot do); GraphQL's own errors become a typed
+    /// error. The endpoint is `/graphql` beside the REST API (`/api/graphql` for a GitHub
+    /// Enterprise base ending in `/api/v3`).
+    pub fn graphql(&self, cx: &ToolContext, query: &str, variables: Value) -> Result<Value, ToolError> {
+        let endpoint = match self.base.strip_suffix("/api/v3") {
+            Some(host) => format!("{host}/api/graphql"),
+            None => format!("{}/graphql", self.base),
+        };
+        let body = serde_json::json!({"query": query, "variables": variables});
+        let answer = GitHub {
+            base: String::new(),
+            token: self.token.clone(),
+            agent: self.agent.clone(),
+        }
+        .send(cx, "POST", &endpoint, Some(&body))?;
+        if let Some(errors) = answer.body["errors"].as_array().filter(|e| !e.is_empty()) {
+            let message: Vec<&str> = errors.iter().filter_map(|e| e["message"].as_str()).collect();
+            return Err(Failure::Remote {
+                service: SERVICE.into(),
+                status: 200,
+                reason: RemoteReason::Unprocessable,
+                message: message.join("; "),
+            }
+            .into());
+        }
+        Ok(answer.body["data"].clone())
     }
 }
 

@@ -3,20 +3,34 @@
 //! `GH_TOKEN`). The tools follow GitHub's MCP server's names (`github_<name>`, the bare
 //! name an alias) and toolsets (`github.context`, `github.issues`, ...).
 
+mod actions;
 mod client;
 mod context;
-mod github_get_pull_request;
 mod github_list_issues;
 mod issue_read;
 mod issue_write;
 mod labels;
+mod pull_read;
+mod pull_write;
 mod releases;
 mod repos_read;
 mod repos_write;
 mod search;
 
+pub use actions::{
+    ActionsGot, ActionsListed, Artifact, GetMethod, GitHubActionsGet, GitHubActionsList, GitHubGetJobLogs, Job, JobLog,
+    JobLogs, ListMethod, Run, RunsFilter, Workflow,
+};
 pub use context::{GitHubGetMe, GitHubGetTeamMembers, GitHubGetTeams, Me, Members, Team, Teams};
-pub use github_get_pull_request::{GitHubGetPullRequest, PullRequest};
+pub use pull_read::{
+    CheckRun, CombinedStatus, GitHubListPullRequests, GitHubPullRequestRead, GitHubSearchPullRequests, PullReadMethod,
+    PullRequest, PullRequestRead, PullRequests, PullSort, Review, ReviewComment, StatusCheck,
+};
+pub use pull_write::{
+    Accepted, GitHubAddCommentToPendingReview, GitHubAddReplyToPullRequestComment, GitHubCreatePullRequest,
+    GitHubMergePullRequest, GitHubPullRequestReviewWrite, GitHubUpdatePullRequest, GitHubUpdatePullRequestBranch,
+    MergeMethod, Merged, ReviewEvent, ReviewMethod, Side, SubjectType, ThreadAdded,
+};
 pub use github_list_issues::{GitHubListIssues, IssuePage, IssueState};
 pub use issue_read::{GitHubIssueRead, Issue, IssueComment, IssueRead, IssueReadMethod, Label};
 pub use issue_write::{

@@ -128,7 +128,8 @@ impl Execute for GitHubSearchIssues {
     }
 }
 
-/// Search GitHub users with GitHub's query syntax (`location:Lisbon language:rust`).
+/// Search GitHub users with GitHub's query syntax (`location:Lisbon language:rust`);
+/// `type:user` is added unless the query names a type (`type:org`).
 #[tool(
     name = "github_search_users",
     title = "Search GitHub users",
@@ -195,7 +196,12 @@ impl Execute for GitHubSearchUsers {
     type Output = FoundUsers;
 
     async fn run(self, cx: &ToolContext) -> Result<FoundUsers, ToolError> {
-        let mut path = format!("/search/users?q={}&{}", encode(&self.query), paging(self.page, self.per_page));
+        // People, as GitHub's server searches them, unless the query names a type.
+        let query = match self.query.contains("type:") {
+            true => self.query.clone(),
+            false => format!("type:user {}", self.query),
+        };
+        let mut path = format!("/search/users?q={}&{}", encode(&query), paging(self.page, self.per_page));
         let sort = self.sort.map(|s| match s {
             UserSort::Followers => "followers",
             UserSort::Repositories => "repositories",

@@ -2,7 +2,7 @@
 //! calls to upstream MCP servers' tools.
 
 #[cfg(feature = "web")]
-mod guard;
+pub(crate) mod guard;
 #[cfg(feature = "web")]
 mod http_request;
 mod mcp_call;

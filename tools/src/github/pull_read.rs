@@ -1,0 +1,490 @@
+//! GitHub's `pull_requests` toolset, reading: `pull_request_read` (with kyro's
+//! `github_get_pull_request` folded in), `list_pull_requests`, `search_pull_requests`.
+
+use kyro_core::{Execute, ToolContext, ToolError, input, tool};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::client::{GitHub, encode, items, login, paging, text};
+use super::issue_read::IssueComment;
+use super::repos_read::{ChangedFile, CommitSummary, commit_summary};
+use super::search::{FoundIssues, IssueSort, Order};
+
+/// A pull request.
+#[kyro_core::output]
+#[derive(Debug)]
+pub struct PullRequest {
+    /// Its number.
+    pub number: u64,
+    /// Title.
+    pub title: String,
+    /// `open` or `closed`.
+    pub state: String,
+    /// Body (markdown), empty when none.
+    pub body: String,
+    /// Author's login.
+    pub author: String,
+    /// The branch with the changes.
+    pub head: String,
+    /// The commit at its head (what `github_merge_pull_request` takes as `sha`).
+    pub head_sha: String,
+    /// The branch they go into.
+    pub base: String,
+    /// Whether it was merged.
+    pub merged: bool,
+    /// Whether it is a draft.
+    pub draft: bool,
+    /// `clean`, `dirty` (conflicts), `blocked`, `behind`, `unstable` or `unknown`, when known.
+    pub mergeable_state: Option<String>,
+    /// Web address.
+    pub html_url: String,
+}
+
+impl PullRequest {
+    pub(crate) fn from_json(v: &Value) -> PullRequest {
+        PullRequest {
+            number: v["number"].as_u64().unwrap_or(0),
+            title: text(&v["title"]),
+            state: text(&v["state"]),
+            body: text(&v["body"]),
+            author: login(&v["user"]),
+            head: text(&v["head"]["ref"]),
+            head_sha: text(&v["head"]["sha"]),
+            base: text(&v["base"]["ref"]),
+            merged: v["merged"].as_bool().unwrap_or(false),
+            draft: v["draft"].as_bool().unwrap_or(false),
+            mergeable_state: v["mergeable_state"].as_str().map(str::to_owned),
+            html_url: text(&v["html_url"]),
+        }
+    }
+}
+
+/// Read a GitHub pull request by `method`: `get` (the default), `get_diff` (the unified
+/// diff), `get_status` (the head's combined status), `get_files`, `get_commits`,
+/// `get_review_comments` (comments on lines), `get_reviews`, `get_comments` (the
+/// conversation) or `get_check_runs`; lists a page at a time.
+#[tool(
+    name = "github_pull_request_read",
+    title = "Read a GitHub pull request",
+    category = "github.pull_requests",
+    effect = "network",
+    read_only = true,
+    idempotent = true,
+    aliases = ["pull_request_read", "github_get_pull_request"]
+)]
+pub struct GitHubPullRequestRead {
+    /// What to read; default `get`.
+    #[serde(default)]
+    pub method: PullReadMethod,
+    /// Repository owner.
+    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    pub owner: String,
+    /// Repository name.
+    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    pub repo: String,
+    /// The pull request's number.
+    #[tool(alias = "pullNumber", alias = "number")]
+    #[schemars(range(min = 1))]
+    pub pull_number: u64,
+    /// Page of a list, 1-based; default 1.
+    #[schemars(range(min = 1, max = 1000))]
+    pub page: Option<u32>,
+    /// Items per page; default 30, at most 100.
+    #[tool(alias = "perPage")]
+    #[schemars(range(min = 1, max = 100))]
+    pub per_page: Option<u32>,
+}
+
+/// What `github_pull_request_read` reads.
+#[input]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum PullReadMethod {
+    /// The pull request.
+    #[default]
+    Get,
+    /// Its unified diff.
+    GetDiff,
+    /// Its head commit's combined status.
+    GetStatus,
+    /// The files it changes.
+    GetFiles,
+    /// Its commits.
+    GetCommits,
+    /// Comments on its lines.
+    GetReviewComments,
+    /// Its reviews.
+    GetReviews,
+    /// Its conversation.
+    GetComments,
+    /// Its head commit's check runs.
+    GetCheckRuns,
+}
+
+/// What was read: the one field the method names.
+#[kyro_core::output]
+#[derive(Debug, Default)]
+pub struct PullRequestRead {
+    /// The pull request (`get`).
+    pub pull_request: Option<PullRequest>,
+    /// Its unified diff (`get_diff`).
+    pub diff: Option<String>,
+    /// The combined status: `success`, `failure`, `pending` or `error`, and each (`get_status`).
+    pub status: Option<CombinedStatus>,
+    /// The files (`get_files`).
+    pub files: Option<Vec<ChangedFile>>,
+    /// The commits (`get_commits`).
+    pub commits: Option<Vec<CommitSummary>>,
+    /// Comments on lines (`get_review_comments`).
+    pub review_comments: Option<Vec<ReviewComment>>,
+    /// Reviews (`get_reviews`).
+    pub reviews: Option<Vec<Review>>,
+    /// The conversation (`get_comments`).
+    pub comments: Option<Vec<IssueComment>>,
+    /// Check runs (`get_check_runs`).
+    pub check_runs: Option<Vec<CheckRun>>,
+    /// The next page of a list, when there is one (pass it as `page`).
+    pub next_page: Option<u32>,
+}
+
+/// A commit's combined status.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct CombinedStatus {
+    /// The overall state.
+    pub state: String,
+    /// Each context's state.
+    pub statuses: Vec<StatusCheck>,
+}
+
+/// One status.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct StatusCheck {
+    /// Its context (`ci/build`).
+    pub context: String,
+    /// Its state.
+    pub state: String,
+    /// Its description.
+    pub description: String,
+}
+
+/// A comment on a line of a pull request.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ReviewComment {
+    /// Its id (what `github_add_reply_to_pull_request_comment` takes).
+    pub id: u64,
+    /// Its author.
+    pub author: String,
+    /// The file.
+    pub path: String,
+    /// The line, when on one.
+    pub line: Option<u64>,
+    /// The text.
+    pub body: String,
+    /// The comment it replies to.
+    pub in_reply_to: Option<u64>,
+}
+
+/// A review.
+#[kyro_core::output]
+#[derive(Debug)]
+pub struct Review {
+    /// Its id.
+    pub id: u64,
+    /// Its author.
+    pub author: String,
+    /// `APPROVED`, `CHANGES_REQUESTED`, `COMMENTED`, `DISMISSED` or `PENDING`.
+    pub state: String,
+    /// Its text.
+    pub body: String,
+    /// When it was submitted.
+    pub submitted_at: Option<String>,
+}
+
+impl Review {
+    pub(crate) fn from_json(r: &Value) -> Review {
+        Review {
+            id: r["id"].as_u64().unwrap_or(0),
+            author: login(&r["user"]),
+            state: text(&r["state"]),
+            body: text(&r["body"]),
+            submitted_at: r["submitted_at"].as_str().map(str::to_owned),
+        }
+    }
+}
+
+/// A check run.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct CheckRun {
+    /// Its name.
+    pub name: String,
+    /// `queued`, `in_progress` or `completed`.
+    pub status: String,
+    /// `success`, `failure`, ... once completed.
+    pub conclusion: Option<String>,
+    /// Its web address.
+    pub html_url: String,
+}
+
+impl Execute for GitHubPullRequestRead {
+    type Output = PullRequestRead;
+
+    async fn run(self, cx: &ToolContext) -> Result<PullRequestRead, ToolError> {
+        let github = GitHub::from_env();
+        let repo = format!("/repos/{}/{}", self.owner, self.repo);
+        let pull = format!("{repo}/pulls/{}", self.pull_number);
+        let page = paging(self.page, self.per_page);
+        let list = |path: String| github.send(cx, "GET", &format!("{path}?{page}"), None);
+        let head_sha = || github.send(cx, "GET", &pull, None).map(|a| text(&a.body["head"]["sha"]));
+        let mut read = PullRequestRead::default();
+        match self.method {
+            PullReadMethod::Get => read.pull_request = Some(PullRequest::from_json(&github.send(cx, "GET", &pull, None)?.body)),
+            PullReadMethod::GetDiff => {
+                read.diff = Some(github.send_accepting(cx, "GET", &pull, None, "application/vnd.github.diff")?.raw);
+            }
+            PullReadMethod::GetStatus => {
+                let v = github.send(cx, "GET", &format!("{repo}/commits/{}/status", head_sha()?), None)?.body;
+                let statuses = items(&v["statuses"])
+                    .iter()
+                    .map(|s| StatusCheck {
+                        context: text(&s["context"]),
+                        state: text(&s["state"]),
+                        description: text(&s["description"]),
+                    })
+                    .collect();
+                read.status = Some(CombinedStatus {
+                    state: text(&v["state"]),
+                    statuses,
+                });
+            }
+            PullReadMethod::GetFiles => {
+                let answer = list(format!("{pull}/files"))?;
+                read.files = Some(
+                    items(&answer.body)
+                        .iter()
+                        .map(|f| ChangedFile {
+                            path: text(&f["filename"]),
+                            status: text(&f["status"]),
+                            additions: f["additions"].as_u64().unwrap_or(0),
+                            deletions: f["deletions"].as_u64().unwrap_or(0),
+                            patch: f["patch"].as_str().map(str::to_owned),
+                        })
+                        .collect(),
+                );
+                read.next_page = answer.next_page;
+            }
+            PullReadMethod::GetCommits => {
+                let answer = list(format!("{pull}/commits"))?;
+                read.commits = Some(items(&answer.body).iter().map(commit_summary).collect());
+                read.next_page = answer.next_page;
+            }
+            PullReadMethod::GetReviewComments => {
+                let answer = list(format!("{pull}/comments"))?;
+                read.review_comments = Some(
+                    items(&answer.body)
+                        .iter()
+                        .map(|c| ReviewComment {
+                            id: c["id"].as_u64().unwrap_or(0),
+                            author: login(&c["user"]),
+                            path: text(&c["path"]),
+                            line: c["line"].as_u64(),
+                            body: text(&c["body"]),
+                            in_reply_to: c["in_reply_to_id"].as_u64(),
+                        })
+                        .collect(),
+                );
+                read.next_page = answer.next_page;
+            }
+            PullReadMethod::GetReviews => {
+                let answer = list(format!("{pull}/reviews"))?;
+                read.reviews = Some(items(&answer.body).iter().map(Review::from_json).collect());
+                read.next_page = answer.next_page;
+            }
+            PullReadMethod::GetComments => {
+                let answer = list(format!("{repo}/issues/{}/comments", self.pull_number))?;
+                read.comments = Some(
+                    items(&answer.body)
+                        .iter()
+                        .map(|c| IssueComment {
+                            id: c["id"].as_u64().unwrap_or(0),
+                            author: login(&c["user"]),
+                            body: text(&c["body"]),
+                            created_at: text(&c["created_at"]),
+                            html_url: text(&c["html_url"]),
+                        })
+                        .collect(),
+                );
+                read.next_page = answer.next_page;
+            }
+            PullReadMethod::GetCheckRuns => {
+                let answer = list(format!("{repo}/commits/{}/check-runs", head_sha()?))?;
+                read.check_runs = Some(
+                    items(&answer.body["check_runs"])
+                        .iter()
+                        .map(|r| CheckRun {
+                            name: text(&r["name"]),
+                            status: text(&r["status"]),
+                            conclusion: r["conclusion"].as_str().map(str::to_owned),
+                            html_url: text(&r["html_url"]),
+                        })
+                        .collect(),
+                );
+                read.next_page = answer.next_page;
+            }
+        }
+        Ok(read)
+    }
+}
+
+/// List a GitHub repository's pull requests, a page at a time.
+#[tool(
+    name = "github_list_pull_requests",
+    title = "List GitHub pull requests",
+    category = "github.pull_requests",
+    effect = "network",
+    read_only = true,
+    idempotent = true,
+    aliases = ["list_pull_requests"]
+)]
+pub struct GitHubListPullRequests {
+    /// Repository owner.
+    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    pub owner: String,
+    /// Repository name.
+    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    pub repo: String,
+    /// `open` (the default), `closed` or `all`.
+    pub state: Option<super::github_list_issues::IssueState>,
+    /// Only from this branch, as `user:branch`.
+    #[schemars(length(min = 1, max = 256), regex(pattern = "^[^\\s?#&]+$"))]
+    pub head: Option<String>,
+    /// Only into this branch.
+    #[schemars(length(min = 1, max = 256), regex(pattern = "^[^\\s?#&]+$"))]
+    pub base: Option<String>,
+    /// Sort by; default `created`.
+    pub sort: Option<PullSort>,
+    /// `asc` or `desc`.
+    pub direction: Option<Order>,
+    /// Page, 1-based; default 1.
+    #[schemars(range(min = 1, max = 1000))]
+    pub page: Option<u32>,
+    /// Per page; default 30, at most 100.
+    #[tool(alias = "perPage")]
+    #[schemars(range(min = 1, max = 100))]
+    pub per_page: Option<u32>,
+}
+
+/// What pull requests are sorted by.
+#[input]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PullSort {
+    /// Creation.
+    #[serde(rename = "created")]
+    Created,
+    /// Last update.
+    #[serde(rename = "updated")]
+    Updated,
+    /// Comment count.
+    #[serde(rename = "popularity")]
+    Popularity,
+    /// Age, open the longest.
+    #[serde(rename = "long-running")]
+    LongRunning,
+}
+
+/// A page of pull requests.
+#[kyro_core::output]
+#[derive(Debug)]
+pub struct PullRequests {
+    /// The pull requests.
+    pub pull_requests: Vec<PullRequest>,
+    /// The next page, when there is one (pass it as `page`).
+    pub next_page: Option<u32>,
+}
+
+impl Execute for GitHubListPullRequests {
+    type Output = PullRequests;
+
+    async fn run(self, cx: &ToolContext) -> Result<PullRequests, ToolError> {
+        use super::github_list_issues::IssueState;
+        let state = match self.state.unwrap_or_default() {
+            IssueState::Open => "open",
+            IssueState::Closed => "closed",
+            IssueState::All => "all",
+        };
+        let mut path = format!("/repos/{}/{}/pulls?state={state}&{}", self.owner, self.repo, paging(self.page, self.per_page));
+        for (key, value) in [("head", &self.head), ("base", &self.base)] {
+            if let Some(value) = value {
+                path.push_str(&format!("&{key}={}", encode(value)));
+            }
+        }
+        if let Some(sort) = self.sort {
+            let sort = match sort {
+                PullSort::Created => "created",
+                PullSort::Updated => "updated",
+                PullSort::Popularity => "popularity",
+                PullSort::LongRunning => "long-running",
+            };
+            path.push_str(&format!("&sort={sort}"));
+        }
+        if let Some(direction) = self.direction {
+            path.push_str(if direction == Order::Asc { "&direction=asc" } else { "&direction=desc" });
+        }
+        let answer = GitHub::from_env().send(cx, "GET", &path, None)?;
+        Ok(PullRequests {
+            pull_requests: items(&answer.body).iter().map(PullRequest::from_json).collect(),
+            next_page: answer.next_page,
+        })
+    }
+}
+
+/// Search GitHub pull requests with GitHub's query syntax (`is:open review:required`);
+/// `is:pr` is added. `owner` and `repo` narrow it to one repository.
+#[tool(
+    name = "github_search_pull_requests",
+    title = "Search GitHub pull requests",
+    category = "github.pull_requests",
+    effect = "network",
+    read_only = true,
+    idempotent = true,
+    aliases = ["search_pull_requests"]
+)]
+pub struct GitHubSearchPullRequests {
+    /// The query.
+    #[schemars(length(min = 1, max = 256))]
+    pub query: String,
+    /// Only this owner's repositories (or, with `repo`, one repository).
+    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    pub owner: Option<String>,
+    /// Only this repository of `owner`.
+    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    pub repo: Option<String>,
+    /// Sort by: default best match.
+    pub sort: Option<IssueSort>,
+    /// `asc` or `desc` (the default).
+    pub order: Option<Order>,
+    /// Page, 1-based; default 1.
+    #[schemars(range(min = 1, max = 100))]
+    pub page: Option<u32>,
+    /// Results per page; default 30, at most 100.
+    #[tool(alias = "perPage")]
+    #[schemars(range(min = 1, max = 100))]
+    pub per_page: Option<u32>,
+}
+
+impl Execute for GitHubSearchPullRequests {
+    type Output = FoundIssues;
+
+    async fn run(self, cx: &ToolContext) -> Result<FoundIssues, ToolError> {
+        let search = super::search::GitHubSearchIssues {
+            query: format!("is:pr {}", self.query),
+            owner: self.owner,
+            repo: self.repo,
+            sort: self.sort,
+            order: self.order,
+            page: self.page,
+            per_page: self.per_page,
+        };
+        search.run(cx).await
+    }
+}
