@@ -453,12 +453,14 @@ fn the_prepared_listing_is_the_handlers_and_follows_the_registry() {
         let prepared = ask(4, "tools/list", json!({})).await;
         let handled = ask(5, "tools/list", json!({"cursor": "0"})).await;
         assert_eq!(prepared["result"], handled["result"]);
-        let names: Vec<&str> = prepared["result"]["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["name"].as_str().unwrap())
-            .collect();
-        assert!(names.contains(&"slow"), "{names:?}");
+        // Every page, the first prepared and the rest from the handler.
+        let mut names: Vec<String> = Vec::new();
+        let mut page = prepared;
+        for id in 8.. {
+            names.extend(page["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_owned()));
+            let Some(cursor) = page["result"]["nextCursor"].as_str().map(str::to_owned) else { break };
+            page = ask(id, "tools/list", json!({"cursor": cursor})).await;
+        }
+        assert!(names.iter().any(|n| n == "slow"), "{names:?}");
     });
 }

@@ -144,6 +144,8 @@ kyro_core::catalog! {
         #[cfg(feature = "browser")] browser::BrowserFind,
         #[cfg(feature = "browser")] browser::BrowserVerifyTextVisible,
         #[cfg(feature = "browser")] browser::BrowserVerifyElementVisible,
+        #[cfg(feature = "browser")] browser::BrowserRoute,
+        #[cfg(feature = "browser")] browser::BrowserUnroute,
         #[cfg(feature = "web")] integration::HttpRequest,
         integration::McpCall,
         shell::RunCommand,
@@ -265,6 +267,7 @@ pub mod catalogs {
             browser::BrowserMouseWheel, browser::BrowserCookieList, browser::BrowserCookieSet,
             browser::BrowserCookieClear, browser::BrowserLocalstorageGet, browser::BrowserLocalstorageSet,
             browser::BrowserFind, browser::BrowserVerifyTextVisible, browser::BrowserVerifyElementVisible,
+            browser::BrowserRoute, browser::BrowserUnroute,
         ];
     }
     #[cfg(feature = "state")]

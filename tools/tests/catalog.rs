@@ -361,6 +361,8 @@ const HINTS: &[(&str, [bool; 4])] = &[
     ("browser_localstorage_get", [true, false, true, true]),
     ("browser_localstorage_set", [false, false, true, true]),
     ("browser_find", [true, false, true, true]),
+    ("browser_route", [false, false, true, true]),
+    ("browser_unroute", [false, false, true, true]),
     ("browser_verify_text_visible", [true, false, true, true]),
     ("browser_verify_element_visible", [true, false, true, true]),
     ("calculate", [true, false, true, false]),

@@ -163,6 +163,7 @@ fn github_tools_speak_rest_to_the_configured_server() {
         "github_get_pull_request",
         json!({"owner": "o", "repo": "r", "number": 3}),
     );
+    let pr = &pr["pull_request"];
     assert_eq!(
         (pr["head"].clone(), pr["base"].clone(), pr["draft"].clone()),
         (json!("feature"), json!("main"), json!(true))

@@ -28,7 +28,7 @@ use tungstenite::{Message, WebSocket};
 type Pending = Arc<Mutex<HashMap<u64, mpsc::Sender<Result<Value, String>>>>>;
 
 /// Decides a paused request: true lets it continue, false fails it with `BlockedByClient`.
-pub(crate) type Interceptor = Box<dyn Fn(&RequestPausedEventParams) -> bool + Send>;
+pub(crate) type Interceptor = Box<dyn Fn(&RequestPausedEventParams) -> super::routes::Decision + Send>;
 
 /// The interceptor the reader thread consults (none: every paused request fails).
 type InterceptorSlot = Arc<Mutex<Option<Interceptor>>>;
@@ -184,18 +184,26 @@ fn decide(side: &Side, params: &Value) {
     let Some(request_id) = params.get("requestId").and_then(Value::as_str) else {
         return;
     };
-    let allowed = serde_json::from_value::<RequestPausedEventParams>(params.clone())
+    use super::routes::Decision;
+    let decision = serde_json::from_value::<RequestPausedEventParams>(params.clone())
         .ok()
         .and_then(|paused| {
             let interceptor = side.interceptor.lock().unwrap_or_else(|e| e.into_inner());
             interceptor.as_ref().map(|decide| decide(&paused))
         })
-        .unwrap_or(false);
+        .unwrap_or(Decision::Fail);
     let id = side.next.fetch_add(1, Ordering::Relaxed);
-    let command = if allowed {
-        json!({ "id": id, "method": "Fetch.continueRequest", "params": { "requestId": request_id } })
-    } else {
-        json!({ "id": id, "method": "Fetch.failRequest", "params": { "requestId": request_id, "errorReason": "BlockedByClient" } })
+    let command = match decision {
+        Decision::Continue => {
+            json!({ "id": id, "method": "Fetch.continueRequest", "params": { "requestId": request_id } })
+        }
+        Decision::Fail => {
+            json!({ "id": id, "method": "Fetch.failRequest", "params": { "requestId": request_id, "errorReason": "BlockedByClient" } })
+        }
+        Decision::Fulfill { status, content_type, body } => json!({ "id": id, "method": "Fetch.fulfillRequest", "params": {
+            "requestId": request_id, "responseCode": status,
+            "responseHeaders": [{ "name": "Content-Type", "value": content_type }], "body": body,
+        } }),
     };
     let _ = side
         .writer

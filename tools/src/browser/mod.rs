@@ -20,6 +20,8 @@ mod navigate;
 mod page;
 mod proxy;
 mod report;
+mod route;
+mod routes;
 mod screenshot;
 mod script;
 mod select_option;
@@ -41,6 +43,7 @@ pub use manage::{
     Armed, BrowserClose, BrowserEvaluate, BrowserHandleDialog, BrowserResize, Closed, Evaluated, Resized,
 };
 pub use navigate::{BrowserNavigate, Page};
+pub use route::{BrowserRoute, BrowserUnroute, RouteAction, RouteInfo, RouteList};
 pub use screenshot::{BrowserScreenshot, Screenshot};
 pub use select_option::{BrowserSelectOption, Selected};
 pub use snapshot::{BrowserSnapshot, PageSnapshot};

@@ -52,6 +52,8 @@ pub(crate) struct Session {
     /// the interception's check.
     blocked: Seen,
     dialogs: Dialogs,
+    /// Requests kyro answers itself (`browser_route`), for every page.
+    routes: super::routes::Routes,
     /// One call drives the browser at a time, so requests and dialogs belong to one call.
     busy: Mutex<()>,
     /// The browser's DevTools address, for each page's own connection.
@@ -105,6 +107,7 @@ impl Session {
             seen: Seen::default(),
             blocked,
             dialogs,
+            routes: super::routes::Routes::default(),
             busy: Mutex::new(()),
             devtools,
             reach,
@@ -132,20 +135,28 @@ impl Session {
 
     /// The interceptor of one page.
     fn guard_page(&self, page: &PageHandle, policy: NetworkSettings) -> Result<(), ToolError> {
+        use super::routes::Decision;
         let seen = self.seen.clone();
         let log = page.log.clone();
-        // One decision for both connections: checked, logged, recorded for the call.
-        let check = move |method: &str, url: &str| -> bool {
+        let routes = self.routes.clone();
+        // One decision for both connections: checked, logged, recorded for the call; then,
+        // allowed, routed if a route matches.
+        let check = move |method: &str, url: &str| -> Decision {
             let refusal = request_refusal(&policy, url);
-            let allowed = refusal.is_none();
-            log.request(match &refusal {
-                None => format!("{method} {url}"),
-                Some(why) => format!("{method} {url} (refused: {why})"),
+            let decision = match refusal {
+                Some(_) => Decision::Fail,
+                None => super::routes::routed(&routes, url).unwrap_or(Decision::Continue),
+            };
+            log.request(match (&refusal, &decision) {
+                (Some(why), _) => format!("{method} {url} (refused: {why})"),
+                (None, Decision::Fulfill { status, .. }) => format!("{method} {url} (routed: answered {status})"),
+                (None, Decision::Fail) => format!("{method} {url} (routed: aborted)"),
+                (None, Decision::Continue) => format!("{method} {url}"),
             });
             if let Ok(mut seen) = seen.lock() {
                 seen.push((url.to_owned(), refusal));
             }
-            allowed
+            decision
         };
         if let Some(direct) = &page.direct {
             direct.intercept(Box::new(move |paused| {
@@ -158,13 +169,25 @@ impl Session {
                 move |_transport,
                       _session,
                       event: headless_chrome::protocol::cdp::Fetch::events::RequestPausedEvent| {
-                    if check(&event.params.request.method, &event.params.request.url) {
-                        RequestPausedDecision::Continue(None)
-                    } else {
-                        RequestPausedDecision::Fail(FailRequest {
+                    match check(&event.params.request.method, &event.params.request.url) {
+                        Decision::Continue => RequestPausedDecision::Continue(None),
+                        Decision::Fail => RequestPausedDecision::Fail(FailRequest {
                             request_id: event.params.request_id,
                             error_reason: ErrorReason::BlockedByClient,
-                        })
+                        }),
+                        Decision::Fulfill { status, content_type, body } => {
+                            RequestPausedDecision::Fulfill(headless_chrome::protocol::cdp::Fetch::FulfillRequest {
+                                request_id: event.params.request_id,
+                                response_code: u32::from(status),
+                                response_headers: Some(vec![headless_chrome::protocol::cdp::Fetch::HeaderEntry {
+                                    name: "Content-Type".into(),
+                                    value: content_type,
+                                }]),
+                                binary_response_headers: None,
+                                body: Some(body),
+                                response_phrase: None,
+                            })
+                        }
                     }
                 },
             ))
@@ -199,6 +222,15 @@ where
         work(&session.current().driven(), &session.dialogs)
     })
     .await
+}
+
+/// Runs `work` on the browser's routes (the browser started on first use).
+pub(crate) async fn with_routes<T, F>(cx: &ToolContext, work: F) -> Result<T, ToolError>
+where
+    T: Send + 'static,
+    F: FnOnce(&super::routes::Routes) -> Result<T, ToolError> + Send + 'static,
+{
+    with_session(cx, move |session, _| work(&session.routes)).await
 }
 
 /// What `browser_tabs` does.

@@ -105,3 +105,50 @@ fn cookies_and_local_storage_are_read_and_set_as_the_page_sees_them() {
     assert_eq!(all["entries"], json!([{ "key": "page", "value": "1" }, { "key": "theme", "value": "dark \"blue\"" }]));
     assert_eq!(h.ok("browser_localstorage_get", json!({ "key": "absent" }))["entries"], json!([]));
 }
+
+#[test]
+fn routes_answer_or_abort_matching_requests_and_are_removed() {
+    let Some(_serial) = serial() else { return };
+    let mut pages = HashMap::new();
+    pages.insert(
+        "/app",
+        (
+            200,
+            vec![],
+            r#"<html><head><title>App</title></head><body><p id="out">waiting</p><script>
+fetch('/api/users?x=1').then(r => r.text().then(t => document.getElementById('out').textContent = r.status + ' ' + t))
+  .catch(e => document.getElementById('out').textContent = 'failed');
+</script></body></html>"#
+                .to_owned(),
+        ),
+    );
+    pages.insert("/api/users", (200, vec![], "from the server".to_owned()));
+    let site = Site::start(pages);
+    let h = Harness::local();
+    let routed = h.ok(
+        "browser_route",
+        json!({ "pattern": "**/api/users*", "status": 201, "body": "[\"ann\"]", "contentType": "application/json" }),
+    );
+    assert_eq!(routed["routes"], json!([{ "pattern": "**/api/users*", "action": "fulfill", "status": 201 }]));
+    h.ok("browser_navigate", json!({ "url": site.url("/app") }));
+    h.ok("browser_wait_for", json!({ "text": "201" }));
+    h.ok("browser_verify_text_visible", json!({ "text": "201 [\"ann\"]" }));
+    assert!(!site.requested("/api/users"), "a fulfilled request never reaches the server");
+    let requests = h.ok("browser_network_requests", json!({}));
+    assert!(
+        requests["requests"].as_array().unwrap().iter().any(|r| r.as_str().unwrap().ends_with("(routed: answered 201)")),
+        "{requests}"
+    );
+    // Aborted: the page sees a failed request.
+    h.ok("browser_route", json!({ "pattern": "**/api/users*", "action": "abort" }));
+    h.ok("browser_navigate", json!({ "url": site.url("/app") }));
+    h.ok("browser_wait_for", json!({ "text": "failed" }));
+    assert!(!site.requested("/api/users"));
+    // Removed: the request reaches the server again.
+    assert_eq!(h.ok("browser_unroute", json!({}))["routes"], json!([]));
+    h.ok("browser_navigate", json!({ "url": site.url("/app") }));
+    h.ok("browser_wait_for", json!({ "text": "from the server" }));
+    assert!(site.requested("/api/users"));
+    let bad = h.failed("browser_route", json!({ "pattern": "[" }));
+    assert_eq!(bad.kind(), "invalid_pattern");
+}

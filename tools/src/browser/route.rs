@@ -1,0 +1,172 @@
+//! `browser_route` and `browser_unroute` (Playwright MCP's network family): requests the
+//! page makes that match a URL pattern are answered by kyro (fulfilled with a given status
+//! and body) or aborted, after the network policy allowed them; nothing reaches the
+//! network for a routed request.
+
+use base64::Engine;
+use base64::prelude::BASE64_STANDARD;
+use kyro_core::policy::SettingsTable;
+use kyro_core::{Execute, ToolContext, ToolError, input, tool};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::routes::{Decision, Route, Routes};
+use super::session::with_routes;
+use crate::Failure;
+use crate::settings::NetworkSettings;
+
+/// Most routes at once.
+const MAX_ROUTES: usize = 100;
+
+/// How a route answers.
+#[input]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum RouteAction {
+    /// With `status`, `content_type` and `body`.
+    #[default]
+    Fulfill,
+    /// Fail the request.
+    Abort,
+}
+
+/// Answer the browser page's requests to matching URLs yourself: `fulfill` them with a
+/// status, content type and body, or `abort` them (a glob over the whole URL: `*` within a
+/// path segment, `**` across them, as `**/api/users*`). The network policy still decides
+/// first; a routed request never reaches the network. Later routes win.
+#[tool(
+    name = "browser_route",
+    title = "Route browser requests",
+    category = "browser.network",
+    effect = "network",
+    destructive = false,
+    idempotent = true
+)]
+pub struct BrowserRoute {
+    /// The URL pattern.
+    #[schemars(length(min = 1, max = 2048))]
+    pub pattern: String,
+    /// `fulfill` (the default) or `abort`.
+    #[serde(default)]
+    pub action: RouteAction,
+    /// The status to answer with; default 200.
+    #[schemars(range(min = 100, max = 599))]
+    pub status: Option<u16>,
+    /// The content type; default `text/plain`.
+    #[tool(alias = "contentType")]
+    #[schemars(length(min = 1, max = 256))]
+    pub content_type: Option<String>,
+    /// The body (text); default empty.
+    #[schemars(length(max = 1048576))]
+    pub body: Option<String>,
+}
+
+/// The routes in place.
+#[kyro_core::output]
+#[derive(Debug)]
+pub struct RouteList {
+    /// Each route, oldest first.
+    pub routes: Vec<RouteInfo>,
+}
+
+/// One route.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RouteInfo {
+    /// Its pattern.
+    pub pattern: String,
+    /// `fulfill` or `abort`.
+    pub action: String,
+    /// The status it answers with, when it fulfils.
+    pub status: Option<u16>,
+}
+
+fn list(routes: &Routes) -> RouteList {
+    let routes = routes.lock().unwrap_or_else(|e| e.into_inner());
+    RouteList {
+        routes: routes
+            .iter()
+            .map(|r| RouteInfo {
+                pattern: r.pattern.clone(),
+                action: if r.decision == Decision::Fail { "abort" } else { "fulfill" }.into(),
+                status: match r.decision {
+                    Decision::Fulfill { status, .. } => Some(status),
+                    _ => None,
+                },
+            })
+            .collect(),
+    }
+}
+
+impl Execute for BrowserRoute {
+    type Output = RouteList;
+    const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
+
+    async fn run(self, cx: &ToolContext) -> Result<RouteList, ToolError> {
+        let glob = globset::GlobBuilder::new(&self.pattern)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| Failure::InvalidPattern {
+                pattern: self.pattern.clone(),
+                message: e.to_string(),
+            })?
+            .compile_matcher();
+        let decision = match self.action {
+            RouteAction::Abort => Decision::Fail,
+            RouteAction::Fulfill => Decision::Fulfill {
+                status: self.status.unwrap_or(200),
+                content_type: self.content_type.clone().unwrap_or_else(|| "text/plain".into()),
+                body: BASE64_STANDARD.encode(self.body.unwrap_or_default()),
+            },
+        };
+        let route = Route {
+            pattern: self.pattern,
+            glob,
+            decision,
+        };
+        with_routes(cx, move |routes| {
+            let mut held = routes.lock().unwrap_or_else(|e| e.into_inner());
+            held.retain(|r| r.pattern != route.pattern);
+            if held.len() >= MAX_ROUTES {
+                return Err(Failure::InvalidRequest {
+                    message: format!("{MAX_ROUTES} routes are in place, the most; remove some with browser_unroute"),
+                }
+                .into());
+            }
+            held.push(route);
+            drop(held);
+            Ok(list(routes))
+        })
+        .await
+    }
+}
+
+/// Remove the browser's routes: the one with `pattern`, or all of them.
+#[tool(
+    name = "browser_unroute",
+    title = "Remove browser routes",
+    category = "browser.network",
+    effect = "network",
+    destructive = false,
+    idempotent = true
+)]
+pub struct BrowserUnroute {
+    /// The pattern of the route to remove; default every route.
+    #[schemars(length(min = 1, max = 2048))]
+    pub pattern: Option<String>,
+}
+
+impl Execute for BrowserUnroute {
+    type Output = RouteList;
+    const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
+
+    async fn run(self, cx: &ToolContext) -> Result<RouteList, ToolError> {
+        with_routes(cx, move |routes| {
+            routes
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .retain(|r| self.pattern.as_ref().is_some_and(|p| *p != r.pattern));
+            Ok(list(routes))
+        })
+        .await
+    }
+}
