@@ -409,3 +409,27 @@ fn tags_are_created_lightweight_or_annotated_and_listed_in_version_order() {
         other => panic!("{other:?}"),
     }
 }
+
+/// Unstaging everything leaves a merge in progress as it is: a plain `git reset` would
+/// drop MERGE_HEAD and the merge message without the approval a HEAD move needs.
+#[test]
+fn unstaging_everything_keeps_a_merge_in_progress() {
+    let ws = repo_with_history();
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@x"])
+            .args(args)
+            .current_dir(ws.path())
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output()
+            .unwrap()
+    };
+    git(&["checkout", "-q", "-b", "side", "HEAD~1"]);
+    std::fs::write(ws.path().join("a.txt"), "one\nSIDE\nthree\n").unwrap();
+    git(&["commit", "-q", "-am", "side"]);
+    git(&["checkout", "-q", "main"]);
+    git(&["merge", "side"]);
+    assert!(ws.path().join(".git/MERGE_HEAD").exists(), "a conflicted merge");
+    assert!(matches!(unapproved(ws.path(), "git_reset", json!({})), Outcome::Ok { .. }));
+    assert!(ws.path().join(".git/MERGE_HEAD").exists(), "the merge is still in progress");
+}

@@ -439,3 +439,56 @@ fn input_goes_only_to_a_terminal_and_is_code_no_rule_lets_through() {
     let typed = asked.call("write_process_input", json!({"id": "p999", "text": "rm -rf ~\n"}));
     assert!(matches!(typed, Outcome::ApprovalRequired { .. }), "{typed:?}");
 }
+
+/// Two callers of one server share its scope; a process is its starter's alone: another
+/// caller can neither type into it, read it nor stop it.
+#[test]
+fn another_caller_of_the_same_scope_cannot_reach_a_process() {
+    let ws = tempfile::tempdir().unwrap();
+    let session = Session::new(ws.path(), &open_policy());
+    let by = |who: &str, tool: &str, args: Value| {
+        session.executor.block_on(
+            session
+                .runtime
+                .execute_call(Call::new(tool, args).by(kyro_core::Caller::named(who).unwrap())),
+        )
+    };
+    let started = match by("ann", "start_process", json!({"argv": ["cat"], "tty": true})) {
+        Outcome::Ok { result, .. } => result,
+        other => panic!("{other:?}"),
+    };
+    for (tool, args) in [
+        ("write_process_input", json!({"id": started["id"], "text": "x\n"})),
+        ("read_process_output", json!({"id": started["id"]})),
+        ("stop_process", json!({"id": started["id"]})),
+    ] {
+        let outcome = by("bob", tool, args);
+        assert!(
+            matches!(&outcome, Outcome::ExecutionFailed { error, .. } if error.kind() == "no_such_record"),
+            "{tool}: {outcome:?}"
+        );
+    }
+    assert!(matches!(by("ann", "stop_process", json!({"id": started["id"], "grace_ms": 0})), Outcome::Ok { .. }));
+}
+
+/// A rule that denies a command still denies it under a terminal (typed input makes a
+/// call no `auto` rule may let through, not one no rule may hold back).
+#[test]
+fn a_denying_rule_still_denies_a_command_under_a_terminal() {
+    let ws = tempfile::tempdir().unwrap();
+    let mut policy = open_policy();
+    policy.tools.insert(
+        "shell".into(),
+        json!({ "rules": [{"argv_prefix": ["git", "push"], "decision": "deny"}, {"argv_prefix": ["python3"], "decision": "ask"}] }),
+    );
+    let session = Session::new(ws.path(), &policy);
+    let denied = session.call("start_process", json!({"argv": ["git", "push", "--force"], "tty": true}));
+    assert!(matches!(denied, Outcome::Denied { .. }), "{denied:?}");
+    let asked = session.call("start_process", json!({"argv": ["python3", "-i"], "tty": true}));
+    assert!(matches!(asked, Outcome::ApprovalRequired { .. }), "{asked:?}");
+    // The prompt says what will be typed into, and that it runs under a terminal.
+    match asked {
+        Outcome::ApprovalRequired { summary, .. } => assert!(summary.contains("under a terminal"), "{summary}"),
+        _ => unreachable!(),
+    }
+}

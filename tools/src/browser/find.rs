@@ -64,7 +64,12 @@ impl Execute for BrowserFind {
                 Box::new(move |line: &str| line.to_lowercase().contains(&text))
             }
             (None, Some(pattern)) => {
-                let regex = regex::Regex::new(&pattern).map_err(|e| Failure::InvalidPattern {
+                // Bounded, so a pattern cannot make a program or a cache of any size.
+                let regex = regex::RegexBuilder::new(&pattern)
+                    .size_limit(1 << 20)
+                    .dfa_size_limit(1 << 20)
+                    .build()
+                    .map_err(|e| Failure::InvalidPattern {
                     pattern: pattern.clone(),
                     message: e.to_string(),
                 })?;

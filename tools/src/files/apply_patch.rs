@@ -150,9 +150,15 @@ impl Execute for ApplyPatch {
         // Then write; on an I/O failure, put back what was already written.
         let mut done: Vec<usize> = Vec::new();
         let mut files = Vec::new();
+        // A call stopped while staging (a long hunk search) writes nothing.
+        cx.stop().check()?;
         for (i, stage) in staged.iter().enumerate() {
             let Stage { path, operation, original, patched, from } = stage;
-            let written = match operation {
+            // Confined again now that the files before it are written: several files, each
+            // allowed alone, may together make what no write may (a bare git directory).
+            let written = match cx.path(&WorkspacePath::new(path.given().to_owned())).map(drop) {
+                Err(refused) => Err(refused),
+                Ok(()) => match operation {
                 PatchOperation::Deleted => path.remove_file(),
                 PatchOperation::Created => path
                     .create_parents()
@@ -167,6 +173,7 @@ impl Execute for ApplyPatch {
                         }),
                         None => Ok(()),
                     }),
+                },
             };
             if let Err(error) = written {
                 for &j in done.iter().rev() {
@@ -279,8 +286,9 @@ impl ApplyPatch {
                 named.push(name);
             }
         }
-        let mut staged = Vec::new();
+        let mut staged: Vec<Stage> = Vec::new();
         for change in changes {
+            cx.stop().check()?;
             staged.push(match change {
                 FileChange::Add { path: name, content } => Stage {
                     path: Self::fresh(cx, &name)?,
@@ -297,7 +305,8 @@ impl ApplyPatch {
                 FileChange::Update { path: name, move_to, chunks } => {
                     let path = cx.path(&WorkspacePath::new(name.clone()))?;
                     let original = self.current(&path, &name)?;
-                    let patched = codex_patch::apply(&original, &chunks)
+                    let stopped = || cx.stop().check().is_err();
+                    let patched = codex_patch::apply(&original, &chunks, &stopped)
                         .map_err(|message| Failure::PatchFailed { path: name.clone(), message })?;
                     match move_to {
                         Some(to) if to != name => Stage {
@@ -311,6 +320,20 @@ impl ApplyPatch {
                     }
                 }
             });
+        }
+        // The same file named two ways (`a.txt`, `./a.txt`) is still one file.
+        let mut seen: Vec<&std::path::Path> = Vec::new();
+        for stage in &staged {
+            for path in std::iter::once(&stage.path).chain(stage.from.as_ref()) {
+                if seen.contains(&path.relative()) {
+                    return Err(Failure::PatchFailed {
+                        path: path.display(),
+                        message: "the patch changes this path twice; change each file once".into(),
+                    }
+                    .into());
+                }
+                seen.push(path.relative());
+            }
         }
         Ok(staged)
     }
@@ -430,6 +453,20 @@ mod tests {
         );
         assert_eq!(std::fs::read_to_string(ws.path().join("one.txt")).unwrap(), "alpha\nbeta|é\ngamma\n");
         assert_eq!(std::fs::read_to_string(ws.path().join("gone.txt")).unwrap(), "bye\n");
+    }
+
+    #[test]
+    fn files_each_allowed_alone_cannot_together_plant_a_git_directory() {
+        let ws = setup();
+        let plant = "*** Begin Patch\n*** Add File: evil/HEAD\n+ref: refs/heads/main\n*** Add File: evil/objects/info/x\n+\n*** Add File: evil/refs/heads/x\n+\n*** Add File: evil/config\n+[core]\n+\tfsmonitor = \"sh -c 'touch pwned'\"\n*** End Patch";
+        let outcome = call(ws.path(), "apply_patch", json!({"patch": plant}));
+        assert!(!matches!(outcome, kyro_core::Outcome::Ok { .. }), "{outcome:?}");
+        assert!(!ws.path().join("evil/HEAD").exists() && !ws.path().join("evil/config").exists(), "all or nothing");
+        // The same two files named two ways are one file.
+        let twice = "*** Begin Patch\n*** Update File: one.txt\n@@\n-alpha\n+A\n*** Update File: ./one.txt\n@@\n-gamma\n+G\n*** End Patch";
+        let error = failed(call(ws.path(), "apply_patch", json!({"patch": twice})));
+        assert!(error.to_string().contains("changes this path twice"), "{error}");
+        assert_eq!(std::fs::read_to_string(ws.path().join("one.txt")).unwrap(), "alpha\nbeta|é\ngamma\n");
     }
 
     #[test]

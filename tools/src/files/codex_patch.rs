@@ -153,7 +153,7 @@ pub(super) fn parse(patch: &str) -> Result<Vec<FileChange>, String> {
 /// Applies an update's hunks to `original`, each found at or after the one before: exactly,
 /// then ignoring trailing whitespace, then ignoring surrounding whitespace. The result ends
 /// with a newline.
-pub(super) fn apply(original: &str, chunks: &[Chunk]) -> Result<String, String> {
+pub(super) fn apply(original: &str, chunks: &[Chunk], stopped: &dyn Fn() -> bool) -> Result<String, String> {
     let mut lines: Vec<String> = original.split('\n').map(str::to_owned).collect();
     if lines.last().is_some_and(String::is_empty) {
         lines.pop();
@@ -161,7 +161,7 @@ pub(super) fn apply(original: &str, chunks: &[Chunk]) -> Result<String, String> 
     let mut cursor = 0;
     for (n, chunk) in chunks.iter().enumerate() {
         if let Some(context) = &chunk.context {
-            let found = seek(&lines, std::slice::from_ref(context), cursor, false)
+            let found = seek(&lines, std::slice::from_ref(context), cursor, false, stopped)
                 .ok_or_else(|| format!("hunk {}: the context line `{context}` was not found", n + 1))?;
             cursor = found + 1;
         }
@@ -174,14 +174,14 @@ pub(super) fn apply(original: &str, chunks: &[Chunk]) -> Result<String, String> 
         }
         let mut old: &[String] = &chunk.old;
         let mut new: &[String] = &chunk.new;
-        let mut found = seek(&lines, old, cursor, chunk.end_of_file);
+        let mut found = seek(&lines, old, cursor, chunk.end_of_file, stopped);
         // A hunk ending in an empty line may stand for the file's final newline.
         if found.is_none() && old.last().is_some_and(String::is_empty) {
             old = &old[..old.len() - 1];
             if new.last().is_some_and(String::is_empty) {
                 new = &new[..new.len() - 1];
             }
-            found = seek(&lines, old, cursor, chunk.end_of_file);
+            found = seek(&lines, old, cursor, chunk.end_of_file, stopped);
         }
         let at = found.ok_or_else(|| {
             format!(
@@ -200,8 +200,9 @@ pub(super) fn apply(original: &str, chunks: &[Chunk]) -> Result<String, String> 
 }
 
 /// The first index at or after `from` where `pattern` matches, at the end first when
-/// `end_of_file`; exact, then with trailing, then all surrounding whitespace ignored.
-fn seek(lines: &[String], pattern: &[String], from: usize, end_of_file: bool) -> Option<usize> {
+/// `end_of_file`; exact, then with trailing, then all surrounding whitespace ignored. Gives
+/// up (`None`) once `stopped` says the call is over: a search is lines times hunk lines.
+fn seek(lines: &[String], pattern: &[String], from: usize, end_of_file: bool, stopped: &dyn Fn() -> bool) -> Option<usize> {
     if pattern.len() > lines.len() {
         return None;
     }
@@ -218,8 +219,13 @@ fn seek(lines: &[String], pattern: &[String], from: usize, end_of_file: bool) ->
         if end_of_file && last >= from && matches(last, eq) {
             return Some(last);
         }
-        if let Some(at) = (from..=last).find(|&at| matches(at, eq)) {
-            return Some(at);
+        for at in from..=last {
+            if at % 4096 == 0 && stopped() {
+                return None;
+            }
+            if matches(at, eq) {
+                return Some(at);
+            }
         }
     }
     None
@@ -281,26 +287,31 @@ mod tests {
     fn hunks_are_found_by_context_in_order_and_whitespace_is_forgiven_last() {
         let original = "fn a() {\n    x();\n}\nfn b() {\n    x();\n}\n";
         // The context line moves the search past a's `x();` to b's.
-        let patched = apply(original, &[chunk(Some("fn b() {"), &["    x();"], &["    y();"], false)]).unwrap();
+        let patched = apply(original, &[chunk(Some("fn b() {"), &["    x();"], &["    y();"], false)], &|| false).unwrap();
         assert_eq!(patched, "fn a() {\n    x();\n}\nfn b() {\n    y();\n}\n");
         // Two hunks in order; the second found after the first.
         let patched = apply(
             original,
             &[chunk(None, &["    x();"], &["    one();"], false), chunk(None, &["    x();"], &["    two();"], false)],
+            &|| false,
         )
         .unwrap();
         assert_eq!(patched, "fn a() {\n    one();\n}\nfn b() {\n    two();\n}\n");
         // Trailing whitespace in the hunk is forgiven.
-        let patched = apply("a  \nb\n", &[chunk(None, &["a", "b"], &["c"], false)]).unwrap();
+        let patched = apply("a  \nb\n", &[chunk(None, &["a", "b"], &["c"], false)], &|| false).unwrap();
         assert_eq!(patched, "c\n");
         // End of file anchors at the end; pure additions go there too.
-        let patched = apply("x\ny\nx\n", &[chunk(None, &["x"], &["z"], true)]).unwrap();
+        let patched = apply("x\ny\nx\n", &[chunk(None, &["x"], &["z"], true)], &|| false).unwrap();
         assert_eq!(patched, "x\ny\nz\n");
-        let patched = apply("x\n", &[chunk(None, &[], &["added"], false)]).unwrap();
+        let patched = apply("x\n", &[chunk(None, &[], &["added"], false)], &|| false).unwrap();
         assert_eq!(patched, "x\nadded\n");
-        let error = apply("x\n", &[chunk(None, &["missing"], &["y"], false)]).unwrap_err();
+        let error = apply("x\n", &[chunk(None, &["missing"], &["y"], false)], &|| false).unwrap_err();
         assert!(error.contains("hunk 1: the lines to replace were not found"), "{error}");
-        let error = apply("x\n", &[chunk(Some("nowhere"), &["x"], &["y"], false)]).unwrap_err();
+        let error = apply("x\n", &[chunk(Some("nowhere"), &["x"], &["y"], false)], &|| false).unwrap_err();
         assert!(error.contains("context line `nowhere`"), "{error}");
+        // A call that is over stops searching: the hunk is not found.
+        let long: String = "a\n".repeat(10_000);
+        let error = apply(&long, &[chunk(None, &["a", "b"], &["c"], false)], &|| true).unwrap_err();
+        assert!(error.contains("hunk 1: the lines to replace were not found"), "{error}");
     }
 }

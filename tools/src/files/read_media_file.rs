@@ -9,8 +9,9 @@ use crate::Failure;
 /// Most bytes of a media file read (its base64 is a third larger).
 const MAX_MEDIA_BYTES: u64 = 8 * 1024 * 1024;
 
-/// Read an image (PNG, JPEG, GIF, WebP, BMP, SVG) or audio file (MP3, WAV, OGG, FLAC, M4A)
-/// from the workspace, at most 8 MiB. Over MCP it is an image or audio content block.
+/// Read an image (PNG, JPEG, GIF, WebP) or audio file (MP3, WAV, OGG, FLAC, M4A) from the
+/// workspace, at most 8 MiB, its bytes checked to be what its name says. Over MCP it is an
+/// image or audio content block.
 #[tool(
     name = "read_media_file",
     title = "Read media file",
@@ -37,22 +38,28 @@ pub struct MediaFile {
     pub size: u64,
 }
 
-/// The media type of a file name, by its extension.
-fn media_type(path: &str) -> Option<&'static str> {
+/// The media type of a file name, by its extension, and the bytes such a file starts with
+/// (`?` any byte).
+fn media_type(path: &str) -> Option<(&'static str, &'static [&'static [u8]])> {
     let extension = path.rsplit_once('.')?.1.to_ascii_lowercase();
     Some(match extension.as_str() {
-        "png" => "image/png",
-        "jpg" | "jpeg" => "image/jpeg",
-        "gif" => "image/gif",
-        "webp" => "image/webp",
-        "bmp" => "image/bmp",
-        "svg" => "image/svg+xml",
-        "mp3" => "audio/mpeg",
-        "wav" => "audio/wav",
-        "ogg" | "oga" => "audio/ogg",
-        "flac" => "audio/flac",
-        "m4a" => "audio/mp4",
+        "png" => ("image/png", &[b"\x89PNG\r\n\x1a\n"]),
+        "jpg" | "jpeg" => ("image/jpeg", &[b"\xff\xd8\xff"]),
+        "gif" => ("image/gif", &[b"GIF87a", b"GIF89a"]),
+        "webp" => ("image/webp", &[b"RIFF????WEBP"]),
+        "mp3" => ("audio/mpeg", &[b"ID3", b"\xff\xfb", b"\xff\xf3", b"\xff\xf2"]),
+        "wav" => ("audio/wav", &[b"RIFF????WAVE"]),
+        "ogg" | "oga" => ("audio/ogg", &[b"OggS"]),
+        "flac" => ("audio/flac", &[b"fLaC"]),
+        "m4a" => ("audio/mp4", &[b"????ftyp"]),
         _ => return None,
+    })
+}
+
+/// Whether `bytes` start as one of `signatures` says.
+fn starts_as(bytes: &[u8], signatures: &[&[u8]]) -> bool {
+    signatures.iter().any(|signature| {
+        bytes.len() >= signature.len() && signature.iter().zip(bytes).all(|(s, b)| *s == b'?' || s == b)
     })
 }
 
@@ -65,10 +72,10 @@ impl Execute for ReadMediaFile {
 
     async fn run(self, cx: &ToolContext) -> Result<MediaFile, ToolError> {
         let given = self.path.as_str().to_owned();
-        let Some(mime_type) = media_type(&given) else {
+        let Some((mime_type, signatures)) = media_type(&given) else {
             return Err(Failure::InvalidRequest {
                 message: format!(
-                    "`{given}` is not an image or audio file by its extension (png, jpg, gif, webp, bmp, svg, mp3, wav, ogg, flac, m4a); read text with read_file"
+                    "`{given}` is not an image or audio file by its extension (png, jpg, gif, webp, mp3, wav, ogg, flac, m4a); read text with read_file"
                 ),
             }
             .into());
@@ -88,7 +95,24 @@ impl Execute for ReadMediaFile {
                 )),
             ));
         }
-        let bytes = path.read()?;
+        // One handle, read to the limit: a file grown since its size was read is refused.
+        let mut bytes = Vec::new();
+        use std::io::Read;
+        path.open()?
+            .take(MAX_MEDIA_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| ToolError::io("read", &given, &e))?;
+        if bytes.len() as u64 > MAX_MEDIA_BYTES {
+            return Err(ToolError::io("read", &given, &std::io::Error::other("the file grew past the limit while it was read")));
+        }
+        // A model's API refuses an image that is not one, and then every later turn of
+        // the conversation that carries it: the bytes must say what the name says.
+        if !starts_as(&bytes, signatures) {
+            return Err(Failure::InvalidRequest {
+                message: format!("`{given}` does not hold {mime_type}: its first bytes say otherwise"),
+            }
+            .into());
+        }
         Ok(MediaFile {
             path: given,
             mime_type: mime_type.to_owned(),
@@ -114,6 +138,10 @@ mod tests {
         assert_eq!(read["size"], png.len());
         assert_eq!(read["data"], "iVBORw0KGgoAAAANSUhEUg==");
         std::fs::write(ws.path().join("a.mp3"), b"ID3").unwrap();
+        // Named as an image, not one: refused, not sent as an image block.
+        std::fs::write(ws.path().join("fake.png"), b"<svg/>").unwrap();
+        let error = failed(call(ws.path(), "read_media_file", json!({"path": "fake.png"})));
+        assert!(error.to_string().contains("does not hold image/png"), "{error}");
         assert_eq!(ok(call(ws.path(), "read_media_file", json!({"path": "a.mp3"})))["mime_type"], "audio/mpeg");
         std::fs::write(ws.path().join("notes.txt"), "x").unwrap();
         let error = failed(call(ws.path(), "read_media_file", json!({"path": "notes.txt"})));

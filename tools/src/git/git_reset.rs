@@ -116,7 +116,11 @@ impl Execute for GitReset {
             None => None,
         };
         let mut args = vec!["reset", "--quiet"];
-        if self.paths.is_empty() {
+        if self.paths.is_empty() && self.only_unstages() {
+            // Every path, as a pathspec: a reset without one would also drop a merge or
+            // cherry-pick in progress (MERGE_HEAD and its message), which is not unstaging.
+            args.extend(["--", ":/"]);
+        } else if self.paths.is_empty() {
             args.push(self.mode.flag());
             args.push("--end-of-options");
             args.extend(target);

@@ -193,7 +193,8 @@ fn command(cx: &ToolContext, what: &Spawn) -> Result<(std::process::Command, Str
 /// The policy's sandbox for this command, widened by the rule that matches it.
 fn sandbox(cx: &ToolContext, shell: &ShellSettings, what: &Spawn) -> Result<Sandbox, ToolError> {
     let mut request = SandboxRequest::for_scope(cx.scope());
-    if let Some(rule) = matching_rule(shell, what) {
+    // A rule widens the sandbox of a call it may decide, not of one it only holds back.
+    if let Some(rule) = matching_rule(shell, what).filter(|_| super::rules::may_be_ruled(what)) {
         request.network |= rule.network;
         request.mode = request.mode.max(rule.sandbox.unwrap_or(request.mode));
     }
@@ -248,6 +249,9 @@ pub(crate) fn preview_command(what: &Spawn) -> String {
         }
     };
     let mut out = String::from("$ ");
+    if what.tty {
+        out = String::from("(under a terminal, typed into afterwards) $ ");
+    }
     if what.shell {
         out.push_str("/bin/sh -c ");
     }

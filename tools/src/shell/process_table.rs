@@ -16,6 +16,11 @@ pub(crate) struct Background {
     /// The lineage of the scope that started it: only that scope and its ancestors may
     /// read or stop it.
     pub owner: Vec<u64>,
+    /// Who started it: another caller sharing the scope (two clients of one server) does
+    /// not reach it.
+    pub caller: kyro_core::Caller,
+    /// What runs, as the approval prompt of an input names it.
+    pub what: String,
     pub output: Mutex<Output>,
     pub guard: Mutex<Option<GroupGuard>>,
     /// The controlling side of its terminal, written to by `write_process_input`; `None`
@@ -54,14 +59,14 @@ pub(crate) fn insert(process: Arc<Background>) -> String {
     id
 }
 
-/// A process by id, if the caller's scope may reach it (the scope that started it or an
-/// ancestor); to any other scope it does not exist.
-pub(crate) fn get(scope: &kyro_core::policy::Scope, id: &str) -> Option<Arc<Background>> {
+/// A process by id, if the call may reach it: the caller that started it, from the scope
+/// that started it or an ancestor; to anyone else it does not exist.
+pub(crate) fn get(cx: &kyro_core::ToolContext, id: &str) -> Option<Arc<Background>> {
     table()
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .get(id)
-        .filter(|process| process.owner.contains(&scope.id()))
+        .filter(|process| process.owner.contains(&cx.scope().id()) && process.caller == *cx.caller())
         .cloned()
 }
 

@@ -71,24 +71,40 @@ pub(crate) fn terminal_text(bytes: &[u8]) -> String {
     while let Some(c) = chars.next() {
         match c {
             '\u{1b}' => match chars.next() {
-                // CSI: parameters and intermediates up to a final byte in @..~.
+                // CSI: parameters and intermediates up to a final byte in @..~ (64 at most:
+                // an unended one does not swallow the rest of the output).
                 Some('[') => {
-                    for c in chars.by_ref() {
-                        if ('@'..='~').contains(&c) {
-                            break;
-                        }
+                    let mut taken = String::new();
+                    let ended = chars.by_ref().take(64).any(|c| {
+                        taken.push(c);
+                        ('@'..='~').contains(&c)
+                    });
+                    if !ended {
+                        out.push_str("\u{1b}[");
+                        out.push_str(&taken);
                     }
                 }
-                // OSC, DCS, SOS, PM, APC: up to BEL or ESC \.
-                Some(']' | 'P' | 'X' | '^' | '_') => {
-                    while let Some(c) = chars.next() {
+                // OSC, DCS, SOS, PM, APC: up to BEL or ESC \ (4096 at most).
+                Some(kind @ (']' | 'P' | 'X' | '^' | '_')) => {
+                    let mut taken = String::new();
+                    let mut ended = false;
+                    while taken.len() < 4096 {
+                        let Some(c) = chars.next() else { break };
                         if c == '\u{7}' {
+                            ended = true;
                             break;
                         }
                         if c == '\u{1b}' && chars.peek() == Some(&'\\') {
                             chars.next();
+                            ended = true;
                             break;
                         }
+                        taken.push(c);
+                    }
+                    if !ended {
+                        out.push('\u{1b}');
+                        out.push(kind);
+                        out.push_str(&taken);
                     }
                 }
                 // Character set choices take one more character.
@@ -111,6 +127,15 @@ mod tests {
     fn escape_sequences_are_taken_out_and_line_ends_made_plain() {
         let printed = b"\x1b[?2004h>>> print(1)\r\n1\r\n\x1b[1;32mok\x1b[0m \x1b]0;title\x07done\x1b(B\r\n\x07";
         assert_eq!(super::terminal_text(printed), ">>> print(1)\n1\nok done\n\u{7}");
+    }
+
+    #[test]
+    fn an_unended_sequence_hides_nothing_after_it() {
+        // Shown (made visible by the caller), not dropped with the rest of the output.
+        let text = super::terminal_text(b"before \x1b]0;title never ended\nafter");
+        assert!(text.contains("never ended\nafter"), "{text:?}");
+        let text = super::terminal_text(format!("\x1b[{}x", "1;".repeat(100)).as_bytes());
+        assert!(text.ends_with('x') && text.len() > 100, "{text:?}");
     }
 
     #[test]

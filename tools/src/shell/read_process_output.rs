@@ -75,7 +75,7 @@ impl Execute for ReadProcessOutput {
 
 /// A process the caller may reach, by id; a typed failure otherwise.
 pub(crate) fn find(cx: &ToolContext, id: &str) -> Result<Arc<Background>, ToolError> {
-    get(cx.scope(), id).ok_or_else(|| {
+    get(cx, id).ok_or_else(|| {
         Failure::NoSuchRecord {
             record: "process".into(),
             key: id.to_owned(),

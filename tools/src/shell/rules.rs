@@ -13,11 +13,12 @@ use crate::settings::{CommandRule, ShellSettings};
 
 /// The `[[tools.shell.rules]]` rule for this command, when any may decide it: an exact
 /// rule before any prefix rule, a longer prefix before a shorter one, on a tie the
-/// strictest decision. A rule matches only when it lists every variable the call sets.
+/// strictest decision. A rule matches only when it lists every variable the call sets, and
+/// an `auto` rule only a call [`may_be_ruled`].
 pub(crate) fn matching_rule<'a>(shell: &'a ShellSettings, what: &Spawn) -> Option<&'a CommandRule> {
-    if !may_be_ruled(what) {
-        return None;
-    }
+    // A call no rule may let through (code in the call, input typed in) is still held to a
+    // rule that denies or asks.
+    let rulable = may_be_ruled(what);
     let strictness = |rule: ApprovalRule| match rule {
         ApprovalRule::Auto => 0,
         ApprovalRule::Ask => 1,
@@ -26,6 +27,7 @@ pub(crate) fn matching_rule<'a>(shell: &'a ShellSettings, what: &Spawn) -> Optio
     shell
         .rules
         .iter()
+        .filter(|rule| rulable || rule.decision != ApprovalRule::Auto)
         .filter(|rule| rule.matches(what.argv, what.env.iter().map(|v| v.name.as_str())))
         .max_by_key(|rule| {
             (

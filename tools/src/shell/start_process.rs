@@ -100,6 +100,8 @@ impl Execute for StartProcess {
         let process = Arc::new(Background {
             pid,
             owner: cx.scope().lineage().to_vec(),
+            caller: cx.caller().clone(),
+            what: super::process::preview_command(&self.what()),
             output: Mutex::new(Output::new()),
             guard: Mutex::new(Some(guard)),
             terminal,

@@ -43,7 +43,7 @@ impl Execute for StopProcess {
     type Output = Stopped;
 
     async fn run(self, cx: &ToolContext) -> Result<Stopped, ToolError> {
-        let process = get(cx.scope(), &self.id).ok_or_else(|| Failure::NoSuchRecord {
+        let process = get(cx, &self.id).ok_or_else(|| Failure::NoSuchRecord {
             record: "process".into(),
             key: self.id.clone(),
         })?;

@@ -133,4 +133,17 @@ impl Execute for WriteProcessInput {
         let wait = Duration::from_millis(self.wait_ms.unwrap_or(1000));
         Ok(collect(&process, &self.id, wait, Until::Output).await)
     }
+
+    /// What is typed, and into what program: the approval names the process, not only its id.
+    fn preview(&self, cx: &ToolContext) -> Option<String> {
+        let process = find(cx, &self.id).ok()?;
+        let keys: Vec<String> = self.keys.iter().map(|k| format!("{k:?}")).collect();
+        Some(format!(
+            "types into {} ({}):\n{}{}",
+            self.id,
+            process.what.lines().next().unwrap_or_default(),
+            super::process::visible(self.text.as_deref().unwrap_or_default()),
+            if keys.is_empty() { String::new() } else { format!("\nthen keys: {}", keys.join(", ")) }
+        ))
+    }
 }
