@@ -116,7 +116,9 @@ fn listing(server: &mut Server, id: u64) -> (Vec<String>, usize) {
         let tools = list["result"]["tools"].as_array().unwrap();
         names.extend(tools.iter().map(|t| t["name"].as_str().unwrap().to_owned()));
         bytes += list["result"].to_string().len();
-        let Some(cursor) = list["result"]["nextCursor"].as_str().map(str::to_owned) else { break };
+        let Some(cursor) = list["result"]["nextCursor"].as_str().map(str::to_owned) else {
+            break;
+        };
         list = server.request(id + 1000 * next, "tools/list", json!({"cursor": cursor}));
     }
     names.sort();
@@ -141,7 +143,10 @@ fn tools_list_serves_every_descriptor_with_schemas_and_annotations() {
     let mut server = Server::start_with(ws.path(), &["--toolsets", "all"]);
     // Paginated: 100 a page.
     let mut list = server.request(2, "tools/list", json!({}));
-    assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 100.min(kyro_tools::available(false).0.len()));
+    assert_eq!(
+        list["result"]["tools"].as_array().unwrap().len(),
+        100.min(kyro_tools::available(false).0.len())
+    );
     let mut tools = list["result"]["tools"].as_array().unwrap().clone();
     while let Some(cursor) = list["result"]["nextCursor"].as_str().map(str::to_owned) {
         list = server.request(90, "tools/list", json!({"cursor": cursor}));
@@ -159,7 +164,9 @@ fn tools_list_serves_every_descriptor_with_schemas_and_annotations() {
     // Types kept; what every result meets anyway (every property present, no other)
     // left to tool_describe, as the prose is.
     assert_eq!(read["outputSchema"]["properties"]["content"]["type"], "string");
-    assert!(read["outputSchema"].get("required").is_none() && read["outputSchema"].get("additionalProperties").is_none());
+    assert!(
+        read["outputSchema"].get("required").is_none() && read["outputSchema"].get("additionalProperties").is_none()
+    );
     assert!(
         read["outputSchema"]["properties"]["content"]
             .get("description")
@@ -336,7 +343,17 @@ fn toolsets_tools_exclusions_and_read_only_choose_what_is_served() {
     drop(server);
     // `github` is all of GitHub's toolsets, as its server names them; one is named alone.
     for (sets, expected) in [
-        ("github", builtins_in(&["github.actions", "github.context", "github.repos", "github.issues", "github.pull_requests", "github.users"])),
+        (
+            "github",
+            builtins_in(&[
+                "github.actions",
+                "github.context",
+                "github.repos",
+                "github.issues",
+                "github.pull_requests",
+                "github.users",
+            ]),
+        ),
         ("github.context", builtins_in(&["github.context"])),
     ] {
         let (names, _) = listing(&mut Server::start_with(ws.path(), &["--toolsets", sets]), 2);

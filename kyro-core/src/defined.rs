@@ -33,7 +33,11 @@ pub fn left_out(tools: &[ToolEntry]) -> Vec<Defined> {
     let mut out: Vec<Defined> = DEFINED
         .iter()
         .filter(|d| packages.contains(&d.package))
-        .filter(|d| !tools.iter().any(|t| t.spec.name == d.name && t.spec.package.name == d.package))
+        .filter(|d| {
+            !tools
+                .iter()
+                .any(|t| t.spec.name == d.name && t.spec.package.name == d.package)
+        })
         .copied()
         .collect();
     out.sort_by_key(|d| (d.package, d.name));

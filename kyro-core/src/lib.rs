@@ -43,8 +43,8 @@ mod tool;
 pub use arguments::{ArgumentsError, parse_arguments, parse_strict};
 pub use caller::Caller;
 pub use confined::{ConfinedPath, Entry, EntryType, Info, sha256_hex};
-pub use defined::{Defined, left_out, left_out_message};
 pub use context::{Narrowed, ToolContext, Workspace, WorkspacePath};
+pub use defined::{Defined, left_out, left_out_message};
 pub use descriptor::{Annotations, ArgumentAlias, Catalog, Hints, ToolDescriptor};
 pub use effect::{Approval, Capability, Effect};
 pub use error::ToolError;
@@ -62,9 +62,9 @@ pub use tool::{ArgAlias, BoxFuture, Execute, ObjectOutput, Package, Tool, ToolEn
 #[doc(hidden)]
 pub mod __private {
     pub use crate::argument::{ArgumentProbe, Holdable, NotHoldable, ToolArgument};
+    pub use crate::catalog::{DuplicateName, find_duplicate};
     pub use crate::defined::{DEFINED, Defined};
     pub use linkme;
-    pub use crate::catalog::{DuplicateName, find_duplicate};
     pub use schemars;
     pub use serde;
 }

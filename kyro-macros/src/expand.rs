@@ -96,9 +96,11 @@ pub fn emit(tool: &Tool) -> TokenStream {
     };
     // Each field's type is checked for what kyro reads and describes first, so a type
     // without `#[input]` is named with the fix before serde's and schemars' own errors.
-    let checked = tool.fields.iter().flatten().filter(|f| {
-        !f.serde.iter().any(|k| k.key == "deserialize_with" || k.key == "with")
-    });
+    let checked = tool
+        .fields
+        .iter()
+        .flatten()
+        .filter(|f| !f.serde.iter().any(|k| k.key == "deserialize_with" || k.key == "with"));
     let field_checks = checked.map(|f| {
         let ty = &f.field.ty;
         quote_spanned! {ty.span()=>

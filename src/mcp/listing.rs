@@ -20,9 +20,13 @@ pub(crate) fn mcp_tool(d: &ToolDescriptor) -> Tool {
     annotations.destructive_hint = differs(a.destructive_hint, true);
     annotations.idempotent_hint = differs(a.idempotent_hint, false);
     annotations.open_world_hint = differs(a.open_world_hint, true);
-    let mut tool = Tool::new(d.name.clone(), d.description.clone(), Arc::new(object(&listed_input(&d.input_schema))))
-        .with_raw_output_schema(Arc::new(object(&listed_output(&d.output_schema))))
-        .with_annotations(annotations);
+    let mut tool = Tool::new(
+        d.name.clone(),
+        d.description.clone(),
+        Arc::new(object(&listed_input(&d.input_schema))),
+    )
+    .with_raw_output_schema(Arc::new(object(&listed_output(&d.output_schema))))
+    .with_annotations(annotations);
     if let Some(title) = &d.title {
         tool = tool.with_title(title.clone());
     }
@@ -164,7 +168,9 @@ fn choices(schema: Value) -> Value {
             return Value::Object(map);
         };
         let plain = item.get("type").is_some_and(|t| t == "string")
-            && item.keys().all(|k| matches!(k.as_str(), "type" | "const" | "description"));
+            && item
+                .keys()
+                .all(|k| matches!(k.as_str(), "type" | "const" | "description"));
         let (Some(Value::String(value)), true) = (item.get("const"), plain) else {
             return Value::Object(map);
         };
@@ -184,7 +190,11 @@ fn choices(schema: Value) -> Value {
     map.insert("type".to_owned(), Value::String("string".to_owned()));
     map.insert("enum".to_owned(), Value::Array(values));
     if !said.is_empty() {
-        let mut text = map.get("description").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let mut text = map
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
         for line in said {
             if !text.is_empty() {
                 text.push('\n');
@@ -232,13 +242,32 @@ mod tests {
         ]});
         assert_eq!(super::listed_input(&named)["description"], "`soft` or `mixed`.");
         assert_eq!(listed["properties"]["properties"], input["properties"]["properties"]);
-        assert_eq!(listed["properties"]["optional"], json!({"type": "integer", "minimum": 1}));
+        assert_eq!(
+            listed["properties"]["optional"],
+            json!({"type": "integer", "minimum": 1})
+        );
         assert_eq!(listed["properties"]["needed"], input["properties"]["needed"]);
         let validator = |schema: &serde_json::Value| jsonschema::validator_for(schema).unwrap();
-        for value in [json!({"mode": "soft"}), json!({"mode": "hard"}), json!({"mode": 1}), json!({}), json!({"optional": 0})] {
-            let value = json!({"needed": null}).as_object().unwrap().clone().into_iter().chain(value.as_object().unwrap().clone()).collect::<serde_json::Map<_, _>>();
+        for value in [
+            json!({"mode": "soft"}),
+            json!({"mode": "hard"}),
+            json!({"mode": 1}),
+            json!({}),
+            json!({"optional": 0}),
+        ] {
+            let value = json!({"needed": null})
+                .as_object()
+                .unwrap()
+                .clone()
+                .into_iter()
+                .chain(value.as_object().unwrap().clone())
+                .collect::<serde_json::Map<_, _>>();
             let value = serde_json::Value::Object(value);
-            assert_eq!(validator(&input).is_valid(&value), validator(&listed).is_valid(&value), "{value}");
+            assert_eq!(
+                validator(&input).is_valid(&value),
+                validator(&listed).is_valid(&value),
+                "{value}"
+            );
         }
         // Only `null` for an optional property is accepted by the tool and not listed.
         assert!(validator(&input).is_valid(&json!({"needed": 1, "optional": null})));
@@ -251,8 +280,14 @@ mod tests {
             super::listed_output(&output)["properties"]["op"],
             json!({"type": "string", "enum": ["created", "deleted"]})
         );
-        assert_eq!(super::listed_output(&output)["properties"]["count"], json!({"type": "integer"}));
+        assert_eq!(
+            super::listed_output(&output)["properties"]["count"],
+            json!({"type": "integer"})
+        );
         let listed = super::listed_output(&output);
-        assert!(listed.get("required").is_none() && listed.get("additionalProperties").is_none(), "{listed}");
+        assert!(
+            listed.get("required").is_none() && listed.get("additionalProperties").is_none(),
+            "{listed}"
+        );
     }
 }

@@ -385,8 +385,14 @@ fn an_image_result_carries_its_bytes_once() {
     let result = json!({"path": "a.mp3", "mime_type": "audio/mpeg", "data": "SUQz", "size": 3});
     let answer = super::text::ok_result(result, None, super::TextMode::Readable);
     let wire = serde_json::to_value(&answer).unwrap();
-    assert_eq!(wire["content"][1], json!({"type": "audio", "data": "SUQz", "mimeType": "audio/mpeg"}));
-    assert_eq!(wire["structuredContent"]["data"], "(the audio/mpeg audio is the next content block)");
+    assert_eq!(
+        wire["content"][1],
+        json!({"type": "audio", "data": "SUQz", "mimeType": "audio/mpeg"})
+    );
+    assert_eq!(
+        wire["structuredContent"]["data"],
+        "(the audio/mpeg audio is the next content block)"
+    );
 }
 
 /// Over stdio, `tools/list` without a cursor is answered, after the first time, from the
@@ -447,7 +453,10 @@ fn the_prepared_listing_is_the_handlers_and_follows_the_registry() {
             prepared["result"]["tools"].as_array().unwrap().len(),
             kyro_tools::BUILTINS.len().min(super::PAGE)
         );
-        assert_eq!(prepared["result"]["nextCursor"].is_string(), kyro_tools::BUILTINS.len() > super::PAGE);
+        assert_eq!(
+            prepared["result"]["nextCursor"].is_string(),
+            kyro_tools::BUILTINS.len() > super::PAGE
+        );
         registry.register(slow_tool(Arc::default())).unwrap();
         ask(7, "tools/list", json!({})).await;
         let prepared = ask(4, "tools/list", json!({})).await;
@@ -457,8 +466,16 @@ fn the_prepared_listing_is_the_handlers_and_follows_the_registry() {
         let mut names: Vec<String> = Vec::new();
         let mut page = prepared;
         for id in 8.. {
-            names.extend(page["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_owned()));
-            let Some(cursor) = page["result"]["nextCursor"].as_str().map(str::to_owned) else { break };
+            names.extend(
+                page["result"]["tools"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|t| t["name"].as_str().unwrap().to_owned()),
+            );
+            let Some(cursor) = page["result"]["nextCursor"].as_str().map(str::to_owned) else {
+                break;
+            };
             page = ask(id, "tools/list", json!({"cursor": cursor})).await;
         }
         assert!(names.iter().any(|n| n == "slow"), "{names:?}");

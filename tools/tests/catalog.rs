@@ -17,7 +17,12 @@ fn sample(schema: &Value) -> Value {
         return first.clone();
     }
     // A choice documented variant by variant: its first `const`.
-    if let Some(first) = schema.get("oneOf").and_then(|o| o.as_array()).and_then(|o| o.first()).and_then(|b| b.get("const")) {
+    if let Some(first) = schema
+        .get("oneOf")
+        .and_then(|o| o.as_array())
+        .and_then(|o| o.first())
+        .and_then(|b| b.get("const"))
+    {
         return first.clone();
     }
     if allows("object") {

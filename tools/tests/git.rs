@@ -306,8 +306,16 @@ fn stash_push_list_pop_and_drop_keep_the_changes_and_ask_before_losing_them() {
         json!({"action": "push", "message": "work in progress", "include_untracked": true}),
     );
     assert_eq!(pushed["stashes"][0]["index"], 0);
-    assert!(pushed["stashes"][0]["message"].as_str().unwrap().ends_with("work in progress"));
-    assert_eq!(std::fs::read_to_string(ws.path().join("a.txt")).unwrap(), "one\nTWO | é\nthree\n");
+    assert!(
+        pushed["stashes"][0]["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("work in progress")
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("a.txt")).unwrap(),
+        "one\nTWO | é\nthree\n"
+    );
     assert!(!ws.path().join("untracked.txt").exists());
     // Nothing left to stash: a typed refusal, no empty stash.
     match unapproved(ws.path(), "git_stash", json!({"action": "push"})) {
@@ -321,7 +329,10 @@ fn stash_push_list_pop_and_drop_keep_the_changes_and_ask_before_losing_them() {
     // Pop the older one (index 1): its changes come back, the newer stays.
     let popped = ok(ws.path(), "git_stash", json!({"action": "pop", "index": 1}));
     assert_eq!(popped["done"], "popped stash@{1}");
-    assert_eq!(std::fs::read_to_string(ws.path().join("a.txt")).unwrap(), "stashed one\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("a.txt")).unwrap(),
+        "stashed one\n"
+    );
     assert_eq!(std::fs::read_to_string(ws.path().join("untracked.txt")).unwrap(), "u");
     assert_eq!(popped["stashes"].as_array().unwrap().len(), 1);
     match unapproved(ws.path(), "git_stash", json!({"action": "pop", "index": 5})) {
@@ -333,7 +344,11 @@ fn stash_push_list_pop_and_drop_keep_the_changes_and_ask_before_losing_them() {
         unapproved(ws.path(), "git_stash", json!({"action": "drop"})),
         Outcome::ApprovalRequired { .. }
     ));
-    assert_eq!(git_out(ws.path(), &["stash", "list"]).lines().count(), 1, "nothing dropped unasked");
+    assert_eq!(
+        git_out(ws.path(), &["stash", "list"]).lines().count(),
+        1,
+        "nothing dropped unasked"
+    );
     let dropped = ok(ws.path(), "git_stash", json!({"action": "drop"}));
     assert_eq!(dropped["stashes"], json!([]));
 }
@@ -352,20 +367,39 @@ fn reset_unstages_freely_and_asks_before_moving_head() {
         other => panic!("{other:?}"),
     };
     assert_eq!(reset["staged"], json!(["a.txt"]));
-    assert_eq!((reset["head"].clone(), reset["head_before"].clone()), (json!(head), json!(head)));
+    assert_eq!(
+        (reset["head"].clone(), reset["head_before"].clone()),
+        (json!(head), json!(head))
+    );
     assert_eq!(std::fs::read_to_string(ws.path().join("a.txt")).unwrap(), "edited\n");
     // Unstaging everything is the same.
-    assert!(matches!(unapproved(ws.path(), "git_reset", json!({})), Outcome::Ok { .. }));
+    assert!(matches!(
+        unapproved(ws.path(), "git_reset", json!({})),
+        Outcome::Ok { .. }
+    ));
     // Moving HEAD, or a hard reset even to HEAD, is asked, and nothing moves unasked.
-    for args in [json!({"target": "HEAD~1", "mode": "soft"}), json!({"mode": "hard"}), json!({"target": "HEAD~1"})] {
-        assert!(matches!(unapproved(ws.path(), "git_reset", args.clone()), Outcome::ApprovalRequired { .. }), "{args}");
+    for args in [
+        json!({"target": "HEAD~1", "mode": "soft"}),
+        json!({"mode": "hard"}),
+        json!({"target": "HEAD~1"}),
+    ] {
+        assert!(
+            matches!(
+                unapproved(ws.path(), "git_reset", args.clone()),
+                Outcome::ApprovalRequired { .. }
+            ),
+            "{args}"
+        );
     }
     assert_eq!(git_out(ws.path(), &["rev-parse", "HEAD"]), head);
     assert_eq!(std::fs::read_to_string(ws.path().join("a.txt")).unwrap(), "edited\n");
     // Approved: a hard reset to the first commit moves HEAD and the work tree.
     let hard = ok(ws.path(), "git_reset", json!({"target": first, "mode": "hard"}));
     assert_eq!(hard["head"], json!(first));
-    assert_eq!(std::fs::read_to_string(ws.path().join("a.txt")).unwrap(), "one\ntwo | é\nthree\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("a.txt")).unwrap(),
+        "one\ntwo | é\nthree\n"
+    );
     // Paths with another mode: refused before git runs.
     match unapproved(ws.path(), "git_reset", json!({"paths": ["a.txt"], "mode": "soft"})) {
         Outcome::ApprovalRequired { .. } => {}
@@ -387,8 +421,16 @@ fn tags_are_created_lightweight_or_annotated_and_listed_in_version_order() {
     let ws = repo_with_history();
     let head = git_out(ws.path(), &["rev-parse", "HEAD"]);
     let first = git_out(ws.path(), &["rev-parse", "HEAD~1"]);
-    ok(ws.path(), "git_tag", json!({"action": "create", "name": "v1.10", "message": "release 1.10\n\nnotes"}));
-    let created = ok(ws.path(), "git_tag", json!({"action": "create", "name": "v1.9", "target": first}));
+    ok(
+        ws.path(),
+        "git_tag",
+        json!({"action": "create", "name": "v1.10", "message": "release 1.10\n\nnotes"}),
+    );
+    let created = ok(
+        ws.path(),
+        "git_tag",
+        json!({"action": "create", "name": "v1.9", "target": first}),
+    );
     assert_eq!(created["created"], "v1.9");
     let tags = ok(ws.path(), "git_tag", json!({"pattern": "v1.*"}));
     assert_eq!(
@@ -430,6 +472,12 @@ fn unstaging_everything_keeps_a_merge_in_progress() {
     git(&["checkout", "-q", "main"]);
     git(&["merge", "side"]);
     assert!(ws.path().join(".git/MERGE_HEAD").exists(), "a conflicted merge");
-    assert!(matches!(unapproved(ws.path(), "git_reset", json!({})), Outcome::Ok { .. }));
-    assert!(ws.path().join(".git/MERGE_HEAD").exists(), "the merge is still in progress");
+    assert!(matches!(
+        unapproved(ws.path(), "git_reset", json!({})),
+        Outcome::Ok { .. }
+    ));
+    assert!(
+        ws.path().join(".git/MERGE_HEAD").exists(),
+        "the merge is still in progress"
+    );
 }

@@ -93,8 +93,16 @@ fn pull_requests_and_actions_speak_githubs_rest() {
         (200, vec![], pr(3)),
         (200, vec![], json!("diff --git a/x b/x")),
         (200, vec![], pr(3)),
-        (200, vec![], json!({"state": "failure", "statuses": [{"context": "ci", "state": "failure", "description": "red"}]})),
-        (200, next(2), json!([{"id": 8, "user": {"login": "ann"}, "state": "APPROVED", "body": "ok", "submitted_at": "t"}])),
+        (
+            200,
+            vec![],
+            json!({"state": "failure", "statuses": [{"context": "ci", "state": "failure", "description": "red"}]}),
+        ),
+        (
+            200,
+            next(2),
+            json!([{"id": 8, "user": {"login": "ann"}, "state": "APPROVED", "body": "ok", "submitted_at": "t"}]),
+        ),
         // list, search
         (200, vec![], json!([pr(3)])),
         (200, vec![], json!({"total_count": 0, "items": []})),
@@ -103,31 +111,79 @@ fn pull_requests_and_actions_speak_githubs_rest() {
         (201, vec![], json!({})),
         (200, vec![], pr(4)),
         (200, vec![], pr(4)),
-        (202, vec![], json!({"message": "Updating pull request branch.", "url": "u"})),
-        (200, vec![], json!({"merged": true, "sha": "m1", "message": "Pull Request successfully merged"})),
+        (
+            202,
+            vec![],
+            json!({"message": "Updating pull request branch.", "url": "u"}),
+        ),
+        (
+            200,
+            vec![],
+            json!({"merged": true, "sha": "m1", "message": "Pull Request successfully merged"}),
+        ),
         // review: create pending; submit (me, reviews, event); delete (me, reviews, delete)
-        (200, vec![], json!({"id": 9, "user": {"login": "me"}, "state": "PENDING", "body": ""})),
+        (
+            200,
+            vec![],
+            json!({"id": 9, "user": {"login": "me"}, "state": "PENDING", "body": ""}),
+        ),
         (200, vec![], json!({"login": "me"})),
-        (200, vec![], json!([{"id": 5, "user": {"login": "other"}, "state": "PENDING"}, {"id": 9, "user": {"login": "me"}, "state": "PENDING"}])),
-        (200, vec![], json!({"id": 9, "user": {"login": "me"}, "state": "APPROVED", "body": "LGTM"})),
+        (
+            200,
+            vec![],
+            json!([{"id": 5, "user": {"login": "other"}, "state": "PENDING"}, {"id": 9, "user": {"login": "me"}, "state": "PENDING"}]),
+        ),
+        (
+            200,
+            vec![],
+            json!({"id": 9, "user": {"login": "me"}, "state": "APPROVED", "body": "LGTM"}),
+        ),
         (200, vec![], json!({"login": "me"})),
-        (200, vec![], json!([{"id": 5, "user": {"login": "other"}, "state": "PENDING"}])),
+        (
+            200,
+            vec![],
+            json!([{"id": 5, "user": {"login": "other"}, "state": "PENDING"}]),
+        ),
         // a comment in the pending review: GraphQL (find it, add the thread)
-        (200, vec![], json!({"data": {"viewer": {"login": "me"}, "repository": {"pullRequest": {"reviews": {"nodes": [
-            {"id": "PRR_other", "author": {"login": "other"}}, {"id": "PRR_mine", "author": {"login": "me"}}]}}}}})),
-        (200, vec![], json!({"data": {"addPullRequestReviewThread": {"thread": {"id": "PRRT_1"}}}})),
+        (
+            200,
+            vec![],
+            json!({"data": {"viewer": {"login": "me"}, "repository": {"pullRequest": {"reviews": {"nodes": [
+            {"id": "PRR_other", "author": {"login": "other"}}, {"id": "PRR_mine", "author": {"login": "me"}}]}}}}}),
+        ),
+        (
+            200,
+            vec![],
+            json!({"data": {"addPullRequestReviewThread": {"thread": {"id": "PRRT_1"}}}}),
+        ),
         // reply
         (201, vec![], json!({"id": 44, "html_url": "https://x/r/44"})),
         // actions: runs (filtered), jobs, get run
-        (200, next(2), json!({"total_count": 31, "workflow_runs": [{"id": 77, "name": "CI", "display_title": "Fix", "event": "push",
-            "status": "completed", "conclusion": "failure", "head_branch": "main", "head_sha": "h1", "actor": {"login": "ann"}, "html_url": "u"}]})),
-        (200, vec![], json!({"total_count": 2, "jobs": [{"id": 1, "name": "build", "status": "completed", "conclusion": "failure",
-            "steps": [{"name": "compile", "conclusion": "failure"}, {"name": "setup", "conclusion": "success"}], "html_url": "u"}]})),
+        (
+            200,
+            next(2),
+            json!({"total_count": 31, "workflow_runs": [{"id": 77, "name": "CI", "display_title": "Fix", "event": "push",
+            "status": "completed", "conclusion": "failure", "head_branch": "main", "head_sha": "h1", "actor": {"login": "ann"}, "html_url": "u"}]}),
+        ),
+        (
+            200,
+            vec![],
+            json!({"total_count": 2, "jobs": [{"id": 1, "name": "build", "status": "completed", "conclusion": "failure",
+            "steps": [{"name": "compile", "conclusion": "failure"}, {"name": "setup", "conclusion": "success"}], "html_url": "u"}]}),
+        ),
         (200, vec![], json!({"id": 77, "name": "CI", "actor": {"login": "ann"}})),
         // failed job logs: the run's jobs, the job's redirect, the signed address
-        (200, vec![], json!({"total_count": 2, "jobs": [{"id": 1, "name": "build", "conclusion": "failure"}, {"id": 2, "name": "lint", "conclusion": "success"}]})),
+        (
+            200,
+            vec![],
+            json!({"total_count": 2, "jobs": [{"id": 1, "name": "build", "conclusion": "failure"}, {"id": 2, "name": "lint", "conclusion": "success"}]}),
+        ),
         (302, vec![("Location", "/signed/log?sig=abc".into())], json!(null)),
-        (200, vec![("Content-Type", "text/plain".into())], Value::String(log.clone())),
+        (
+            200,
+            vec![("Content-Type", "text/plain".into())],
+            Value::String(log.clone()),
+        ),
     ]);
     // SAFETY: this binary has this one test; nothing else reads the environment meanwhile.
     unsafe {
@@ -141,25 +197,55 @@ fn pull_requests_and_actions_speak_githubs_rest() {
         args
     };
 
-    let got = ok("github_get_pull_request", json!({"owner": "o", "repo": "r", "number": 3}));
-    assert_eq!((got["pull_request"]["head_sha"].clone(), got["pull_request"]["draft"].clone()), (json!("h1"), json!(true)));
+    let got = ok(
+        "github_get_pull_request",
+        json!({"owner": "o", "repo": "r", "number": 3}),
+    );
+    assert_eq!(
+        (
+            got["pull_request"]["head_sha"].clone(),
+            got["pull_request"]["draft"].clone()
+        ),
+        (json!("h1"), json!(true))
+    );
     assert_eq!(request(&seen), get("/repos/o/r/pulls/3"));
     let diff = ok("pull_request_read", with(json!({"method": "get_diff"})));
     assert_eq!(diff["diff"], "diff --git a/x b/x");
     let r = seen.recv().unwrap();
-    assert_eq!((r.path.as_str(), r.header("accept")), ("/repos/o/r/pulls/3", Some("application/vnd.github.diff")));
+    assert_eq!(
+        (r.path.as_str(), r.header("accept")),
+        ("/repos/o/r/pulls/3", Some("application/vnd.github.diff"))
+    );
     let status = ok("pull_request_read", with(json!({"method": "get_status"})));
     assert_eq!(status["status"]["state"], "failure");
     assert_eq!(request(&seen), get("/repos/o/r/pulls/3"));
     assert_eq!(request(&seen), get("/repos/o/r/commits/h1/status"));
-    let reviews = ok("pull_request_read", with(json!({"method": "get_reviews", "perPage": 1})));
-    assert_eq!((reviews["reviews"][0]["state"].clone(), reviews["next_page"].clone()), (json!("APPROVED"), json!(2)));
+    let reviews = ok(
+        "pull_request_read",
+        with(json!({"method": "get_reviews", "perPage": 1})),
+    );
+    assert_eq!(
+        (reviews["reviews"][0]["state"].clone(), reviews["next_page"].clone()),
+        (json!("APPROVED"), json!(2))
+    );
     assert_eq!(request(&seen), get("/repos/o/r/pulls/3/reviews?page=1&per_page=1"));
 
-    ok("list_pull_requests", json!({"owner": "o", "repo": "r", "state": "all", "base": "main", "sort": "long-running", "direction": "asc"}));
-    assert_eq!(request(&seen), get("/repos/o/r/pulls?state=all&page=1&per_page=30&base=main&sort=long-running&direction=asc"));
-    ok("search_pull_requests", json!({"query": "review:required", "owner": "o", "repo": "r"}));
-    assert_eq!(request(&seen), get("/search/issues?q=is%3Apr%20review%3Arequired%20repo%3Ao%2Fr&page=1&per_page=30"));
+    ok(
+        "list_pull_requests",
+        json!({"owner": "o", "repo": "r", "state": "all", "base": "main", "sort": "long-running", "direction": "asc"}),
+    );
+    assert_eq!(
+        request(&seen),
+        get("/repos/o/r/pulls?state=all&page=1&per_page=30&base=main&sort=long-running&direction=asc")
+    );
+    ok(
+        "search_pull_requests",
+        json!({"query": "review:required", "owner": "o", "repo": "r"}),
+    );
+    assert_eq!(
+        request(&seen),
+        get("/search/issues?q=is%3Apr%20review%3Arequired%20repo%3Ao%2Fr&page=1&per_page=30")
+    );
 
     let made = ok(
         "create_pull_request",
@@ -168,36 +254,76 @@ fn pull_requests_and_actions_speak_githubs_rest() {
     assert_eq!(made["number"], 4);
     assert_eq!(
         request(&seen),
-        post("/repos/o/r/pulls", json!({"title": "New", "head": "feature", "base": "main", "draft": false, "maintainer_can_modify": false}))
+        post(
+            "/repos/o/r/pulls",
+            json!({"title": "New", "head": "feature", "base": "main", "draft": false, "maintainer_can_modify": false})
+        )
     );
     assert_eq!(
         request(&seen),
-        post("/repos/o/r/pulls/4/requested_reviewers", json!({"reviewers": ["ann"], "team_reviewers": ["core"]}))
+        post(
+            "/repos/o/r/pulls/4/requested_reviewers",
+            json!({"reviewers": ["ann"], "team_reviewers": ["core"]})
+        )
     );
-    ok("update_pull_request", json!({"owner": "o", "repo": "r", "pullNumber": 4, "state": "closed"}));
-    assert_eq!(request(&seen), ("PATCH".into(), "/repos/o/r/pulls/4".into(), json!({"state": "closed"})));
+    ok(
+        "update_pull_request",
+        json!({"owner": "o", "repo": "r", "pullNumber": 4, "state": "closed"}),
+    );
+    assert_eq!(
+        request(&seen),
+        ("PATCH".into(), "/repos/o/r/pulls/4".into(), json!({"state": "closed"}))
+    );
     assert_eq!(request(&seen), get("/repos/o/r/pulls/4"));
-    let accepted = ok("update_pull_request_branch", with(json!({"expectedHeadSha": "a".repeat(40)})));
+    let accepted = ok(
+        "update_pull_request_branch",
+        with(json!({"expectedHeadSha": "a".repeat(40)})),
+    );
     assert_eq!(accepted["message"], "Updating pull request branch.");
-    assert_eq!(request(&seen), ("PUT".into(), "/repos/o/r/pulls/3/update-branch".into(), json!({"expected_head_sha": "a".repeat(40)})));
-    let merged = ok("merge_pull_request", with(json!({"merge_method": "squash", "sha": "b".repeat(40)})));
+    assert_eq!(
+        request(&seen),
+        (
+            "PUT".into(),
+            "/repos/o/r/pulls/3/update-branch".into(),
+            json!({"expected_head_sha": "a".repeat(40)})
+        )
+    );
+    let merged = ok(
+        "merge_pull_request",
+        with(json!({"merge_method": "squash", "sha": "b".repeat(40)})),
+    );
     assert_eq!(merged["sha"], "m1");
     assert_eq!(
         request(&seen),
-        ("PUT".into(), "/repos/o/r/pulls/3/merge".into(), json!({"merge_method": "squash", "sha": "b".repeat(40)}))
+        (
+            "PUT".into(),
+            "/repos/o/r/pulls/3/merge".into(),
+            json!({"merge_method": "squash", "sha": "b".repeat(40)})
+        )
     );
 
     let pending = ok("pull_request_review_write", with(json!({"method": "create"})));
     assert_eq!(pending["state"], "PENDING");
     assert_eq!(request(&seen), post("/repos/o/r/pulls/3/reviews", json!({})));
-    let submitted = ok("pull_request_review_write", with(json!({"method": "submit_pending", "event": "APPROVE", "body": "LGTM"})));
+    let submitted = ok(
+        "pull_request_review_write",
+        with(json!({"method": "submit_pending", "event": "APPROVE", "body": "LGTM"})),
+    );
     assert_eq!(submitted["state"], "APPROVED");
     assert_eq!(request(&seen), get("/user"));
     assert_eq!(request(&seen), get("/repos/o/r/pulls/3/reviews?per_page=100"));
-    assert_eq!(request(&seen), post("/repos/o/r/pulls/3/reviews/9/events", json!({"event": "APPROVE", "body": "LGTM"})));
+    assert_eq!(
+        request(&seen),
+        post(
+            "/repos/o/r/pulls/3/reviews/9/events",
+            json!({"event": "APPROVE", "body": "LGTM"})
+        )
+    );
     // Someone else's pending review is not the caller's to delete: refused, nothing deleted.
     match run("pull_request_review_write", with(json!({"method": "delete_pending"}))) {
-        Outcome::ExecutionFailed { error, .. } => assert!(error.to_string().contains("me has no pending review here"), "{error}"),
+        Outcome::ExecutionFailed { error, .. } => {
+            assert!(error.to_string().contains("me has no pending review here"), "{error}")
+        }
         other => panic!("{other:?}"),
     }
     assert_eq!(request(&seen), get("/user"));
@@ -215,14 +341,32 @@ fn pull_requests_and_actions_speak_githubs_rest() {
         add["variables"]["input"],
         json!({"pullRequestReviewId": "PRR_mine", "path": "src/a.rs", "body": "why?", "subjectType": "LINE", "line": 12, "side": "RIGHT"})
     );
-    let reply = ok("add_reply_to_pull_request_comment", with(json!({"commentId": 40, "body": "done"})));
+    let reply = ok(
+        "add_reply_to_pull_request_comment",
+        with(json!({"commentId": 40, "body": "done"})),
+    );
     assert_eq!(reply["id"], 44);
-    assert_eq!(request(&seen), post("/repos/o/r/pulls/3/comments/40/replies", json!({"body": "done"})));
+    assert_eq!(
+        request(&seen),
+        post("/repos/o/r/pulls/3/comments/40/replies", json!({"body": "done"}))
+    );
     // Refused before any request.
     for (tool, args, says) in [
-        ("update_pull_request", json!({"owner": "o", "repo": "r", "pullNumber": 4}), "give something to change"),
-        ("pull_request_review_write", with(json!({"method": "submit_pending"})), "needs an `event`"),
-        ("add_comment_to_pending_review", with(json!({"path": "a", "body": "b", "subjectType": "LINE"})), "needs its `line`"),
+        (
+            "update_pull_request",
+            json!({"owner": "o", "repo": "r", "pullNumber": 4}),
+            "give something to change",
+        ),
+        (
+            "pull_request_review_write",
+            with(json!({"method": "submit_pending"})),
+            "needs an `event`",
+        ),
+        (
+            "add_comment_to_pending_review",
+            with(json!({"path": "a", "body": "b", "subjectType": "LINE"})),
+            "needs its `line`",
+        ),
     ] {
         match run(tool, args.clone()) {
             Outcome::ExecutionFailed { error, .. } => assert!(error.to_string().contains(says), "{tool}: {error}"),
@@ -236,28 +380,62 @@ fn pull_requests_and_actions_speak_githubs_rest() {
         json!({"method": "list_workflow_runs", "owner": "o", "repo": "r", "resource_id": "ci.yml",
                "workflow_runs_filter": {"branch": "main", "status": "failure"}}),
     );
-    assert_eq!((runs["total_count"].clone(), runs["runs"][0]["conclusion"].clone()), (json!(31), json!("failure")));
-    assert_eq!(request(&seen), get("/repos/o/r/actions/workflows/ci.yml/runs?page=1&per_page=30&branch=main&status=failure"));
-    let jobs = ok("actions_list", json!({"method": "list_workflow_jobs", "owner": "o", "repo": "r", "resource_id": "77"}));
+    assert_eq!(
+        (runs["total_count"].clone(), runs["runs"][0]["conclusion"].clone()),
+        (json!(31), json!("failure"))
+    );
+    assert_eq!(
+        request(&seen),
+        get("/repos/o/r/actions/workflows/ci.yml/runs?page=1&per_page=30&branch=main&status=failure")
+    );
+    let jobs = ok(
+        "actions_list",
+        json!({"method": "list_workflow_jobs", "owner": "o", "repo": "r", "resource_id": "77"}),
+    );
     assert_eq!(jobs["jobs"][0]["failed_steps"], json!(["compile"]));
-    assert_eq!(request(&seen), get("/repos/o/r/actions/runs/77/jobs?filter=latest&page=1&per_page=30"));
-    assert_eq!(ok("actions_get", json!({"method": "get_workflow_run", "owner": "o", "repo": "r", "resource_id": "77"}))["run"]["id"], 77);
+    assert_eq!(
+        request(&seen),
+        get("/repos/o/r/actions/runs/77/jobs?filter=latest&page=1&per_page=30")
+    );
+    assert_eq!(
+        ok(
+            "actions_get",
+            json!({"method": "get_workflow_run", "owner": "o", "repo": "r", "resource_id": "77"})
+        )["run"]["id"],
+        77
+    );
     assert_eq!(request(&seen), get("/repos/o/r/actions/runs/77"));
     assert!(matches!(
-        run("actions_list", json!({"method": "list_workflow_jobs", "owner": "o", "repo": "r"})),
+        run(
+            "actions_list",
+            json!({"method": "list_workflow_jobs", "owner": "o", "repo": "r"})
+        ),
         Outcome::ExecutionFailed { .. }
     ));
     // The failed job's log end: the signed address is asked without the token.
-    let logs = ok("get_job_logs", json!({"owner": "o", "repo": "r", "run_id": 77, "failed_only": true, "tail_lines": 2}));
+    let logs = ok(
+        "get_job_logs",
+        json!({"owner": "o", "repo": "r", "run_id": 77, "failed_only": true, "tail_lines": 2}),
+    );
     assert_eq!(
         logs["logs"],
         json!([{"job_id": 1, "job_name": "build", "content": "line 699\nline 700", "total_lines": 700}])
     );
     assert_eq!(logs["total_jobs"], 2);
-    assert_eq!(request(&seen), get("/repos/o/r/actions/runs/77/jobs?filter=latest&per_page=100"));
+    assert_eq!(
+        request(&seen),
+        get("/repos/o/r/actions/runs/77/jobs?filter=latest&per_page=100")
+    );
     let redirect = seen.recv().unwrap();
-    assert_eq!((redirect.path.as_str(), redirect.header("authorization")), ("/repos/o/r/actions/jobs/1/logs", Some("Bearer t0ken")));
+    assert_eq!(
+        (redirect.path.as_str(), redirect.header("authorization")),
+        ("/repos/o/r/actions/jobs/1/logs", Some("Bearer t0ken"))
+    );
     let fetched = seen.recv().unwrap();
-    assert_eq!((fetched.path.as_str(), fetched.header("authorization")), ("/signed/log?sig=abc", None), "no token to the signed address");
+    assert_eq!(
+        (fetched.path.as_str(), fetched.header("authorization")),
+        ("/signed/log?sig=abc", None),
+        "no token to the signed address"
+    );
     assert!(seen.try_recv().is_err(), "no request past those asserted");
 }

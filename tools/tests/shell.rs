@@ -399,11 +399,21 @@ fn an_interactive_python_is_driven_through_its_prompt_under_a_terminal() {
     assert!(text.contains("42 True True\n"), "{answer}");
     assert!(!text.contains('\u{1b}') && !text.contains('\r'), "plain text: {text:?}");
     // Ctrl-D ends it; its id is then forgotten.
-    session.call("write_process_input", json!({"id": id, "keys": ["ctrl_d"], "wait_ms": 0}));
+    session.call(
+        "write_process_input",
+        json!({"id": id, "keys": ["ctrl_d"], "wait_ms": 0}),
+    );
     let ended = result(session.call("read_process_output", json!({"id": id, "wait_ms": 10000})));
-    assert_eq!((ended["exited"].clone(), ended["exit_code"].clone()), (json!(true), json!(0)), "{ended}");
+    assert_eq!(
+        (ended["exited"].clone(), ended["exit_code"].clone()),
+        (json!(true), json!(0)),
+        "{ended}"
+    );
     let gone = session.call("write_process_input", json!({"id": id, "text": "x"}));
-    assert!(matches!(gone, Outcome::ExecutionFailed { ref error, .. } if error.kind() == "no_such_record"), "{gone:?}");
+    assert!(
+        matches!(gone, Outcome::ExecutionFailed { ref error, .. } if error.kind() == "no_such_record"),
+        "{gone:?}"
+    );
     // Ctrl-C reaches a program as SIGINT through its controlling terminal.
     let started = result(session.call("start_process", json!({"argv": ["python3", "-q", "-i"], "tty": true})));
     let id = started["id"].as_str().unwrap().to_owned();
@@ -415,7 +425,10 @@ fn an_interactive_python_is_driven_through_its_prompt_under_a_terminal() {
         "write_process_input",
         json!({"id": id, "keys": ["ctrl_c"], "wait_ms": 10000}),
     ));
-    assert!(interrupted["stdout"].as_str().unwrap().contains("KeyboardInterrupt"), "{interrupted}");
+    assert!(
+        interrupted["stdout"].as_str().unwrap().contains("KeyboardInterrupt"),
+        "{interrupted}"
+    );
     session.call("stop_process", json!({"id": id, "grace_ms": 0}));
 }
 
@@ -431,7 +444,10 @@ fn input_goes_only_to_a_terminal_and_is_code_no_rule_lets_through() {
     );
     session.call("stop_process", json!({"id": piped["id"], "grace_ms": 0}));
     // A rule that lets `python3` run unasked does not let a terminal typed into run so.
-    let ruled = Session::new(ws.path(), &with_rules(json!([{"argv_prefix": ["python3"], "decision": "auto"}])));
+    let ruled = Session::new(
+        ws.path(),
+        &with_rules(json!([{"argv_prefix": ["python3"], "decision": "auto"}])),
+    );
     let outcome = ruled.call("start_process", json!({"argv": ["python3", "-i"], "tty": true}));
     assert!(matches!(outcome, Outcome::ApprovalRequired { .. }), "{outcome:?}");
     // And each input is an exec call: asked under the default policy.
@@ -468,7 +484,10 @@ fn another_caller_of_the_same_scope_cannot_reach_a_process() {
             "{tool}: {outcome:?}"
         );
     }
-    assert!(matches!(by("ann", "stop_process", json!({"id": started["id"], "grace_ms": 0})), Outcome::Ok { .. }));
+    assert!(matches!(
+        by("ann", "stop_process", json!({"id": started["id"], "grace_ms": 0})),
+        Outcome::Ok { .. }
+    ));
 }
 
 /// A rule that denies a command still denies it under a terminal (typed input makes a
@@ -482,7 +501,10 @@ fn a_denying_rule_still_denies_a_command_under_a_terminal() {
         json!({ "rules": [{"argv_prefix": ["git", "push"], "decision": "deny"}, {"argv_prefix": ["python3"], "decision": "ask"}] }),
     );
     let session = Session::new(ws.path(), &policy);
-    let denied = session.call("start_process", json!({"argv": ["git", "push", "--force"], "tty": true}));
+    let denied = session.call(
+        "start_process",
+        json!({"argv": ["git", "push", "--force"], "tty": true}),
+    );
     assert!(matches!(denied, Outcome::Denied { .. }), "{denied:?}");
     let asked = session.call("start_process", json!({"argv": ["python3", "-i"], "tty": true}));
     assert!(matches!(asked, Outcome::ApprovalRequired { .. }), "{asked:?}");

@@ -41,14 +41,24 @@ fn a_tool_left_out_of_the_catalog_is_named() {
 
     let dir = tempfile::tempdir().unwrap();
     let said = kyro::inventory::keep(kyro_author_example::TOOLS, dir.path().join("inventory.md")).unwrap_err();
-    assert!(said.contains("send_farewell (`SendFarewell` in kyro-author-example)"), "{said}");
+    assert!(
+        said.contains("send_farewell (`SendFarewell` in kyro-author-example)"),
+        "{said}"
+    );
     assert!(said.contains("add it to `catalog!`"), "{said}");
-    assert!(!dir.path().join("inventory.md").exists(), "nothing is written while a tool is left out");
+    assert!(
+        !dir.path().join("inventory.md").exists(),
+        "nothing is written while a tool is left out"
+    );
 }
 
 #[test]
 fn a_catalog_holding_every_tool_leaves_none_out() {
-    let all: Vec<kyro::ToolEntry> = kyro_author_example::TOOLS.iter().chain(WITH_FAREWELL).cloned().collect();
+    let all: Vec<kyro::ToolEntry> = kyro_author_example::TOOLS
+        .iter()
+        .chain(WITH_FAREWELL)
+        .cloned()
+        .collect();
     assert!(kyro::left_out(&all).is_empty());
     // Built-in families an author picks from are never counted as left out.
     assert!(kyro::left_out(&[]).is_empty());

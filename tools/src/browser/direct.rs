@@ -200,7 +200,11 @@ fn decide(side: &Side, params: &Value) {
         Decision::Fail => {
             json!({ "id": id, "method": "Fetch.failRequest", "params": { "requestId": request_id, "errorReason": "BlockedByClient" } })
         }
-        Decision::Fulfill { status, content_type, body } => json!({ "id": id, "method": "Fetch.fulfillRequest", "params": {
+        Decision::Fulfill {
+            status,
+            content_type,
+            body,
+        } => json!({ "id": id, "method": "Fetch.fulfillRequest", "params": {
             "requestId": request_id, "responseCode": status,
             "responseHeaders": [{ "name": "Content-Type", "value": content_type }], "body": body,
         } }),

@@ -49,7 +49,12 @@ impl Execute for BrowserFind {
     const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
 
     fn text(found: &Found) -> Option<String> {
-        let mut text = format!("{} of {} matching lines on {}", found.matches.len(), found.total, found.url);
+        let mut text = format!(
+            "{} of {} matching lines on {}",
+            found.matches.len(),
+            found.total,
+            found.url
+        );
         for line in &found.matches {
             text.push_str("\n- ");
             text.push_str(line.trim_start_matches("- "));
@@ -70,9 +75,9 @@ impl Execute for BrowserFind {
                     .dfa_size_limit(1 << 20)
                     .build()
                     .map_err(|e| Failure::InvalidPattern {
-                    pattern: pattern.clone(),
-                    message: e.to_string(),
-                })?;
+                        pattern: pattern.clone(),
+                        message: e.to_string(),
+                    })?;
                 Box::new(move |line: &str| regex.is_match(line))
             }
             _ => {
@@ -126,11 +131,22 @@ impl Execute for BrowserVerifyTextVisible {
     async fn run(self, cx: &ToolContext) -> Result<Verified, ToolError> {
         with_page(cx, move |tab, _| {
             let Outline { lines, .. } = outline(tab, WHOLE_PAGE_CHARS, WHOLE_PAGE_CHARS, None)?;
+            // The outline quotes names and text as JSON strings: the text may be there
+            // escaped (`say \"hi\"`).
+            let quoted = serde_json::Value::String(self.text.clone()).to_string();
+            let escaped = &quoted[1..quoted.len() - 1];
             lines
                 .iter()
-                .find(|l| l.contains(&self.text))
-                .map(|l| Verified { line: l.trim_start().to_owned() })
-                .ok_or_else(|| Failure::NotVisible { what: format!("the text {:?}", self.text) }.into())
+                .find(|l| l.contains(&self.text) || l.contains(escaped))
+                .map(|l| Verified {
+                    line: l.trim_start().to_owned(),
+                })
+                .ok_or_else(|| {
+                    Failure::NotVisible {
+                        what: format!("the text {:?}", self.text),
+                    }
+                    .into()
+                })
         })
         .await
     }
@@ -163,7 +179,11 @@ impl Execute for BrowserVerifyElementVisible {
     async fn run(self, cx: &ToolContext) -> Result<Verified, ToolError> {
         with_page(cx, move |tab, _| {
             let Outline { lines, .. } = outline(tab, WHOLE_PAGE_CHARS, WHOLE_PAGE_CHARS, None)?;
-            let head = format!("- {} {}", self.role, serde_json::Value::String(self.accessible_name.clone()));
+            let head = format!(
+                "- {} {}",
+                self.role,
+                serde_json::Value::String(self.accessible_name.clone())
+            );
             lines
                 .iter()
                 .map(|l| l.trim_start())

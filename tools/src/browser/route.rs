@@ -87,7 +87,12 @@ fn list(routes: &Routes) -> RouteList {
             .iter()
             .map(|r| RouteInfo {
                 pattern: r.pattern.clone(),
-                action: if r.decision == Decision::Fail { "abort" } else { "fulfill" }.into(),
+                action: if r.decision == Decision::Fail {
+                    "abort"
+                } else {
+                    "fulfill"
+                }
+                .into(),
                 status: match r.decision {
                     Decision::Fulfill { status, .. } => Some(status),
                     _ => None,

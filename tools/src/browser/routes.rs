@@ -11,7 +11,11 @@ pub(crate) enum Decision {
     /// It fails, as blocked.
     Fail,
     /// kyro answers it: status, content type, body in base64.
-    Fulfill { status: u16, content_type: String, body: String },
+    Fulfill {
+        status: u16,
+        content_type: String,
+        body: String,
+    },
 }
 
 /// One route.
@@ -28,5 +32,9 @@ pub(crate) type Routes = Arc<Mutex<Vec<Route>>>;
 /// What the routes make of a request to `url`, if one matches.
 pub(crate) fn routed(routes: &Routes, url: &str) -> Option<Decision> {
     let routes = routes.lock().unwrap_or_else(|e| e.into_inner());
-    routes.iter().rev().find(|r| r.glob.is_match(url)).map(|r| r.decision.clone())
+    routes
+        .iter()
+        .rev()
+        .find(|r| r.glob.is_match(url))
+        .map(|r| r.decision.clone())
 }

@@ -175,19 +175,21 @@ impl Session {
                             request_id: event.params.request_id,
                             error_reason: ErrorReason::BlockedByClient,
                         }),
-                        Decision::Fulfill { status, content_type, body } => {
-                            RequestPausedDecision::Fulfill(headless_chrome::protocol::cdp::Fetch::FulfillRequest {
-                                request_id: event.params.request_id,
-                                response_code: u32::from(status),
-                                response_headers: Some(vec![headless_chrome::protocol::cdp::Fetch::HeaderEntry {
-                                    name: "Content-Type".into(),
-                                    value: content_type,
-                                }]),
-                                binary_response_headers: None,
-                                body: Some(body),
-                                response_phrase: None,
-                            })
-                        }
+                        Decision::Fulfill {
+                            status,
+                            content_type,
+                            body,
+                        } => RequestPausedDecision::Fulfill(headless_chrome::protocol::cdp::Fetch::FulfillRequest {
+                            request_id: event.params.request_id,
+                            response_code: u32::from(status),
+                            response_headers: Some(vec![headless_chrome::protocol::cdp::Fetch::HeaderEntry {
+                                name: "Content-Type".into(),
+                                value: content_type,
+                            }]),
+                            binary_response_headers: None,
+                            body: Some(body),
+                            response_phrase: None,
+                        }),
                     }
                 },
             ))

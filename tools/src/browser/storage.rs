@@ -142,7 +142,10 @@ impl Execute for BrowserCookieSet {
     async fn run(self, cx: &ToolContext) -> Result<Cookies, ToolError> {
         with_page(cx, move |tab, _| {
             let (url, _, _) = super::script::page_info(tab)?;
-            let host = url.parse::<ureq::http::Uri>().ok().and_then(|u| u.host().map(str::to_owned));
+            let host = url
+                .parse::<ureq::http::Uri>()
+                .ok()
+                .and_then(|u| u.host().map(str::to_owned));
             let domain = self.domain.clone().or(host).ok_or_else(|| {
                 ToolError::from(crate::Failure::InvalidRequest {
                     message: "the page has no domain to set a cookie for; give `domain`, or open a page first".into(),
@@ -172,7 +175,10 @@ impl Execute for BrowserCookieSet {
                 "set a cookie",
             )?;
             if !set.success {
-                return Err(error("set a cookie", "Chromium refused the cookie (a `None` same-site needs `secure`)"));
+                return Err(error(
+                    "set a cookie",
+                    "Chromium refused the cookie (a `None` same-site needs `secure`)",
+                ));
             }
             cookies(tab, Some(&domain))
         })
@@ -268,7 +274,11 @@ pub struct StorageEntry {
 
 /// The page's `localStorage`, read in kyro's own world of the page (the page's scripts
 /// cannot change what it reads).
-fn local_storage(tab: &super::driven::Driven, key: Option<&str>, set: Option<(&str, &str)>) -> Result<LocalStorage, ToolError> {
+fn local_storage(
+    tab: &super::driven::Driven,
+    key: Option<&str>,
+    set: Option<(&str, &str)>,
+) -> Result<LocalStorage, ToolError> {
     let expression = format!(
         "(() => {{ const key = {}, set = {}; if (set) localStorage.setItem(set[0], set[1]); \
          const keys = key === null ? Object.keys(localStorage).sort() : (localStorage.getItem(key) === null ? [] : [key]); \
@@ -331,6 +341,9 @@ impl Execute for BrowserLocalstorageSet {
     const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
 
     async fn run(self, cx: &ToolContext) -> Result<LocalStorage, ToolError> {
-        with_page(cx, move |tab, _| local_storage(tab, Some(&self.key), Some((&self.key, &self.value)))).await
+        with_page(cx, move |tab, _| {
+            local_storage(tab, Some(&self.key), Some((&self.key, &self.value)))
+        })
+        .await
     }
 }

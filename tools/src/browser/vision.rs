@@ -108,8 +108,17 @@ impl Execute for BrowserMouseDragXy {
 
     async fn run(self, cx: &ToolContext) -> Result<PageState, ToolError> {
         with_page(cx, move |tab, dialogs| {
-            let from = Point { x: self.start_x, y: self.start_y };
-            tab.drag(from, Point { x: self.end_x, y: self.end_y })?;
+            let from = Point {
+                x: self.start_x,
+                y: self.start_y,
+            };
+            tab.drag(
+                from,
+                Point {
+                    x: self.end_x,
+                    y: self.end_y,
+                },
+            )?;
             super::settle(tab);
             state(tab, dialogs)
         })

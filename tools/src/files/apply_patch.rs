@@ -153,36 +153,48 @@ impl Execute for ApplyPatch {
         // A call stopped while staging (a long hunk search) writes nothing.
         cx.stop().check()?;
         for (i, stage) in staged.iter().enumerate() {
-            let Stage { path, operation, original, patched, from } = stage;
+            let Stage {
+                path,
+                operation,
+                original,
+                patched,
+                from,
+            } = stage;
             // Confined again now that the files before it are written: several files, each
             // allowed alone, may together make what no write may (a bare git directory).
             let written = match cx.path(&WorkspacePath::new(path.given().to_owned())).map(drop) {
                 Err(refused) => Err(refused),
                 Ok(()) => match operation {
-                PatchOperation::Deleted => path.remove_file(),
-                PatchOperation::Created => path
-                    .create_parents()
-                    .and_then(|()| path.write_atomic(patched.as_bytes(), None)),
-                PatchOperation::Modified => path.write_atomic(patched.as_bytes(), Some(original.as_bytes())),
-                PatchOperation::Moved => path
-                    .create_parents()
-                    .and_then(|()| path.write_atomic(patched.as_bytes(), None))
-                    .and_then(|()| match from {
-                        Some(from) => from.remove_file().inspect_err(|_| {
-                            let _ = path.remove_file();
+                    PatchOperation::Deleted => path.remove_file(),
+                    PatchOperation::Created => path
+                        .create_parents()
+                        .and_then(|()| path.write_atomic(patched.as_bytes(), None)),
+                    PatchOperation::Modified => path.write_atomic(patched.as_bytes(), Some(original.as_bytes())),
+                    PatchOperation::Moved => path
+                        .create_parents()
+                        .and_then(|()| path.write_atomic(patched.as_bytes(), None))
+                        .and_then(|()| match from {
+                            Some(from) => from.remove_file().inspect_err(|_| {
+                                let _ = path.remove_file();
+                            }),
+                            None => Ok(()),
                         }),
-                        None => Ok(()),
-                    }),
                 },
             };
             if let Err(error) = written {
                 for &j in done.iter().rev() {
-                    let Stage { path, operation, original, from, .. } = &staged[j];
+                    let Stage {
+                        path,
+                        operation,
+                        original,
+                        from,
+                        ..
+                    } = &staged[j];
                     let _ = match (operation, from) {
                         (PatchOperation::Created, _) => path.remove_file(),
-                        (PatchOperation::Moved, Some(from)) => {
-                            from.write_atomic(original.as_bytes(), None).and_then(|()| path.remove_file())
-                        }
+                        (PatchOperation::Moved, Some(from)) => from
+                            .write_atomic(original.as_bytes(), None)
+                            .and_then(|()| path.remove_file()),
                         _ => path.write_atomic(original.as_bytes(), None),
                     };
                 }
@@ -259,7 +271,13 @@ impl ApplyPatch {
             if operation == PatchOperation::Deleted && !patched.is_empty() {
                 return Err(failed("a deletion must remove every line".into()));
             }
-            staged.push(Stage { path, operation, original, patched, from: None });
+            staged.push(Stage {
+                path,
+                operation,
+                original,
+                patched,
+                from: None,
+            });
         }
         Ok(staged)
     }
@@ -300,14 +318,27 @@ impl ApplyPatch {
                 FileChange::Delete { path: name } => {
                     let path = cx.path(&WorkspacePath::new(name.clone()))?;
                     let original = self.current(&path, &name)?;
-                    Stage { path, operation: PatchOperation::Deleted, original, patched: String::new(), from: None }
+                    Stage {
+                        path,
+                        operation: PatchOperation::Deleted,
+                        original,
+                        patched: String::new(),
+                        from: None,
+                    }
                 }
-                FileChange::Update { path: name, move_to, chunks } => {
+                FileChange::Update {
+                    path: name,
+                    move_to,
+                    chunks,
+                } => {
                     let path = cx.path(&WorkspacePath::new(name.clone()))?;
                     let original = self.current(&path, &name)?;
                     let stopped = || cx.stop().check().is_err();
-                    let patched = codex_patch::apply(&original, &chunks, &stopped)
-                        .map_err(|message| Failure::PatchFailed { path: name.clone(), message })?;
+                    let patched =
+                        codex_patch::apply(&original, &chunks, &stopped).map_err(|message| Failure::PatchFailed {
+                            path: name.clone(),
+                            message,
+                        })?;
                     match move_to {
                         Some(to) if to != name => Stage {
                             path: Self::fresh(cx, &to)?,
@@ -316,7 +347,13 @@ impl ApplyPatch {
                             patched,
                             from: Some(path),
                         },
-                        _ => Stage { path, operation: PatchOperation::Modified, original, patched, from: None },
+                        _ => Stage {
+                            path,
+                            operation: PatchOperation::Modified,
+                            original,
+                            patched,
+                            from: None,
+                        },
                     }
                 }
             });
@@ -411,7 +448,10 @@ mod tests {
     fn codexs_envelope_adds_updates_moves_and_deletes() {
         let ws = setup();
         let result = ok(call(ws.path(), "apply_patch", json!({"patch": ENVELOPE})));
-        assert_eq!(std::fs::read_to_string(ws.path().join("sub/hello.txt")).unwrap(), "Hello\nworld\n");
+        assert_eq!(
+            std::fs::read_to_string(ws.path().join("sub/hello.txt")).unwrap(),
+            "Hello\nworld\n"
+        );
         assert_eq!(
             std::fs::read_to_string(ws.path().join("moved/one.txt")).unwrap(),
             "alpha\nBETA|é\ngamma\n"
@@ -421,7 +461,12 @@ mod tests {
         assert_eq!(result["files"][1]["operation"], "moved");
         assert_eq!(result["files"][1]["from"], "one.txt");
         assert_eq!(result["files"][1]["path"], "moved/one.txt");
-        let ops: Vec<&str> = result["files"].as_array().unwrap().iter().map(|f| f["operation"].as_str().unwrap()).collect();
+        let ops: Vec<&str> = result["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["operation"].as_str().unwrap())
+            .collect();
         assert_eq!(ops, ["created", "moved", "deleted"]);
     }
 
@@ -430,7 +475,10 @@ mod tests {
         let ws = setup();
         // The last change fails (its hunk is not there): the add and the move before it
         // are not made.
-        let patch = ENVELOPE.replace("*** Delete File: gone.txt\n", "*** Update File: gone.txt\n@@\n-not there\n+x\n");
+        let patch = ENVELOPE.replace(
+            "*** Delete File: gone.txt\n",
+            "*** Update File: gone.txt\n@@\n-not there\n+x\n",
+        );
         let error = failed(call(ws.path(), "apply_patch", json!({"patch": patch})));
         assert!(
             matches!(Failure::of(&error), Some(Failure::PatchFailed { ref path, ref message }) if path == "gone.txt" && message.contains("hunk 1")),
@@ -439,19 +487,35 @@ mod tests {
         assert!(!ws.path().join("sub/hello.txt").exists());
         assert!(ws.path().join("one.txt").exists() && !ws.path().join("moved").exists());
         // Malformed: the line is named.
-        let error = failed(call(ws.path(), "apply_patch", json!({"patch": "*** Begin Patch\n*** Rename: a\n*** End Patch"})));
+        let error = failed(call(
+            ws.path(),
+            "apply_patch",
+            json!({"patch": "*** Begin Patch\n*** Rename: a\n*** End Patch"}),
+        ));
         assert!(error.to_string().contains("line 2"), "{error}");
         // A path changed twice, a move onto an existing file, an escape: refused whole.
-        let twice = "*** Begin Patch\n*** Delete File: gone.txt\n*** Update File: gone.txt\n@@\n-bye\n+hi\n*** End Patch";
-        assert!(failed(call(ws.path(), "apply_patch", json!({"patch": twice}))).to_string().contains("twice"));
-        let onto = "*** Begin Patch\n*** Update File: one.txt\n*** Move to: gone.txt\n@@\n-gamma\n+GAMMA\n*** End Patch";
-        assert!(matches!(failed(call(ws.path(), "apply_patch", json!({"patch": onto}))), kyro_core::ToolError::AlreadyExists { .. }));
+        let twice =
+            "*** Begin Patch\n*** Delete File: gone.txt\n*** Update File: gone.txt\n@@\n-bye\n+hi\n*** End Patch";
+        assert!(
+            failed(call(ws.path(), "apply_patch", json!({"patch": twice})))
+                .to_string()
+                .contains("twice")
+        );
+        let onto =
+            "*** Begin Patch\n*** Update File: one.txt\n*** Move to: gone.txt\n@@\n-gamma\n+GAMMA\n*** End Patch";
+        assert!(matches!(
+            failed(call(ws.path(), "apply_patch", json!({"patch": onto}))),
+            kyro_core::ToolError::AlreadyExists { .. }
+        ));
         let escape = "*** Begin Patch\n*** Add File: ../escaped.txt\n+x\n*** End Patch";
         assert_eq!(
             crate::testing::denied_path(call(ws.path(), "apply_patch", json!({"patch": escape}))),
             kyro_core::policy::PathDenial::OutsideRoots
         );
-        assert_eq!(std::fs::read_to_string(ws.path().join("one.txt")).unwrap(), "alpha\nbeta|é\ngamma\n");
+        assert_eq!(
+            std::fs::read_to_string(ws.path().join("one.txt")).unwrap(),
+            "alpha\nbeta|é\ngamma\n"
+        );
         assert_eq!(std::fs::read_to_string(ws.path().join("gone.txt")).unwrap(), "bye\n");
     }
 
@@ -461,12 +525,18 @@ mod tests {
         let plant = "*** Begin Patch\n*** Add File: evil/HEAD\n+ref: refs/heads/main\n*** Add File: evil/objects/info/x\n+\n*** Add File: evil/refs/heads/x\n+\n*** Add File: evil/config\n+[core]\n+\tfsmonitor = \"sh -c 'touch pwned'\"\n*** End Patch";
         let outcome = call(ws.path(), "apply_patch", json!({"patch": plant}));
         assert!(!matches!(outcome, kyro_core::Outcome::Ok { .. }), "{outcome:?}");
-        assert!(!ws.path().join("evil/HEAD").exists() && !ws.path().join("evil/config").exists(), "all or nothing");
+        assert!(
+            !ws.path().join("evil/HEAD").exists() && !ws.path().join("evil/config").exists(),
+            "all or nothing"
+        );
         // The same two files named two ways are one file.
         let twice = "*** Begin Patch\n*** Update File: one.txt\n@@\n-alpha\n+A\n*** Update File: ./one.txt\n@@\n-gamma\n+G\n*** End Patch";
         let error = failed(call(ws.path(), "apply_patch", json!({"patch": twice})));
         assert!(error.to_string().contains("changes this path twice"), "{error}");
-        assert_eq!(std::fs::read_to_string(ws.path().join("one.txt")).unwrap(), "alpha\nbeta|é\ngamma\n");
+        assert_eq!(
+            std::fs::read_to_string(ws.path().join("one.txt")).unwrap(),
+            "alpha\nbeta|é\ngamma\n"
+        );
     }
 
     #[test]

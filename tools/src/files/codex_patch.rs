@@ -199,23 +199,37 @@ pub(super) fn apply(original: &str, chunks: &[Chunk], stopped: &dyn Fn() -> bool
     Ok(out)
 }
 
+/// A line as one pass of [`seek`] compares it: exact, then without trailing whitespace,
+/// then without surrounding whitespace.
+fn normal(line: &str, how: u8) -> &str {
+    match how {
+        0 => line,
+        1 => line.trim_end(),
+        _ => line.trim(),
+    }
+}
+
 /// The first index at or after `from` where `pattern` matches, at the end first when
 /// `end_of_file`; exact, then with trailing, then all surrounding whitespace ignored. Gives
 /// up (`None`) once `stopped` says the call is over: a search is lines times hunk lines.
-fn seek(lines: &[String], pattern: &[String], from: usize, end_of_file: bool, stopped: &dyn Fn() -> bool) -> Option<usize> {
+fn seek(
+    lines: &[String],
+    pattern: &[String],
+    from: usize,
+    end_of_file: bool,
+    stopped: &dyn Fn() -> bool,
+) -> Option<usize> {
     if pattern.len() > lines.len() {
         return None;
     }
-    let matches = |at: usize, eq: &dyn Fn(&str, &str) -> bool| {
-        pattern.iter().enumerate().all(|(k, p)| eq(&lines[at + k], p))
+    let matches = |at: usize, how: u8| {
+        pattern
+            .iter()
+            .enumerate()
+            .all(|(k, p)| normal(&lines[at + k], how) == normal(p, how))
     };
-    let equalities: [&dyn Fn(&str, &str) -> bool; 3] = [
-        &|a, b| a == b,
-        &|a, b| a.trim_end() == b.trim_end(),
-        &|a, b| a.trim() == b.trim(),
-    ];
     let last = lines.len() - pattern.len();
-    for eq in equalities {
+    for eq in 0..3u8 {
         if end_of_file && last >= from && matches(last, eq) {
             return Some(last);
         }
@@ -241,7 +255,10 @@ mod tests {
         let changes = parse(patch).unwrap();
         assert_eq!(
             changes[0],
-            FileChange::Add { path: "hello.txt".into(), content: "Hello\nworld\n".into() }
+            FileChange::Add {
+                path: "hello.txt".into(),
+                content: "Hello\nworld\n".into()
+            }
         );
         assert_eq!(
             changes[1],
@@ -256,7 +273,12 @@ mod tests {
                 }],
             }
         );
-        assert_eq!(changes[2], FileChange::Delete { path: "obsolete.txt".into() });
+        assert_eq!(
+            changes[2],
+            FileChange::Delete {
+                path: "obsolete.txt".into()
+            }
+        );
     }
 
     #[test]
@@ -264,10 +286,19 @@ mod tests {
         for (patch, says) in [
             ("*** Begin Patch\n*** Add File: a\n+x\n", "end with `*** End Patch`"),
             ("*** Begin Patch\n*** End Patch", "changes no file"),
-            ("*** Begin Patch\n*** Frobnicate: a\n*** End Patch", "line 2: expected `*** Add File: `"),
-            ("*** Begin Patch\n*** Add File: a\nx\n*** End Patch", "line 3: every line of an added file"),
+            (
+                "*** Begin Patch\n*** Frobnicate: a\n*** End Patch",
+                "line 2: expected `*** Add File: `",
+            ),
+            (
+                "*** Begin Patch\n*** Add File: a\nx\n*** End Patch",
+                "line 3: every line of an added file",
+            ),
             ("*** Begin Patch\n*** Update File: a\n*** End Patch", "has no hunk"),
-            ("*** Begin Patch\n*** Update File: a\n@@\n x\n!y\n*** End Patch", "line 5: a hunk line starts with"),
+            (
+                "*** Begin Patch\n*** Update File: a\n@@\n x\n!y\n*** End Patch",
+                "line 5: a hunk line starts with",
+            ),
         ] {
             let error = parse(patch).unwrap_err();
             assert!(error.contains(says), "{patch:?}: {error}");
@@ -287,12 +318,20 @@ mod tests {
     fn hunks_are_found_by_context_in_order_and_whitespace_is_forgiven_last() {
         let original = "fn a() {\n    x();\n}\nfn b() {\n    x();\n}\n";
         // The context line moves the search past a's `x();` to b's.
-        let patched = apply(original, &[chunk(Some("fn b() {"), &["    x();"], &["    y();"], false)], &|| false).unwrap();
+        let patched = apply(
+            original,
+            &[chunk(Some("fn b() {"), &["    x();"], &["    y();"], false)],
+            &|| false,
+        )
+        .unwrap();
         assert_eq!(patched, "fn a() {\n    x();\n}\nfn b() {\n    y();\n}\n");
         // Two hunks in order; the second found after the first.
         let patched = apply(
             original,
-            &[chunk(None, &["    x();"], &["    one();"], false), chunk(None, &["    x();"], &["    two();"], false)],
+            &[
+                chunk(None, &["    x();"], &["    one();"], false),
+                chunk(None, &["    x();"], &["    two();"], false),
+            ],
             &|| false,
         )
         .unwrap();

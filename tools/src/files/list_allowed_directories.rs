@@ -39,7 +39,11 @@ impl Execute for ListAllowedDirectories {
     fn text(out: &AllowedDirectories) -> Option<String> {
         let mut text = String::from("Allowed directories (relative paths resolve in the first):");
         for root in &out.roots {
-            let access = if root.access == "read" { "read only" } else { "read and write" };
+            let access = if root.access == "read" {
+                "read only"
+            } else {
+                "read and write"
+            };
             text.push_str(&format!("\n{} ({access})", root.path));
         }
         Some(text)

@@ -39,8 +39,8 @@ pub use make_directory::{MadeDirectory, MakeDirectory};
 pub use move_path::{MovePath, Moved};
 pub use multi_edit::{MultiEdit, Replacement};
 pub use read_file::{FileWindow, ReadFile};
-pub use read_media_file::{MediaFile, ReadMediaFile};
 pub use read_many_files::{ManyFiles, OneFile, ReadManyFiles};
+pub use read_media_file::{MediaFile, ReadMediaFile};
 pub use search_file::LineMatch;
 pub use write_file::{WriteFile, Written};
 

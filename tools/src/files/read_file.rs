@@ -93,7 +93,11 @@ impl Execute for ReadFile {
         if path.info(true)?.kind != kyro_core::EntryType::File {
             return Err(ToolError::NotAFile { path: given });
         }
-        let windows = [self.offset.is_some() || self.limit.is_some(), self.head.is_some(), self.tail.is_some()];
+        let windows = [
+            self.offset.is_some() || self.limit.is_some(),
+            self.head.is_some(),
+            self.tail.is_some(),
+        ];
         if windows.iter().filter(|w| **w).count() > 1 {
             return Err(Failure::InvalidRequest {
                 message: "give one of offset/limit, head or tail: each chooses the window".to_owned(),
@@ -360,24 +364,43 @@ mod tests {
         std::fs::write(ws.path().join("f.txt"), "one\ntwo\nthree\nfour\nfive").unwrap();
         let head = ok(call(ws.path(), "read_text_file", json!({"path": "f.txt", "head": 2})));
         assert_eq!(head["content"], "one\ntwo\n");
-        assert_eq!((head["start_line"].clone(), head["next_offset"].clone()), (json!(1), json!(3)));
+        assert_eq!(
+            (head["start_line"].clone(), head["next_offset"].clone()),
+            (json!(1), json!(3))
+        );
         let tail = ok(call(ws.path(), "read_text_file", json!({"path": "f.txt", "tail": 2})));
         assert_eq!(tail["content"], "four\nfive");
-        assert_eq!((tail["start_line"].clone(), tail["end_line"].clone()), (json!(4), json!(5)));
+        assert_eq!(
+            (tail["start_line"].clone(), tail["end_line"].clone()),
+            (json!(4), json!(5))
+        );
         assert_eq!(tail["truncated"], false);
         assert_eq!(tail["sha256"], kyro_core::sha256_hex(b"one\ntwo\nthree\nfour\nfive"));
         // More lines asked for than the file has: all of them.
         let all = ok(call(ws.path(), "read_file", json!({"path": "f.txt", "tail": 50})));
-        assert_eq!((all["start_line"].clone(), all["total_lines"].clone()), (json!(1), json!(5)));
+        assert_eq!(
+            (all["start_line"].clone(), all["total_lines"].clone()),
+            (json!(1), json!(5))
+        );
         std::fs::write(ws.path().join("empty"), "").unwrap();
         let empty = ok(call(ws.path(), "read_file", json!({"path": "empty", "tail": 3})));
-        assert_eq!((empty["content"].clone(), empty["end_line"].clone()), (json!(""), json!(0)));
-        for both in [json!({"head": 1, "tail": 1}), json!({"offset": 2, "tail": 1}), json!({"limit": 2, "head": 1})] {
+        assert_eq!(
+            (empty["content"].clone(), empty["end_line"].clone()),
+            (json!(""), json!(0))
+        );
+        for both in [
+            json!({"head": 1, "tail": 1}),
+            json!({"offset": 2, "tail": 1}),
+            json!({"limit": 2, "head": 1}),
+        ] {
             let mut arguments = both.clone();
             arguments["path"] = json!("f.txt");
             let error = failed(call(ws.path(), "read_file", arguments));
             assert_eq!(error.kind(), "invalid_request", "{both}");
-            assert!(error.to_string().contains("one of offset/limit, head or tail"), "{error}");
+            assert!(
+                error.to_string().contains("one of offset/limit, head or tail"),
+                "{error}"
+            );
         }
     }
 

@@ -103,7 +103,11 @@ impl Execute for ReadMediaFile {
             .read_to_end(&mut bytes)
             .map_err(|e| ToolError::io("read", &given, &e))?;
         if bytes.len() as u64 > MAX_MEDIA_BYTES {
-            return Err(ToolError::io("read", &given, &std::io::Error::other("the file grew past the limit while it was read")));
+            return Err(ToolError::io(
+                "read",
+                &given,
+                &std::io::Error::other("the file grew past the limit while it was read"),
+            ));
         }
         // A model's API refuses an image that is not one, and then every later turn of
         // the conversation that carries it: the bytes must say what the name says.
@@ -142,7 +146,10 @@ mod tests {
         std::fs::write(ws.path().join("fake.png"), b"<svg/>").unwrap();
         let error = failed(call(ws.path(), "read_media_file", json!({"path": "fake.png"})));
         assert!(error.to_string().contains("does not hold image/png"), "{error}");
-        assert_eq!(ok(call(ws.path(), "read_media_file", json!({"path": "a.mp3"})))["mime_type"], "audio/mpeg");
+        assert_eq!(
+            ok(call(ws.path(), "read_media_file", json!({"path": "a.mp3"})))["mime_type"],
+            "audio/mpeg"
+        );
         std::fs::write(ws.path().join("notes.txt"), "x").unwrap();
         let error = failed(call(ws.path(), "read_media_file", json!({"path": "notes.txt"})));
         assert_eq!(error.kind(), "invalid_request");

@@ -81,7 +81,12 @@ impl Execute for GitStash {
             text.push_str("\nno stashes");
         }
         for s in &out.stashes {
-            text.push_str(&format!("\nstash@{{{}}} {} {}", s.index, &s.sha[..s.sha.len().min(12)], s.message));
+            text.push_str(&format!(
+                "\nstash@{{{}}} {} {}",
+                s.index,
+                &s.sha[..s.sha.len().min(12)],
+                s.message
+            ));
         }
         Some(text)
     }

@@ -176,10 +176,16 @@ pub struct GitHubActionsList {
     /// What to list.
     pub method: ListMethod,
     /// Repository owner.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub owner: String,
     /// Repository name.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub repo: String,
     /// A workflow's id or file name (runs), or a run's id (jobs, artifacts).
     #[schemars(length(min = 1, max = 256), regex(pattern = "^[A-Za-z0-9_.-]+$"))]
@@ -218,7 +224,10 @@ pub struct ActionsListed {
 }
 
 fn invalid(message: impl Into<String>) -> ToolError {
-    Failure::InvalidRequest { message: message.into() }.into()
+    Failure::InvalidRequest {
+        message: message.into(),
+    }
+    .into()
 }
 
 /// A run's id from `resource_id`.
@@ -323,10 +332,16 @@ pub struct GitHubActionsGet {
     /// What to get.
     pub method: GetMethod,
     /// Repository owner.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub owner: String,
     /// Repository name.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub repo: String,
     /// The workflow's id or file name, or the run's or job's id.
     #[schemars(length(min = 1, max = 256), regex(pattern = "^[A-Za-z0-9_.-]+$"))]
@@ -390,10 +405,16 @@ impl Execute for GitHubActionsGet {
 )]
 pub struct GitHubGetJobLogs {
     /// Repository owner.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub owner: String,
     /// Repository name.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub repo: String,
     /// One job.
     #[schemars(range(min = 1))]
@@ -433,7 +454,13 @@ pub struct JobLog {
 }
 
 impl GitHubGetJobLogs {
-    fn tail(&self, github: &GitHub, cx: &ToolContext, job_id: u64, job_name: Option<String>) -> Result<JobLog, ToolError> {
+    fn tail(
+        &self,
+        github: &GitHub,
+        cx: &ToolContext,
+        job_id: u64,
+        job_name: Option<String>,
+    ) -> Result<JobLog, ToolError> {
         let path = format!("/repos/{}/{}/actions/jobs/{job_id}/logs", self.owner, self.repo);
         let signed = github.redirect_target(cx, &path)?;
         let fetched = crate::integration::guard::send(

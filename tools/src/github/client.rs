@@ -92,10 +92,14 @@ impl GitHub {
         let answer = self.request(cx, "GET", path, None, "application/vnd.github+json", true)?;
         // A path alone is on the API's own host.
         let origin = self.base.find("://").map_or(self.base.as_str(), |scheme| {
-            let host_end = self.base[scheme + 3..].find('/').map_or(self.base.len(), |i| scheme + 3 + i);
+            let host_end = self.base[scheme + 3..]
+                .find('/')
+                .map_or(self.base.len(), |i| scheme + 3 + i);
             &self.base[..host_end]
         });
-        let location = answer.location.map(|l| if l.starts_with('/') { format!("{origin}{l}") } else { l });
+        let location = answer
+            .location
+            .map(|l| if l.starts_with('/') { format!("{origin}{l}") } else { l });
         location.ok_or_else(|| {
             Failure::Remote {
                 service: SERVICE.into(),

@@ -209,7 +209,10 @@ impl Execute for GitHubAddIssueComment {
     type Output = Comment;
 
     async fn run(self, cx: &ToolContext) -> Result<Comment, ToolError> {
-        let path = format!("/repos/{}/{}/issues/{}/comments", self.owner, self.repo, self.issue_number);
+        let path = format!(
+            "/repos/{}/{}/issues/{}/comments",
+            self.owner, self.repo, self.issue_number
+        );
         let v = GitHub::from_env()
             .send(cx, "POST", &path, Some(&json!({"body": self.body})))?
             .body;

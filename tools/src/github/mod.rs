@@ -15,6 +15,7 @@ mod pull_write;
 mod releases;
 mod repos_read;
 mod repos_write;
+mod reviews;
 mod search;
 
 pub use actions::{
@@ -22,15 +23,6 @@ pub use actions::{
     JobLogs, ListMethod, Run, RunsFilter, Workflow,
 };
 pub use context::{GitHubGetMe, GitHubGetTeamMembers, GitHubGetTeams, Me, Members, Team, Teams};
-pub use pull_read::{
-    CheckRun, CombinedStatus, GitHubListPullRequests, GitHubPullRequestRead, GitHubSearchPullRequests, PullReadMethod,
-    PullRequest, PullRequestRead, PullRequests, PullSort, Review, ReviewComment, StatusCheck,
-};
-pub use pull_write::{
-    Accepted, GitHubAddCommentToPendingReview, GitHubAddReplyToPullRequestComment, GitHubCreatePullRequest,
-    GitHubMergePullRequest, GitHubPullRequestReviewWrite, GitHubUpdatePullRequest, GitHubUpdatePullRequestBranch,
-    MergeMethod, Merged, ReviewEvent, ReviewMethod, Side, SubjectType, ThreadAdded,
-};
 pub use github_list_issues::{GitHubListIssues, IssuePage, IssueState};
 pub use issue_read::{GitHubIssueRead, Issue, IssueComment, IssueRead, IssueReadMethod, Label};
 pub use issue_write::{
@@ -38,7 +30,17 @@ pub use issue_write::{
     StateReason, SubIssueMethod,
 };
 pub use labels::{GitHubGetLabel, GitHubListIssueTypes, IssueType, IssueTypes};
-pub use releases::{Asset, GitHubGetLatestRelease, GitHubGetReleaseByTag, GitHubGetTag, GitHubListReleases, Release, Releases, TagInfo};
+pub use pull_read::{
+    CheckRun, CombinedStatus, GitHubListPullRequests, GitHubPullRequestRead, GitHubSearchPullRequests, PullReadMethod,
+    PullRequest, PullRequestRead, PullRequests, PullSort, Review, ReviewComment, StatusCheck,
+};
+pub use pull_write::{
+    Accepted, GitHubCreatePullRequest, GitHubMergePullRequest, GitHubUpdatePullRequest, GitHubUpdatePullRequestBranch,
+    MergeMethod, Merged,
+};
+pub use releases::{
+    Asset, GitHubGetLatestRelease, GitHubGetReleaseByTag, GitHubGetTag, GitHubListReleases, Release, Releases, TagInfo,
+};
 pub use repos_read::{
     ChangedFile, Collaborator, Collaborators, CommitDetail, CommitSummary, Commits, Contents, Detail, Entry,
     GitHubGetCommit, GitHubGetFileContents, GitHubListBranches, GitHubListCommits, GitHubListRepositoryCollaborators,
@@ -46,7 +48,11 @@ pub use repos_read::{
 };
 pub use repos_write::{
     BranchMade, FileCommit, GitHubCreateBranch, GitHubCreateOrUpdateFile, GitHubCreateRepository, GitHubDeleteFile,
-    GitHubForkRepository, GitHubPushFiles, PushedFile, Pushed, Repository,
+    GitHubForkRepository, GitHubPushFiles, Pushed, PushedFile, Repository,
+};
+pub use reviews::{
+    GitHubAddCommentToPendingReview, GitHubAddReplyToPullRequestComment, GitHubPullRequestReviewWrite, ReviewEvent,
+    ReviewMethod, Side, SubjectType, ThreadAdded,
 };
 pub use search::{
     CodeMatch, CommitSort, FoundCode, FoundCommit, FoundCommits, FoundIssues, FoundRepositories, FoundRepository,

@@ -78,10 +78,16 @@ pub struct GitHubPullRequestRead {
     #[serde(default)]
     pub method: PullReadMethod,
     /// Repository owner.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub owner: String,
     /// Repository name.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub repo: String,
     /// The pull request's number.
     #[tool(alias = "pullNumber", alias = "number")]
@@ -235,15 +241,27 @@ impl Execute for GitHubPullRequestRead {
         let pull = format!("{repo}/pulls/{}", self.pull_number);
         let page = paging(self.page, self.per_page);
         let list = |path: String| github.send(cx, "GET", &format!("{path}?{page}"), None);
-        let head_sha = || github.send(cx, "GET", &pull, None).map(|a| text(&a.body["head"]["sha"]));
+        let head_sha = || {
+            github
+                .send(cx, "GET", &pull, None)
+                .map(|a| text(&a.body["head"]["sha"]))
+        };
         let mut read = PullRequestRead::default();
         match self.method {
-            PullReadMethod::Get => read.pull_request = Some(PullRequest::from_json(&github.send(cx, "GET", &pull, None)?.body)),
+            PullReadMethod::Get => {
+                read.pull_request = Some(PullRequest::from_json(&github.send(cx, "GET", &pull, None)?.body))
+            }
             PullReadMethod::GetDiff => {
-                read.diff = Some(github.send_accepting(cx, "GET", &pull, None, "application/vnd.github.diff")?.raw);
+                read.diff = Some(
+                    github
+                        .send_accepting(cx, "GET", &pull, None, "application/vnd.github.diff")?
+                        .raw,
+                );
             }
             PullReadMethod::GetStatus => {
-                let v = github.send(cx, "GET", &format!("{repo}/commits/{}/status", head_sha()?), None)?.body;
+                let v = github
+                    .send(cx, "GET", &format!("{repo}/commits/{}/status", head_sha()?), None)?
+                    .body;
                 let statuses = items(&v["statuses"])
                     .iter()
                     .map(|s| StatusCheck {
@@ -348,10 +366,16 @@ impl Execute for GitHubPullRequestRead {
 )]
 pub struct GitHubListPullRequests {
     /// Repository owner.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub owner: String,
     /// Repository name.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub repo: String,
     /// `open` (the default), `closed` or `all`.
     pub state: Option<super::github_list_issues::IssueState>,
@@ -412,7 +436,12 @@ impl Execute for GitHubListPullRequests {
             IssueState::Closed => "closed",
             IssueState::All => "all",
         };
-        let mut path = format!("/repos/{}/{}/pulls?state={state}&{}", self.owner, self.repo, paging(self.page, self.per_page));
+        let mut path = format!(
+            "/repos/{}/{}/pulls?state={state}&{}",
+            self.owner,
+            self.repo,
+            paging(self.page, self.per_page)
+        );
         for (key, value) in [("head", &self.head), ("base", &self.base)] {
             if let Some(value) = value {
                 path.push_str(&format!("&{key}={}", encode(value)));
@@ -428,7 +457,11 @@ impl Execute for GitHubListPullRequests {
             path.push_str(&format!("&sort={sort}"));
         }
         if let Some(direction) = self.direction {
-            path.push_str(if direction == Order::Asc { "&direction=asc" } else { "&direction=desc" });
+            path.push_str(if direction == Order::Asc {
+                "&direction=asc"
+            } else {
+                "&direction=desc"
+            });
         }
         let answer = GitHub::from_env().send(cx, "GET", &path, None)?;
         Ok(PullRequests {
@@ -454,10 +487,16 @@ pub struct GitHubSearchPullRequests {
     #[schemars(length(min = 1, max = 256))]
     pub query: String,
     /// Only this owner's repositories (or, with `repo`, one repository).
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub owner: Option<String>,
     /// Only this repository of `owner`.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub repo: Option<String>,
     /// Sort by: default best match.
     pub sort: Option<IssueSort>,

@@ -1,16 +1,19 @@
-//! GitHub's `pull_requests` toolset, writing: open, update, bring up to date, merge,
-//! review and reply.
+//! GitHub's `pull_requests` toolset, writing: open, update, bring up to date, merge
+//! (reviews are in `reviews.rs`).
 
 use kyro_core::{Execute, ToolContext, ToolError, input, tool};
 use serde_json::{Map, Value, json};
 
-use super::client::{GitHub, items, login, text};
-use super::issue_write::{Comment, IssueStateChange};
-use super::pull_read::{PullRequest, Review};
+use super::client::{GitHub, text};
+use super::issue_write::IssueStateChange;
+use super::pull_read::PullRequest;
 use crate::Failure;
 
 fn invalid(message: impl Into<String>) -> ToolError {
-    Failure::InvalidRequest { message: message.into() }.into()
+    Failure::InvalidRequest {
+        message: message.into(),
+    }
+    .into()
 }
 
 /// Asks for reviews: logins, and teams as `org/team-slug`.
@@ -19,9 +22,14 @@ fn request_reviewers(github: &GitHub, cx: &ToolContext, pull: &str, reviewers: &
         return Ok(());
     }
     let (teams, people): (Vec<&String>, Vec<&String>) = reviewers.iter().partition(|r| r.contains('/'));
-    let teams: Vec<&str> = teams.iter().filter_map(|t| t.split_once('/').map(|(_, slug)| slug)).collect();
+    let teams: Vec<&str> = teams
+        .iter()
+        .filter_map(|t| t.split_once('/').map(|(_, slug)| slug))
+        .collect();
     let body = json!({"reviewers": people, "team_reviewers": teams});
-    github.send(cx, "POST", &format!("{pull}/requested_reviewers"), Some(&body)).map(drop)
+    github
+        .send(cx, "POST", &format!("{pull}/requested_reviewers"), Some(&body))
+        .map(drop)
 }
 
 /// Open a GitHub pull request from `head` into `base`, as a draft if asked, and ask for
@@ -36,10 +44,16 @@ fn request_reviewers(github: &GitHub, cx: &ToolContext, pull: &str, reviewers: &
 )]
 pub struct GitHubCreatePullRequest {
     /// Repository owner.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub owner: String,
     /// Repository name.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub repo: String,
     /// Its title.
     #[schemars(length(min = 1, max = 256))]
@@ -97,10 +111,16 @@ impl Execute for GitHubCreatePullRequest {
 )]
 pub struct GitHubUpdatePullRequest {
     /// Repository owner.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub owner: String,
     /// Repository name.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub repo: String,
     /// The pull request's number.
     #[tool(alias = "pullNumber")]
@@ -130,7 +150,9 @@ impl Execute for GitHubUpdatePullRequest {
 
     async fn run(self, cx: &ToolContext) -> Result<PullRequest, ToolError> {
         let mut body = Map::new();
-        let state = self.state.map(|s| if s == IssueStateChange::Open { "open" } else { "closed" });
+        let state = self
+            .state
+            .map(|s| if s == IssueStateChange::Open { "open" } else { "closed" });
         for (key, value) in [
             ("title", json!(self.title)),
             ("body", json!(self.body)),
@@ -143,7 +165,9 @@ impl Execute for GitHubUpdatePullRequest {
             }
         }
         if body.is_empty() && self.reviewers.is_empty() {
-            return Err(invalid("give something to change: a title, body, state, base, maintainer_can_modify or reviewers"));
+            return Err(invalid(
+                "give something to change: a title, body, state, base, maintainer_can_modify or reviewers",
+            ));
         }
         let github = GitHub::from_env();
         let pull = format!("/repos/{}/{}/pulls/{}", self.owner, self.repo, self.pull_number);
@@ -168,10 +192,16 @@ impl Execute for GitHubUpdatePullRequest {
 )]
 pub struct GitHubUpdatePullRequestBranch {
     /// Repository owner.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub owner: String,
     /// Repository name.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub repo: String,
     /// The pull request's number.
     #[tool(alias = "pullNumber")]
@@ -195,13 +225,18 @@ impl Execute for GitHubUpdatePullRequestBranch {
     type Output = Accepted;
 
     async fn run(self, cx: &ToolContext) -> Result<Accepted, ToolError> {
-        let path = format!("/repos/{}/{}/pulls/{}/update-branch", self.owner, self.repo, self.pull_number);
+        let path = format!(
+            "/repos/{}/{}/pulls/{}/update-branch",
+            self.owner, self.repo, self.pull_number
+        );
         let body = match &self.expected_head_sha {
             Some(sha) => json!({"expected_head_sha": sha}),
             None => json!({}),
         };
         let v = GitHub::from_env().send(cx, "PUT", &path, Some(&body))?.body;
-        Ok(Accepted { message: text(&v["message"]) })
+        Ok(Accepted {
+            message: text(&v["message"]),
+        })
     }
 }
 
@@ -231,10 +266,16 @@ pub enum MergeMethod {
 )]
 pub struct GitHubMergePullRequest {
     /// Repository owner.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub owner: String,
     /// Repository name.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub repo: String,
     /// The pull request's number.
     #[tool(alias = "pullNumber")]
@@ -286,308 +327,13 @@ impl Execute for GitHubMergePullRequest {
             }
         }
         let path = format!("/repos/{}/{}/pulls/{}/merge", self.owner, self.repo, self.pull_number);
-        let v = GitHub::from_env().send(cx, "PUT", &path, Some(&Value::Object(body)))?.body;
+        let v = GitHub::from_env()
+            .send(cx, "PUT", &path, Some(&Value::Object(body)))?
+            .body;
         Ok(Merged {
             merged: v["merged"].as_bool().unwrap_or(false),
             sha: text(&v["sha"]),
             message: text(&v["message"]),
-        })
-    }
-}
-
-/// What to do with a review.
-#[input]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum ReviewMethod {
-    /// Start one: pending without `event`, submitted with it.
-    Create,
-    /// Submit your pending one with `event`.
-    SubmitPending,
-    /// Delete your pending one.
-    DeletePending,
-}
-
-/// A review's verdict.
-#[input]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReviewEvent {
-    /// Approve.
-    #[serde(rename = "APPROVE")]
-    Approve,
-    /// Ask for changes.
-    #[serde(rename = "REQUEST_CHANGES")]
-    RequestChanges,
-    /// Comment only.
-    #[serde(rename = "COMMENT")]
-    Comment,
-}
-
-impl ReviewEvent {
-    fn name(self) -> &'static str {
-        match self {
-            ReviewEvent::Approve => "APPROVE",
-            ReviewEvent::RequestChanges => "REQUEST_CHANGES",
-            ReviewEvent::Comment => "COMMENT",
-        }
-    }
-}
-
-/// Review a GitHub pull request: `create` a review (pending without `event`, so comments
-/// can be added with `github_add_comment_to_pending_review`; submitted at once with it),
-/// `submit_pending` your pending review with an `event`, or `delete_pending` it.
-#[tool(
-    name = "github_pull_request_review_write",
-    title = "Review a GitHub pull request",
-    category = "github.pull_requests",
-    effect = "network",
-    destructive = true,
-    aliases = ["pull_request_review_write"]
-)]
-pub struct GitHubPullRequestReviewWrite {
-    /// What to do.
-    pub method: ReviewMethod,
-    /// Repository owner.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
-    pub owner: String,
-    /// Repository name.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
-    pub repo: String,
-    /// The pull request's number.
-    #[tool(alias = "pullNumber")]
-    #[schemars(range(min = 1))]
-    pub pull_number: u64,
-    /// The review's text.
-    #[schemars(length(max = 65536))]
-    pub body: Option<String>,
-    /// The verdict: `APPROVE`, `REQUEST_CHANGES` or `COMMENT`.
-    pub event: Option<ReviewEvent>,
-    /// The commit reviewed; default the head.
-    #[tool(alias = "commitID")]
-    #[schemars(regex(pattern = "^[0-9a-f]{40,64}$"))]
-    pub commit_id: Option<String>,
-}
-
-/// The caller's pending review of `pull`, by id.
-fn pending_review(github: &GitHub, cx: &ToolContext, pull: &str) -> Result<u64, ToolError> {
-    let me = login(&github.send(cx, "GET", "/user", None)?.body);
-    let reviews = github.send(cx, "GET", &format!("{pull}/reviews?per_page=100"), None)?.body;
-    items(&reviews)
-        .iter()
-        .find(|r| r["state"] == "PENDING" && login(&r["user"]) == me)
-        .and_then(|r| r["id"].as_u64())
-        .ok_or_else(|| invalid(format!("{me} has no pending review here; start one with `method: create` and no `event`")))
-}
-
-impl Execute for GitHubPullRequestReviewWrite {
-    type Output = Review;
-
-    async fn run(self, cx: &ToolContext) -> Result<Review, ToolError> {
-        let github = GitHub::from_env();
-        let pull = format!("/repos/{}/{}/pulls/{}", self.owner, self.repo, self.pull_number);
-        let review = match self.method {
-            ReviewMethod::Create => {
-                let mut body = Map::new();
-                if let Some(event) = self.event {
-                    body.insert("event".into(), json!(event.name()));
-                }
-                for (key, value) in [("body", &self.body), ("commit_id", &self.commit_id)] {
-                    if let Some(value) = value {
-                        body.insert(key.into(), json!(value));
-                    }
-                }
-                github.send(cx, "POST", &format!("{pull}/reviews"), Some(&Value::Object(body)))?.body
-            }
-            ReviewMethod::SubmitPending => {
-                let Some(event) = self.event else {
-                    return Err(invalid("submit_pending needs an `event`: APPROVE, REQUEST_CHANGES or COMMENT"));
-                };
-                let id = pending_review(&github, cx, &pull)?;
-                let mut body = json!({"event": event.name()});
-                if let Some(text) = &self.body {
-                    body["body"] = json!(text);
-                }
-                github.send(cx, "POST", &format!("{pull}/reviews/{id}/events"), Some(&body))?.body
-            }
-            ReviewMethod::DeletePending => {
-                let id = pending_review(&github, cx, &pull)?;
-                github.send(cx, "DELETE", &format!("{pull}/reviews/{id}"), None)?.body
-            }
-        };
-        Ok(Review::from_json(&review))
-    }
-}
-
-/// Which side of a diff a line is on.
-#[input]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Side {
-    /// The old file (a removed line).
-    #[serde(rename = "LEFT")]
-    Left,
-    /// The new file (an added or unchanged line).
-    #[serde(rename = "RIGHT")]
-    Right,
-}
-
-/// What a review comment is on.
-#[input]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SubjectType {
-    /// The whole file.
-    #[serde(rename = "FILE")]
-    File,
-    /// A line, or lines from `start_line` to `line`.
-    #[serde(rename = "LINE")]
-    Line,
-}
-
-/// Add a comment on a file or lines to your pending review of a GitHub pull request
-/// (start one with `github_pull_request_review_write`, `method: create`, no `event`); it
-/// is published when the review is submitted.
-#[tool(
-    name = "github_add_comment_to_pending_review",
-    title = "Comment in a pending GitHub review",
-    category = "github.pull_requests",
-    effect = "network",
-    destructive = false,
-    aliases = ["add_comment_to_pending_review"]
-)]
-pub struct GitHubAddCommentToPendingReview {
-    /// Repository owner.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
-    pub owner: String,
-    /// Repository name.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
-    pub repo: String,
-    /// The pull request's number.
-    #[tool(alias = "pullNumber")]
-    #[schemars(range(min = 1))]
-    pub pull_number: u64,
-    /// The file's path.
-    #[schemars(length(min = 1, max = 4096))]
-    pub path: String,
-    /// The comment.
-    #[schemars(length(min = 1, max = 65536))]
-    pub body: String,
-    /// On the file or on lines.
-    #[tool(alias = "subjectType")]
-    pub subject_type: SubjectType,
-    /// The (last) line.
-    #[schemars(range(min = 1))]
-    pub line: Option<u64>,
-    /// Its side; default `RIGHT`.
-    pub side: Option<Side>,
-    /// The first line of a range.
-    #[tool(alias = "startLine")]
-    #[schemars(range(min = 1))]
-    pub start_line: Option<u64>,
-    /// The first line's side.
-    #[tool(alias = "startSide")]
-    pub start_side: Option<Side>,
-}
-
-/// The review thread made.
-#[kyro_core::output]
-#[derive(Debug)]
-pub struct ThreadAdded {
-    /// The thread's node id.
-    pub thread_id: String,
-}
-
-const PENDING_REVIEWS: &str = "query($owner: String!, $repo: String!, $number: Int!) { viewer { login } \
-repository(owner: $owner, name: $repo) { pullRequest(number: $number) { \
-reviews(first: 100, states: PENDING) { nodes { id author { login } } } } } }";
-
-const ADD_THREAD: &str = "mutation($input: AddPullRequestReviewThreadInput!) { \
-addPullRequestReviewThread(input: $input) { thread { id } } }";
-
-impl Execute for GitHubAddCommentToPendingReview {
-    type Output = ThreadAdded;
-
-    async fn run(self, cx: &ToolContext) -> Result<ThreadAdded, ToolError> {
-        if self.subject_type == SubjectType::Line && self.line.is_none() {
-            return Err(invalid("a LINE comment needs its `line`"));
-        }
-        let github = GitHub::from_env();
-        let found = github.graphql(
-            cx,
-            PENDING_REVIEWS,
-            json!({"owner": self.owner, "repo": self.repo, "number": self.pull_number}),
-        )?;
-        let me = text(&found["viewer"]["login"]);
-        let review = items(&found["repository"]["pullRequest"]["reviews"]["nodes"])
-            .iter()
-            .find(|r| r["author"]["login"] == me.as_str())
-            .map(|r| text(&r["id"]))
-            .ok_or_else(|| invalid(format!("{me} has no pending review here; start one with github_pull_request_review_write")))?;
-        let side = |s: Option<Side>| s.map(|s| if s == Side::Left { "LEFT" } else { "RIGHT" });
-        let mut input = json!({
-            "pullRequestReviewId": review,
-            "path": self.path,
-            "body": self.body,
-            "subjectType": if self.subject_type == SubjectType::File { "FILE" } else { "LINE" },
-        });
-        for (key, value) in [
-            ("line", json!(self.line)),
-            ("side", json!(side(self.side))),
-            ("startLine", json!(self.start_line)),
-            ("startSide", json!(side(self.start_side))),
-        ] {
-            if !value.is_null() {
-                input[key] = value;
-            }
-        }
-        let added = github.graphql(cx, ADD_THREAD, json!({"input": input}))?;
-        let thread_id = text(&added["addPullRequestReviewThread"]["thread"]["id"]);
-        if thread_id.is_empty() {
-            return Err(invalid("GitHub made no thread: check that the path and line are in the pull request's diff"));
-        }
-        Ok(ThreadAdded { thread_id })
-    }
-}
-
-/// Reply to a comment on a line of a GitHub pull request.
-#[tool(
-    name = "github_add_reply_to_pull_request_comment",
-    title = "Reply to a GitHub review comment",
-    category = "github.pull_requests",
-    effect = "network",
-    destructive = false,
-    aliases = ["add_reply_to_pull_request_comment"]
-)]
-pub struct GitHubAddReplyToPullRequestComment {
-    /// Repository owner.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
-    pub owner: String,
-    /// Repository name.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
-    pub repo: String,
-    /// The pull request's number.
-    #[tool(alias = "pullNumber")]
-    #[schemars(range(min = 1))]
-    pub pull_number: u64,
-    /// The comment replied to (its id, from `get_review_comments`).
-    #[tool(alias = "commentId")]
-    #[schemars(range(min = 1))]
-    pub comment_id: u64,
-    /// The reply.
-    #[schemars(length(min = 1, max = 65536))]
-    pub body: String,
-}
-
-impl Execute for GitHubAddReplyToPullRequestComment {
-    type Output = Comment;
-
-    async fn run(self, cx: &ToolContext) -> Result<Comment, ToolError> {
-        let path = format!(
-            "/repos/{}/{}/pulls/{}/comments/{}/replies",
-            self.owner, self.repo, self.pull_number, self.comment_id
-        );
-        let v = GitHub::from_env().send(cx, "POST", &path, Some(&json!({"body": self.body})))?.body;
-        Ok(Comment {
-            id: v["id"].as_u64().unwrap_or(0),
-            html_url: text(&v["html_url"]),
         })
     }
 }

@@ -77,10 +77,16 @@ impl Release {
 )]
 pub struct GitHubListReleases {
     /// Repository owner.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub owner: String,
     /// Repository name.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub repo: String,
     /// Page, 1-based; default 1.
     #[schemars(range(min = 1, max = 1000))]
@@ -105,7 +111,12 @@ impl Execute for GitHubListReleases {
     type Output = Releases;
 
     async fn run(self, cx: &ToolContext) -> Result<Releases, ToolError> {
-        let path = format!("/repos/{}/{}/releases?{}", self.owner, self.repo, paging(self.page, self.per_page));
+        let path = format!(
+            "/repos/{}/{}/releases?{}",
+            self.owner,
+            self.repo,
+            paging(self.page, self.per_page)
+        );
         let answer = GitHub::from_env().send(cx, "GET", &path, None)?;
         Ok(Releases {
             releases: items(&answer.body).iter().map(Release::from_json).collect(),
@@ -126,10 +137,16 @@ impl Execute for GitHubListReleases {
 )]
 pub struct GitHubGetLatestRelease {
     /// Repository owner.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub owner: String,
     /// Repository name.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub repo: String,
 }
 
@@ -138,7 +155,9 @@ impl Execute for GitHubGetLatestRelease {
 
     async fn run(self, cx: &ToolContext) -> Result<Release, ToolError> {
         let path = format!("/repos/{}/{}/releases/latest", self.owner, self.repo);
-        Ok(Release::from_json(&GitHub::from_env().send(cx, "GET", &path, None)?.body))
+        Ok(Release::from_json(
+            &GitHub::from_env().send(cx, "GET", &path, None)?.body,
+        ))
     }
 }
 
@@ -154,10 +173,16 @@ impl Execute for GitHubGetLatestRelease {
 )]
 pub struct GitHubGetReleaseByTag {
     /// Repository owner.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub owner: String,
     /// Repository name.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub repo: String,
     /// The tag.
     #[schemars(length(min = 1, max = 256))]
@@ -168,8 +193,15 @@ impl Execute for GitHubGetReleaseByTag {
     type Output = Release;
 
     async fn run(self, cx: &ToolContext) -> Result<Release, ToolError> {
-        let path = format!("/repos/{}/{}/releases/tags/{}", self.owner, self.repo, encode(&self.tag));
-        Ok(Release::from_json(&GitHub::from_env().send(cx, "GET", &path, None)?.body))
+        let path = format!(
+            "/repos/{}/{}/releases/tags/{}",
+            self.owner,
+            self.repo,
+            encode(&self.tag)
+        );
+        Ok(Release::from_json(
+            &GitHub::from_env().send(cx, "GET", &path, None)?.body,
+        ))
     }
 }
 
@@ -186,10 +218,16 @@ impl Execute for GitHubGetReleaseByTag {
 )]
 pub struct GitHubGetTag {
     /// Repository owner.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub owner: String,
     /// Repository name.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub repo: String,
     /// The tag.
     #[schemars(length(min = 1, max = 256))]
@@ -228,7 +266,12 @@ impl Execute for GitHubGetTag {
                 tagger: None,
             });
         }
-        let path = format!("/repos/{}/{}/git/tags/{}", self.owner, self.repo, encode(&text(&object["sha"])));
+        let path = format!(
+            "/repos/{}/{}/git/tags/{}",
+            self.owner,
+            self.repo,
+            encode(&text(&object["sha"]))
+        );
         let tag = github.send(cx, "GET", &path, None)?.body;
         Ok(TagInfo {
             tag: self.tag,

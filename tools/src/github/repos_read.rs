@@ -12,7 +12,11 @@ use super::client::{GitHub, encode, items, login, paging, text};
 
 /// A repository path, each segment percent-encoded and the slashes kept.
 pub(crate) fn encode_path(path: &str) -> String {
-    path.split('/').filter(|s| !s.is_empty()).map(encode).collect::<Vec<_>>().join("/")
+    path.split('/')
+        .filter(|s| !s.is_empty())
+        .map(encode)
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 /// Get a file's content (as text, or base64 when it is not UTF-8) or a folder's entries
@@ -29,10 +33,16 @@ pub(crate) fn encode_path(path: &str) -> String {
 )]
 pub struct GitHubGetFileContents {
     /// Repository owner.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub owner: String,
     /// Repository name.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub repo: String,
     /// The path in the repository; default the root folder.
     #[schemars(length(max = 4096))]
@@ -136,10 +146,16 @@ impl Execute for GitHubGetFileContents {
 )]
 pub struct GitHubListBranches {
     /// Repository owner.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub owner: String,
     /// Repository name.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub repo: String,
     /// Page, 1-based; default 1.
     #[schemars(range(min = 1, max = 1000))]
@@ -186,7 +202,12 @@ impl Execute for GitHubListBranches {
     type Output = Refs;
 
     async fn run(self, cx: &ToolContext) -> Result<Refs, ToolError> {
-        let path = format!("/repos/{}/{}/branches?{}", self.owner, self.repo, paging(self.page, self.per_page));
+        let path = format!(
+            "/repos/{}/{}/branches?{}",
+            self.owner,
+            self.repo,
+            paging(self.page, self.per_page)
+        );
         let answer = GitHub::from_env().send(cx, "GET", &path, None)?;
         Ok(Refs {
             refs: named(&answer.body),
@@ -207,10 +228,16 @@ impl Execute for GitHubListBranches {
 )]
 pub struct GitHubListTags {
     /// Repository owner.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub owner: String,
     /// Repository name.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub repo: String,
     /// Page, 1-based; default 1.
     #[schemars(range(min = 1, max = 1000))]
@@ -225,7 +252,12 @@ impl Execute for GitHubListTags {
     type Output = Refs;
 
     async fn run(self, cx: &ToolContext) -> Result<Refs, ToolError> {
-        let path = format!("/repos/{}/{}/tags?{}", self.owner, self.repo, paging(self.page, self.per_page));
+        let path = format!(
+            "/repos/{}/{}/tags?{}",
+            self.owner,
+            self.repo,
+            paging(self.page, self.per_page)
+        );
         let answer = GitHub::from_env().send(cx, "GET", &path, None)?;
         Ok(Refs {
             refs: named(&answer.body),
@@ -247,10 +279,16 @@ impl Execute for GitHubListTags {
 )]
 pub struct GitHubListCommits {
     /// Repository owner.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub owner: String,
     /// Repository name.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub repo: String,
     /// Where to start: a branch, tag or commit.
     #[schemars(length(min = 1, max = 256), regex(pattern = "^[^\\s?#&]+$"))]
@@ -304,7 +342,11 @@ pub struct CommitSummary {
 pub(crate) fn commit_summary(c: &Value) -> CommitSummary {
     CommitSummary {
         sha: text(&c["sha"]),
-        subject: text(&c["commit"]["message"]).lines().next().unwrap_or_default().to_owned(),
+        subject: text(&c["commit"]["message"])
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_owned(),
         author: text(&c["commit"]["author"]["name"]),
         login: c["author"]["login"].as_str().map(str::to_owned),
         date: text(&c["commit"]["author"]["date"]),
@@ -315,7 +357,12 @@ impl Execute for GitHubListCommits {
     type Output = Commits;
 
     async fn run(self, cx: &ToolContext) -> Result<Commits, ToolError> {
-        let mut path = format!("/repos/{}/{}/commits?{}", self.owner, self.repo, paging(self.page, self.per_page));
+        let mut path = format!(
+            "/repos/{}/{}/commits?{}",
+            self.owner,
+            self.repo,
+            paging(self.page, self.per_page)
+        );
         if let Some(sha) = &self.sha {
             path.push_str(&format!("&sha={}", encode(sha)));
         }
@@ -351,10 +398,16 @@ impl Execute for GitHubListCommits {
 )]
 pub struct GitHubGetCommit {
     /// Repository owner.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub owner: String,
     /// Repository name.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub repo: String,
     /// The commit: a sha, branch or tag.
     #[schemars(length(min = 1, max = 256), regex(pattern = "^[^\\s?#&]+$"))]
@@ -423,7 +476,9 @@ impl Execute for GitHubGetCommit {
                 status: text(&f["status"]),
                 additions: f["additions"].as_u64().unwrap_or(0),
                 deletions: f["deletions"].as_u64().unwrap_or(0),
-                patch: (self.detail == Detail::FullPatch).then(|| f["patch"].as_str().map(str::to_owned)).flatten(),
+                patch: (self.detail == Detail::FullPatch)
+                    .then(|| f["patch"].as_str().map(str::to_owned))
+                    .flatten(),
             })
             .collect();
         Ok(CommitDetail {
@@ -448,10 +503,16 @@ impl Execute for GitHubGetCommit {
 )]
 pub struct GitHubListRepositoryCollaborators {
     /// Repository owner.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub owner: String,
     /// Repository name.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub repo: String,
     /// Page, 1-based; default 1.
     #[schemars(range(min = 1, max = 1000))]
@@ -485,7 +546,12 @@ impl Execute for GitHubListRepositoryCollaborators {
     type Output = Collaborators;
 
     async fn run(self, cx: &ToolContext) -> Result<Collaborators, ToolError> {
-        let path = format!("/repos/{}/{}/collaborators?{}", self.owner, self.repo, paging(self.page, self.per_page));
+        let path = format!(
+            "/repos/{}/{}/collaborators?{}",
+            self.owner,
+            self.repo,
+            paging(self.page, self.per_page)
+        );
         let answer = GitHub::from_env().send(cx, "GET", &path, None)?;
         Ok(Collaborators {
             collaborators: items(&answer.body)

@@ -37,10 +37,16 @@ pub struct FileCommit {
 )]
 pub struct GitHubCreateOrUpdateFile {
     /// Repository owner.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub owner: String,
     /// Repository name.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub repo: String,
     /// The file's path.
     #[schemars(length(min = 1, max = 4096))]
@@ -64,7 +70,12 @@ impl Execute for GitHubCreateOrUpdateFile {
 
     async fn run(self, cx: &ToolContext) -> Result<FileCommit, ToolError> {
         let github = GitHub::from_env();
-        let path = format!("/repos/{}/{}/contents/{}", self.owner, self.repo, encode_path(&self.path));
+        let path = format!(
+            "/repos/{}/{}/contents/{}",
+            self.owner,
+            self.repo,
+            encode_path(&self.path)
+        );
         if self.sha.is_none() {
             // A new file: refused if one is there, rather than failing without saying why.
             let there = github.send(cx, "GET", &format!("{path}?ref={}", encode(&self.branch)), None);
@@ -109,10 +120,16 @@ impl Execute for GitHubCreateOrUpdateFile {
 )]
 pub struct GitHubDeleteFile {
     /// Repository owner.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub owner: String,
     /// Repository name.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub repo: String,
     /// The file's path.
     #[schemars(length(min = 1, max = 4096))]
@@ -130,8 +147,15 @@ impl Execute for GitHubDeleteFile {
 
     async fn run(self, cx: &ToolContext) -> Result<FileCommit, ToolError> {
         let github = GitHub::from_env();
-        let path = format!("/repos/{}/{}/contents/{}", self.owner, self.repo, encode_path(&self.path));
-        let current = github.send(cx, "GET", &format!("{path}?ref={}", encode(&self.branch)), None)?.body;
+        let path = format!(
+            "/repos/{}/{}/contents/{}",
+            self.owner,
+            self.repo,
+            encode_path(&self.path)
+        );
+        let current = github
+            .send(cx, "GET", &format!("{path}?ref={}", encode(&self.branch)), None)?
+            .body;
         if !current.is_object() || current["type"] != "file" {
             return Err(Failure::InvalidRequest {
                 message: format!("`{}` is not a file on `{}`", self.path, self.branch),
@@ -173,10 +197,16 @@ pub struct PushedFile {
 )]
 pub struct GitHubPushFiles {
     /// Repository owner.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub owner: String,
     /// Repository name.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub repo: String,
     /// The branch to commit to.
     #[schemars(length(min = 1, max = 256), regex(pattern = "^[^\\s?#&]+$"))]
@@ -218,9 +248,18 @@ impl Execute for GitHubPushFiles {
         let tree_body = json!({"base_tree": base_tree, "tree": entries});
         let tree = text(&github.send(cx, "POST", &format!("{git}/trees"), Some(&tree_body))?.body["sha"]);
         let commit_body = json!({"message": self.message, "tree": tree, "parents": [head]});
-        let commit = text(&github.send(cx, "POST", &format!("{git}/commits"), Some(&commit_body))?.body["sha"]);
+        let commit = text(
+            &github
+                .send(cx, "POST", &format!("{git}/commits"), Some(&commit_body))?
+                .body["sha"],
+        );
         let update = json!({"sha": commit, "force": false});
-        github.send(cx, "PATCH", &format!("{git}/refs/heads/{}", encode_path(&self.branch)), Some(&update))?;
+        github.send(
+            cx,
+            "PATCH",
+            &format!("{git}/refs/heads/{}", encode_path(&self.branch)),
+            Some(&update),
+        )?;
         Ok(Pushed {
             branch: self.branch,
             commit_sha: commit,
@@ -240,10 +279,16 @@ impl Execute for GitHubPushFiles {
 )]
 pub struct GitHubCreateBranch {
     /// Repository owner.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub owner: String,
     /// Repository name.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub repo: String,
     /// The new branch.
     #[schemars(length(min = 1, max = 256), regex(pattern = "^[^\\s?#&~^:]+$"))]
@@ -273,7 +318,11 @@ impl Execute for GitHubCreateBranch {
             Some(from) => from,
             None => text(&github.send(cx, "GET", &repo, None)?.body["default_branch"]),
         };
-        let sha = text(&github.send(cx, "GET", &format!("{repo}/git/ref/heads/{}", encode_path(&from)), None)?.body["object"]["sha"]);
+        let sha = text(
+            &github
+                .send(cx, "GET", &format!("{repo}/git/ref/heads/{}", encode_path(&from)), None)?
+                .body["object"]["sha"],
+        );
         let body = json!({"ref": format!("refs/heads/{}", self.branch), "sha": sha});
         github.send(cx, "POST", &format!("{repo}/git/refs"), Some(&body))?;
         Ok(BranchMade {
@@ -320,7 +369,10 @@ impl Repository {
 )]
 pub struct GitHubCreateRepository {
     /// Its name.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub name: String,
     /// Its description.
     #[schemars(length(max = 350))]
@@ -351,7 +403,9 @@ impl Execute for GitHubCreateRepository {
             "private": self.private,
             "auto_init": self.auto_init,
         });
-        Ok(Repository::from_json(&GitHub::from_env().send(cx, "POST", &path, Some(&body))?.body))
+        Ok(Repository::from_json(
+            &GitHub::from_env().send(cx, "POST", &path, Some(&body))?.body,
+        ))
     }
 }
 
@@ -367,10 +421,16 @@ impl Execute for GitHubCreateRepository {
 )]
 pub struct GitHubForkRepository {
     /// Repository owner.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub owner: String,
     /// Repository name.
-    #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 100),
+        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+    )]
     pub repo: String,
     /// The organization to fork into; default the token's user.
     #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9][A-Za-z0-9-]*$"))]
@@ -386,6 +446,8 @@ impl Execute for GitHubForkRepository {
             Some(org) => json!({"organization": org}),
             None => json!({}),
         };
-        Ok(Repository::from_json(&GitHub::from_env().send(cx, "POST", &path, Some(&body))?.body))
+        Ok(Repository::from_json(
+            &GitHub::from_env().send(cx, "POST", &path, Some(&body))?.body,
+        ))
     }
 }

@@ -24,7 +24,11 @@ fn sorted(path: &mut String, sort: Option<&str>, order: Option<Order>) {
         path.push_str(&format!("&sort={sort}"));
     }
     if let Some(order) = order {
-        path.push_str(if order == Order::Asc { "&order=asc" } else { "&order=desc" });
+        path.push_str(if order == Order::Asc {
+            "&order=asc"
+        } else {
+            "&order=desc"
+        });
     }
 }
 
@@ -110,7 +114,11 @@ impl Execute for GitHubSearchIssues {
             (Some(owner), None) => query.push_str(&format!(" user:{owner}")),
             _ => {}
         }
-        let mut path = format!("/search/issues?q={}&{}", encode(&query), paging(self.page, self.per_page));
+        let mut path = format!(
+            "/search/issues?q={}&{}",
+            encode(&query),
+            paging(self.page, self.per_page)
+        );
         let sort = self.sort.map(|s| match s {
             IssueSort::Comments => "comments",
             IssueSort::Reactions => "reactions",
@@ -122,7 +130,10 @@ impl Execute for GitHubSearchIssues {
         let found = &answer.body["items"];
         Ok(FoundIssues {
             total_count: answer.body["total_count"].as_u64().unwrap_or(0),
-            issues: found.as_array().map(|i| i.iter().map(Issue::from_json).collect()).unwrap_or_default(),
+            issues: found
+                .as_array()
+                .map(|i| i.iter().map(Issue::from_json).collect())
+                .unwrap_or_default(),
             next_page: answer.next_page,
         })
     }
@@ -201,7 +212,11 @@ impl Execute for GitHubSearchUsers {
             true => self.query.clone(),
             false => format!("type:user {}", self.query),
         };
-        let mut path = format!("/search/users?q={}&{}", encode(&query), paging(self.page, self.per_page));
+        let mut path = format!(
+            "/search/users?q={}&{}",
+            encode(&query),
+            paging(self.page, self.per_page)
+        );
         let sort = self.sort.map(|s| match s {
             UserSort::Followers => "followers",
             UserSort::Repositories => "repositories",
@@ -231,8 +246,15 @@ impl Execute for GitHubSearchUsers {
 }
 
 /// A page of search results: how many in all, the next page.
-fn found<T>(body: &serde_json::Value, next_page: Option<u32>, item: impl Fn(&serde_json::Value) -> T) -> (u64, Vec<T>, Option<u32>) {
-    let items = body["items"].as_array().map(|i| i.iter().map(item).collect()).unwrap_or_default();
+fn found<T>(
+    body: &serde_json::Value,
+    next_page: Option<u32>,
+    item: impl Fn(&serde_json::Value) -> T,
+) -> (u64, Vec<T>, Option<u32>) {
+    let items = body["items"]
+        .as_array()
+        .map(|i| i.iter().map(item).collect())
+        .unwrap_or_default();
     (body["total_count"].as_u64().unwrap_or(0), items, next_page)
 }
 
@@ -289,7 +311,11 @@ impl Execute for GitHubSearchCode {
     type Output = FoundCode;
 
     async fn run(self, cx: &ToolContext) -> Result<FoundCode, ToolError> {
-        let mut path = format!("/search/code?q={}&{}", encode(&self.query), paging(self.page, self.per_page));
+        let mut path = format!(
+            "/search/code?q={}&{}",
+            encode(&self.query),
+            paging(self.page, self.per_page)
+        );
         sorted(&mut path, None, self.order);
         let answer = GitHub::from_env().send(cx, "GET", &path, None)?;
         let (total_count, files, next_page) = found(&answer.body, answer.next_page, |f| CodeMatch {
@@ -370,7 +396,11 @@ impl Execute for GitHubSearchCommits {
     type Output = FoundCommits;
 
     async fn run(self, cx: &ToolContext) -> Result<FoundCommits, ToolError> {
-        let mut path = format!("/search/commits?q={}&{}", encode(&self.query), paging(self.page, self.per_page));
+        let mut path = format!(
+            "/search/commits?q={}&{}",
+            encode(&self.query),
+            paging(self.page, self.per_page)
+        );
         let sort = self.sort.map(|s| match s {
             CommitSort::AuthorDate => "author-date",
             CommitSort::CommitterDate => "committer-date",
@@ -466,7 +496,11 @@ impl Execute for GitHubSearchRepositories {
     type Output = FoundRepositories;
 
     async fn run(self, cx: &ToolContext) -> Result<FoundRepositories, ToolError> {
-        let mut path = format!("/search/repositories?q={}&{}", encode(&self.query), paging(self.page, self.per_page));
+        let mut path = format!(
+            "/search/repositories?q={}&{}",
+            encode(&self.query),
+            paging(self.page, self.per_page)
+        );
         let sort = self.sort.map(|s| match s {
             RepositorySort::Stars => "stars",
             RepositorySort::Forks => "forks",

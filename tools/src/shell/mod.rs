@@ -15,10 +15,10 @@ mod start_process;
 mod stop_process;
 mod write_process_input;
 
+pub use read_process_output::Until;
 pub use read_process_output::{ProcessOutput, ReadProcessOutput};
 pub use run_command::{CommandResult, RunCommand};
 pub use spawn::EnvVar;
 pub use start_process::{StartProcess, Started};
 pub use stop_process::{StopProcess, Stopped};
 pub use write_process_input::{Key, WriteProcessInput};
-pub use read_process_output::Until;

@@ -74,7 +74,8 @@ pub(crate) fn spawn_detached(
     let pty = match what.tty {
         true => {
             let pty = super::pty::open().map_err(|e| ToolError::io("open a terminal for", &program, &e))?;
-            super::pty::attach(&mut command, &pty.terminal).map_err(|e| ToolError::io("open a terminal for", &program, &e))?;
+            super::pty::attach(&mut command, &pty.terminal)
+                .map_err(|e| ToolError::io("open a terminal for", &program, &e))?;
             // Programs print fewer escape sequences to a terminal that says it has none.
             if !what.env.iter().any(|v| v.name == "TERM") {
                 command.env("TERM", "dumb");

@@ -19,7 +19,16 @@ pub(crate) struct Pty {
 
 /// Opens a terminal pair.
 pub(crate) fn open() -> std::io::Result<Pty> {
+    // Closed on exec, so no other program started meanwhile holds it (atomically where
+    // the system allows).
+    #[cfg(target_os = "linux")]
     let controller = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC)?;
+    #[cfg(not(target_os = "linux"))]
+    let controller = {
+        let controller = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY)?;
+        rustix::io::fcntl_setfd(&controller, rustix::io::FdFlags::CLOEXEC)?;
+        controller
+    };
     grantpt(&controller)?;
     unlockpt(&controller)?;
     let name = ptsname(&controller, Vec::new())?;
@@ -48,13 +57,13 @@ pub(crate) fn attach(command: &mut std::process::Command, terminal: &OwnedFd) ->
         .stdin(terminal.try_clone()?)
         .stdout(terminal.try_clone()?)
         .stderr(terminal.try_clone()?);
-    // SAFETY: setsid and ioctl are async-signal-safe system calls on the child's own fd 0.
+    // SAFETY: setsid and ioctl are async-signal-safe system calls, on the child's own fd 0.
     unsafe {
         command.pre_exec(|| {
-            // A session of its own, led by the program (it fails harmlessly where the
-            // program leads one already), with the terminal as its controlling one.
-            libc::setsid();
-            libc::ioctl(0, libc::TIOCSCTTY, 0);
+            // A session of its own, led by the program (where it leads one already, that
+            // fails and changes nothing), with the terminal as its controlling one.
+            let _ = rustix::process::setsid();
+            let _ = rustix::process::ioctl_tiocsctty(std::os::fd::BorrowedFd::borrow_raw(0));
             Ok(())
         });
     }

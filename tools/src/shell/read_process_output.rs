@@ -69,7 +69,13 @@ impl Execute for ReadProcessOutput {
 
     async fn run(self, cx: &ToolContext) -> Result<ProcessOutput, ToolError> {
         let process = find(cx, &self.id)?;
-        Ok(collect(&process, &self.id, Duration::from_millis(self.wait_ms.unwrap_or(0)), self.until).await)
+        Ok(collect(
+            &process,
+            &self.id,
+            Duration::from_millis(self.wait_ms.unwrap_or(0)),
+            self.until,
+        )
+        .await)
     }
 }
 
@@ -121,7 +127,10 @@ pub(crate) async fn collect(process: &Background, id: &str, wait: Duration, unti
     let take = |stream: &mut super::process::Capped| {
         let mut taken = text(&stream.kept);
         if stream.dropped > 0 {
-            taken.push_str(&format!("\n[… {} more bytes not kept: read more often]", stream.dropped));
+            taken.push_str(&format!(
+                "\n[… {} more bytes not kept: read more often]",
+                stream.dropped
+            ));
         }
         *stream = super::process::Capped::new();
         taken

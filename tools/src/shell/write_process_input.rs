@@ -118,10 +118,13 @@ impl Execute for WriteProcessInput {
                 return Ok(());
             };
             match terminal.try_lock() {
-                Ok(mut terminal) => terminal.write_all(&typed).map_err(|e| ToolError::io("write to", &id, &e)),
-                Err(std::sync::TryLockError::Poisoned(p)) => {
-                    p.into_inner().write_all(&typed).map_err(|e| ToolError::io("write to", &id, &e))
-                }
+                Ok(mut terminal) => terminal
+                    .write_all(&typed)
+                    .map_err(|e| ToolError::io("write to", &id, &e)),
+                Err(std::sync::TryLockError::Poisoned(p)) => p
+                    .into_inner()
+                    .write_all(&typed)
+                    .map_err(|e| ToolError::io("write to", &id, &e)),
                 Err(std::sync::TryLockError::WouldBlock) => Err(Failure::InvalidRequest {
                     message: format!("`{id}` has not read the input typed before yet; read its output or stop it"),
                 }
@@ -143,7 +146,11 @@ impl Execute for WriteProcessInput {
             self.id,
             process.what.lines().next().unwrap_or_default(),
             super::process::visible(self.text.as_deref().unwrap_or_default()),
-            if keys.is_empty() { String::new() } else { format!("\nthen keys: {}", keys.join(", ")) }
+            if keys.is_empty() {
+                String::new()
+            } else {
+                format!("\nthen keys: {}", keys.join(", "))
+            }
         ))
     }
 }

@@ -35,8 +35,14 @@ fn the_mouse_at_coordinates_clicks_moves_drags_and_scrolls() {
     h.ok("browser_mouse_move_xy", json!({ "x": 200, "y": 120 }));
     h.ok("browser_verify_text_visible", json!({ "text": "moved 200,120" }));
     // Playwright's argument names are accepted too.
-    h.ok("browser_mouse_drag_xy", json!({ "startX": 10, "startY": 20, "endX": 300, "endY": 250 }));
-    h.ok("browser_verify_text_visible", json!({ "text": "dragged 10,20 to 300,250" }));
+    h.ok(
+        "browser_mouse_drag_xy",
+        json!({ "startX": 10, "startY": 20, "endX": 300, "endY": 250 }),
+    );
+    h.ok(
+        "browser_verify_text_visible",
+        json!({ "text": "dragged 10,20 to 300,250" }),
+    );
     h.ok("browser_mouse_wheel", json!({ "delta_y": 500 }));
     let scrolled = h.ok("browser_evaluate", json!({ "function": "() => window.scrollY" }));
     assert!(scrolled["result"].as_f64().unwrap() > 0.0, "{scrolled}");
@@ -55,7 +61,13 @@ fn find_and_verify_answer_from_the_outline() {
     h.ok("browser_navigate", json!({ "url": site.url("/") }));
     let found = h.ok("browser_find", json!({ "text": "NEXT page" }));
     assert_eq!(found["total"], 1, "{found}");
-    assert!(found["matches"][0].as_str().unwrap().starts_with("- link \"Next page\" [ref="), "{found}");
+    assert!(
+        found["matches"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("- link \"Next page\" [ref="),
+        "{found}"
+    );
     let buttons = h.ok("browser_find", json!({ "regex": "^- button \"(Go|Count)\"" }));
     assert_eq!(buttons["total"], 2, "{buttons}");
     let bad = h.failed("browser_find", json!({ "regex": "(" }));
@@ -67,8 +79,14 @@ fn find_and_verify_answer_from_the_outline() {
     let hidden = h.failed("browser_verify_text_visible", json!({ "text": "Hidden" }));
     assert_eq!(hidden.kind(), "not_visible");
     assert!(hidden.to_string().contains("\"Hidden\""), "{hidden}");
-    h.ok("browser_verify_element_visible", json!({ "role": "button", "accessibleName": "Go" }));
-    let missing = h.failed("browser_verify_element_visible", json!({ "role": "link", "accessible_name": "Go" }));
+    h.ok(
+        "browser_verify_element_visible",
+        json!({ "role": "button", "accessibleName": "Go" }),
+    );
+    let missing = h.failed(
+        "browser_verify_element_visible",
+        json!({ "role": "link", "accessible_name": "Go" }),
+    );
     assert_eq!(missing.kind(), "not_visible");
     // browser_take_screenshot is Playwright's name for browser_screenshot.
     let shot = h.ok("browser_take_screenshot", json!({}));
@@ -85,25 +103,53 @@ fn cookies_and_local_storage_are_read_and_set_as_the_page_sees_them() {
     assert_eq!(set["cookies"][0]["name"], "session");
     assert_eq!(set["cookies"][0]["domain"], "127.0.0.1");
     assert_eq!(set["cookies"][0]["expires"], json!(null));
-    h.ok("browser_cookie_set", json!({ "name": "hidden", "value": "h", "http_only": true }));
+    h.ok(
+        "browser_cookie_set",
+        json!({ "name": "hidden", "value": "h", "http_only": true }),
+    );
     let seen = h.ok("browser_evaluate", json!({ "function": "() => document.cookie" }));
-    assert_eq!(seen["result"], "session=abc", "an httpOnly cookie is not the page's to read");
+    assert_eq!(
+        seen["result"], "session=abc",
+        "an httpOnly cookie is not the page's to read"
+    );
     let listed = h.ok("browser_cookie_list", json!({ "domain": "127.0.0.1" }));
-    let names: Vec<&str> = listed["cookies"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = listed["cookies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["hidden", "session"]);
     let cleared = h.ok("browser_cookie_clear", json!({ "name": "session" }));
-    let left: Vec<&str> = cleared["cookies"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    let left: Vec<&str> = cleared["cookies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
     assert_eq!(left, ["hidden"]);
     assert_eq!(h.ok("browser_cookie_clear", json!({}))["cookies"], json!([]));
     // localStorage: set from the tool, read by the page, and read back.
-    let stored = h.ok("browser_localstorage_set", json!({ "key": "theme", "value": "dark \"blue\"" }));
+    let stored = h.ok(
+        "browser_localstorage_set",
+        json!({ "key": "theme", "value": "dark \"blue\"" }),
+    );
     assert_eq!(stored["origin"], site.url(""));
     assert_eq!(stored["entries"], json!([{ "key": "theme", "value": "dark \"blue\"" }]));
-    let read = h.ok("browser_evaluate", json!({ "function": "() => { localStorage.setItem('page', '1'); return localStorage.getItem('theme'); }" }));
+    let read = h.ok(
+        "browser_evaluate",
+        json!({ "function": "() => { localStorage.setItem('page', '1'); return localStorage.getItem('theme'); }" }),
+    );
     assert_eq!(read["result"], "dark \"blue\"");
     let all = h.ok("browser_localstorage_get", json!({}));
-    assert_eq!(all["entries"], json!([{ "key": "page", "value": "1" }, { "key": "theme", "value": "dark \"blue\"" }]));
-    assert_eq!(h.ok("browser_localstorage_get", json!({ "key": "absent" }))["entries"], json!([]));
+    assert_eq!(
+        all["entries"],
+        json!([{ "key": "page", "value": "1" }, { "key": "theme", "value": "dark \"blue\"" }])
+    );
+    assert_eq!(
+        h.ok("browser_localstorage_get", json!({ "key": "absent" }))["entries"],
+        json!([])
+    );
 }
 
 #[test]
@@ -129,18 +175,31 @@ fetch('/api/users?x=1').then(r => r.text().then(t => document.getElementById('ou
         "browser_route",
         json!({ "pattern": "**/api/users*", "status": 201, "body": "[\"ann\"]", "contentType": "application/json" }),
     );
-    assert_eq!(routed["routes"], json!([{ "pattern": "**/api/users*", "action": "fulfill", "status": 201 }]));
+    assert_eq!(
+        routed["routes"],
+        json!([{ "pattern": "**/api/users*", "action": "fulfill", "status": 201 }])
+    );
     h.ok("browser_navigate", json!({ "url": site.url("/app") }));
     h.ok("browser_wait_for", json!({ "text": "201" }));
     h.ok("browser_verify_text_visible", json!({ "text": "201 [\"ann\"]" }));
-    assert!(!site.requested("/api/users"), "a fulfilled request never reaches the server");
+    assert!(
+        !site.requested("/api/users"),
+        "a fulfilled request never reaches the server"
+    );
     let requests = h.ok("browser_network_requests", json!({}));
     assert!(
-        requests["requests"].as_array().unwrap().iter().any(|r| r.as_str().unwrap().ends_with("(routed: answered 201)")),
+        requests["requests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r.as_str().unwrap().ends_with("(routed: answered 201)")),
         "{requests}"
     );
     // Aborted: the page sees a failed request.
-    h.ok("browser_route", json!({ "pattern": "**/api/users*", "action": "abort" }));
+    h.ok(
+        "browser_route",
+        json!({ "pattern": "**/api/users*", "action": "abort" }),
+    );
     h.ok("browser_navigate", json!({ "url": site.url("/app") }));
     h.ok("browser_wait_for", json!({ "text": "failed" }));
     assert!(!site.requested("/api/users"));
