@@ -347,6 +347,7 @@ const HINTS: &[(&str, [bool; 4])] = &[
     ("browser_navigate", [false, false, false, true]),
     ("browser_navigate_back", [false, false, false, true]),
     ("browser_network_requests", [true, false, true, true]),
+    ("browser_network_request", [true, false, true, true]),
     ("browser_pdf_save", [false, true, true, false]),
     ("browser_press_key", [false, true, false, true]),
     ("browser_resize", [false, false, true, true]),

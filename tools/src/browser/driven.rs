@@ -188,7 +188,32 @@ impl Driven<'_> {
 
     /// The requests the current page made, with the policy's refusals.
     pub(crate) fn requests(&self) -> Vec<String> {
-        self.log.with(|l| l.requests.iter().cloned().collect())
+        self.log.with(|l| l.requests.iter().map(|r| r.line.clone()).collect())
+    }
+
+    /// The `index`th request of [`Driven::requests`] (from 1), with its response when one
+    /// came.
+    pub(crate) fn request(&self, index: usize) -> Option<(super::page::Logged, Option<super::page::Answered>)> {
+        self.log.with(|l| {
+            let logged = l.requests.get(index.checked_sub(1)?)?.clone();
+            let answered = logged
+                .network_id
+                .as_ref()
+                .and_then(|id| l.responses.iter().rev().find(|(r, _)| r == id).map(|(_, a)| a.clone()));
+            Some((logged, answered))
+        })
+    }
+
+    /// A response's body, as Chromium kept it: text, or base64 (`true`).
+    pub(crate) fn response_body(&self, network_id: &str) -> Result<(String, bool), ToolError> {
+        // Asked on the connection that follows the Network domain (its buffer is that one's).
+        let body = self
+            .tab
+            .call_method(headless_chrome::protocol::cdp::Network::GetResponseBody {
+                request_id: network_id.to_owned(),
+            })
+            .map_err(|e| error("read the response body", e))?;
+        Ok((body.body, body.base_64_encoded))
     }
 
     /// Opens `url` and returns at its load event (the document and its subresources; not

@@ -38,7 +38,10 @@ pub use fill_form::{BrowserFillForm, Filled, FormField};
 pub use find::{BrowserFind, BrowserVerifyElementVisible, BrowserVerifyTextVisible, Found, Verified};
 pub use keys::{BrowserHover, BrowserNavigateBack, BrowserPressKey, BrowserWaitFor, PageState, Waited};
 pub use launch::{CHROMIUM_ENV, DEFAULT_CHROMIUM, chromium_path, unavailable};
-pub use logs::{BrowserConsoleMessages, BrowserNetworkRequests, ConsoleMessages, NetworkRequests};
+pub use logs::{
+    BrowserConsoleMessages, BrowserNetworkRequest, BrowserNetworkRequests, ConsoleMessages, Header, NetworkRequest,
+    NetworkRequests,
+};
 pub use manage::{
     Armed, BrowserClose, BrowserEvaluate, BrowserHandleDialog, BrowserResize, Closed, Evaluated, Resized,
 };

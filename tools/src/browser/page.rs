@@ -100,6 +100,16 @@ impl PageHandle {
                 .map(drop)
                 .map_err(|e| error("intercept requests", e))?,
         }
+        // Responses are followed (status, headers; bodies buffered by Chromium, 16 MiB in
+        // all, 4 MiB each) for browser_network_request.
+        tab.call_method(headless_chrome::protocol::cdp::Network::Enable {
+            max_total_buffer_size: Some(16 << 20),
+            max_resource_buffer_size: Some(4 << 20),
+            max_post_data_size: Some(64 << 10),
+            report_direct_socket_traffic: None,
+            enable_durable_messages: None,
+        })
+        .map_err(|e| error("follow responses", e))?;
         // kyro's worlds end with their documents; loads of the main frame are followed as
         // they happen (no polling).
         let world = World::default();
@@ -120,6 +130,18 @@ impl PageHandle {
                 if navigated.params.frame.parent_id.is_none() {
                     logged.new_document(&navigated.params.frame.url);
                 }
+            }
+            Event::NetworkResponseReceived(received) => {
+                let response = &received.params.response;
+                logged.response(
+                    received.params.request_id.clone(),
+                    Answered {
+                        status: response.status,
+                        status_text: response.status_text.clone(),
+                        headers: header_pairs(&response.headers.0),
+                        mime_type: response.mime_type.clone(),
+                    },
+                );
             }
             Event::RuntimeConsoleAPICalled(called) => {
                 let kind = format!("{:?}", called.params.Type).to_ascii_lowercase();
@@ -248,10 +270,47 @@ pub(crate) struct PageLog(Arc<Mutex<PageLogged>>);
 #[derive(Default)]
 pub(super) struct PageLogged {
     pub(super) console: std::collections::VecDeque<String>,
-    pub(super) requests: std::collections::VecDeque<String>,
+    pub(super) requests: std::collections::VecDeque<Logged>,
+    /// The responses the page received, by the network's request id, the newest
+    /// [`LOGGED`].
+    pub(super) responses: std::collections::VecDeque<(String, Answered)>,
     /// Runtime events are asked for on the first read (enabling them replays what the
     /// page's console stored before).
     pub(super) console_enabled: bool,
+}
+
+/// A request the page made: its line in `browser_network_requests`, and what was sent.
+#[derive(Clone)]
+pub(crate) struct Logged {
+    pub line: String,
+    /// The network's id of the request, to find its response.
+    pub network_id: Option<String>,
+    /// The request's headers, `name: value`.
+    pub headers: Vec<(String, String)>,
+    /// Its body, when it had one (64 KiB at most).
+    pub post_data: Option<String>,
+}
+
+/// A response the page received.
+#[derive(Clone)]
+pub(crate) struct Answered {
+    pub status: u32,
+    pub status_text: String,
+    pub headers: Vec<(String, String)>,
+    pub mime_type: String,
+}
+
+/// A DevTools header object as pairs.
+pub(crate) fn header_pairs(headers: &Option<serde_json::Value>) -> Vec<(String, String)> {
+    headers
+        .as_ref()
+        .and_then(serde_json::Value::as_object)
+        .map(|h| {
+            h.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 impl PageLog {
@@ -268,12 +327,21 @@ impl PageLog {
         });
     }
 
-    pub(super) fn request(&self, line: String) {
+    pub(super) fn request(&self, logged: Logged) {
         self.with(|l| {
             if l.requests.len() == LOGGED {
                 l.requests.pop_front();
             }
-            l.requests.push_back(line);
+            l.requests.push_back(logged);
+        });
+    }
+
+    fn response(&self, request_id: String, answered: Answered) {
+        self.with(|l| {
+            if l.responses.len() == LOGGED {
+                l.responses.pop_front();
+            }
+            l.responses.push_back((request_id, answered));
         });
     }
 
@@ -281,7 +349,8 @@ impl PageLog {
     fn new_document(&self, url: &str) {
         self.with(|l| {
             let own = l.requests.iter().rposition(|r| {
-                r.split_once(' ')
+                r.line
+                    .split_once(' ')
                     .is_some_and(|(_, rest)| rest == url || rest.starts_with(&format!("{url} ")))
             });
             match own {

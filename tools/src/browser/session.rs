@@ -141,27 +141,33 @@ impl Session {
         let routes = self.routes.clone();
         // One decision for both connections: checked, logged, recorded for the call; then,
         // allowed, routed if a route matches.
-        let check = move |method: &str, url: &str| -> Decision {
-            let refusal = request_refusal(&policy, url);
-            let decision = match refusal {
-                Some(_) => Decision::Fail,
-                None => super::routes::routed(&routes, url).unwrap_or(Decision::Continue),
+        let check =
+            move |paused: &headless_chrome::protocol::cdp::Fetch::events::RequestPausedEventParams| -> Decision {
+                let (method, url) = (paused.request.method.as_str(), paused.request.url.as_str());
+                let refusal = request_refusal(&policy, url);
+                let decision = match refusal {
+                    Some(_) => Decision::Fail,
+                    None => super::routes::routed(&routes, url).unwrap_or(Decision::Continue),
+                };
+                let line = match (&refusal, &decision) {
+                    (Some(why), _) => format!("{method} {url} (refused: {why})"),
+                    (None, Decision::Fulfill { status, .. }) => format!("{method} {url} (routed: answered {status})"),
+                    (None, Decision::Fail) => format!("{method} {url} (routed: aborted)"),
+                    (None, Decision::Continue) => format!("{method} {url}"),
+                };
+                log.request(super::page::Logged {
+                    line,
+                    network_id: paused.network_id.clone(),
+                    headers: super::page::header_pairs(&paused.request.headers.0),
+                    post_data: paused.request.post_data.clone(),
+                });
+                if let Ok(mut seen) = seen.lock() {
+                    seen.push((url.to_owned(), refusal));
+                }
+                decision
             };
-            log.request(match (&refusal, &decision) {
-                (Some(why), _) => format!("{method} {url} (refused: {why})"),
-                (None, Decision::Fulfill { status, .. }) => format!("{method} {url} (routed: answered {status})"),
-                (None, Decision::Fail) => format!("{method} {url} (routed: aborted)"),
-                (None, Decision::Continue) => format!("{method} {url}"),
-            });
-            if let Ok(mut seen) = seen.lock() {
-                seen.push((url.to_owned(), refusal));
-            }
-            decision
-        };
         if let Some(direct) = &page.direct {
-            direct.intercept(Box::new(move |paused| {
-                check(&paused.request.method, &paused.request.url)
-            }));
+            direct.intercept(Box::new(move |paused| check(paused)));
             return Ok(());
         }
         page.tab
@@ -169,7 +175,7 @@ impl Session {
                 move |_transport,
                       _session,
                       event: headless_chrome::protocol::cdp::Fetch::events::RequestPausedEvent| {
-                    match check(&event.params.request.method, &event.params.request.url) {
+                    match check(&event.params) {
                         Decision::Continue => RequestPausedDecision::Continue(None),
                         Decision::Fail => RequestPausedDecision::Fail(FailRequest {
                             request_id: event.params.request_id,

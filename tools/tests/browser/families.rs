@@ -211,3 +211,58 @@ fetch('/api/users?x=1').then(r => r.text().then(t => document.getElementById('ou
     let bad = h.failed("browser_route", json!({ "pattern": "[" }));
     assert_eq!(bad.kind(), "invalid_pattern");
 }
+
+#[test]
+fn one_request_is_read_in_full_by_its_position() {
+    let Some(_serial) = serial() else { return };
+    let mut pages = HashMap::new();
+    pages.insert(
+        "/post",
+        (
+            200,
+            vec![],
+            r#"<html><head><title>Post</title></head><body><p id="out">waiting</p><script>
+fetch('/api/echo', {method: 'POST', headers: {'X-Kyro': 'yes'}, body: 'hello | é'})
+  .then(r => r.text()).then(t => document.getElementById('out').textContent = 'got ' + t);
+</script></body></html>"#
+                .to_owned(),
+        ),
+    );
+    pages.insert(
+        "/api/echo",
+        (201, vec![("X-Answer", "42".into())], "echoed body".to_owned()),
+    );
+    let site = Site::start(pages);
+    let h = Harness::local();
+    h.ok("browser_navigate", json!({ "url": site.url("/post") }));
+    h.ok("browser_wait_for", json!({ "text": "got echoed body" }));
+    let lines = h.ok("browser_network_requests", json!({}));
+    let lines: Vec<&str> = lines["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    let index = lines
+        .iter()
+        .position(|l| l.starts_with("POST ") && l.contains("/api/echo"))
+        .expect("the POST")
+        + 1;
+    let one = h.ok("browser_network_request", json!({ "index": index }));
+    assert_eq!(
+        (one["status"].clone(), one["body"].clone()),
+        (json!(201), json!("echoed body")),
+        "{one}"
+    );
+    assert_eq!(one["request_body"], "hello | é");
+    let has = |list: &serde_json::Value, name: &str, value: &str| {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h["name"].as_str().unwrap().eq_ignore_ascii_case(name) && h["value"] == value)
+    };
+    assert!(has(&one["request_headers"], "X-Kyro", "yes"), "{one}");
+    assert!(has(&one["response_headers"], "X-Answer", "42"), "{one}");
+    let past = h.failed("browser_network_request", json!({ "index": 999 }));
+    assert!(past.to_string().contains("there is no request 999"), "{past}");
+}
