@@ -5,74 +5,14 @@
 
 mod common;
 
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
-
-use kyro_core::policy::{ApprovalRule, ApprovalRules};
-use kyro_core::{Call, Outcome, Policy, Registry, Runtime, Workspace};
+use kyro_core::Outcome;
 use serde_json::{Value, json};
 
-use common::Request as Seen;
+/// The shared harness: a scripted local server and one runtime per call.
+#[path = "github/harness.rs"]
+mod harness;
 
-type Answer = (u16, Vec<(&'static str, String)>, Value);
-
-fn serve(answers: Vec<Answer>) -> (String, mpsc::Receiver<Seen>) {
-    let (tx, rx) = mpsc::channel();
-    let script = Mutex::new((answers.into_iter(), tx));
-    let base = common::serve(move |request| {
-        let mut script = script.lock().unwrap();
-        let (status, extra, body) = script.0.next().expect("a request past the scripted answers");
-        script.1.send(request).unwrap();
-        let mut headers = vec![("Content-Type".to_owned(), "application/json".to_owned())];
-        headers.extend(extra.into_iter().map(|(k, v)| (k.to_owned(), v)));
-        // A string is sent as it is (a diff, a log); anything else as JSON.
-        let body = match body {
-            Value::String(text) => text,
-            other => other.to_string(),
-        };
-        (status, headers, body)
-    });
-    (base, rx)
-}
-
-fn run(tool: &str, args: Value) -> Outcome {
-    // The logs' signed address is on this machine too: the policy allows loopback.
-    let policy = Policy {
-        approvals: ApprovalRules::uniform(ApprovalRule::Auto),
-        tools: [("network".to_owned(), json!({"allow_hosts": ["127.0.0.1"]}))].into(),
-        ..Policy::default()
-    };
-    let ws = tempfile::tempdir().unwrap();
-    let registry = Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());
-    let runtime = Runtime::new(registry, Workspace::new(ws.path()).unwrap(), &policy).unwrap();
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(runtime.execute_call(Call::new(tool, args)))
-}
-
-fn ok(tool: &str, args: Value) -> Value {
-    match run(tool, args.clone()) {
-        Outcome::Ok { result, .. } => result,
-        other => panic!("{tool} {args}: {other:?}"),
-    }
-}
-
-fn next(page: u32) -> Vec<(&'static str, String)> {
-    vec![("Link", format!("<http://x/next?page={page}&per_page=2>; rel=\"next\""))]
-}
-
-/// The next request: method, target and JSON body (null when none).
-fn request(seen: &mpsc::Receiver<Seen>) -> (String, String, Value) {
-    let r = seen.recv().unwrap();
-    let body = serde_json::from_str(&r.body).unwrap_or(Value::Null);
-    (r.method, r.path, body)
-}
-
-fn get(path: &str) -> (String, String, Value) {
-    ("GET".into(), path.into(), Value::Null)
-}
+use harness::{get, next, ok, request, run, serve};
 
 fn pr(number: u64) -> Value {
     json!({"number": number, "title": "PR", "state": "open", "body": null, "user": {"login": "bob"},

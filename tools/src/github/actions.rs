@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::client::{GitHub, encode, items, login, paging, text};
+use super::client::{GitHub, encode, invalid, items, login, paging, text};
 use crate::Failure;
 
 /// Most bytes of one job's log read.
@@ -221,13 +221,6 @@ pub struct ActionsListed {
     pub artifacts: Option<Vec<Artifact>>,
     /// The next page, when there is one (pass it as `page`).
     pub next_page: Option<u32>,
-}
-
-fn invalid(message: impl Into<String>) -> ToolError {
-    Failure::InvalidRequest {
-        message: message.into(),
-    }
-    .into()
 }
 
 /// A run's id from `resource_id`.

@@ -277,6 +277,14 @@ pub(crate) fn text(value: &Value) -> String {
     value.as_str().unwrap_or_default().to_owned()
 }
 
+/// A request GitHub would refuse, refused before it is sent, saying what to send instead.
+pub(crate) fn invalid(message: impl Into<String>) -> ToolError {
+    Failure::InvalidRequest {
+        message: message.into(),
+    }
+    .into()
+}
+
 /// `text` percent-encoded for a URL's query or path segment.
 pub(crate) fn encode(text: &str) -> String {
     text.bytes()

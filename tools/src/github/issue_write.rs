@@ -4,9 +4,8 @@
 use kyro_core::{Execute, ToolContext, ToolError, input, tool};
 use serde_json::{Map, Value, json};
 
-use super::client::{GitHub, text};
+use super::client::{GitHub, invalid, text};
 use super::issue_read::Issue;
-use crate::Failure;
 
 /// Create a GitHub issue (`method: create`, with `title`) or update one (`method: update`,
 /// with `issue_number` and the fields to change; `state: closed` with a `state_reason`
@@ -97,13 +96,6 @@ pub enum StateReason {
     NotPlanned,
     /// A duplicate.
     Duplicate,
-}
-
-fn invalid(message: &str) -> ToolError {
-    Failure::InvalidRequest {
-        message: message.to_owned(),
-    }
-    .into()
 }
 
 impl Execute for GitHubIssueWrite {

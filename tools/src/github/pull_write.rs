@@ -4,17 +4,9 @@
 use kyro_core::{Execute, ToolContext, ToolError, input, tool};
 use serde_json::{Map, Value, json};
 
-use super::client::{GitHub, text};
+use super::client::{GitHub, invalid, text};
 use super::issue_write::IssueStateChange;
 use super::pull_read::PullRequest;
-use crate::Failure;
-
-fn invalid(message: impl Into<String>) -> ToolError {
-    Failure::InvalidRequest {
-        message: message.into(),
-    }
-    .into()
-}
 
 /// Asks for reviews: logins, and teams as `org/team-slug`.
 fn request_reviewers(github: &GitHub, cx: &ToolContext, pull: &str, reviewers: &[String]) -> Result<(), ToolError> {

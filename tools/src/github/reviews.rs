@@ -4,17 +4,9 @@
 use kyro_core::{Execute, ToolContext, ToolError, input, tool};
 use serde_json::{Map, Value, json};
 
-use super::client::{GitHub, items, login, text};
+use super::client::{GitHub, invalid, items, login, text};
 use super::issue_write::Comment;
 use super::pull_read::Review;
-use crate::Failure;
-
-fn invalid(message: impl Into<String>) -> ToolError {
-    Failure::InvalidRequest {
-        message: message.into(),
-    }
-    .into()
-}
 
 /// What to do with a review.
 #[input]
