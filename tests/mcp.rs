@@ -176,7 +176,9 @@ fn tools_list_serves_every_descriptor_with_schemas_and_annotations() {
     assert_eq!(read["annotations"]["readOnlyHint"], true);
     assert_eq!(read["title"], "Read file");
     // A hint is listed where it differs from the spec's default; read with the defaults,
-    // every tool's four hints are its descriptor's.
+    // every tool's four hints are its descriptor's (a read-only tool's destructive and
+    // idempotent hints, which the spec reads only when readOnlyHint is false, are not
+    // listed: such a tool destroys nothing and is idempotent).
     let registry = kyro_core::Registry::with_catalog(kyro_tools::BUILTINS).unwrap();
     let hint = |tool: &Value, key: &str, default: bool| tool["annotations"].get(key).map_or(default, |v| v == true);
     let write = tools.iter().find(|t| t["name"] == "write_file").unwrap();
@@ -195,6 +197,18 @@ fn tools_list_serves_every_descriptor_with_schemas_and_annotations() {
             .unwrap()
             .descriptor()
             .annotations;
+        let listed = if a.read_only_hint {
+            assert!(!a.destructive_hint && a.idempotent_hint, "{}", tool["name"]);
+            let annotations = tool["annotations"].as_object().unwrap();
+            assert!(
+                !annotations.contains_key("destructiveHint") && !annotations.contains_key("idempotentHint"),
+                "{}",
+                tool["name"]
+            );
+            [listed[0], false, true, listed[3]]
+        } else {
+            listed
+        };
         assert_eq!(
             listed,
             [

@@ -1,5 +1,6 @@
-//! How a tool is listed over MCP: its descriptor as an MCP tool, the output schema without
-//! what only restates a Rust type.
+//! How a tool is listed over MCP: its descriptor as an MCP tool, the input schema without
+//! the bounds that only guard the server, the output schema without what only restates a
+//! Rust type.
 
 use std::sync::Arc;
 
@@ -17,8 +18,12 @@ pub(crate) fn mcp_tool(d: &ToolDescriptor) -> Tool {
     let differs = |value: bool, default: bool| (value != default).then_some(value);
     let mut annotations = ToolAnnotations::new();
     annotations.read_only_hint = differs(a.read_only_hint, false);
-    annotations.destructive_hint = differs(a.destructive_hint, true);
-    annotations.idempotent_hint = differs(a.idempotent_hint, false);
+    // The spec reads destructive and idempotent "only when readOnlyHint == false": a
+    // read-only tool's are not listed.
+    if !a.read_only_hint {
+        annotations.destructive_hint = differs(a.destructive_hint, true);
+        annotations.idempotent_hint = differs(a.idempotent_hint, false);
+    }
     annotations.open_world_hint = differs(a.open_world_hint, true);
     let mut tool = Tool::new(
         d.name.clone(),
@@ -95,13 +100,16 @@ fn listed_output(schema: &Value) -> Value {
 
 /// An input schema as listed: each choice among strings (`oneOf` of `const`s, one per
 /// variant of a Rust enum) as one `enum`, the choices' descriptions read after the
-/// field's own (about 40 bytes less a choice), and an optional property without its
-/// `null`. Whatever the listing accepts, the tool's schema accepts (it also takes `null`
-/// for an optional property).
+/// field's own (about 40 bytes less a choice), an optional property without its `null`,
+/// and without the bounds that guard the server rather than shape a call (see
+/// [`guard_bound`]). Every other keyword is kept. The tool checks its whole schema, so a
+/// call past a bound the listing leaves out is refused with `invalid_arguments` naming the
+/// field and the bound, and `tool_describe` and `kyro://tools/NAME` state every bound.
 fn listed_input(schema: &Value) -> Value {
     match schema {
         Value::Object(map) => choices(Value::Object(
             map.iter()
+                .filter(|(k, v)| !guard_bound(k, v))
                 .map(|(k, v)| {
                     let required = |name: &str| {
                         map.get("required")
@@ -135,6 +143,22 @@ fn listed_input(schema: &Value) -> Value {
         )),
         Value::Array(items) => Value::Array(items.iter().map(listed_input).collect()),
         other => other.clone(),
+    }
+}
+
+/// A bound of an input schema that guards the server rather than shapes a call: a most
+/// length (`maxLength`, `maxItems`: what a path, a message or a list may cost the server,
+/// far past what a call means to send), a least length of one (a model does not send an
+/// empty name), and the range of a JSON-safe integer (what a 64-bit field holds). About
+/// 8 KB of the whole catalog's listing, which no model needs to form a call.
+fn guard_bound(keyword: &str, value: &Value) -> bool {
+    const SAFE: i64 = (1 << 53) - 1;
+    match keyword {
+        "maxLength" | "maxItems" => value.is_u64(),
+        "minLength" | "minItems" => value.as_u64() == Some(1),
+        "maximum" => value.as_i64() == Some(SAFE) || value.as_u64() == Some(u64::MAX),
+        "minimum" => value.as_i64() == Some(-SAFE),
+        _ => false,
     }
 }
 
@@ -247,6 +271,26 @@ mod tests {
             json!({"type": "integer", "minimum": 1})
         );
         assert_eq!(listed["properties"]["needed"], input["properties"]["needed"]);
+        // Bounds that guard the server are left to the tool; those that shape a call stay.
+        let bounded = json!({"type": "object", "properties": {
+            "path": {"type": "string", "minLength": 1, "maxLength": 4096},
+            "code": {"type": "string", "minLength": 2, "pattern": "^[a-z]+$"},
+            "paths": {"type": "array", "items": {"type": "string", "maxLength": 9}, "minItems": 1, "maxItems": 100},
+            "id": {"type": "integer", "minimum": 1, "maximum": 9007199254740991_u64},
+            "offset": {"type": "integer", "minimum": -9007199254740991_i64, "maximum": 100},
+            "maxLength": {"type": "integer", "maximum": 10},
+        }});
+        assert_eq!(
+            super::listed_input(&bounded),
+            json!({"type": "object", "properties": {
+                "path": {"type": "string"},
+                "code": {"type": "string", "minLength": 2, "pattern": "^[a-z]+$"},
+                "paths": {"type": "array", "items": {"type": "string"}},
+                "id": {"type": "integer", "minimum": 1},
+                "offset": {"type": "integer", "maximum": 100},
+                "maxLength": {"type": "integer", "maximum": 10},
+            }})
+        );
         let validator = |schema: &serde_json::Value| jsonschema::validator_for(schema).unwrap();
         for value in [
             json!({"mode": "soft"}),
