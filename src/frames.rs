@@ -24,6 +24,7 @@
 //! task per request it reads). Responses and notifications from the client never wait
 //! behind that bound while a request is held: one request is read ahead at most.
 
+pub(crate) mod first_answer;
 mod in_flight;
 mod oversized;
 mod stdio;
@@ -195,6 +196,7 @@ async fn write_lines(
         if output.write_all(&batch).await.is_err() || output.flush().await.is_err() {
             return;
         }
+        first_answer::written();
         if batch.capacity() > WRITE_BATCH * 2 {
             batch = Vec::new();
         }

@@ -564,7 +564,10 @@ fn say_sandbox(runtime: &Runtime, background: bool) {
         }
     };
     if background {
-        std::thread::spawn(say);
+        std::thread::spawn(move || {
+            crate::frames::first_answer::wait();
+            say();
+        });
     } else {
         say();
     }

@@ -66,13 +66,15 @@ impl LegacyTextTool {
                 "properties": {"input": {"type": "string", "description": "The text passed to the legacy executor."}},
                 "required": ["input"],
                 "additionalProperties": false
-            }),
+            })
+            .into(),
             output_schema: json!({
                 "type": "object",
                 "properties": {"output": {"type": "string", "description": "The text the legacy executor returned."}},
                 "required": ["output"],
                 "additionalProperties": false
-            }),
+            })
+            .into(),
             annotations: Annotations::for_effect(self.effect),
             capabilities: self.effect.default_capabilities().to_vec(),
             approval: None,

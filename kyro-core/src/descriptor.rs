@@ -5,6 +5,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::effect::{Approval, Capability, Effect};
+use crate::schema_text::Schema;
 
 /// The public description of a registered tool, served unchanged by every surface.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
@@ -24,9 +25,9 @@ pub struct ToolDescriptor {
     /// What the tool does, for a model choosing a tool.
     pub description: String,
     /// The canonical input schema.
-    pub input_schema: Value,
+    pub input_schema: Schema,
     /// The canonical output schema.
-    pub output_schema: Value,
+    pub output_schema: Schema,
     /// MCP annotations, derived from the effect.
     pub annotations: Annotations,
     /// Capabilities a caller's scope must grant.
@@ -150,4 +151,16 @@ pub struct Hints {
     pub idempotent: Option<bool>,
     /// Reaches outside the workspace and the machine.
     pub open_world: Option<bool>,
+}
+
+/// Whether `name` can name a tool: lowercase ASCII letters, digits, `_` and `.`, starting
+/// with a letter, at most 64 bytes.
+pub(crate) fn valid_name(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= 64
+        && bytes[0].is_ascii_lowercase()
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_' || *b == b'.')
 }

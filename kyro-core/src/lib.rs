@@ -36,6 +36,7 @@ mod registry;
 mod runtime;
 pub mod sandbox;
 pub mod schema;
+mod schema_text;
 mod size;
 mod stop;
 mod tool;
@@ -55,6 +56,7 @@ pub use receipt::{Execution, Observer, Receipt, Settling};
 pub use registry::{CustomTool, KEPT_VERSIONS, RegisteredTool, Registry, RegistryError, Snapshot, ToolDefinition};
 pub use runtime::Runtime;
 pub use schema::Violation;
+pub use schema_text::Schema;
 pub use stop::{OnStop, StopSignal};
 pub use tool::{ArgAlias, BoxFuture, Execute, ObjectOutput, Package, Tool, ToolEntry, ToolSpec};
 

@@ -6,11 +6,12 @@ use std::sync::{Arc, OnceLock, RwLock};
 use serde_json::Value;
 
 use crate::context::ToolContext;
-use crate::descriptor::{Annotations, ArgumentAlias, Catalog, ToolDescriptor};
+use crate::descriptor::{Annotations, ArgumentAlias, Catalog, ToolDescriptor, valid_name};
 use crate::effect::{Capability, Effect};
 use crate::error::ToolError;
 use crate::policy::SettingsTable;
 use crate::schema::{CompiledSchema, Origin, Role, SchemaError, canonicalize, canonicalize_from};
+use crate::schema_text::Schema;
 use crate::tool::{BoxFuture, NativeFn, PreviewFn, RuleFn, ToolEntry};
 
 /// Why a tool could not be registered or changed.
@@ -146,14 +147,14 @@ impl ToolDefinition {
         };
         let input_schema = canonicalize((entry.input_schema)(), Role::Input).map_err(schema_err)?;
         let output_schema = canonicalize((entry.output_schema)(), Role::Output).map_err(schema_err)?;
-        ToolDefinition::with_schemas(entry, input_schema, output_schema)
+        ToolDefinition::with_schemas(entry, input_schema.into(), output_schema.into())
     }
 
     /// The definition of a catalog entry whose canonical schemas are given.
     pub(crate) fn with_schemas(
         entry: &ToolEntry,
-        input_schema: Value,
-        output_schema: Value,
+        input_schema: Schema,
+        output_schema: Schema,
     ) -> Result<ToolDefinition, RegistryError> {
         let spec = &entry.spec;
         let descriptor = ToolDescriptor {
@@ -224,6 +225,7 @@ impl ToolDefinition {
             .ok_or_else(|| RegistryError::MissingOutputSchema {
                 tool: tool.name.clone(),
             })?;
+        let input_schema = canonicalize_from(tool.input_schema.clone(), Role::Input, origin).map_err(schema_err)?;
         let descriptor = ToolDescriptor {
             name: tool.name.clone(),
             title: None,
@@ -231,8 +233,10 @@ impl ToolDefinition {
             category: tool.category.clone(),
             effect: tool.effect,
             description: tool.description.clone(),
-            input_schema: canonicalize_from(tool.input_schema.clone(), Role::Input, origin).map_err(schema_err)?,
-            output_schema: canonicalize_from(output_schema, Role::Output, origin).map_err(schema_err)?,
+            input_schema: input_schema.into(),
+            output_schema: canonicalize_from(output_schema, Role::Output, origin)
+                .map_err(schema_err)?
+                .into(),
             annotations: Annotations::for_effect(tool.effect),
             capabilities: tool.effect.default_capabilities().to_vec(),
             approval: None,
@@ -261,16 +265,6 @@ impl ToolDefinition {
     pub fn descriptor(&self) -> &ToolDescriptor {
         &self.descriptor
     }
-}
-
-fn valid_name(name: &str) -> bool {
-    let bytes = name.as_bytes();
-    !bytes.is_empty()
-        && bytes.len() <= 64
-        && bytes[0].is_ascii_lowercase()
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_' || *b == b'.')
 }
 
 /// A registered tool: descriptor, compiled validators and executor.
@@ -328,7 +322,7 @@ impl RegisteredTool {
     /// The compiled input schema (compiled on first use for catalog tools).
     pub fn input(&self) -> Result<&CompiledSchema, SchemaError> {
         self.input
-            .get_or_init(|| CompiledSchema::compile(&self.descriptor.input_schema))
+            .get_or_init(|| CompiledSchema::compile(self.descriptor.input_schema.value()))
             .as_ref()
             .map_err(Clone::clone)
     }
@@ -336,7 +330,7 @@ impl RegisteredTool {
     /// The compiled output schema (compiled on first use for catalog tools).
     pub fn output(&self) -> Result<&CompiledSchema, SchemaError> {
         self.output
-            .get_or_init(|| CompiledSchema::compile(&self.descriptor.output_schema))
+            .get_or_init(|| CompiledSchema::compile(self.descriptor.output_schema.value()))
             .as_ref()
             .map_err(Clone::clone)
     }

@@ -9,7 +9,13 @@ use serde_json::{Value, json};
 fn record_schema() -> Value {
     let registry = Registry::with_catalog(common::TEST_CATALOG).unwrap();
     let snapshot = registry.snapshot();
-    snapshot.get("record").unwrap().descriptor().input_schema.clone()
+    snapshot
+        .get("record")
+        .unwrap()
+        .descriptor()
+        .input_schema
+        .value()
+        .clone()
 }
 
 fn walk(v: &Value, f: &mut dyn FnMut(&serde_json::Map<String, Value>)) {

@@ -158,7 +158,7 @@ mod tests {
     fn anthropic_takes_the_canonical_schema_and_the_input_object_as_is() {
         let d = descriptors().into_iter().find(|d| d.name == "calculate").unwrap();
         let exported = export(&d, Dialect::Anthropic).unwrap();
-        assert_eq!(exported.definition["input_schema"], d.input_schema);
+        assert_eq!(exported.definition["input_schema"], *d.input_schema);
         let block = json!({"type": "tool_use", "id": "t1", "name": "calculate", "input": {"expression": "1+1"}});
         assert_eq!(super::anthropic::arguments(&block), Some(&json!({"expression": "1+1"})));
         assert_eq!(super::anthropic::arguments(&json!({"input": "1+1"})), None);

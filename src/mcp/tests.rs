@@ -342,8 +342,8 @@ fn a_long_list_is_paginated_and_a_bad_cursor_is_refused() {
                     description: tool.description.clone(),
                     category: "testing".into(),
                     effect: Effect::None,
-                    input_schema: tool.input_schema.clone(),
-                    output_schema: Some(tool.output_schema.clone()),
+                    input_schema: tool.input_schema.value().clone(),
+                    output_schema: Some(tool.output_schema.value().clone()),
                 },
                 |_args: Value, _cx: &ToolContext| -> kyro_core::BoxFuture<'_, Result<Value, ToolError>> {
                     Box::pin(async { Ok(json!({})) })

@@ -502,8 +502,8 @@ fn every_builtin_states_honest_annotations() {
 }
 
 /// The schemas the build script prepares give the registry generation would: the same
-/// descriptors, tool for tool; a prepared text that is damaged, or lacks a tool, falls back
-/// to generating that tool's schemas.
+/// descriptors, tool for tool, each schema parsed only when read; a prepared text that is
+/// damaged, or lacks a tool, falls back to generating that tool's schemas.
 #[test]
 fn a_prepared_catalog_registers_what_generation_registers() {
     let generated = Registry::with_catalog(BUILTINS).unwrap();
@@ -518,7 +518,22 @@ fn a_prepared_catalog_registers_what_generation_registers() {
             _ => format!("{line}\n"),
         })
         .collect();
-    for text in [prepared.as_str(), damaged.as_str(), ""] {
+    // Embedded text lives as long as the program.
+    let (prepared, damaged): (&'static str, &'static str) = (prepared.leak(), damaged.leak());
+    // Registering parses no schema; reading one parses that tool's alone.
+    let registry = Registry::with_prepared_catalog(BUILTINS, prepared).unwrap();
+    let snapshot = registry.snapshot();
+    assert!(
+        snapshot
+            .descriptors()
+            .all(|d| !d.input_schema.is_parsed() && !d.output_schema.is_parsed())
+    );
+    assert_eq!(
+        snapshot.get("read_file").unwrap().descriptor().input_schema["type"],
+        "object"
+    );
+    assert_eq!(snapshot.descriptors().filter(|d| d.input_schema.is_parsed()).count(), 1);
+    for text in [prepared, damaged, ""] {
         let registry = Registry::with_prepared_catalog(BUILTINS, text).unwrap();
         let (a, b) = (generated.snapshot(), registry.snapshot());
         let a: Vec<_> = a.descriptors().collect();
