@@ -1,16 +1,23 @@
-//! MCP over stdio: `kyro mcp` against a peer written with rmcp's own `#[tool]` macros
-//! (`benches/peer`), both driven by the same load client in one run.
+//! MCP over stdio and Streamable HTTP: `kyro mcp` and an author's server built on kyro
+//! (`benches/author`, built-ins off) against a peer written with rmcp's own `#[tool]`
+//! macros (`benches/peer`), all driven by the same load client in one run.
 //!
-//! `cargo bench --bench mcp` builds the peer (release) and measures, for each server:
-//! cold start to the `initialize` answer, `tools/list` latency, sequential `tools/call`
-//! p50/p99, pipelined throughput for 100,000 calls, RSS after the first call and at its
-//! peak, and how long a `ping` waits while a blocking call runs. The calls are the same
-//! `read_file` work on both servers: lines 11-210 of a 1,000-line file, 2.5 s old. kyro's numbers include what it always does per call: validation,
-//! authorization, fingerprint and a receipt appended to `.kyro/receipts.jsonl`.
+//! `cargo bench --bench mcp` builds the peer and the author's server (release, as kyro) and
+//! measures, over stdio, for each server: cold start to the `initialize` answer,
+//! `tools/list` latency, sequential `tools/call` p50/p99, pipelined throughput for 100,000
+//! calls, RSS after the first call and at its peak, and how long a `ping` waits while a
+//! blocking call runs; over Streamable HTTP (2026-07-28 requests, no session, a bearer
+//! token), sequential p50/p99 on one kept-alive connection and the calls/s of four clients
+//! at once. The work: `read_file` of lines 11-210 of a 1,000-line file, 2.5 s old (kyro's
+//! own tool, and the same function on the author's server and the peer), and `echo` (a
+//! trivial tool: what the framework itself costs). kyro's numbers include what it always
+//! does per call: validation, authorization, fingerprint and a receipt appended to
+//! `.kyro/receipts.jsonl`. `KYRO_BENCH_ONLY=read,echo,http` picks parts.
 //!
-//! The blocking call: on the peer, a `slow` tool that sleeps its thread for 1 s (plain
-//! blocking code, as an author writes it); on kyro, `web_fetch` of a local server that
-//! accepts and never answers, under a 1 s time limit (ureq blocking on the read).
+//! The blocking call: on the peer and the author's server, a `slow` tool that sleeps its
+//! thread for 1 s (plain blocking code, as an author writes it); on kyro, `web_fetch` of a
+//! local server that accepts and never answers, under a 1 s time limit (ureq blocking on
+//! the read).
 
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -156,7 +163,10 @@ fn ping_while_blocked(server: &mut Server, slow: &Value) -> Duration {
     percentile(&mut waits, 0.5)
 }
 
-fn measure(name: &'static str, command: &[String], dir: &Path, file: &str, slow: &Value) -> Report {
+/// What each call sends: the `params` of a `tools/call`.
+type Work<'a> = &'a (dyn Fn() -> Value + Sync);
+
+fn measure(name: &'static str, command: &[String], dir: &Path, work: Work, slow: &Value) -> Report {
     let mut starts = Vec::new();
     for _ in 0..COLD_STARTS {
         let begin = Instant::now();
@@ -166,7 +176,7 @@ fn measure(name: &'static str, command: &[String], dir: &Path, file: &str, slow:
     }
     let mut server = Server::spawn(command, dir);
     server.initialize();
-    let call = |id: u64| call_message(id, file);
+    let call = |id: u64| call_message(id, work());
     let first = server.request(1, "tools/call", call(1)["params"].clone());
     assert!(
         first["result"]["isError"] != true && first.get("error").is_none(),
@@ -194,10 +204,10 @@ fn measure(name: &'static str, command: &[String], dir: &Path, file: &str, slow:
     // Pipelined: one thread writes every request, this one reads every answer.
     let mut stdin = std::mem::replace(&mut server.stdin, BufWriter::new(dummy_stdin()));
     let begin = Instant::now();
-    let owned = file.to_owned();
+    let params = work();
     let writer = std::thread::spawn(move || {
         for i in 0..PIPELINED {
-            writeln!(stdin, "{}", call_message(100_000 + i as u64, &owned)).unwrap();
+            writeln!(stdin, "{}", call_message(100_000 + i as u64, params.clone())).unwrap();
         }
         stdin.flush().unwrap();
         stdin
@@ -225,8 +235,8 @@ fn measure(name: &'static str, command: &[String], dir: &Path, file: &str, slow:
     }
 }
 
-fn call_message(id: u64, file: &str) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "read_file", "arguments": {"path": file, "offset": 11, "limit": 200}}})
+fn call_message(id: u64, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
 }
 
 /// A placeholder to swap in while the real stdin is with the writer thread.
@@ -237,63 +247,140 @@ fn dummy_stdin() -> ChildStdin {
     stdin
 }
 
-fn build_peer() -> PathBuf {
+/// Builds a bench crate (`benches/NAME`, its own package) with the release profile; its binary.
+fn build(package: &str, binary: &str) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target"))
-        .join("peer");
+        .join(package);
     let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .args(["build", "--release", "--quiet", "--manifest-path"])
-        .arg(root.join("benches/peer/Cargo.toml"))
+        .arg(root.join("benches").join(package).join("Cargo.toml"))
         .arg("--target-dir")
         .arg(&target)
         .status()
         .expect("cargo runs");
-    assert!(status.success(), "the peer did not build");
-    target.join("release/kyro-bench-peer")
+    assert!(status.success(), "benches/{package} did not build");
+    target.join("release").join(binary)
 }
 
-fn main() {
-    let peer = build_peer();
-    let workspace = tempfile::tempdir().unwrap();
-    let dir = workspace.path().canonicalize().unwrap();
-    let lines: String = (1..=1000)
-        .map(|n| format!("line {n}: the quick brown fox jumps over the lazy dog | café\n"))
-        .collect();
-    std::fs::write(dir.join("lines.txt"), lines).unwrap();
-    // As a project's files are, the file is a few seconds old when it is read: kyro's
-    // read_file then remembers its hash and line count and reads only the window (a file
-    // written less than 2 s before is read whole, hashed, on every call).
-    std::thread::sleep(Duration::from_millis(2500));
-    let file = dir.join("lines.txt").to_string_lossy().into_owned();
-    // A server that accepts and never answers: kyro's blocking call.
-    let stalled = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let policy = dir.join("policy.toml");
-    std::fs::write(
-        &policy,
-        "[approvals]\nnetwork = \"auto\"\n[limits]\ntimeout_ms = 1000\n[tools.network]\nallow_hosts = [\"127.0.0.1\"]\n",
-    )
-    .unwrap();
-    let kyro = vec![
-        env!("CARGO_BIN_EXE_kyro").to_owned(),
-        "mcp".to_owned(),
-        "--policy".to_owned(),
-        policy.to_string_lossy().into_owned(),
-    ];
-    let kyro_slow =
-        json!({"name": "web_fetch", "arguments": {"url": format!("http://{}/", stalled.local_addr().unwrap())}});
-    let peer = vec![peer.to_string_lossy().into_owned()];
-    let peer_slow = json!({"name": "slow", "arguments": {"ms": 1000}});
-    let reports = [
-        measure("kyro mcp", &kyro, &dir, &file, &kyro_slow),
-        measure("rmcp #[tool] peer", &peer, &dir, &file, &peer_slow),
-    ];
+const HTTP_SEQUENTIAL: usize = 2000;
+const HTTP_CLIENTS: usize = 4;
+const HTTP_CONCURRENT: usize = 20_000;
+const TOKEN: &str = "bench-token-0123456789abcdef0123456789abcdef";
+
+struct HttpReport {
+    name: &'static str,
+    p50: Duration,
+    p99: Duration,
+    throughput: f64,
+    rss_kib: u64,
+}
+
+/// One 2026-07-28 request (no session, `_meta` and the `Mcp-*` headers), with the bearer
+/// token, over a kept-alive connection of `agent`: whether its answer is a result that is
+/// not a tool error.
+fn post(agent: &ureq::Agent, url: &str, id: u64, params: &Value) -> bool {
+    let mut params = params.clone();
+    params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}});
+    let name = params["name"].as_str().unwrap_or_default().to_owned();
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}).to_string();
+    let Ok(mut answer) = agent
+        .post(url)
+        .header("Authorization", format!("Bearer {TOKEN}"))
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", "tools/call")
+        .header("Mcp-Name", name)
+        .send(body)
+    else {
+        return false;
+    };
+    let text = answer.body_mut().read_to_string().unwrap_or_default();
+    answer.status() == 200 && text.contains("\"result\"") && !text.contains("\"isError\":true")
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_idle_connections_per_host(HTTP_CLIENTS)
+        .build()
+        .into()
+}
+
+/// A server on Streamable HTTP: sequential calls on one connection (p50, p99), then
+/// `HTTP_CLIENTS` connections calling at once (calls/s), then its RSS.
+fn measure_http(name: &'static str, command: &[String], dir: &Path, env: (&str, &str), work: Work) -> HttpReport {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = Command::new(&command[0])
+        .args(&command[1..])
+        .args(["--http", &format!("127.0.0.1:{port}")])
+        .env(env.0, env.1)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("server starts");
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let client = agent();
+    let params = work();
+    let begin = Instant::now();
+    while !post(&client, &url, 1, &params) {
+        assert!(
+            begin.elapsed() < Duration::from_secs(10),
+            "{name} did not answer over HTTP"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut sequential = Vec::new();
+    for i in 0..HTTP_SEQUENTIAL {
+        let begin = Instant::now();
+        assert!(post(&client, &url, 10 + i as u64, &params), "{name}");
+        sequential.push(begin.elapsed());
+    }
+    let begin = Instant::now();
+    std::thread::scope(|scope| {
+        for c in 0..HTTP_CLIENTS {
+            let (url, params) = (&url, &params);
+            scope.spawn(move || {
+                let client = agent();
+                for i in 0..HTTP_CONCURRENT / HTTP_CLIENTS {
+                    assert!(post(&client, url, (c * 1_000_000 + i) as u64, params), "{name}");
+                }
+            });
+        }
+    });
+    let throughput = HTTP_CONCURRENT as f64 / begin.elapsed().as_secs_f64();
+    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
+    let rss_kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let _ = child.kill();
+    let _ = child.wait();
+    HttpReport {
+        name,
+        p50: percentile(&mut sequential.clone(), 0.5),
+        p99: percentile(&mut sequential, 0.99),
+        throughput,
+        rss_kib,
+    }
+}
+
+fn print_stdio(title: &str, reports: &[Report]) {
+    println!("\n{title}");
     println!(
-        "mcp bench: stdio, read_file lines 11-210 of a 1,000-line file; {COLD_STARTS} cold starts, {LISTS} lists, {SEQUENTIAL} sequential and {PIPELINED} pipelined calls; ping during a 1 s blocking call, median of {SLOW_ROUNDS}"
-    );
-    println!(
-        "{:<20} {:>12} {:>12} {:>10} {:>10} {:>14} {:>10} {:>10} {:>14}",
+        "{:<22} {:>12} {:>12} {:>10} {:>10} {:>14} {:>10} {:>10} {:>14}",
         "server",
         "cold start",
         "tools/list",
@@ -304,9 +391,9 @@ fn main() {
         "peak RSS",
         "ping (blocked)"
     );
-    for r in &reports {
+    for r in reports {
         println!(
-            "{:<20} {:>9.2} ms {:>9.3} ms {:>7.3} ms {:>7.3} ms {:>9.0} call/s {:>6.1} MiB {:>6} MiB {:>11.3} ms",
+            "{:<22} {:>9.2} ms {:>9.3} ms {:>7.3} ms {:>7.3} ms {:>9.0} call/s {:>6.1} MiB {:>6} MiB {:>11.3} ms",
             r.name,
             ms(r.cold_start),
             ms(r.list),
@@ -318,15 +405,115 @@ fn main() {
             ms(r.ping_while_blocked)
         );
     }
-    let (k, p) = (&reports[0], &reports[1]);
+    let p = reports.last().unwrap();
+    for k in &reports[..reports.len() - 1] {
+        println!(
+            "  {} / peer: cold start {:.2}, tools/list {:.2}, call p50 {:.2}, pipelined {:.2}, RSS after the first call {:.2}, peak RSS {:.2}, ping while blocked {:.4}",
+            k.name,
+            ms(k.cold_start) / ms(p.cold_start),
+            ms(k.list) / ms(p.list),
+            ms(k.p50) / ms(p.p50),
+            k.throughput / p.throughput,
+            k.rss_first_kib as f64 / p.rss_first_kib as f64,
+            k.rss_kib as f64 / p.rss_kib as f64,
+            ms(k.ping_while_blocked) / ms(p.ping_while_blocked)
+        );
+    }
+}
+
+fn print_http(title: &str, reports: &[HttpReport]) {
+    println!("\n{title}");
     println!(
-        "ratios kyro/peer: cold start {:.2}, tools/list {:.2}, call p50 {:.2}, pipelined throughput {:.2}, RSS after the first call {:.2}, peak RSS {:.2}, ping while blocked {:.4}",
-        ms(k.cold_start) / ms(p.cold_start),
-        ms(k.list) / ms(p.list),
-        ms(k.p50) / ms(p.p50),
-        k.throughput / p.throughput,
-        k.rss_first_kib as f64 / p.rss_first_kib as f64,
-        k.rss_kib as f64 / p.rss_kib as f64,
-        ms(k.ping_while_blocked) / ms(p.ping_while_blocked)
+        "{:<22} {:>10} {:>10} {:>16} {:>10}",
+        "server", "call p50", "call p99", "4 clients", "RSS"
     );
+    for r in reports {
+        println!(
+            "{:<22} {:>7.3} ms {:>7.3} ms {:>9.0} call/s {:>6.1} MiB",
+            r.name,
+            ms(r.p50),
+            ms(r.p99),
+            r.throughput,
+            r.rss_kib as f64 / 1024.0
+        );
+    }
+    let p = reports.last().unwrap();
+    for k in &reports[..reports.len() - 1] {
+        println!(
+            "  {} / peer: call p50 {:.2}, calls/s {:.2}, RSS {:.2}",
+            k.name,
+            ms(k.p50) / ms(p.p50),
+            k.throughput / p.throughput,
+            k.rss_kib as f64 / p.rss_kib as f64
+        );
+    }
+}
+
+fn main() {
+    let peer = build("peer", "kyro-bench-peer");
+    let author = build("author", "kyro-bench-author");
+    let workspace = tempfile::tempdir().unwrap();
+    let dir = workspace.path().canonicalize().unwrap();
+    let lines: String = (1..=1000)
+        .map(|n| format!("line {n}: the quick brown fox jumps over the lazy dog | café\n"))
+        .collect();
+    std::fs::write(dir.join("lines.txt"), lines).unwrap();
+    // As a project's files are, the file is a few seconds old when it is read: kyro's
+    // read_file then remembers its hash and line count and reads only the window (a file
+    // written less than 2 s before is read whole, hashed, on every call).
+    std::thread::sleep(Duration::from_millis(2500));
+    let file = dir.join("lines.txt").to_string_lossy().into_owned();
+    let read = move || json!({"name": "read_file", "arguments": {"path": file, "offset": 11, "limit": 200}});
+    let echo = || json!({"name": "echo", "arguments": {"text": "hello"}});
+    // A server that accepts and never answers: kyro's blocking call.
+    let stalled = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let policy = dir.join("policy.toml");
+    std::fs::write(
+        &policy,
+        "[approvals]\nnetwork = \"auto\"\n[limits]\ntimeout_ms = 1000\n[tools.network]\nallow_hosts = [\"127.0.0.1\"]\n",
+    )
+    .unwrap();
+    let policy = policy.to_string_lossy().into_owned();
+    let kyro = vec![
+        env!("CARGO_BIN_EXE_kyro").to_owned(),
+        "mcp".to_owned(),
+        "--policy".to_owned(),
+        policy,
+    ];
+    let kyro_slow =
+        json!({"name": "web_fetch", "arguments": {"url": format!("http://{}/", stalled.local_addr().unwrap())}});
+    let author = vec![author.to_string_lossy().into_owned()];
+    let peer = vec![peer.to_string_lossy().into_owned()];
+    let slow = json!({"name": "slow", "arguments": {"ms": 1000}});
+    let only = std::env::var("KYRO_BENCH_ONLY").unwrap_or_default();
+    let runs = |part: &str| only.is_empty() || only.split(',').any(|p| p == part);
+    println!(
+        "mcp bench: {COLD_STARTS} cold starts, {LISTS} lists, {SEQUENTIAL} sequential and {PIPELINED} pipelined calls over stdio; ping during a 1 s blocking call, median of {SLOW_ROUNDS}; over HTTP {HTTP_SEQUENTIAL} sequential calls and {HTTP_CONCURRENT} from {HTTP_CLIENTS} clients at once"
+    );
+    if runs("read") {
+        let reports = [
+            measure("kyro mcp", &kyro, &dir, &read, &kyro_slow),
+            measure("author's server", &author, &dir, &read, &slow),
+            measure("rmcp #[tool] peer", &peer, &dir, &read, &slow),
+        ];
+        print_stdio("stdio, read_file lines 11-210 of a 1,000-line file", &reports);
+    }
+    if runs("echo") {
+        let reports = [
+            measure("author's server", &author, &dir, &echo, &slow),
+            measure("rmcp #[tool] peer", &peer, &dir, &echo, &slow),
+        ];
+        print_stdio("stdio, echo (a trivial tool: the framework's own cost)", &reports);
+    }
+    if runs("http") {
+        let reports = [
+            measure_http("kyro mcp --http", &kyro, &dir, ("KYRO_HTTP_TOKEN", TOKEN), &read),
+            measure_http("author's --http", &author, &dir, ("KYRO_HTTP_TOKEN", TOKEN), &read),
+            measure_http("rmcp peer (HTTP)", &peer, &dir, ("PEER_TOKEN", TOKEN), &read),
+        ];
+        print_http(
+            "Streamable HTTP, 2026-07-28 stateless requests with a bearer token, read_file as above",
+            &reports,
+        );
+    }
 }

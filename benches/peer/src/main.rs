@@ -1,8 +1,9 @@
-//! The peer: rmcp's idiomatic server, with the same three tools over stdio.
+//! The peer: rmcp's idiomatic server, with the same tools over stdio or Streamable HTTP.
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{ServerCapabilities, ServerConfig};
+use axum::response::IntoResponse;
 use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
@@ -80,10 +81,52 @@ impl ServerHandler for Peer {
 }
 
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let [_, flag, addr] = args.as_slice()
+        && flag == "--http"
+    {
+        return http(addr);
+    }
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(async {
         let peer = Peer { tool_router: Peer::tool_router() };
         let running = peer.serve(rmcp::transport::stdio()).await.unwrap();
         let _ = running.waiting().await;
+    });
+}
+
+/// Streamable HTTP at `http://ADDR/mcp` as rmcp's examples serve it (its default
+/// configuration: 2026-07-28 requests stateless, older ones in sessions), every request
+/// needing `Authorization: Bearer $PEER_TOKEN`; one runtime thread a core, as kyro's HTTP.
+fn http(addr: &str) {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+    let token = std::env::var("PEER_TOKEN").expect("PEER_TOKEN");
+    let expected = std::sync::Arc::new(format!("Bearer {token}"));
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    runtime.block_on(async move {
+        let service = StreamableHttpService::new(
+            || Ok(Peer { tool_router: Peer::tool_router() }),
+            std::sync::Arc::new(LocalSessionManager::default()),
+            StreamableHttpServerConfig::default(),
+        );
+        let router = axum::Router::new().nest_service("/mcp", service).layer(axum::middleware::from_fn(
+            move |request: axum::extract::Request, next: axum::middleware::Next| {
+                let expected = expected.clone();
+                async move {
+                    let authorized = request
+                        .headers()
+                        .get("authorization")
+                        .is_some_and(|v| v.as_bytes() == expected.as_bytes());
+                    if authorized {
+                        next.run(request).await
+                    } else {
+                        axum::http::StatusCode::UNAUTHORIZED.into_response()
+                    }
+                }
+            },
+        ));
+        let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
+        axum::serve(listener, router).await.unwrap();
     });
 }
