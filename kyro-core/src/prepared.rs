@@ -12,8 +12,11 @@ impl Registry {
     /// A registry holding a catalog's tools with the canonical schemas a build script
     /// prepared ([`Registry::prepared_schemas`], embedded with `include_str!`): start-up
     /// then neither generates, checks nor parses a schema; each is parsed when first read
-    /// (listed, described or called). An entry `prepared` lacks (or a line that is not a
-    /// prepared one) is registered as [`Registry::with_catalog`] does.
+    /// (listed, described or called). An entry `prepared` lacks (or a line that is not
+    /// three tab-separated objects) is registered as [`Registry::with_catalog`] does. The
+    /// JSON of a prepared line is the build script's own and is not checked at start: one
+    /// that did not parse would read as `null`, and its tool's calls fail typed (a `null`
+    /// schema does not compile), never run unchecked.
     pub fn with_prepared_catalog(catalog: &[ToolEntry], prepared: &'static str) -> Result<Registry, RegistryError> {
         let mut prepared: HashMap<&str, (&'static str, &'static str)> = prepared
             .lines()

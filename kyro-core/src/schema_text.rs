@@ -98,6 +98,10 @@ impl Serialize for Schema {
 }
 
 impl schemars::JsonSchema for Schema {
+    fn inline_schema() -> bool {
+        <Value as schemars::JsonSchema>::inline_schema()
+    }
+
     fn schema_name() -> std::borrow::Cow<'static, str> {
         <Value as schemars::JsonSchema>::schema_name()
     }

@@ -1,9 +1,9 @@
-//! The first answer written over stdio, which work put off until then waits for. The
-//! sandbox probe starts a child process: forking
-//! copies the server's page tables while holding its memory map, which stalls the start
-//! it runs beside (every page start-up touches faults through that map), so the probe
-//! waits for the first answer ([`AT_MOST`] at most). A call that runs a program before then
-//! probes at once, itself.
+//! The first answer written over stdio (or, over HTTP, the address bound), which work put
+//! off until then waits for. The sandbox probe starts a child process: forking copies the
+//! server's page tables while holding its memory map, which stalls the start it runs
+//! beside (every page start-up touches faults through that map), so the probe waits for
+//! the first answer ([`AT_MOST`] at most). A call that runs a program before then probes
+//! at once, itself.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};

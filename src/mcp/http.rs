@@ -158,6 +158,9 @@ impl KyroServer {
             use std::io::Write;
             let _ = std::io::stderr().write_all(announce.as_bytes());
         }
+        // Over HTTP the start is over once the address is bound: work put off until a first
+        // answer (the sandbox probe) runs now, not in the middle of the first requests.
+        crate::frames::first_answer::written();
         // SIGTERM or SIGINT: no new connection is taken, requests in flight have GRACE to
         // finish, then the sessions (and their calls) are cancelled; receipts are written
         // before the process ends.

@@ -38,6 +38,29 @@ pub(crate) fn mcp_tool(d: &ToolDescriptor) -> Tool {
     tool
 }
 
+/// The MCP tools asked for one by one (rmcp asks for a tool's on every 2026-07-28
+/// `tools/call` over HTTP, to check its `Mcp-Param-*` headers), each built once per
+/// registry version instead of on every call.
+#[derive(Default)]
+pub(crate) struct Described(std::sync::Mutex<(u64, std::collections::HashMap<String, Tool>)>);
+
+impl Described {
+    /// The MCP tool `name` names in `snapshot` (canonical name or alias).
+    pub(crate) fn get(&self, snapshot: &kyro_core::Snapshot, name: &str) -> Option<Tool> {
+        let mut held = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if held.0 != snapshot.version() {
+            // At most one entry per name the registry answers to: bounded by the catalog.
+            *held = (snapshot.version(), std::collections::HashMap::new());
+        }
+        if let Some(tool) = held.1.get(name) {
+            return Some(tool.clone());
+        }
+        let tool = mcp_tool(snapshot.get(name)?.descriptor());
+        held.1.insert(name.to_owned(), tool.clone());
+        Some(tool)
+    }
+}
+
 /// The largest and smallest values of Rust's integer types, which a generated schema states
 /// as `maximum`/`minimum`: in an output schema they say only what the type is.
 const TYPE_BOUNDS: &[i128] = &[
@@ -109,7 +132,7 @@ fn listed_input(schema: &Value) -> Value {
     match schema {
         Value::Object(map) => choices(Value::Object(
             map.iter()
-                .filter(|(k, v)| !guard_bound(k, v))
+                .filter(|(k, v)| !guard_bound(map, k, v))
                 .map(|(k, v)| {
                     let required = |name: &str| {
                         map.get("required")
@@ -146,21 +169,32 @@ fn listed_input(schema: &Value) -> Value {
     }
 }
 
-/// A bound of an input schema that guards the server rather than shapes a call: a most
-/// length (`maxLength`, `maxItems`: what a path, a message or a list may cost the server,
-/// far past what a call means to send), a least length of one (a model does not send an
-/// empty name), and the range of a JSON-safe integer (what a 64-bit field holds). About
-/// 8 KB of the whole catalog's listing, which no model needs to form a call.
-fn guard_bound(keyword: &str, value: &Value) -> bool {
+/// A bound of an input schema (`schema`, holding `keyword`) that guards the server rather
+/// than shapes a call: a most length of [`GUARD`] or more (`maxLength`, `maxItems`: what a
+/// path, a body or a list may cost the server, far past what a call means to send), a
+/// least length of one (a model does not send an empty name) unless the most is one too,
+/// and the range of a JSON-safe integer (what a 64-bit field holds). A tuple's lengths
+/// (`prefixItems`) and a smaller most length (a title's 256, a post's 280) shape the call
+/// and stay. About 5 KB of the whole catalog's listing.
+fn guard_bound(schema: &Map<String, Value>, keyword: &str, value: &Value) -> bool {
     const SAFE: i64 = (1 << 53) - 1;
+    if schema.contains_key("prefixItems") {
+        return false;
+    }
+    let most_is_one = ["maxLength", "maxItems"]
+        .iter()
+        .any(|k| schema.get(*k).and_then(Value::as_u64) == Some(1));
     match keyword {
-        "maxLength" | "maxItems" => value.is_u64(),
-        "minLength" | "minItems" => value.as_u64() == Some(1),
+        "maxLength" | "maxItems" => value.as_u64().is_some_and(|n| n >= GUARD),
+        "minLength" | "minItems" => value.as_u64() == Some(1) && !most_is_one,
         "maximum" => value.as_i64() == Some(SAFE) || value.as_u64() == Some(u64::MAX),
         "minimum" => value.as_i64() == Some(-SAFE),
         _ => false,
     }
 }
+
+/// The least most length [`guard_bound`] takes for a guard.
+const GUARD: u64 = 1000;
 
 /// `{"type": ["string", "null"]}` as `{"type": "string"}`; anything else unchanged.
 fn not_null(schema: &Value) -> Value {
@@ -275,7 +309,11 @@ mod tests {
         let bounded = json!({"type": "object", "properties": {
             "path": {"type": "string", "minLength": 1, "maxLength": 4096},
             "code": {"type": "string", "minLength": 2, "pattern": "^[a-z]+$"},
-            "paths": {"type": "array", "items": {"type": "string", "maxLength": 9}, "minItems": 1, "maxItems": 100},
+            "paths": {"type": "array", "items": {"type": "string", "maxLength": 9}, "minItems": 1, "maxItems": 1000},
+            "post": {"type": "string", "minLength": 1, "maxLength": 280},
+            "one": {"type": "array", "minItems": 1, "maxItems": 1},
+            "none": {"type": "array", "maxItems": 0},
+            "pair": {"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "minItems": 2, "maxItems": 2},
             "id": {"type": "integer", "minimum": 1, "maximum": 9007199254740991_u64},
             "offset": {"type": "integer", "minimum": -9007199254740991_i64, "maximum": 100},
             "maxLength": {"type": "integer", "maximum": 10},
@@ -285,7 +323,11 @@ mod tests {
             json!({"type": "object", "properties": {
                 "path": {"type": "string"},
                 "code": {"type": "string", "minLength": 2, "pattern": "^[a-z]+$"},
-                "paths": {"type": "array", "items": {"type": "string"}},
+                "paths": {"type": "array", "items": {"type": "string", "maxLength": 9}},
+                "post": {"type": "string", "maxLength": 280},
+                "one": {"type": "array", "minItems": 1, "maxItems": 1},
+                "none": {"type": "array", "maxItems": 0},
+                "pair": {"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "minItems": 2, "maxItems": 2},
                 "id": {"type": "integer", "minimum": 1},
                 "offset": {"type": "integer", "maximum": 100},
                 "maxLength": {"type": "integer", "maximum": 10},

@@ -71,6 +71,8 @@ pub(crate) struct KyroServer {
     runtime: Runtime,
     /// The MCP tool list of the last snapshot served, rebuilt only when the version changes.
     listed: Arc<std::sync::Mutex<Listed>>,
+    /// The MCP tools asked for by name, likewise.
+    described: Arc<listing::Described>,
     /// The scopes of callers whose policies are their own, by their key (a token file's
     /// third column, `caller:NAME`; an OAuth scope set's, `scopes:...`); every other
     /// caller has the runtime's.
@@ -114,6 +116,7 @@ impl KyroServer {
             runtime,
             changes,
             listed: Arc::default(),
+            described: Arc::default(),
             scopes: Arc::default(),
             selection: None,
             text: TextMode::default(),
@@ -322,8 +325,7 @@ impl ServerHandler for KyroServer {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        let snapshot = self.runtime.registry().snapshot();
-        snapshot.get(name).map(|t| mcp_tool(t.descriptor()))
+        self.described.get(&self.runtime.registry().snapshot(), name)
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

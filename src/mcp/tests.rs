@@ -481,3 +481,31 @@ fn the_prepared_listing_is_the_handlers_and_follows_the_registry() {
         assert!(names.iter().any(|n| n == "slow"), "{names:?}");
     });
 }
+
+/// rmcp asks `get_tool` on every 2026-07-28 HTTP call: the answer is built once per
+/// registry version, by name or alias, and follows a change.
+#[test]
+fn a_tool_asked_for_by_name_is_the_listed_one_and_follows_the_registry() {
+    use rmcp::ServerHandler;
+    let workspace = tempfile::tempdir().unwrap();
+    let registry = Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());
+    let runtime = Runtime::new(
+        registry.clone(),
+        Workspace::new(workspace.path()).unwrap(),
+        &Policy::default(),
+    )
+    .unwrap();
+    let server = KyroServer::new(runtime);
+    let listed = super::mcp_tool(registry.snapshot().get("read_file").unwrap().descriptor());
+    assert_eq!(server.get_tool("read_file"), Some(listed.clone()));
+    assert_eq!(
+        server.get_tool("read_text_file"),
+        Some(listed),
+        "an alias names its tool"
+    );
+    assert_eq!(server.get_tool("nothing"), None);
+    registry.register(slow_tool(Arc::default())).unwrap();
+    assert_eq!(server.get_tool("slow").map(|t| t.name.to_string()), Some("slow".into()));
+    registry.remove("slow").unwrap();
+    assert_eq!(server.get_tool("slow"), None, "a removed tool is not kept");
+}
