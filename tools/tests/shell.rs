@@ -414,9 +414,18 @@ fn an_interactive_python_is_driven_through_its_prompt_under_a_terminal() {
         matches!(gone, Outcome::ExecutionFailed { ref error, .. } if error.kind() == "no_such_record"),
         "{gone:?}"
     );
-    // Ctrl-C reaches a program as SIGINT through its controlling terminal.
-    let started = result(session.call("start_process", json!({"argv": ["python3", "-q", "-i"], "tty": true})));
+    // Ctrl-C reaches a program as SIGINT through its controlling terminal (once its prompt
+    // shows, Python handles SIGINT; before, on a loaded machine, it would still kill it).
+    let started = result(session.call(
+        "start_process",
+        json!({"argv": ["python3", "-q", "-i"], "tty": true, "env": env(&[("PYTHONSTARTUP", "")])}),
+    ));
     let id = started["id"].as_str().unwrap().to_owned();
+    let prompt = result(session.call(
+        "read_process_output",
+        json!({"id": id, "wait_ms": 10000, "until": "output"}),
+    ));
+    assert!(prompt["stdout"].as_str().unwrap().contains(">>> "), "{prompt}");
     session.call(
         "write_process_input",
         json!({"id": id, "text": "import time; time.sleep(60)\n", "wait_ms": 2000}),
