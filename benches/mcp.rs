@@ -98,14 +98,19 @@ impl Server {
 
     /// `VmRSS` (now) or `VmHWM` (peak) of the server, in KiB.
     fn rss_kib(&self, field: &str) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(field))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
+        rss_kib(self.child.id(), field)
     }
+}
+
+/// `field` (`VmRSS:`, `VmHWM:`) of process `pid`, in KiB.
+fn rss_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
 }
 
 impl Drop for Server {
@@ -359,13 +364,7 @@ fn measure_http(name: &'static str, command: &[String], dir: &Path, env: (&str, 
         }
     });
     let throughput = HTTP_CONCURRENT as f64 / begin.elapsed().as_secs_f64();
-    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
-    let rss_kib = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
+    let rss_kib = rss_kib(child.id(), "VmRSS:");
     let _ = child.kill();
     let _ = child.wait();
     HttpReport {

@@ -156,6 +156,19 @@ async fn next(events: &mut mpsc::UnboundedReceiver<String>) -> String {
         .unwrap()
 }
 
+/// A runtime over the built-ins in a workspace of its own (kept while the tempdir lives).
+fn built_ins() -> (tempfile::TempDir, Arc<Registry>, Runtime) {
+    let workspace = tempfile::tempdir().unwrap();
+    let registry = Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());
+    let runtime = Runtime::new(
+        registry.clone(),
+        Workspace::new(workspace.path()).unwrap(),
+        &Policy::default(),
+    )
+    .unwrap();
+    (workspace, registry, runtime)
+}
+
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -403,14 +416,7 @@ fn an_image_result_carries_its_bytes_once() {
 fn the_prepared_listing_is_the_handlers_and_follows_the_registry() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
     rt().block_on(async {
-        let workspace = tempfile::tempdir().unwrap();
-        let registry = Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());
-        let runtime = Runtime::new(
-            registry.clone(),
-            Workspace::new(workspace.path()).unwrap(),
-            &Policy::default(),
-        )
-        .unwrap();
+        let (_workspace, registry, runtime) = built_ins();
         let (mut client, server_in) = tokio::io::duplex(1 << 20);
         let (server_out, client_out) = tokio::io::duplex(1 << 22);
         tokio::spawn(KyroServer::new(runtime).serve_lines(Some((Box::new(server_in), Box::new(server_out)))));
@@ -487,14 +493,7 @@ fn the_prepared_listing_is_the_handlers_and_follows_the_registry() {
 #[test]
 fn a_tool_asked_for_by_name_is_the_listed_one_and_follows_the_registry() {
     use rmcp::ServerHandler;
-    let workspace = tempfile::tempdir().unwrap();
-    let registry = Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());
-    let runtime = Runtime::new(
-        registry.clone(),
-        Workspace::new(workspace.path()).unwrap(),
-        &Policy::default(),
-    )
-    .unwrap();
+    let (_workspace, registry, runtime) = built_ins();
     let server = KyroServer::new(runtime);
     let listed = super::mcp_tool(registry.snapshot().get("read_file").unwrap().descriptor());
     assert_eq!(server.get_tool("read_file"), Some(listed.clone()));
