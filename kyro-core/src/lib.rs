@@ -12,6 +12,7 @@ extern crate self as kyro_core;
 
 mod argument;
 mod arguments;
+pub mod authority;
 mod authorize;
 mod caller;
 mod catalog;

@@ -3,15 +3,18 @@
 //!
 //! Each `kyro call` is a process of its own, so the runtime's record of used approvals
 //! (in memory) cannot see a second `kyro call` presenting the same fingerprint. Instead,
-//! when a call comes back `approval_required`, kyro notes the request in the workspace:
-//! `.kyro/approvals/<fingerprint>`, an empty file whose time is when it asked (sandboxed
-//! programs cannot write `.kyro`). `--approve-fingerprint` takes that note away (one `unlink`: of two processes
+//! when a call comes back `approval_required`, kyro notes the request in the workspace's
+//! directory of the user's state directory (never in the workspace tree, which a cloned
+//! repository could have filled: [`kyro_core::authority`]): `approvals/<fingerprint>`, an
+//! empty file whose time is when it asked. `--approve-fingerprint` takes that note away (one `unlink`: of two processes
 //! presenting the same fingerprint, exactly one succeeds) and only then hands the runtime
 //! an approval dated from when kyro asked, so the ten-minute lifetime runs from the
 //! question, not from the command line. Without a note to take (already used, never asked
 //! here, or asked by another kyro), the runtime gets a spent approval: the call is `denied`
 //! (`approval_reused`), with its receipt, and nothing runs. To run the same call again,
-//! ask again: the call without the flag notes a new request.
+//! ask again: the call without the flag notes a new request. A call whose arguments are
+//! not the approved ones is refused and puts the note back: the approval stays good for
+//! the call it was given for.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -19,9 +22,10 @@ use std::time::{Duration, Instant};
 use kyro_core::ApprovalToken;
 use kyro_core::policy::APPROVAL_LIFETIME;
 
-/// `.kyro/approvals/` of the workspace `root`, a real directory (made when missing).
+/// `approvals/` of the workspace `root`'s directory in the user's state directory, a real
+/// directory (made when missing).
 fn requests(root: &Path) -> std::io::Result<PathBuf> {
-    let dir = kyro_core::receipt::state_dir(root)?.join("approvals");
+    let dir = kyro_core::authority::authority_dir(root)?.join("approvals");
     match std::fs::create_dir(&dir) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
@@ -72,33 +76,56 @@ pub(super) fn note(root: &Path, hex: &str) -> std::io::Result<()> {
         .map(drop)
 }
 
+/// A request taken by [`take`], to note again when the call it was presented with was
+/// another call: its file and when kyro asked.
+pub(super) struct Taken {
+    note: PathBuf,
+    asked: std::time::SystemTime,
+}
+
+impl Taken {
+    /// Notes the request again, dated as before: the approval was not used.
+    pub(super) fn put_back(self) -> std::io::Result<()> {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&self.note)?;
+        file.set_modified(self.asked)
+    }
+}
+
 /// The approval `--approve-fingerprint HEX` stands for: the noted request taken away and
-/// dated from when kyro asked, or a spent approval when there was none to take.
-pub(super) fn take(root: &Path, hex: &str) -> ApprovalToken {
+/// dated from when kyro asked (with what [`Taken::put_back`] needs), or a spent approval
+/// when there was none to take.
+pub(super) fn take(root: &Path, hex: &str) -> (ApprovalToken, Option<Taken>) {
     let Some(clean) = fingerprint(hex) else {
         // Not a fingerprint: the runtime refuses it as another call's.
-        return ApprovalToken::for_fingerprint(hex);
+        return (ApprovalToken::for_fingerprint(hex), None);
     };
     let Ok(dir) = requests(root) else {
-        return ApprovalToken::spent(&clean);
+        return (ApprovalToken::spent(&clean), None);
     };
     let note = dir.join(&clean);
     // Its time is read without following a link or opening it; only the process whose
     // unlink succeeds holds the approval.
     let asked = note.symlink_metadata();
     if std::fs::remove_file(&note).is_err() {
-        return ApprovalToken::spent(&clean);
+        return (ApprovalToken::spent(&clean), None);
     }
-    let age = match asked {
+    let modified = match asked {
         Ok(meta) if meta.is_file() => match meta.modified() {
-            Ok(modified) => modified.elapsed().unwrap_or(Duration::ZERO),
-            Err(_) => return ApprovalToken::spent(&clean),
+            Ok(modified) => modified,
+            Err(_) => return (ApprovalToken::spent(&clean), None),
         },
-        _ => return ApprovalToken::spent(&clean),
+        _ => return (ApprovalToken::spent(&clean), None),
     };
+    let age = modified.elapsed().unwrap_or(Duration::ZERO);
     match Instant::now().checked_sub(age) {
-        Some(asked) => ApprovalToken::given_at(&clean, asked),
+        Some(asked) => (
+            ApprovalToken::given_at(&clean, asked),
+            Some(Taken { note, asked: modified }),
+        ),
         // Asked longer ago than this machine's monotonic clock reaches: long expired.
-        None => ApprovalToken::spent(&clean),
+        None => (ApprovalToken::spent(&clean), None),
     }
 }

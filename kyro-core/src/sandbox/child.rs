@@ -23,9 +23,11 @@ impl InChild {
         flags
     }
 
-    /// In the new namespaces: mounts stop propagating, `.git` and `.kyro` are bind-mounted
-    /// read-only over themselves, and a private network's loopback is brought up when the
-    /// program is to reach what listens inside it.
+    /// In the new namespaces: mounts stop propagating; under `read = "roots"` the program's
+    /// root becomes a tmpfs showing only what it may read (see [`super::linux::NewRoot`]);
+    /// writable paths are bound `nodev`, `.git` and `.kyro` read-only (and `nodev`) over
+    /// themselves; `/dev` is private; and a private network's loopback is brought up when
+    /// the program is to reach what listens inside it.
     ///
     /// # Safety
     /// In a forked child, after [`super::unshare`] made [`InChild::namespaces`]; system
@@ -44,7 +46,12 @@ impl InChild {
             {
                 return false;
             }
-            for mount in &self.0.read_only {
+            if let Some(root) = &self.0.new_root
+                && !enter_new_root(root)
+            {
+                return false;
+            }
+            for mount in self.0.no_devices.iter().chain(&self.0.read_only) {
                 let path = mount.path.as_ptr();
                 if libc::mount(path, path, none, libc::MS_BIND | libc::MS_REC, std::ptr::null()) != 0
                     || libc::mount(none, path, none, mount.flags, std::ptr::null()) != 0
@@ -120,7 +127,63 @@ impl InChild {
                 && libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
                 && libc::syscall(libc::SYS_landlock_restrict_self, self.0.ruleset.as_raw_fd(), 0u32) == 0
                 && seccompiler::apply_filter(&self.0.seccomp).is_ok()
+                && seccompiler::apply_filter(&self.0.no_clone3).is_ok()
         }
+    }
+}
+
+/// Mounts a tmpfs on the new root's directory, makes its directories, files and links,
+/// binds the host's paths into it, and makes it `/` (`pivot_root`), the old root
+/// detached; the working directory is the same path in the new root.
+///
+/// # Safety
+/// In a forked child, in a mount namespace of its own; system calls only.
+unsafe fn enter_new_root(root: &super::linux::NewRoot) -> bool {
+    let none = std::ptr::null();
+    // SAFETY: mount, mkdir, open, close, symlink, getcwd, chdir, pivot_root and umount2 on
+    // NUL-terminated paths the parent prepared and a buffer on the stack.
+    unsafe {
+        let mut cwd = [0u8; 4096];
+        if libc::syscall(libc::SYS_getcwd, cwd.as_mut_ptr(), cwd.len()) < 0 {
+            return false;
+        }
+        if libc::mount(
+            c"tmpfs".as_ptr(),
+            root.dir_c.as_ptr(),
+            c"tmpfs".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            c"mode=0755,size=64k".as_ptr().cast(),
+        ) != 0
+        {
+            return false;
+        }
+        for dir in &root.dirs {
+            if libc::mkdir(dir.as_ptr(), 0o755) != 0 && *libc::__errno_location() != libc::EEXIST {
+                return false;
+            }
+        }
+        for file in &root.files {
+            let fd = libc::open(file.as_ptr(), libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC, 0o644);
+            if fd < 0 {
+                return false;
+            }
+            libc::close(fd);
+        }
+        for (target, link) in &root.links {
+            if libc::symlink(target.as_ptr(), link.as_ptr()) != 0 && *libc::__errno_location() != libc::EEXIST {
+                return false;
+            }
+        }
+        for (host, place) in &root.binds {
+            if libc::mount(host.as_ptr(), place.as_ptr(), none, libc::MS_BIND | libc::MS_REC, std::ptr::null()) != 0 {
+                return false;
+            }
+        }
+        libc::chdir(root.dir_c.as_ptr()) == 0
+            && libc::syscall(libc::SYS_pivot_root, c".".as_ptr(), c".".as_ptr()) == 0
+            && libc::umount2(c".".as_ptr(), libc::MNT_DETACH) == 0
+            && libc::chdir(c"/".as_ptr()) == 0
+            && libc::chdir(cwd.as_ptr().cast()) == 0
     }
 }
 

@@ -1,6 +1,9 @@
 //! The seccomp filter every sandboxed program runs under: what Landlock and the dropped
 //! capabilities leave reachable of the kernel's privileged or shared surface is refused
-//! with `EPERM`, and with the network off, every socket but a Unix one.
+//! with `EPERM`, new user namespaces too (inside one a program holds every capability, the
+//! usual way to the kernel's nf_tables and mount bugs), and with the network off, every
+//! socket but a Unix one. `clone3`, whose flags seccomp cannot read, fails with `ENOSYS`
+//! (a second filter), which the C library takes to mean "use `clone`".
 
 use seccompiler::{
     BackendError, BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
@@ -70,6 +73,17 @@ pub(super) fn program(network: bool) -> Result<BpfProgram, BackendError> {
     #[cfg(target_arch = "x86_64")]
     rules.insert(libc::SYS_mknod, devices(1)?);
     rules.insert(libc::SYS_mknodat, devices(2)?);
+    // New user namespaces, by their flag, in unshare and clone (flags are the first
+    // argument of both on every architecture kyro builds for).
+    let new_user = || {
+        SeccompRule::new(vec![arg(
+            0,
+            SeccompCmpOp::MaskedEq(libc::CLONE_NEWUSER as u64),
+            libc::CLONE_NEWUSER as u64,
+        )?])
+    };
+    rules.insert(libc::SYS_unshare, vec![new_user()?]);
+    rules.insert(libc::SYS_clone, vec![new_user()?]);
     if !network {
         let not_unix = SeccompRule::new(vec![arg(0, SeccompCmpOp::Ne, libc::AF_UNIX as u64)?])?;
         rules.insert(libc::SYS_socket, vec![not_unix]);
@@ -84,4 +98,20 @@ pub(super) fn program(network: bool) -> Result<BpfProgram, BackendError> {
         arch,
     )?;
     filter.try_into()
+}
+
+/// The filter refusing `clone3` with `ENOSYS`: its flags are in memory seccomp cannot read,
+/// so a new user namespace could pass through it; the C library then uses `clone`, which
+/// [`program`] checks.
+pub(super) fn no_clone3() -> Result<BpfProgram, BackendError> {
+    let arch = std::env::consts::ARCH
+        .try_into()
+        .map_err(|_| BackendError::InvalidTargetArch(std::env::consts::ARCH.into()))?;
+    SeccompFilter::new(
+        [(libc::SYS_clone3, Vec::new())].into_iter().collect(),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::ENOSYS as u32),
+        arch,
+    )?
+    .try_into()
 }

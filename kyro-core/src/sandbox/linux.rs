@@ -150,12 +150,92 @@ unsafe fn write(path: &std::ffi::CStr, bytes: &[u8]) -> bool {
     }
 }
 
-/// A mount to make read-only: the path and the flags its mount already has (which a
-/// remount in a user namespace must keep).
+/// A path bound over itself and remounted with `flags` (read-only, no device nodes)
+/// besides those its mount already has (which a remount in a user namespace must keep).
 #[derive(Debug)]
-pub(super) struct ReadOnlyMount {
+pub(super) struct Remount {
     pub(super) path: CString,
     pub(super) flags: libc::c_ulong,
+}
+
+/// Under `read = "roots"`, the program's root directory: a fresh tmpfs holding only the
+/// system's directories, the roots and the sandbox's paths (bound from the host's at the
+/// same paths), so nothing else (a Docker or agent socket in `/run`, a socket in a folder
+/// outside the roots, which Landlock cannot keep a program from connecting to) is there
+/// to reach.
+#[derive(Debug)]
+pub(super) struct NewRoot {
+    /// Where the tmpfs is mounted before it becomes `/` (an empty directory of kyro's,
+    /// removed with the sandbox).
+    _dir: tempfile::TempDir,
+    pub(super) dir_c: CString,
+    /// Directories to make in the tmpfs, parents first.
+    pub(super) dirs: Vec<CString>,
+    /// Empty files to make in the tmpfs, where a file is bound.
+    pub(super) files: Vec<CString>,
+    /// Symbolic links to make in the tmpfs: (what it points to, where it is).
+    pub(super) links: Vec<(CString, CString)>,
+    /// (host path, its place in the tmpfs), parents first.
+    pub(super) binds: Vec<(CString, CString)>,
+}
+
+/// The paths a program under `read = "roots"` finds: each of `paths` that exists, bound
+/// from the host's at its real path (a symbolic link such as `/bin -> usr/bin` is made as
+/// a link too, beside its target's bind).
+fn new_root(paths: &[PathBuf]) -> std::io::Result<NewRoot> {
+    let dir = tempfile::Builder::new().prefix("kyro-root-").tempdir()?;
+    let inside = |path: &Path| dir.path().join(path.strip_prefix("/").unwrap_or(path));
+    let c = |path: &Path| CString::new(path.as_os_str().as_bytes()).map_err(std::io::Error::other);
+    let mut bound: Vec<(PathBuf, bool)> = Vec::new();
+    let mut links = Vec::new();
+    for path in paths {
+        let Ok(meta) = path.symlink_metadata() else {
+            continue;
+        };
+        let Ok(real) = path.canonicalize() else {
+            continue;
+        };
+        if meta.file_type().is_symlink()
+            && let (Ok(target), Some(parent)) = (std::fs::read_link(path), path.parent())
+            && parent.canonicalize().is_ok_and(|p| p == parent)
+        {
+            links.push((c(&target)?, c(&inside(path))?));
+        }
+        let is_dir = real.is_dir();
+        if !bound.iter().any(|(b, _)| *b == real) {
+            bound.push((real, is_dir));
+        }
+    }
+    bound.sort_by_key(|(path, _)| path.components().count());
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    let mut files = Vec::new();
+    for (path, is_dir) in &bound {
+        let mut ancestors: Vec<&Path> = path.ancestors().skip(1).filter(|a| *a != Path::new("/")).collect();
+        ancestors.reverse();
+        for ancestor in ancestors {
+            if !dirs.iter().any(|d| d == ancestor) {
+                dirs.push(ancestor.to_owned());
+            }
+        }
+        if *is_dir {
+            if !dirs.iter().any(|d| d == path) {
+                dirs.push(path.clone());
+            }
+        } else {
+            files.push(c(&inside(path))?);
+        }
+    }
+    Ok(NewRoot {
+        dir_c: c(dir.path())?,
+        dirs: dirs.iter().map(|d| c(&inside(d))).collect::<Result<_, _>>()?,
+        files,
+        links,
+        binds: bound
+            .iter()
+            .map(|(path, _)| Ok((c(path)?, c(&inside(path))?)))
+            .collect::<std::io::Result<_>>()?,
+        _dir: dir,
+    })
 }
 
 /// What the child applies, prepared by the parent.
@@ -163,7 +243,14 @@ pub(super) struct ReadOnlyMount {
 pub(super) struct Restrictions {
     pub(super) ruleset: OwnedFd,
     pub(super) seccomp: seccompiler::BpfProgram,
-    pub(super) read_only: Vec<ReadOnlyMount>,
+    /// Refuses `clone3` ([`filter::no_clone3`]).
+    pub(super) no_clone3: seccompiler::BpfProgram,
+    /// Under `read = "roots"`, the root the program gets.
+    pub(super) new_root: Option<NewRoot>,
+    /// Writable paths, made `nodev`: a device node already there (an extracted root
+    /// filesystem's) opens nothing.
+    pub(super) no_devices: Vec<Remount>,
+    pub(super) read_only: Vec<Remount>,
     /// A network namespace of its own (network off, or a private loopback).
     pub(super) own_network: bool,
     /// Its loopback brought up.
@@ -242,14 +329,33 @@ impl Restrictions {
         };
         let ruleset = rules().map_err(|e| fail("cannot prepare the Landlock ruleset", &e))?;
         let seccomp = filter::program(request.network).map_err(|e| fail("cannot prepare the seccomp filter", &e))?;
-        let read_only = request
-            .read_only
-            .iter()
-            .map(|path| read_only_mount(path).map_err(|e| fail(&format!("cannot protect `{}`", path.display()), &e)))
-            .collect::<Result<_, _>>()?;
+        let no_clone3 = filter::no_clone3().map_err(|e| fail("cannot prepare the seccomp filter", &e))?;
+        let remounts = |paths: &[PathBuf], flags: libc::c_ulong| {
+            paths
+                .iter()
+                .map(|path| remount(path, flags).map_err(|e| fail(&format!("cannot protect `{}`", path.display()), &e)))
+                .collect::<Result<Vec<_>, _>>()
+        };
+        // Read-only is no bar to a device node (its writes go to the device): no devices
+        // there either.
+        let read_only = remounts(&request.read_only, libc::MS_RDONLY | libc::MS_NODEV)?;
+        let no_devices = remounts(&writable, libc::MS_NODEV)?;
+        let new_root = match request.read {
+            SandboxRead::Everywhere => None,
+            SandboxRead::Roots => {
+                let mut shown: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();
+                shown.extend(["/etc", "/dev"].map(PathBuf::from));
+                shown.extend(request.readable.iter().cloned());
+                shown.extend(writable.iter().cloned());
+                Some(new_root(&shown).map_err(|e| fail("cannot prepare the program's root", &e))?)
+            }
+        };
         Ok(Restrictions {
             ruleset,
             seccomp,
+            no_clone3,
+            new_root,
+            no_devices,
             read_only,
             own_network: !request.network || request.private_loopback,
             loopback: request.network && request.private_loopback,
@@ -258,15 +364,16 @@ impl Restrictions {
     }
 }
 
-fn read_only_mount(path: &Path) -> std::io::Result<ReadOnlyMount> {
+fn remount(path: &Path, extra: libc::c_ulong) -> std::io::Result<Remount> {
     let path = CString::new(path.as_os_str().as_bytes())?;
     // SAFETY: statvfs on a valid path into an owned struct.
     let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
     if unsafe { libc::statvfs(path.as_ptr(), &mut stat) } != 0 {
         return Err(std::io::Error::last_os_error());
     }
-    let mut flags = libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY;
+    let mut flags = libc::MS_BIND | libc::MS_REMOUNT | extra;
     for (st, ms) in [
+        (libc::ST_RDONLY, libc::MS_RDONLY),
         (libc::ST_NOSUID, libc::MS_NOSUID),
         (libc::ST_NODEV, libc::MS_NODEV),
         (libc::ST_NOEXEC, libc::MS_NOEXEC),
@@ -278,5 +385,5 @@ fn read_only_mount(path: &Path) -> std::io::Result<ReadOnlyMount> {
             flags |= ms;
         }
     }
-    Ok(ReadOnlyMount { path, flags })
+    Ok(Remount { path, flags })
 }

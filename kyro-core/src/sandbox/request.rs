@@ -66,7 +66,8 @@ impl SandboxRequest {
     }
 
     /// git's own processes: write the repository (`dirs`: its work tree and git
-    /// directories; none while it is being located) and nothing else, no network; reads as
+    /// directories; none while it is being located) but any root's `.kyro`, and nothing
+    /// else, no network; reads as
     /// the policy says. git is kyro's own program, run with every setting that could name
     /// another program overridden: where the kernel cannot sandbox, it runs as before (the
     /// receipt says so).
@@ -74,6 +75,13 @@ impl SandboxRequest {
         let policy = scope.sandbox();
         let mut readable = policy.readable.clone();
         readable.extend(scope.roots().iter().map(|r| r.path().to_owned()));
+        // git writes no root's `.kyro`, whatever a checkout, reset or stash carries.
+        let read_only = scope
+            .roots()
+            .iter()
+            .map(|root| root.path().join(".kyro"))
+            .filter(|kyro| kyro.symlink_metadata().is_ok_and(|m| m.is_dir()))
+            .collect();
         SandboxRequest {
             mode: SandboxMode::WorkspaceWrite,
             network: false,
@@ -81,7 +89,7 @@ impl SandboxRequest {
             read: policy.read,
             readable,
             writable: dirs.to_vec(),
-            read_only: Vec::new(),
+            read_only,
             allow_unsandboxed: true,
             nested_search_complete: true,
         }

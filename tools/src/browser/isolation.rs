@@ -49,16 +49,29 @@ pub(crate) fn available() -> bool {
 }
 
 /// The sandbox Chromium runs under: writes only beneath its `profile` (and its private
-/// temporary directory), reads everywhere (its installation, fonts, the files a page
-/// uploads), the network in a namespace of its own. Chromium is kyro's own program, like
-/// git: where the kernel cannot sandbox, it runs without, and says so.
-pub(crate) fn sandbox(profile: &std::path::Path) -> Result<Sandbox, ToolError> {
+/// temporary directory); reads only the system's directories (its installation beneath
+/// `/usr` or `/opt`, fonts, `/etc`), the `executable`'s own directory wherever it is, the
+/// fontconfig cache, and `readable` (the roots a page's uploads come from), nothing else of
+/// the host's; the network in a namespace of its own. Chromium's own sandbox stays off
+/// (`--no-sandbox`): it needs user namespaces, which kyro's filter refuses every program.
+/// Chromium is kyro's own program, like git: where the kernel cannot sandbox, it runs
+/// without, and says so.
+pub(crate) fn sandbox(
+    executable: &std::path::Path,
+    profile: &std::path::Path,
+    readable: &[std::path::PathBuf],
+) -> Result<Sandbox, ToolError> {
+    let mut reads: Vec<std::path::PathBuf> = readable.to_vec();
+    reads.push("/var/cache/fontconfig".into());
+    if let Some(install) = executable.canonicalize().ok().and_then(|e| e.parent().map(|p| p.to_owned())) {
+        reads.push(install);
+    }
     let request = SandboxRequest {
         mode: SandboxMode::WorkspaceWrite,
         network: true,
         private_loopback: true,
-        read: SandboxRead::Everywhere,
-        readable: Vec::new(),
+        read: SandboxRead::Roots,
+        readable: reads,
         writable: vec![profile.to_owned()],
         read_only: Vec::new(),
         allow_unsandboxed: true,

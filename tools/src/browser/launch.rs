@@ -113,13 +113,14 @@ impl Process {
         executable: &Path,
         proxy: std::net::SocketAddr,
         handoff: Option<&Handoff>,
+        readable: &[PathBuf],
     ) -> Result<(Process, String), ToolError> {
         let profile = tempfile::Builder::new()
             .prefix("kyro-chromium-")
             .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
             .tempdir()
             .map_err(|e| error("create a profile directory", e))?;
-        let sandbox = super::isolation::sandbox(profile.path())?;
+        let sandbox = super::isolation::sandbox(executable, profile.path(), readable)?;
         let port = handoff.map_or(0, |_| super::isolation::DEVTOOLS_PORT);
         let mut command = Command::new(executable);
         command
@@ -132,6 +133,7 @@ impl Process {
             .arg("--proxy-bypass-list=<-loopback>")
             .arg("about:blank")
             .env("HOME", profile.path())
+            .current_dir(profile.path())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());

@@ -67,13 +67,15 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    fn start() -> Result<Session, ToolError> {
+    /// Starts the browser, which may read the files of `readable` (the roots a page's
+    /// uploads come from) besides its own.
+    fn start(readable: &[std::path::PathBuf]) -> Result<Session, ToolError> {
         let blocked = Seen::default();
         let (process, devtools, reach, proxy, browser_url) = if super::isolation::available() {
             // The proxy listens where only Chromium is, on a port known before it starts.
             let address = std::net::SocketAddr::from(([127, 0, 0, 1], super::isolation::PROXY_PORT));
             let handoff = Handoff::new()?;
-            let (process, devtools) = Process::start(&chromium_path(), address, Some(&handoff))?;
+            let (process, devtools) = Process::start(&chromium_path(), address, Some(&handoff), readable)?;
             let inside = handoff.receive()?;
             let proxy = Proxy::serve(inside.proxy, blocked.clone())?;
             let relay = Relay::start(inside.sockets.clone())?;
@@ -90,7 +92,7 @@ impl Session {
             )
         } else {
             let proxy = Proxy::start(blocked.clone())?;
-            let (process, devtools) = Process::start(&chromium_path(), proxy.addr(), None)?;
+            let (process, devtools) = Process::start(&chromium_path(), proxy.addr(), None, readable)?;
             let browser_url = devtools.clone();
             (process, devtools, Reach::Host, proxy, browser_url)
         };
@@ -340,8 +342,9 @@ where
 {
     let workspace = cx.workspace().clone();
     let policy = NetworkSettings::clone(&*cx.scope().settings::<NetworkSettings>()?);
+    let roots: Vec<std::path::PathBuf> = cx.scope().roots().iter().map(|r| r.path().to_owned()).collect();
     let (result, seen, blocked) = tokio::task::spawn_blocking(move || {
-        let session = workspace.resource(Session::start)?;
+        let session = workspace.resource(|| Session::start(&roots))?;
         if !session.process.alive() {
             workspace.forget_resource(&session);
             return Err(error("continue", "Chromium exited; the next call starts a new browser"));

@@ -44,6 +44,9 @@ impl Execute for GitCheckout {
         let branch = revision(&self.branch)?;
         // `--create` takes the name as its value, so it cannot follow `--end-of-options`;
         // the name was checked not to start with `-` either way.
+        if !self.create {
+            repo.refuse_kyro_from(cx, &[branch])?;
+        }
         let args = if self.create {
             vec!["switch", "--no-guess", "--create", branch]
         } else {

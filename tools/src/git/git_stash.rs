@@ -125,6 +125,11 @@ impl Execute for GitStash {
                     .into());
                 }
                 let verb = if self.action == StashAction::Pop { "pop" } else { "drop" };
+                if verb == "pop" {
+                    // The stash's work tree and, when it kept them, its untracked files.
+                    let untracked = format!("{reference}^3");
+                    repo.refuse_kyro_from(cx, &[&reference, &untracked])?;
+                }
                 repo.run(cx, &["stash", verb, "--quiet", &reference], None)?;
                 format!("{}ped {reference}", if verb == "pop" { "pop" } else { "dropp" })
             }

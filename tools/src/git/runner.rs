@@ -263,6 +263,41 @@ impl Repo {
         }
     }
 
+    /// Refuses to bring `revision`'s tree (or a stash's) into the work tree when it holds a
+    /// root's `.kyro`: kyro's state is never written by git, whatever a branch, a commit or
+    /// a stash carries. A revision git cannot read is left to the command itself to report.
+    pub fn refuse_kyro_from(&self, cx: &ToolContext, revisions: &[&str]) -> Result<(), ToolError> {
+        let Some(top) = self.writable.first() else {
+            return Ok(());
+        };
+        let places: Vec<String> = cx
+            .scope()
+            .roots()
+            .iter()
+            .filter_map(|root| root.path().strip_prefix(top).ok())
+            .map(|inside| inside.join(".kyro").to_string_lossy().into_owned())
+            .collect();
+        if places.is_empty() {
+            return Ok(());
+        }
+        for revision in revisions {
+            let mut args = vec!["ls-tree", "-r", "--name-only", "-z", "--full-tree", "--end-of-options", revision, "--"];
+            args.extend(places.iter().map(String::as_str));
+            let Ok(listed) = self.run(cx, &args, None) else {
+                continue;
+            };
+            if let Some(first) = listed.split('\0').find(|p| !p.is_empty()) {
+                return Err(Failure::UnsafeRepository {
+                    message: format!(
+                        "`{revision}` tracks `{first}`: git never writes kyro's `.kyro` directory; remove it from that revision first"
+                    ),
+                }
+                .into());
+            }
+        }
+        Ok(())
+    }
+
     /// Runs git with `args`; stdout on success, a typed error with stderr otherwise.
     pub fn run(&self, cx: &ToolContext, args: &[&str], stdin: Option<&str>) -> Result<String, ToolError> {
         let mut command = std::process::Command::new(git_program()?);

@@ -1,5 +1,6 @@
-//! Grants and spent approval nonces in the workspace's state database, shared by every
-//! kyro process serving the workspace.
+//! Grants and spent approval nonces of a workspace, shared by every kyro process serving
+//! it: a database in the user's own state directory ([`kyro_core::authority`]), never in
+//! the workspace tree, whose `.kyro/` a cloned repository could have brought.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -10,10 +11,12 @@ use rusqlite::{OptionalExtension, params};
 
 use super::store::Store;
 
-/// The workspace's grants and spent approvals, in `.kyro/state.db`, opened (and made)
-/// on first use.
+/// The workspace's grants and spent approvals, in `authority.db` of its directory in the
+/// user's state directory, opened (and made) on first use.
 pub struct SqliteApprovalStore {
     root: PathBuf,
+    /// The state home (default: [`kyro_core::authority::state_home`]).
+    home: Option<PathBuf>,
     store: Mutex<Option<Store>>,
 }
 
@@ -28,20 +31,37 @@ fn failed(e: impl std::fmt::Display) -> String {
 }
 
 impl SqliteApprovalStore {
-    /// The state database of the workspace at `root` (its `.kyro/state.db`), opened when
-    /// first needed: a server that never asks makes no database.
+    /// The grants of the workspace at `root` (in the user's state directory, never the
+    /// workspace's `.kyro/`), opened when first needed: a server that never asks makes no
+    /// database.
     pub fn in_workspace(root: &Path) -> SqliteApprovalStore {
         SqliteApprovalStore {
             root: root.to_owned(),
+            home: None,
             store: Mutex::new(None),
+        }
+    }
+
+    /// The grants of the workspace at `root` beneath the state home `home` instead of the
+    /// user's (`KYRO_STATE_HOME`, `XDG_STATE_HOME`, `~/.local/state/kyro`).
+    pub fn with_state_home(root: &Path, home: &Path) -> SqliteApprovalStore {
+        SqliteApprovalStore {
+            home: Some(home.to_owned()),
+            ..SqliteApprovalStore::in_workspace(root)
         }
     }
 
     fn with<T>(&self, work: impl FnOnce(&rusqlite::Transaction) -> rusqlite::Result<T>) -> Result<T, String> {
         let mut store = self.store.lock().unwrap_or_else(|p| p.into_inner());
         if store.is_none() {
-            let dir = kyro_core::receipt::state_dir(&self.root).map_err(failed)?;
-            *store = Some(Store::open_at(&dir).map_err(failed)?);
+            let dir = match &self.home {
+                Some(home) => kyro_core::authority::authority_dir_in(home, &self.root),
+                None => kyro_core::authority::authority_dir(&self.root),
+            }
+            .map_err(failed)?;
+            let mut opened = Store::open_file(&dir.join("authority.db"), AUTHORITY).map_err(failed)?;
+            bind(&mut opened, &self.root).map_err(failed)?;
+            *store = Some(opened);
         }
         let Some(store) = store.as_mut() else {
             return Err(failed("not open"));
@@ -49,6 +69,50 @@ impl SqliteApprovalStore {
         store.write(|tx| work(tx).map_err(super::state_error)).map_err(failed)
     }
 }
+
+/// Binds the database to the workspace at `root` on first use, and refuses one bound to
+/// another: a grant holds only in the workspace it was given for, even when the file is
+/// copied into another workspace's directory.
+fn bind(store: &mut Store, root: &Path) -> Result<(), String> {
+    let workspace = root.canonicalize().map_err(failed)?;
+    let workspace = workspace.to_string_lossy();
+    let held = store
+        .write(|tx| {
+            let held: Option<String> = tx
+                .query_row("SELECT workspace FROM bound", [], |r| r.get(0))
+                .optional()
+                .map_err(super::state_error)?;
+            if held.is_none() {
+                tx.execute("INSERT INTO bound (workspace) VALUES (?1)", params![workspace.as_ref()])
+                    .map_err(super::state_error)?;
+            }
+            Ok(held)
+        })
+        .map_err(failed)?;
+    match held {
+        Some(other) if other != workspace => Err(format!(
+            "the grants database holds the grants of `{other}`, not of `{workspace}`; kyro does not carry grants between workspaces"
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The authority database's schema, one migration per entry.
+const AUTHORITY: &[&str] = &["CREATE TABLE grants (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        caller TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        arguments TEXT,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+    );
+    CREATE INDEX grants_by_caller ON grants (caller, expires_at);
+    CREATE TABLE spent_nonces (
+        nonce TEXT PRIMARY KEY,
+        until_ms INTEGER NOT NULL
+    );
+    CREATE INDEX spent_nonces_by_time ON spent_nonces (until_ms);
+    CREATE TABLE bound (workspace TEXT NOT NULL);"];
 
 fn grant_of(row: &rusqlite::Row) -> rusqlite::Result<(i64, String, String, Option<String>, i64, i64)> {
     Ok((
@@ -169,10 +233,13 @@ mod tests {
     #[test]
     fn two_processes_sharing_the_database_spend_a_nonce_once_and_see_one_grant_list() {
         let dir = tempfile::tempdir().unwrap();
-        let one = SqliteApprovalStore::in_workspace(dir.path());
-        let two = SqliteApprovalStore::in_workspace(dir.path());
+        let home = tempfile::tempdir().unwrap();
+        let one = SqliteApprovalStore::with_state_home(dir.path(), home.path());
+        let two = SqliteApprovalStore::with_state_home(dir.path(), home.path());
         assert!(one.grants(None, now_ms()).unwrap().is_empty());
-        assert!(dir.path().join(".kyro/state.db").is_file(), "made on first use");
+        let made = kyro_core::authority::authority_dir_in(home.path(), dir.path()).unwrap();
+        assert!(made.join("authority.db").is_file(), "made on first use");
+        assert!(!dir.path().join(".kyro").exists(), "nothing in the workspace");
         let later = now_ms() + 60_000;
         assert_eq!(one.spend_nonce("n1", later), Ok(true));
         assert_eq!(two.spend_nonce("n1", later), Ok(false), "spent by the other");
@@ -201,5 +268,57 @@ mod tests {
         assert_eq!(one.revoke_grant(&given.id), Ok(false));
         assert_eq!(one.revoke_grant("not-a-number"), Ok(false));
         assert!(one.grants(None, now_ms()).unwrap().is_empty());
+    }
+
+    /// A grant whose row another party wrote into the workspace's own `.kyro/state.db`
+    /// (a repository that tracks it, an extracted archive, a checkout) authorizes nothing:
+    /// grants are read only from the user's state directory.
+    #[test]
+    fn grants_planted_in_the_workspace_tree_are_not_read() {
+        let ws = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        // The planted database, as an earlier kyro (which kept grants there) would write it.
+        let planted = crate::state::Store::open_at(&ws.path().join(".kyro")).unwrap();
+        planted
+            .conn
+            .execute(
+                "INSERT INTO grants (caller, tool, arguments, created_at, expires_at) VALUES ('local', 'run_command', NULL, 0, ?1)",
+                rusqlite::params![i64::MAX],
+            )
+            .unwrap();
+        planted
+            .conn
+            .execute(
+                "INSERT INTO spent_nonces (nonce, until_ms) VALUES ('n1', ?1)",
+                rusqlite::params![i64::MAX],
+            )
+            .unwrap();
+        drop(planted);
+        let store = SqliteApprovalStore::with_state_home(ws.path(), home.path());
+        assert!(store.grants(None, now_ms()).unwrap().is_empty(), "no planted grant");
+        assert_eq!(store.spend_nonce("n1", now_ms() + 60_000), Ok(true), "no planted nonce");
+        // Copying one workspace's grants into another's directory carries none either.
+        let other = tempfile::tempdir().unwrap();
+        let theirs = SqliteApprovalStore::with_state_home(other.path(), home.path());
+        theirs
+            .add_grant(NewGrant {
+                caller: Caller::local(),
+                tool: "run_command".into(),
+                arguments: None,
+                expires_at_ms: now_ms() + 60_000,
+            })
+            .unwrap();
+        drop(theirs);
+        let (from, to) = (
+            kyro_core::authority::authority_dir_in(home.path(), other.path()).unwrap(),
+            kyro_core::authority::authority_dir_in(home.path(), ws.path()).unwrap(),
+        );
+        drop(store);
+        std::fs::copy(from.join("authority.db"), to.join("authority.db")).unwrap();
+        let _ = std::fs::remove_file(to.join("authority.db-wal"));
+        let _ = std::fs::remove_file(to.join("authority.db-shm"));
+        let copied = SqliteApprovalStore::with_state_home(ws.path(), home.path());
+        let error = copied.grants(None, now_ms()).unwrap_err();
+        assert!(error.contains("does not carry grants between workspaces"), "{error}");
     }
 }

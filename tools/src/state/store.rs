@@ -107,18 +107,23 @@ impl Store {
     /// Opens the store in `dir`.
     pub fn open_at(dir: &Path) -> Result<Store, ToolError> {
         std::fs::create_dir_all(dir).map_err(|e| ToolError::io("create", &dir.display().to_string(), &e))?;
-        // No symlink at the database's name (`.kyro` itself was checked by state_dir).
+        Store::open_file(&dir.join("state.db"), MIGRATIONS)
+    }
+
+    /// Opens (creating and migrating) the database `file` of the schema `migrations`.
+    pub fn open_file(file: &Path, migrations: &[&str]) -> Result<Store, ToolError> {
+        // No symlink at the database's name (its directory was checked by whoever named it).
         let flags = rusqlite::OpenFlags::default() | rusqlite::OpenFlags::SQLITE_OPEN_NOFOLLOW;
-        let conn = Connection::open_with_flags(dir.join("state.db"), flags).map_err(state_error)?;
+        let conn = Connection::open_with_flags(file, flags).map_err(state_error)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(state_error)?;
         wal(&conn)?;
         conn.pragma_update(None, "foreign_keys", true).map_err(state_error)?;
         let mut store = Store { conn, _on_stop: None };
-        store.migrate()?;
+        store.migrate(migrations)?;
         Ok(store)
     }
 
-    fn migrate(&mut self) -> Result<(), ToolError> {
+    fn migrate(&mut self, migrations: &[&str]) -> Result<(), ToolError> {
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
@@ -126,7 +131,7 @@ impl Store {
         let applied: i64 = tx
             .pragma_query_value(None, "user_version", |row| row.get(0))
             .map_err(state_error)?;
-        for (i, migration) in MIGRATIONS.iter().enumerate().skip(applied as usize) {
+        for (i, migration) in migrations.iter().enumerate().skip(applied as usize) {
             tx.execute_batch(migration).map_err(state_error)?;
             tx.pragma_update(None, "user_version", i as i64 + 1)
                 .map_err(state_error)?;

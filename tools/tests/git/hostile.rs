@@ -266,3 +266,40 @@ fn the_file_tools_cannot_plant_a_git_directory() {
     let _ = call(ws.path(), "git_add", json!({"repo": "planted", "paths": ["a.txt"]}));
     trap.assert_not_run("git_add on a planted repository");
 }
+
+/// What a branch, a commit or a stash carries never reaches the workspace's `.kyro`:
+/// checkouts, hard resets and stash pops that would write it are refused before git runs
+/// them, and git's own sandbox keeps `.kyro` read-only.
+#[test]
+fn git_never_writes_the_workspace_kyro_directory() {
+    let ws = super::repo_with_history();
+    std::fs::create_dir(ws.path().join(".kyro")).unwrap();
+    std::fs::write(ws.path().join(".kyro/.gitignore"), "*\n").unwrap();
+    git(ws.path(), &["switch", "--quiet", "--create", "evil"]);
+    std::fs::write(ws.path().join(".kyro/state.db"), "planted grants").unwrap();
+    git(ws.path(), &["add", "--force", ".kyro/state.db"]);
+    git(ws.path(), &["commit", "--quiet", "-m", "bring state"]);
+    git(ws.path(), &["switch", "--quiet", "main"]);
+    assert!(!ws.path().join(".kyro/state.db").exists());
+
+    let refused = |outcome: Outcome| match outcome {
+        Outcome::ExecutionFailed { error, .. } => {
+            let message = error.to_string();
+            assert!(message.contains("never writes kyro's `.kyro`"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    };
+    refused(call(ws.path(), "git_checkout", json!({"branch": "evil"})));
+    refused(call(ws.path(), "git_reset", json!({"target": "evil", "mode": "hard"})));
+    refused(call(ws.path(), "git_reset", json!({"target": "evil", "mode": "keep"})));
+    assert!(!ws.path().join(".kyro/state.db").exists());
+    assert_eq!(git(ws.path(), &["branch", "--show-current"]).trim(), "main");
+
+    // A stash holding it.
+    std::fs::write(ws.path().join(".kyro/notes"), "planted").unwrap();
+    git(ws.path(), &["add", "--force", ".kyro/notes"]);
+    git(ws.path(), &["stash", "push", "--quiet"]);
+    assert!(!ws.path().join(".kyro/notes").exists());
+    refused(call(ws.path(), "git_stash", json!({"action": "pop"})));
+    assert!(!ws.path().join(".kyro/notes").exists());
+}
