@@ -408,11 +408,20 @@ fn call(
     };
     let mut call = Call::new(name, arguments);
     let root = runtime.workspace().root().to_path_buf();
+    let mut taken = None;
     if let Some(hex) = &approve_fingerprint {
         // Good once across processes: the request kyro noted is taken (pending.rs).
-        call = call.approved(pending::take(&root, hex));
+        let (token, note) = pending::take(&root, hex);
+        call = call.approved(token);
+        taken = note;
     }
     let mut execution = executor.block_on(runtime.execute(call.clone()));
+    if let (Outcome::Denied { reason: kyro_core::receipt::Denial::ApprovalMismatch { .. }, .. }, Some(taken)) = (&execution.outcome, taken)
+        && let Err(e) = taken.put_back()
+    {
+        // Refused as another call's: the approval was not used, and stays good for its own.
+        eprintln!("kyro: cannot keep the approval for its own call ({e}); ask again");
+    }
     if let Outcome::ApprovalRequired {
         fingerprint, summary, ..
     } = &execution.outcome
@@ -426,7 +435,7 @@ fn call(
         && let Err(e) = pending::note(&root, fingerprint)
     {
         eprintln!(
-            "kyro: cannot note the approval request in `.kyro/approvals` ({e}); --approve-fingerprint will be refused"
+            "kyro: cannot note the approval request in kyro's state directory ({e}); --approve-fingerprint will be refused"
         );
     }
     let mut printed = execution.outcome.to_json();

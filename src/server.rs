@@ -403,6 +403,14 @@ impl Server {
             message: e.to_string(),
         })?;
         let workspace_root = workspace.root().to_owned();
+        if let Some(file) = tracked::tracked_state(&workspace_root) {
+            return Err(ServeError::Workspace {
+                path: workspace_root.display().to_string(),
+                message: format!(
+                    "git tracks `{file}`: kyro's receipts and state are not the project's, and a repository cannot bring them; remove them from the repository (`git rm -r --cached .kyro`) and start again"
+                ),
+            });
+        }
         #[cfg(feature = "postgres")]
         if let Some(state) = &self.shared_state {
             let _ = workspace.resource(|| Ok::<_, ()>(state.clone()));
@@ -592,6 +600,7 @@ fn default_approval_store(root: PathBuf) -> Arc<dyn ApprovalStore> {
 #[cfg(feature = "http")]
 mod http;
 mod identity;
+mod tracked;
 mod unusable;
 
 pub use identity::Identity;
