@@ -265,3 +265,97 @@ fn a_descriptor_kyro_inherited_does_not_reach_the_program() {
     // SAFETY: our own descriptor.
     unsafe { libc::close(fd) };
 }
+
+fn reads_in_roots() -> SandboxPolicy {
+    SandboxPolicy {
+        read: SandboxRead::Roots,
+        ..SandboxPolicy::default()
+    }
+}
+
+/// Landlock has no right for `connect` on a named Unix socket: under `read = "roots"` the
+/// program's root holds only the roots and the system's directories, so a socket anywhere
+/// else (a Docker or agent socket) is not there to connect to.
+#[test]
+fn under_read_roots_a_unix_socket_outside_the_roots_is_not_there() {
+    let ws = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let socket = outside.path().join("agent.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let program = format!(
+        "import socket, errno\n\
+         s = socket.socket(socket.AF_UNIX)\n\
+         try:\n    s.connect({:?}); print('connected')\n\
+         except OSError as e: print('connect', errno.errorcode[e.errno])\n\
+         import os\nprint(sorted(os.listdir('/'))[:3], os.getcwd() == {:?})",
+        socket.display().to_string(),
+        ws.path().canonicalize().unwrap().display().to_string()
+    );
+    let result = python(ws.path(), reads_in_roots(), &program);
+    assert!(stdout(&result).starts_with("connect ENOENT\n"), "{result}");
+    assert!(stdout(&result).ends_with(" True\n"), "in its own directory: {result}");
+    // Reading everywhere (the README says sockets are reached where reads reach), the same
+    // program connects: the attack is real.
+    let result = python(ws.path(), sandboxed(), &program);
+    assert!(stdout(&result).starts_with("connected\n"), "{result}");
+    // And the programs a command runs still work there: the shell, the C library, Python.
+    let result = run(
+        ws.path(),
+        reads_in_roots(),
+        &["sh", "-c", "echo hi > made && cat made && ls /etc/passwd && python3 -c 'print(2+2)'"],
+    );
+    assert_eq!(stdout(&result), "hi\n/etc/passwd\n4\n", "{result}");
+}
+
+/// A device node already beneath a writable path (an extracted root filesystem's) opens
+/// nothing: writable paths are mounted `nodev` in the program's namespace, and so are the
+/// read-only `.git` and `.kyro`, where read-only is no bar to a device's writes.
+#[test]
+fn an_existing_device_node_beneath_a_writable_path_opens_nothing() {
+    if !is_root() {
+        return;
+    }
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir(ws.path().join(".git")).unwrap();
+    for node in ["zero", ".git/zero"] {
+        let path = std::ffi::CString::new(ws.path().join(node).as_os_str().as_encoded_bytes()).unwrap();
+        // /dev/zero's numbers.
+        // SAFETY: mknod on a valid path.
+        let made = unsafe { libc::mknod(path.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 5)) };
+        assert_eq!(made, 0, "{}", std::io::Error::last_os_error());
+    }
+    let program = "import errno\n\
+        for node in ['zero', '.git/zero']:\n    \
+            try:\n        print(node, len(open(node, 'rb').read(4)))\n    \
+            except OSError as e: print(node, errno.errorcode[e.errno])";
+    let result = python(ws.path(), sandboxed(), program);
+    assert_eq!(stdout(&result), "zero EACCES\n.git/zero EACCES\n", "{result}");
+    let result = python(ws.path(), unsandboxed(), program);
+    assert_eq!(stdout(&result), "zero 4\n.git/zero 4\n", "{result}");
+}
+
+/// A program makes no user namespace (inside one it would hold every capability): unshare
+/// and clone with `CLONE_NEWUSER` are refused, `clone3` (whose flags seccomp cannot read)
+/// is `ENOSYS`, and processes and threads are still made through `clone`.
+#[test]
+fn a_program_makes_no_user_namespace() {
+    if std::env::consts::ARCH != "x86_64" {
+        return;
+    }
+    let ws = tempfile::tempdir().unwrap();
+    let program = format!(
+        "{CALL}\ncall('unshare', 272, 0x10000000)\ncall('clone3', 435, None, 0)\n\
+         import subprocess, threading\n\
+         t = threading.Thread(target=lambda: None); t.start(); t.join()\n\
+         print(subprocess.run(['echo', 'child'], capture_output=True, text=True).stdout.strip())"
+    );
+    let result = python(ws.path(), sandboxed(), &program);
+    assert_eq!(stdout(&result), "unshare EPERM\nclone3 ENOSYS\nchild\n", "{result}");
+    // Unsandboxed the calls reach the kernel (which, as root, makes the namespace).
+    let result = python(ws.path(), unsandboxed(), &program);
+    assert!(!stdout(&result).contains("clone3 ENOSYS"), "{result}");
+    if is_root() {
+        assert!(stdout(&result).starts_with("unshare ok\n"), "{result}");
+    }
+}
