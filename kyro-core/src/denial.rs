@@ -94,8 +94,9 @@ pub enum PathDenial {
     ReadOnlyRoot,
     /// Writing into `.git` or `.kyro`.
     Protected,
-    /// Writing into a directory git would take for a repository's own (`HEAD`, `objects/`,
-    /// `refs/`), or making one.
+    /// Writing into a directory git would take for a repository's own (`HEAD` beside
+    /// `objects/`, `refs/`, `commondir` or `gitdir`, or `objects/` beside `refs/`), or making
+    /// one.
     GitDirectory,
     /// Empty, or containing a NUL byte.
     Malformed,
@@ -195,7 +196,7 @@ impl std::fmt::Display for Denial {
                 PathDenial::Protected => write!(f, "`{path}` is inside `.git` or `.kyro`, which tools may not write"),
                 PathDenial::GitDirectory => write!(
                     f,
-                    "`{path}` is in, or would make, a git directory (`HEAD`, `objects/`, `refs/`), which tools may not write"
+                    "`{path}` is in, or would make, a git directory (`HEAD` beside `objects/`, `refs/`, `commondir` or `gitdir`), which tools may not write"
                 ),
                 PathDenial::Malformed => write!(f, "`{path}` is not a usable path"),
             },

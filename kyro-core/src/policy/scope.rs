@@ -18,19 +18,26 @@ use crate::effect::Capability;
 /// kyro's state and receipts.
 const PROTECTED: &[&str] = &[".git", ".kyro"];
 
-/// What makes a directory a git directory to `git` (`HEAD`, `objects/`, `refs/`): a
-/// directory holding two of them is treated like `.git` whatever its name, and the write
-/// that would bring the second is refused, so a git directory with a config of its choosing
-/// cannot be planted through the file tools.
-const GIT_DIR_MARKERS: &[&str] = &["HEAD", "objects", "refs"];
+/// What makes a directory a git directory to `git`: its `is_git_directory` (setup.c) takes
+/// a directory with `HEAD` whose common directory holds `objects/` and `refs/`, the
+/// directory itself or the one its `commondir` file names (a linked worktree's git
+/// directory, whose `gitdir` file points back at the worktree). A `commondir` may name a
+/// directory anywhere, so `HEAD` with any one of these is treated like `.git` whatever its
+/// name, as is `objects/` with `refs/` (a common directory, which a `HEAD` completes); and
+/// the write that would bring the second is refused, so a git directory with a config of
+/// its choosing cannot be planted through the file tools.
+const HEAD: &str = "HEAD";
+/// What makes a git directory beside [`HEAD`] (any one of them).
+const BESIDE_HEAD: &[&str] = &["objects", "refs", "commondir", "gitdir"];
 
-/// How many of the git directory markers `dir` holds, besides `except`.
-fn git_markers(dir: &Path, except: Option<&std::ffi::OsStr>) -> usize {
-    GIT_DIR_MARKERS
-        .iter()
-        .filter(|m| Some(std::ffi::OsStr::new(m)) != except)
-        .filter(|m| dir.join(m).symlink_metadata().is_ok())
-        .count()
+/// Whether `dir`, with `added` written into it, has the shape of a git directory (`added`
+/// in any case: on a case-insensitive file system `head` is `HEAD`).
+fn git_dir_with(dir: &Path, added: Option<&std::ffi::OsStr>) -> bool {
+    let present = |marker: &str| {
+        added.is_some_and(|name| name.to_string_lossy().eq_ignore_ascii_case(marker))
+            || dir.join(marker).symlink_metadata().is_ok()
+    };
+    (present(HEAD) && BESIDE_HEAD.iter().any(|m| present(m))) || (present("objects") && present("refs"))
 }
 
 /// Whether writing `relative` (beneath `root`) would write into a git directory or make one.
@@ -38,13 +45,12 @@ fn writes_a_git_dir(root: &Path, relative: &Path) -> bool {
     let mut dir = root.to_path_buf();
     for component in relative.components() {
         let name = component.as_os_str();
-        let is_marker = GIT_DIR_MARKERS.iter().any(|m| name == *m);
-        if git_markers(&dir, None) >= 2 || (is_marker && git_markers(&dir, Some(name)) >= 1) {
+        if git_dir_with(&dir, Some(name)) {
             return true;
         }
         dir.push(component);
     }
-    git_markers(&dir, None) >= 2
+    git_dir_with(&dir, None)
 }
 
 /// A `[sandbox]` path: `~/...` beneath the home directory, a relative one beneath the
@@ -436,5 +442,68 @@ fn resolve_existing(root: &Path, relative: &Path) -> Result<PathBuf, PathDenial>
             Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => return Ok(relative.to_path_buf()),
             Err(_) => return Err(PathDenial::OutsideRoots),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(scope: &Scope, path: &str) -> Result<(), PathDenial> {
+        scope.confine(path, Access::ReadWrite).map(drop)
+    }
+
+    /// Whether `git` run in `dir` takes it for a git directory (`None` without git).
+    fn git_takes_it(dir: &Path) -> Option<bool> {
+        let out = std::process::Command::new("git")
+            .args(["rev-parse", "--is-inside-git-dir"])
+            .current_dir(dir)
+            .env("GIT_CEILING_DIRECTORIES", dir.parent()?)
+            .output()
+            .ok()?;
+        Some(out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "true")
+    }
+
+    #[test]
+    fn head_beside_commondir_is_a_git_directory_and_its_second_marker_cannot_be_written() {
+        let ws = tempfile::tempdir().unwrap();
+        let root = ws.path().canonicalize().unwrap();
+        let scope = Scope::from_policy(&Policy::default(), &root).unwrap();
+        // A repository whose common directory a linked worktree's git directory names.
+        let common = tempfile::tempdir().unwrap();
+        for dir in ["objects", "refs/heads"] {
+            std::fs::create_dir_all(common.path().join(dir)).unwrap();
+        }
+        let commondir = format!("{}\n", common.path().display());
+
+        // To git, HEAD and commondir make a git directory (and its config is the common
+        // directory's; with `extensions.worktreeConfig`, also `config.worktree` here).
+        let shipped = root.join("shipped");
+        std::fs::create_dir_all(&shipped).unwrap();
+        std::fs::write(shipped.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(shipped.join("commondir"), &commondir).unwrap();
+        if let Some(taken) = git_takes_it(&shipped) {
+            assert!(taken, "git takes HEAD beside commondir for a git directory");
+        }
+        assert_eq!(write(&scope, "shipped/config.worktree"), Err(PathDenial::GitDirectory));
+        assert_eq!(write(&scope, "shipped/index"), Err(PathDenial::GitDirectory));
+
+        // Planted one file at a time: the second is refused, in either order.
+        std::fs::create_dir_all(root.join("planted")).unwrap();
+        std::fs::write(root.join("planted/HEAD"), "ref: refs/heads/main\n").unwrap();
+        assert_eq!(write(&scope, "planted/commondir"), Err(PathDenial::GitDirectory));
+        assert_eq!(write(&scope, "planted/gitdir"), Err(PathDenial::GitDirectory));
+        std::fs::create_dir_all(root.join("other")).unwrap();
+        std::fs::write(root.join("other/commondir"), &commondir).unwrap();
+        assert_eq!(write(&scope, "other/HEAD"), Err(PathDenial::GitDirectory));
+        assert_eq!(write(&scope, "other/head"), Err(PathDenial::GitDirectory));
+        std::fs::create_dir_all(root.join("back")).unwrap();
+        std::fs::write(root.join("back/gitdir"), "/elsewhere/.git\n").unwrap();
+        assert_eq!(write(&scope, "back/HEAD"), Err(PathDenial::GitDirectory));
+
+        // One marker alone is no git directory, and what sits beside it stays writable.
+        assert_eq!(write(&scope, "planted/notes.txt"), Ok(()));
+        assert_eq!(write(&scope, "other/notes.txt"), Ok(()));
+        assert_eq!(write(&scope, "notes/commondir"), Ok(()));
     }
 }
