@@ -36,6 +36,12 @@ impl InChild {
         let none = std::ptr::null();
         // SAFETY: mount(2) on NUL-terminated paths prepared by the parent.
         unsafe {
+            // The working directory is entered again once the mounts are made: as it is,
+            // it names the directory beneath them (a writable root bound over itself).
+            let mut cwd = [0u8; 4096];
+            if libc::syscall(libc::SYS_getcwd, cwd.as_mut_ptr(), cwd.len()) < 0 {
+                return false;
+            }
             if libc::mount(
                 none,
                 c"/".as_ptr(),
@@ -59,7 +65,7 @@ impl InChild {
                     return false;
                 }
             }
-            private_dev() && (!self.0.loopback || loopback_up())
+            private_dev() && (!self.0.loopback || loopback_up()) && libc::chdir(cwd.as_ptr().cast()) == 0
         }
     }
 
@@ -134,19 +140,16 @@ impl InChild {
 
 /// Mounts a tmpfs on the new root's directory, makes its directories, files and links,
 /// binds the host's paths into it, and makes it `/` (`pivot_root`), the old root
-/// detached; the working directory is the same path in the new root.
+/// detached ([`InChild::mount`] enters the working directory again, at its path in the
+/// new root).
 ///
 /// # Safety
 /// In a forked child, in a mount namespace of its own; system calls only.
 unsafe fn enter_new_root(root: &super::linux::NewRoot) -> bool {
     let none = std::ptr::null();
-    // SAFETY: mount, mkdir, open, close, symlink, getcwd, chdir, pivot_root and umount2 on
-    // NUL-terminated paths the parent prepared and a buffer on the stack.
+    // SAFETY: mount, mkdir, open, close, symlink, chdir, pivot_root and umount2 on
+    // NUL-terminated paths the parent prepared.
     unsafe {
-        let mut cwd = [0u8; 4096];
-        if libc::syscall(libc::SYS_getcwd, cwd.as_mut_ptr(), cwd.len()) < 0 {
-            return false;
-        }
         if libc::mount(
             c"tmpfs".as_ptr(),
             root.dir_c.as_ptr(),
@@ -183,7 +186,6 @@ unsafe fn enter_new_root(root: &super::linux::NewRoot) -> bool {
             && libc::syscall(libc::SYS_pivot_root, c".".as_ptr(), c".".as_ptr()) == 0
             && libc::umount2(c".".as_ptr(), libc::MNT_DETACH) == 0
             && libc::chdir(c"/".as_ptr()) == 0
-            && libc::chdir(cwd.as_ptr().cast()) == 0
     }
 }
 
