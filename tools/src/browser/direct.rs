@@ -147,6 +147,8 @@ struct Side {
 /// Hands each answer to the command waiting for it, and decides each paused request; when
 /// the connection ends, every waiting command is told.
 fn read_answers(mut reader: WebSocket<TcpStream>, side: &Side) {
+    // The fulfils sent and not yet answered, by command id: the request each answers.
+    let mut fulfilling: HashMap<u64, String> = HashMap::new();
     while let Ok(message) = reader.read() {
         let Message::Text(text) = message else {
             continue;
@@ -155,12 +157,22 @@ fn read_answers(mut reader: WebSocket<TcpStream>, side: &Side) {
             continue;
         };
         if answer.get("method").and_then(Value::as_str) == Some("Fetch.requestPaused") {
-            decide(side, &answer["params"]);
+            if let Some((id, request_id)) = decide(side, &answer["params"]) {
+                fulfilling.insert(id, request_id);
+            }
             continue;
         }
         let Some(id) = answer.get("id").and_then(Value::as_u64) else {
             continue;
         };
+        if let Some(request_id) = fulfilling.remove(&id) {
+            // A fulfil Chromium refused leaves its request paused, and the page (and every
+            // later command waiting on it) with it: fail the request instead.
+            if answer.get("error").is_some() {
+                send(side, "Fetch.failRequest", fail_params(&request_id));
+            }
+            continue;
+        }
         let Some(waiting) = side.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&id) else {
             continue;
         };
@@ -178,12 +190,11 @@ fn read_answers(mut reader: WebSocket<TcpStream>, side: &Side) {
     }
 }
 
-/// Continues or fails one paused request, as the interceptor decides (fails it when there
-/// is none, or the request cannot be read). The answer to that command is not waited for.
-fn decide(side: &Side, params: &Value) {
-    let Some(request_id) = params.get("requestId").and_then(Value::as_str) else {
-        return;
-    };
+/// Continues, fails or fulfils one paused request, as the interceptor decides (fails it
+/// when there is none, or the request cannot be read). The answer to that command is not
+/// waited for; a fulfil's command id and request are returned, for its answer to be checked.
+fn decide(side: &Side, params: &Value) -> Option<(u64, String)> {
+    let request_id = params.get("requestId").and_then(Value::as_str)?;
     use super::routes::Decision;
     let decision = serde_json::from_value::<RequestPausedEventParams>(params.clone())
         .ok()
@@ -192,26 +203,95 @@ fn decide(side: &Side, params: &Value) {
             interceptor.as_ref().map(|decide| decide(&paused))
         })
         .unwrap_or(Decision::Fail);
-    let id = side.next.fetch_add(1, Ordering::Relaxed);
-    let command = match decision {
+    match decision {
         Decision::Continue => {
-            json!({ "id": id, "method": "Fetch.continueRequest", "params": { "requestId": request_id } })
+            send(side, "Fetch.continueRequest", json!({ "requestId": request_id }));
+            None
         }
         Decision::Fail => {
-            json!({ "id": id, "method": "Fetch.failRequest", "params": { "requestId": request_id, "errorReason": "BlockedByClient" } })
+            send(side, "Fetch.failRequest", fail_params(request_id));
+            None
         }
         Decision::Fulfill {
             status,
             content_type,
             body,
-        } => json!({ "id": id, "method": "Fetch.fulfillRequest", "params": {
-            "requestId": request_id, "responseCode": status,
-            "responseHeaders": [{ "name": "Content-Type", "value": content_type }], "body": body,
-        } }),
-    };
+        } => {
+            let params = json!({
+                "requestId": request_id, "responseCode": status,
+                "responseHeaders": [{ "name": "Content-Type", "value": content_type }], "body": body,
+            });
+            Some((send(side, "Fetch.fulfillRequest", params), request_id.to_owned()))
+        }
+    }
+}
+
+/// Fails `request_id` as blocked.
+fn fail_params(request_id: &str) -> Value {
+    json!({ "requestId": request_id, "errorReason": "BlockedByClient" })
+}
+
+/// Sends `method` with `params` without waiting for its answer; its command id.
+fn send(side: &Side, method: &str, params: Value) -> u64 {
+    let id = side.next.fetch_add(1, Ordering::Relaxed);
+    let command = json!({ "id": id, "method": method, "params": params });
     let _ = side
         .writer
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .send(Message::text(command.to_string()));
+    id
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    /// The next command kyro sends on `socket`.
+    fn command(socket: &mut WebSocket<TcpStream>) -> Value {
+        loop {
+            if let Message::Text(text) = socket.read().expect("a command within the read timeout") {
+                return serde_json::from_str(&text).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn a_fulfil_the_browser_refuses_fails_its_request_instead_of_leaving_it_paused() {
+        // A DevTools page server on loopback playing Chromium: it pauses a request, refuses
+        // the fulfil kyro sends for it (as Chromium refuses a header holding CR/LF), and
+        // reports what kyro sends next.
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("ws://{}/devtools/browser/test", listener.local_addr().unwrap());
+        let (intercepting, intercepted) = mpsc::channel::<()>();
+        let chromium = std::thread::spawn(move || {
+            let (stream, _) = listener.accept().unwrap();
+            stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut socket = tungstenite::accept(stream).unwrap();
+            intercepted.recv().unwrap();
+            let paused = json!({ "method": "Fetch.requestPaused", "params": {
+                "requestId": "interception-job-1.0", "frameId": "F", "resourceType": "Fetch",
+                "request": { "url": "http://site.test/api", "method": "GET", "headers": {},
+                             "initialPriority": "High", "referrerPolicy": "no-referrer" },
+            } });
+            socket.send(Message::text(paused.to_string())).unwrap();
+            let fulfil = command(&mut socket);
+            let refused = json!({ "id": fulfil["id"], "error": { "code": -32602, "message": "Invalid header" } });
+            socket.send(Message::text(refused.to_string())).unwrap();
+            let next = command(&mut socket);
+            (fulfil, next)
+        });
+        let direct = Direct::connect(&url, "page", &super::super::isolation::Reach::Host).unwrap();
+        direct.intercept(Box::new(|_| super::super::routes::Decision::Fulfill {
+            status: 200,
+            content_type: "text/plain".into(),
+            body: String::new(),
+        }));
+        intercepting.send(()).unwrap();
+        let (fulfil, next) = chromium.join().unwrap();
+        assert_eq!(fulfil["method"], "Fetch.fulfillRequest", "{fulfil}");
+        assert_eq!(next["method"], "Fetch.failRequest", "{next}");
+        assert_eq!(next["params"]["requestId"], "interception-job-1.0", "{next}");
+    }
 }

@@ -52,9 +52,10 @@ pub struct BrowserRoute {
     /// The status to answer with; default 200.
     #[schemars(range(min = 100, max = 599))]
     pub status: Option<u16>,
-    /// The content type; default `text/plain`.
+    /// The content type; default `text/plain`. A header value: no control characters
+    /// (CR, LF, NUL and the like) but tab.
     #[tool(alias = "contentType")]
-    #[schemars(length(min = 1, max = 256))]
+    #[schemars(length(min = 1, max = 256), regex(pattern = "^[^\\x00-\\x08\\x0A-\\x1F\\x7F]*$"))]
     pub content_type: Option<String>,
     /// The body (text); default empty.
     #[schemars(length(max = 1048576))]
@@ -173,5 +174,36 @@ impl Execute for BrowserUnroute {
             Ok(list(routes))
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn a_content_type_holding_a_control_character_but_tab_is_refused_by_the_schema() {
+        let registry = kyro_core::Registry::with_catalog(crate::BUILTINS).unwrap();
+        let snapshot = registry.snapshot();
+        let schema = snapshot.get("browser_route").unwrap().input().unwrap();
+        let with = |content_type: &str| json!({ "pattern": "**/api/*", "content_type": content_type });
+        for refused in [
+            "text/html\r\nX-Injected: yes",
+            "text/plain\n",
+            "text/plain\r",
+            "a\0b",
+            "a\u{1b}b",
+            "a\u{7f}",
+        ] {
+            assert!(!schema.is_valid(&with(refused)), "{refused:?}");
+        }
+        for taken in [
+            "text/plain",
+            "text/html; charset=utf-8",
+            "text/plain;\tcharset=utf-8",
+            "text/plain; name=\"é\"",
+        ] {
+            assert!(schema.is_valid(&with(taken)), "{taken:?}");
+        }
     }
 }

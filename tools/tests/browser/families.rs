@@ -213,6 +213,55 @@ fetch('/api/users?x=1').then(r => r.text().then(t => document.getElementById('ou
 }
 
 #[test]
+fn a_route_whose_content_type_holds_a_control_character_is_refused_and_the_browser_keeps_answering() {
+    let Some(_serial) = serial() else { return };
+    let mut pages = HashMap::new();
+    pages.insert(
+        "/app",
+        (
+            200,
+            vec![],
+            r#"<html><head><title>App</title></head><body><p id="out">waiting</p><script>
+fetch('/api/users').then(r => r.text().then(t => document.getElementById('out').textContent = r.status + ' ' + t))
+  .catch(e => document.getElementById('out').textContent = 'failed');
+</script></body></html>"#
+                .to_owned(),
+        ),
+    );
+    pages.insert("/api/users", (200, vec![], "from the server".to_owned()));
+    let site = Site::start(pages);
+    let h = Harness::local();
+    // Chromium refuses to fulfil with such a header, and the request stayed paused: every
+    // later browser call timed out.
+    for content_type in [
+        "text/html\r\nX-Injected: yes",
+        "text/plain\n",
+        "text/plain\r",
+        "a\u{0}b",
+        "a\u{7f}",
+    ] {
+        let outcome = h.call(
+            "browser_route",
+            json!({ "pattern": "**/api/users*", "contentType": content_type }),
+        );
+        assert!(
+            matches!(outcome, kyro_core::Outcome::InvalidArguments { .. }),
+            "{content_type:?}: {outcome:?}"
+        );
+    }
+    assert_eq!(h.ok("browser_unroute", json!({}))["routes"], json!([]));
+    h.ok("browser_navigate", json!({ "url": site.url("/app") }));
+    h.ok("browser_wait_for", json!({ "text": "200 from the server" }));
+    // A parameter and a tab are a header value like any other.
+    h.ok(
+        "browser_route",
+        json!({ "pattern": "**/api/users*", "body": "routed", "contentType": "text/plain;\tcharset=utf-8" }),
+    );
+    h.ok("browser_navigate", json!({ "url": site.url("/app") }));
+    h.ok("browser_wait_for", json!({ "text": "200 routed" }));
+}
+
+#[test]
 fn one_request_is_read_in_full_by_its_position() {
     let Some(_serial) = serial() else { return };
     let mut pages = HashMap::new();
