@@ -205,7 +205,10 @@ impl Verifier {
         drop(last);
         pick(&self.held(), kid, alg).ok_or_else(|| {
             Refusal::Invalid(match kid {
-                Some(kid) => format!("no key of the issuer's JWKS has kid `{kid}` for {alg:?}"),
+                Some(kid) => format!(
+                    "no key of the issuer's JWKS has kid `{}` for {alg:?}",
+                    kid.escape_debug()
+                ),
                 None => "the token names no kid and the issuer's JWKS has not exactly one key for it".to_owned(),
             })
         })
@@ -330,6 +333,10 @@ fn get_json(url: &str) -> Result<Value, String> {
     serde_json::from_slice(&body).map_err(|e| format!("{url}: not JSON ({e})"))
 }
 
+/// The `error_description` of every `invalid_token` challenge: fixed, since the reason may
+/// quote the token; the response body gives the reason.
+const INVALID_TOKEN: &str = "the access token was refused; the response body says why";
+
 /// The answer to a refused request: 401 with a `Bearer` challenge naming the resource
 /// metadata (and `invalid_token` when a token came), 403 `insufficient_scope` naming the
 /// scopes wanted, or 503 while the issuer's keys cannot be had.
@@ -338,8 +345,6 @@ pub(crate) fn refused(config: &OAuth, refusal: Refusal) -> axum::response::Respo
     use axum::http::header::WWW_AUTHENTICATE;
     use axum::response::IntoResponse;
     let metadata = format!("resource_metadata=\"{}\"", config.metadata_url());
-    // RFC 6750 §3: no `"` or `\` inside a quoted value.
-    let quoted = |text: &str| text.replace(['"', '\\'], "'");
     let (status, challenge, message) = match refusal {
         Refusal::Missing => (
             StatusCode::UNAUTHORIZED,
@@ -350,12 +355,11 @@ pub(crate) fn refused(config: &OAuth, refusal: Refusal) -> axum::response::Respo
                 config.metadata_url()
             ),
         ),
+        // Why a token was refused may quote the token (its `kid`, its subject): it goes in
+        // the body only, never in a header, where a CR or LF would turn the 401 into a 500.
         Refusal::Invalid(why) => (
             StatusCode::UNAUTHORIZED,
-            format!(
-                "Bearer error=\"invalid_token\", error_description=\"{}\", {metadata}",
-                quoted(&why)
-            ),
+            format!("Bearer error=\"invalid_token\", error_description=\"{INVALID_TOKEN}\", {metadata}"),
             format!("kyro: {why}"),
         ),
         Refusal::Scope(needed) => (

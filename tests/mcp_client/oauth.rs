@@ -274,6 +274,39 @@ fn oauth_takes_only_a_valid_token_of_its_issuer_for_this_server_and_its_subject_
 }
 
 #[test]
+fn oauth_answers_401_with_a_fixed_description_when_the_token_holds_cr_lf() {
+    let ws = workspace();
+    let key = es256("k1");
+    let issuer = Issuer::start(&[&key]);
+    let server = issuer.serve(ws.path(), &[]);
+    // What the token says reached `WWW-Authenticate`, and a CR or LF there made the
+    // answer a 500.
+    let refused = [
+        (
+            "a kid holding CR/LF",
+            issuer.token(&es256("k1\r\nX-Injected: yes"), json!({})),
+        ),
+        (
+            "a subject holding CR/LF",
+            issuer.token(&key, json!({"sub": "eve\r\nX-Injected: yes"})),
+        ),
+    ];
+    for (why, token) in &refused {
+        let (head, answer) = read_a(&server.url, token);
+        assert!(head.starts_with("http/1.1 401"), "{why}: {head}");
+        assert!(
+            head.contains(
+                "www-authenticate: bearer error=\"invalid_token\", error_description=\"the access token was refused; the response body says why\""
+            ),
+            "{why}: {head}"
+        );
+        assert!(!head.contains("x-injected"), "{why}: {head}");
+        assert_eq!(answer, Value::Null, "{why}: nothing answered");
+    }
+    assert!(receipts(ws.path()).is_empty(), "nothing refused reached a tool");
+}
+
+#[test]
 fn oauth_scopes_choose_the_policy_and_a_token_without_one_gets_403() {
     let ws = workspace();
     let key = ed25519("ed");
