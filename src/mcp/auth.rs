@@ -7,8 +7,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::StatusCode;
 use axum::http::header::{AUTHORIZATION, WWW_AUTHENTICATE};
+use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use kyro_core::Caller;
@@ -342,8 +342,22 @@ fn token_caller(tokens: &Tokens, given: &str) -> Option<Caller> {
 /// to see. Otherwise 401 with `WWW-Authenticate: Bearer` (naming the resource metadata
 /// with OAuth), or 403 `insufficient_scope`.
 pub(crate) async fn require_token(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) -> Response {
-    let given = request
-        .headers()
+    match identify(&gate, request.headers()).await {
+        Ok((caller, role)) => {
+            if let Some(role) = role {
+                request.extensions_mut().insert(role);
+            }
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+        Err(refused) => refused,
+    }
+}
+
+/// The caller the credentials in `headers` name (and the policy key they give), or the
+/// answer refusing them.
+pub(crate) async fn identify(gate: &Gate, headers: &HeaderMap) -> Result<(Caller, Option<Role>), Response> {
+    let given = headers
         .get(AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
         .and_then(bearer)
@@ -353,12 +367,11 @@ pub(crate) async fn require_token(State(gate): State<Arc<Gate>>, mut request: Re
         .zip(gate.tokens.as_ref())
         .and_then(|(given, tokens)| token_caller(tokens, given));
     if let Some(caller) = known {
-        if gate.own_policies.contains(&caller) {
-            let role = Role(format!("caller:{caller}").into());
-            request.extensions_mut().insert(role);
-        }
-        request.extensions_mut().insert(caller);
-        return next.run(request).await;
+        let role = gate
+            .own_policies
+            .contains(&caller)
+            .then(|| Role(format!("caller:{caller}").into()));
+        return Ok((caller, role));
     }
     #[cfg(feature = "oauth")]
     if let Some(verifier) = &gate.oauth {
@@ -367,26 +380,20 @@ pub(crate) async fn require_token(State(gate): State<Arc<Gate>>, mut request: Re
             None => Refusal::Missing,
             Some(token) => match verifier.verify(token).await {
                 Ok(verified) => match gate.subject(&verified.subject) {
-                    Ok(caller) => {
-                        if let Some(role) = verified.role {
-                            request.extensions_mut().insert(Role(role));
-                        }
-                        request.extensions_mut().insert(caller);
-                        return next.run(request).await;
-                    }
+                    Ok(caller) => return Ok((caller, verified.role.map(Role))),
                     Err(why) => Refusal::Invalid(why),
                 },
                 Err(refusal) => refusal,
             },
         };
-        return super::jwt::refused(verifier.config(), refusal);
+        return Err(super::jwt::refused(verifier.config(), refusal));
     }
-    (
+    Err((
         StatusCode::UNAUTHORIZED,
         [(WWW_AUTHENTICATE, "Bearer realm=\"kyro\"")],
         "kyro: send `Authorization: Bearer <token>` (the token kyro printed at start, or KYRO_HTTP_TOKEN)\n",
     )
-        .into_response()
+        .into_response())
 }
 
 #[cfg(test)]

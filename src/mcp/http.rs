@@ -135,18 +135,24 @@ impl KyroServer {
                 );
             }
         }
-        if !gate.is_open() {
-            endpoint = endpoint.layer(axum::middleware::from_fn_with_state(
-                Arc::new(gate),
-                auth::require_token,
-            ));
+        let gate = (!gate.is_open()).then(|| Arc::new(gate));
+        if let Some(gate) = &gate {
+            endpoint = endpoint.layer(axum::middleware::from_fn_with_state(gate.clone(), auth::require_token));
         }
         let metrics = access.metrics.clone();
         endpoint = endpoint.layer(axum::middleware::from_fn_with_state(metrics.clone(), ops::count));
+        // The probes answer anyone and say only whether the server serves and is ready;
+        // the metrics name tools only to a request /mcp would take.
         let operations = axum::Router::new()
             .route("/healthz", axum::routing::get(|| async { "ok\n" }))
-            .route("/readyz", axum::routing::get(ops::ready).with_state(runtime.clone()))
-            .route("/metrics", axum::routing::get(ops::metrics).with_state(metrics.clone()));
+            .route(
+                "/readyz",
+                axum::routing::get(ops::ready).with_state(ops::Readiness::new(runtime.clone())),
+            )
+            .route(
+                "/metrics",
+                axum::routing::get(ops::metrics).with_state((metrics.clone(), gate)),
+            );
         let router = router
             .merge(endpoint)
             .merge(operations)

@@ -1,7 +1,9 @@
 //! What an operator sees of `kyro mcp --http`: `/healthz` (the process serves), `/readyz`
-//! (the receipt log and the approval store answer), Prometheus metrics at `/metrics`
-//! (calls by tool and outcome, their latency, requests in flight, refusals by status) and,
-//! with `--log-json`, one JSON line a call on stderr naming its caller and trace.
+//! (the receipt log and the approval store answer; a probe is told only a class of what is
+//! wrong, stderr the details), Prometheus metrics at `/metrics` (calls by tool and outcome,
+//! their latency, requests in flight, refusals by status; by tool only with the token
+//! `/mcp` takes) and, with `--log-json`, one JSON line a call on stderr naming its caller
+//! and trace.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -30,6 +32,11 @@ struct CallLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabel {
+    outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ToolLabel {
     tool: String,
 }
@@ -41,13 +48,25 @@ struct StatusLabel {
 
 type Latency = Family<ToolLabel, Histogram, fn() -> Histogram>;
 
+const CALLS: (&str, &str) = ("kyro_calls", "Tool calls by tool and outcome");
+const DURATION: (&str, &str) = (
+    "kyro_call_duration_seconds",
+    "How long tool calls took, from arrival to outcome",
+);
+
 /// The server's metrics. Labels are tool names of the catalog and outcome kinds (a name
 /// no tool has is counted as `(unknown)`), never callers: what a client sends cannot
-/// grow them.
+/// grow them. The tool names are told only to a request with the token `/mcp` takes; any
+/// other scrape gets the same metrics summed over tools.
 pub(crate) struct Metrics {
-    registry: Registry,
+    /// Everything, by tool.
+    named: Registry,
+    /// The same without the tool label.
+    summed: Registry,
     calls: Family<CallLabels, Counter>,
     latency: Latency,
+    calls_by_outcome: Family<OutcomeLabel, Counter>,
+    latency_of_all: Histogram,
     in_flight: Gauge<i64, AtomicI64>,
     refusals: Family<StatusLabel, Counter>,
     /// The tools the registry had when the metrics were made, and any registered since.
@@ -61,31 +80,36 @@ fn latency_histogram() -> Histogram {
 
 impl Metrics {
     pub(crate) fn new() -> Arc<Metrics> {
-        let mut registry = Registry::default();
+        let (mut named, mut summed) = (Registry::default(), Registry::default());
         let calls = Family::<CallLabels, Counter>::default();
         let latency: Latency = Family::new_with_constructor(latency_histogram);
+        let calls_by_outcome = Family::<OutcomeLabel, Counter>::default();
+        let latency_of_all = latency_histogram();
         let in_flight = Gauge::<i64, AtomicI64>::default();
         let refusals = Family::<StatusLabel, Counter>::default();
-        registry.register("kyro_calls", "Tool calls by tool and outcome", calls.clone());
-        registry.register(
-            "kyro_call_duration_seconds",
-            "How long tool calls took, from arrival to outcome",
-            latency.clone(),
-        );
-        registry.register(
-            "kyro_http_requests_in_flight",
-            "MCP requests being answered",
-            in_flight.clone(),
-        );
-        registry.register(
-            "kyro_http_refusals",
-            "Requests refused before a tool saw them, by HTTP status (401 no or bad token, 403 host, origin or scope, 404 unknown session, 413 too large, 429 too many in flight, 503 no session free)",
-            refusals.clone(),
-        );
+        named.register(CALLS.0, CALLS.1, calls.clone());
+        named.register(DURATION.0, DURATION.1, latency.clone());
+        summed.register(CALLS.0, "Tool calls by outcome", calls_by_outcome.clone());
+        summed.register(DURATION.0, DURATION.1, latency_of_all.clone());
+        for registry in [&mut named, &mut summed] {
+            registry.register(
+                "kyro_http_requests_in_flight",
+                "MCP requests being answered",
+                in_flight.clone(),
+            );
+            registry.register(
+                "kyro_http_refusals",
+                "Requests refused before a tool saw them, by HTTP status (401 no or bad token, 403 host, origin or scope, 404 unknown session, 413 too large, 429 too many in flight, 503 no session free)",
+                refusals.clone(),
+            );
+        }
         Arc::new(Metrics {
-            registry,
+            named,
+            summed,
             calls,
             latency,
+            calls_by_outcome,
+            latency_of_all,
             in_flight,
             refusals,
             runtime: std::sync::OnceLock::new(),
@@ -97,9 +121,11 @@ impl Metrics {
         let _ = self.runtime.set(runtime.clone());
     }
 
-    fn text(&self) -> String {
+    /// The text format, by tool when `named`.
+    fn text(&self, named: bool) -> String {
         let mut text = String::new();
-        let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
+        let registry = if named { &self.named } else { &self.summed };
+        let _ = prometheus_client::encoding::text::encode(&mut text, registry);
         text
     }
 }
@@ -119,15 +145,20 @@ impl Observer for Metrics {
             .ok()
             .and_then(|v| v.as_str().map(str::to_owned))
             .unwrap_or_default();
+        let seconds = receipt.duration_us as f64 / 1e6;
+        self.calls_by_outcome
+            .get_or_create(&OutcomeLabel {
+                outcome: outcome.clone(),
+            })
+            .inc();
         self.calls
             .get_or_create(&CallLabels {
                 tool: tool.clone(),
                 outcome,
             })
             .inc();
-        self.latency
-            .get_or_create(&ToolLabel { tool })
-            .observe(receipt.duration_us as f64 / 1e6);
+        self.latency.get_or_create(&ToolLabel { tool }).observe(seconds);
+        self.latency_of_all.observe(seconds);
     }
 }
 
@@ -154,35 +185,106 @@ pub(crate) async fn count(State(metrics): State<Arc<Metrics>>, request: Request,
     response.map(|body| Body::new(Counted { body, _guard: guard }))
 }
 
-/// `GET /metrics`.
-pub(crate) async fn metrics(State(metrics): State<Arc<Metrics>>) -> Response {
+/// Who `/metrics` names the tools to: `None` (no gate, `--no-auth`) is anyone.
+pub(crate) type Scrapers = (Arc<Metrics>, Option<Arc<super::auth::Gate>>);
+
+/// `GET /metrics`: by tool with the token `/mcp` takes (the labels name every tool and
+/// upstream called), summed over tools without.
+pub(crate) async fn metrics(State((metrics, gate)): State<Scrapers>, request: Request) -> Response {
+    let named = match &gate {
+        None => true,
+        Some(gate) => super::auth::identify(gate, request.headers()).await.is_ok(),
+    };
     (
         [(
             CONTENT_TYPE,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
-        metrics.text(),
+        metrics.text(named),
     )
         .into_response()
 }
 
-/// `GET /readyz`: 200 when the receipt log can be written and the approval store answers,
-/// else 503 with what is wrong.
-pub(crate) async fn ready(State(runtime): State<Runtime>) -> Response {
-    let checked = tokio::task::spawn_blocking(move || -> Result<(), String> {
-        runtime.observers_ready()?;
+/// Why the server is not ready, as a probe is told: a class, never a path or an error's
+/// text, which `/readyz` answers anyone who can reach the port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unready {
+    /// A receipt cannot be written (so no call runs).
+    Receipts,
+    /// The approval store does not answer.
+    ApprovalStore,
+    /// The check itself did not finish.
+    Check,
+}
+
+impl Unready {
+    fn reason(self) -> &'static str {
+        match self {
+            Unready::Receipts => "receipts cannot be written",
+            Unready::ApprovalStore => "the approval store does not answer",
+            Unready::Check => "the check did not finish",
+        }
+    }
+}
+
+/// What `/readyz` checks, and the last reason it wrote on stderr (so a failing probe every
+/// few seconds says it once, until it changes).
+pub(crate) struct Readiness {
+    runtime: Runtime,
+    reported: std::sync::Mutex<Option<String>>,
+}
+
+impl Readiness {
+    pub(crate) fn new(runtime: Runtime) -> Arc<Readiness> {
+        Arc::new(Readiness {
+            runtime,
+            reported: std::sync::Mutex::default(),
+        })
+    }
+
+    /// Writes `detail` on stderr unless it was the last written; `None` (ready) forgets it.
+    fn report(&self, detail: Option<String>) {
+        use std::io::Write;
+        let mut reported = self.reported.lock().unwrap_or_else(|e| e.into_inner());
+        if *reported == detail {
+            return;
+        }
+        if let Some(detail) = &detail {
+            let _ = std::io::stderr().write_all(format!("kyro: not ready: {detail}\n").as_bytes());
+        }
+        *reported = detail;
+    }
+}
+
+/// `GET /readyz`: 200 `ready` when the receipt log can be written and the approval store
+/// answers, else 503 with the class of what is wrong; the details (paths, the store's
+/// errors) go to stderr only.
+pub(crate) async fn ready(State(readiness): State<Arc<Readiness>>) -> Response {
+    let runtime = readiness.runtime.clone();
+    let checked = tokio::task::spawn_blocking(move || -> Result<(), (Unready, String)> {
+        runtime.observers_ready().map_err(|why| (Unready::Receipts, why))?;
         if let Some(store) = runtime.approval_store() {
             store
                 .grants(Some(&kyro_core::Caller::anonymous()), kyro_core::grants::now_ms())
-                .map_err(|e| format!("the approval store: {e}"))?;
+                .map_err(|e| (Unready::ApprovalStore, format!("the approval store: {e}")))?;
         }
         Ok(())
     })
     .await
-    .unwrap_or_else(|e| Err(e.to_string()));
+    .unwrap_or_else(|e| Err((Unready::Check, e.to_string())));
     match checked {
-        Ok(()) => (StatusCode::OK, "ready\n").into_response(),
-        Err(why) => (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {why}\n")).into_response(),
+        Ok(()) => {
+            readiness.report(None);
+            (StatusCode::OK, "ready\n").into_response()
+        }
+        Err((class, detail)) => {
+            readiness.report(Some(detail));
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("not ready: {}\n", class.reason()),
+            )
+                .into_response()
+        }
     }
 }
 

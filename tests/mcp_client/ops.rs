@@ -1,5 +1,6 @@
-//! What an operator of `kyro mcp --http` relies on: health and readiness, Prometheus
-//! metrics whose labels no client can grow, one JSON log line a call with its caller and
+//! What an operator of `kyro mcp --http` relies on: health and readiness that tell a probe
+//! nothing more, Prometheus metrics whose labels no client can grow (and that name tools
+//! only to a holder of the token), one JSON log line a call with its caller and
 //! trace, and a SIGTERM that lets the call in flight finish and be receipted.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -11,9 +12,19 @@ use super::{TOKEN, workspace};
 
 /// A GET of `path`: the head (lowercased) and the body.
 pub(super) fn get(address: &str, path: &str) -> (String, String) {
+    get_with(address, path, "")
+}
+
+/// A GET of `path` with the test token.
+fn get_with_token(address: &str, path: &str) -> (String, String) {
+    get_with(address, path, &format!("Authorization: Bearer {TOKEN}\r\n"))
+}
+
+/// A GET of `path` with the header lines `headers` (each ending in CRLF).
+fn get_with(address: &str, path: &str, headers: &str) -> (String, String) {
     let answer = raw(
         address,
-        &format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"),
+        &format!("GET {path} HTTP/1.1\r\nHost: {address}\r\n{headers}Connection: close\r\n\r\n"),
     );
     let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
     (head.to_lowercase(), body.to_owned())
@@ -112,7 +123,21 @@ fn http_serves_health_readiness_metrics_and_a_json_line_a_call() {
     assert!(post(&address).starts_with("HTTP/1.1 401"));
     let rebound = post("evil.example");
     assert!(rebound.starts_with("HTTP/1.1 403"), "{rebound}");
-    let (head, metrics) = get(&address, "/metrics");
+    // Without the token, the same metrics summed over tools: no tool or upstream named.
+    let (head, summed) = get(&address, "/metrics");
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    assert!(!summed.contains("tool=") && !summed.contains("read_file"), "{summed}");
+    assert!(summed.contains(r#"kyro_calls_total{outcome="ok"} 1"#), "{summed}");
+    assert!(
+        summed.contains(r#"kyro_calls_total{outcome="unknown_tool"} 3"#),
+        "{summed}"
+    );
+    assert!(summed.contains("kyro_call_duration_seconds_count 4"), "{summed}");
+    assert!(
+        summed.contains(r#"kyro_http_refusals_total{status="401"} 1"#),
+        "{summed}"
+    );
+    let (head, metrics) = get_with_token(&address, "/metrics");
     assert!(head.starts_with("http/1.1 200"), "{head}");
     assert!(
         metrics.contains(r#"kyro_calls_total{tool="read_file",outcome="ok"} 1"#),
@@ -146,6 +171,40 @@ fn http_serves_health_readiness_metrics_and_a_json_line_a_call() {
     assert_eq!(logged["caller"], "http");
     assert_eq!(logged["outcome"], "ok");
     assert_eq!(logged["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736");
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
+fn readyz_tells_a_probe_only_a_reason_class_and_stderr_the_details() {
+    let ws = workspace();
+    // A receipt log that cannot be opened: a symlink planted in its place.
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir(ws.path().join(".kyro")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("log"), ws.path().join(".kyro/receipts.jsonl")).unwrap();
+    let (mut child, address, stderr) = serve(ws.path(), &[]);
+    let root = ws.path().canonicalize().unwrap();
+    for (head, body) in [get(&address, "/readyz"), get_with_token(&address, "/readyz")] {
+        assert!(head.starts_with("http/1.1 503"), "{head}");
+        assert_eq!(body, "not ready: receipts cannot be written\n");
+    }
+    // The details are the operator's, on stderr, once while they stay the same.
+    let detail = loop {
+        let line = stderr
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the reason on stderr");
+        if line.starts_with("kyro: not ready: ") {
+            break line;
+        }
+    };
+    assert!(
+        detail.contains(&*root.to_string_lossy()) || detail.contains(&*ws.path().to_string_lossy()),
+        "{detail}"
+    );
+    get(&address, "/readyz");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let again: Vec<String> = stderr.try_iter().filter(|l| l.starts_with("kyro: not ready")).collect();
+    assert!(again.is_empty(), "said once: {again:?}");
     let _ = child.kill();
     let _ = child.wait();
 }
