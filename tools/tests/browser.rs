@@ -837,6 +837,17 @@ fn the_browser_is_out_of_reach_of_other_processes_and_downloads_nothing() {
         // In a network namespace of its own ...
         let ns = |pid: &str| std::fs::read_link(format!("/proc/{pid}/ns/net")).unwrap();
         assert_ne!(ns(&chromium[0].to_string()), ns("self"));
+        // Its root holds the system's directories and the roots, nothing else of the
+        // host's: not this test's files outside the workspace, not `/run` or `/home`.
+        let root = std::path::PathBuf::from(format!("/proc/{}/root", chromium[0]));
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), "s").unwrap();
+        assert!(root.join("usr/lib").is_dir(), "{}", root.display());
+        let ws = h.runtime.workspace().root().to_owned();
+        assert!(root.join(ws.strip_prefix("/").unwrap()).is_dir(), "the workspace is there");
+        for gone in [outside.path().join("secret"), "/run".into(), "/home".into()] {
+            assert!(!root.join(gone.strip_prefix("/").unwrap()).exists(), "{} is there", gone.display());
+        }
         // ... so nothing listening on this host's loopback drives it for another process
         // (kyro's own relay serves kyro only).
         let probe = r#"
