@@ -275,6 +275,88 @@ fn mcp_call_reaches_upstream_tools_only() {
     assert_eq!(setup.calls().len(), 2, "{:?}", setup.calls());
 }
 
+/// `exec = "auto"` and an `[approvals.tools]` rule for `up.wipe`: through `mcp_call`, the
+/// rule holds as it does for `up.wipe` itself, and only a person's approval of the exact
+/// `mcp_call` carries to the call it makes.
+fn mcp_call_is_decided_by_the_upstream_tools_own_rule() {
+    let setup = Setup::new();
+    for rule in ["ask", "deny"] {
+        let policy = format!("[approvals]\nexec = \"auto\"\n[approvals.tools]\n\"up.wipe\" = \"{rule}\"\n");
+        std::fs::write(setup.dir.path().join(format!("{rule}_wipe.toml")), policy).unwrap();
+    }
+    let wipe = json!({"server": "up", "tool": "wipe", "arguments": {}});
+    let decisions = || -> Vec<(String, String)> {
+        let receipts = setup.receipts();
+        let kind = |r: &Value| r["decision"]["kind"].as_str().unwrap_or_default().to_owned();
+        receipts
+            .iter()
+            .map(|r| (r["tool"].as_str().unwrap().to_owned(), kind(r)))
+            .collect()
+    };
+
+    let (direct, _) = setup.kyro_call(Some("ask_wipe.toml"), &[], "up.wipe", json!({}));
+    assert_eq!(direct["outcome"], "approval_required", "{direct}");
+    // Through mcp_call it is asked too: the mcp_call itself, which a person can approve.
+    let (asked, _) = setup.kyro_call(Some("ask_wipe.toml"), &[], "mcp_call", wipe.clone());
+    assert_eq!(asked["outcome"], "approval_required", "{asked}");
+    assert_eq!(asked["tool"], "mcp_call", "{asked}");
+    assert!(setup.calls().is_empty(), "ran unasked: {:?}", setup.calls());
+    assert!(
+        !decisions().iter().any(|(_, d)| d == "approved"),
+        "a receipt says approved though no one approved: {:?}",
+        decisions()
+    );
+
+    // The person approves exactly that mcp_call: it runs the inner call, and both receipts
+    // say so.
+    let fingerprint = asked["error"]["fingerprint"].as_str().unwrap().to_owned();
+    let (approved, _) = setup.kyro_call(
+        Some("ask_wipe.toml"),
+        &["--approve-fingerprint", &fingerprint],
+        "mcp_call",
+        wipe.clone(),
+    );
+    assert_eq!(approved["result"]["result"], json!({"text": "wiped"}), "{approved}");
+    assert_eq!(setup.calls(), ["wipe {}"]);
+    let receipts = setup.receipts();
+    let (inner, outer) = (&receipts[receipts.len() - 2], &receipts[receipts.len() - 1]);
+    assert_eq!(
+        (
+            &inner["tool"],
+            &inner["decision"]["kind"],
+            &outer["tool"],
+            &outer["decision"]["kind"]
+        ),
+        (
+            &json!("up.wipe"),
+            &json!("approved"),
+            &json!("mcp_call"),
+            &json!("approved")
+        )
+    );
+    assert_eq!(inner["parent_call_id"], outer["call_id"]);
+
+    // Another upstream tool, under the `exec` rule, runs unasked; no receipt says approved.
+    let add = json!({"server": "up", "tool": "add", "arguments": {"a": 1, "b": 1}});
+    let before = setup.receipts().len();
+    let (ok, _) = setup.kyro_call(Some("ask_wipe.toml"), &[], "mcp_call", add);
+    assert_eq!(ok["result"]["result"], json!({"sum": 2}), "{ok}");
+    assert_eq!(
+        decisions()[before..],
+        [
+            ("up.add".to_owned(), "allowed".to_owned()),
+            ("mcp_call".to_owned(), "allowed".to_owned())
+        ]
+    );
+
+    // A deny rule holds through mcp_call, with the rule named.
+    let (denied, _) = setup.kyro_call(Some("deny_wipe.toml"), &[], "mcp_call", wipe);
+    assert_eq!(denied["outcome"], "denied", "{denied}");
+    let rule = denied["error"]["reason"]["rule"].as_str().unwrap_or_default();
+    assert!(rule.contains("`up.wipe`"), "{denied}");
+    assert_eq!(setup.calls().len(), 2, "{:?}", setup.calls());
+}
+
 fn an_upstream_runs_under_the_sandbox_its_policy_names() {
     let setup = Setup::new();
     // By default an upstream may write the workspace (its log is there), and says so.
@@ -421,6 +503,10 @@ fn main() {
         (
             "mcp_call_reaches_upstream_tools_only",
             mcp_call_reaches_upstream_tools_only,
+        ),
+        (
+            "mcp_call_is_decided_by_the_upstream_tools_own_rule",
+            mcp_call_is_decided_by_the_upstream_tools_own_rule,
         ),
         (
             "an_upstream_runs_under_the_sandbox_its_policy_names",

@@ -161,9 +161,11 @@ pub struct ToolContext {
     progress: Option<ProgressSink>,
     confined: Arc<HashMap<String, ConfinedPath>>,
     forwarded: Arc<AtomicBool>,
-    /// Let through by a grant of this tool: its forwarded call carries no approval (a
-    /// grant of `mcp_call` is not a grant of every upstream tool).
-    granted: bool,
+    /// Let through by a person's approval of exactly these arguments: the only
+    /// authorization its forwarded call carries. A rule, a grant or a standing approval
+    /// of this tool let it through without anyone seeing these arguments (a grant of
+    /// `mcp_call` is not a grant of every upstream tool).
+    approved_exactly: bool,
     stop: StopSignal,
     output_limit: u64,
     /// The result's text, from the tool's `Execute::text`.
@@ -191,7 +193,7 @@ pub(crate) struct CallParts {
     pub caller: Caller,
     pub progress: Option<ProgressSink>,
     pub confined: HashMap<String, ConfinedPath>,
-    pub granted: bool,
+    pub approved_exactly: bool,
     pub stop: StopSignal,
     pub output_limit: u64,
     pub text: Arc<Mutex<Option<String>>>,
@@ -210,7 +212,7 @@ impl ToolContext {
             progress: parts.progress,
             confined: Arc::new(parts.confined),
             forwarded: Arc::default(),
-            granted: parts.granted,
+            approved_exactly: parts.approved_exactly,
             stop: parts.stop,
             output_limit: parts.output_limit,
             text: parts.text,
@@ -261,15 +263,17 @@ impl ToolContext {
     }
 
     /// Runs the one call this call stands for (an aggregating tool forwarding its call to
-    /// the tool that does the work), with this call's own authorization: when the forwarded
-    /// tool has this tool's effect and this call was authorized (by anything but a grant,
-    /// which is the tool's alone), that covers the forwarded call's exact arguments too. Once per call; a second forward, or one to a
-    /// tool of another effect, carries no approval.
+    /// the tool that does the work). It goes through the whole boundary and is decided by
+    /// the forwarded tool's own rules, capabilities and grants; it carries this call's
+    /// authorization only when a person approved this call's exact arguments, which cover
+    /// the forwarded call's too, and the forwarded tool has this tool's effect. A call let
+    /// through by a rule, a grant or a standing approval (a session's) carries none. Once
+    /// per call; a second forward, or one to a tool of another effect, carries no approval.
     pub async fn forward(&self, tool: &str, arguments: serde_json::Value) -> Execution {
         let same_effect = self.catalog.describe(tool).is_some_and(|d| d.effect == self.effect);
         let first = !self.forwarded.swap(true, Ordering::SeqCst);
         let mut call = Call::new(tool, arguments).by(self.caller.clone());
-        if same_effect && first && !self.granted {
+        if same_effect && first && self.approved_exactly {
             let fingerprint = self.dispatch.fingerprint(tool, &call.arguments, &self.scope);
             call = call.approved(ApprovalToken::for_fingerprint(&fingerprint));
         }

@@ -22,7 +22,7 @@ use crate::error::ToolError;
 use crate::grants::ApprovalStore;
 use crate::offload::{Offloaded, first_of};
 use crate::outcome::{Call, Outcome};
-use crate::policy::{Access, Fingerprint, Limits, Policy, Scope, ScopeError, UsedApprovals, summarize};
+use crate::policy::{Access, ApprovalToken, Fingerprint, Limits, Policy, Scope, ScopeError, UsedApprovals, summarize};
 use crate::receipt::{CanonicalCall, Decision, Denial, EffectLog, Execution, Observer, Receipt};
 use crate::registry::{RegisteredTool, Registry, Snapshot};
 use crate::schema::Violation;
@@ -144,7 +144,7 @@ impl Runtime {
                 caller: caller.clone(),
                 progress: None,
                 confined: HashMap::new(),
-                granted: false,
+                approved_exactly: false,
                 stop: StopSignal::default(),
                 output_limit: self.limits.max_output_bytes,
                 text: Arc::default(),
@@ -405,7 +405,8 @@ impl Runtime {
                 caller: call.caller,
                 progress: call.progress,
                 confined,
-                granted: matches!(decision, Decision::Granted { .. }),
+                approved_exactly: decision == Decision::Approved
+                    && call.approval.as_ref().is_some_and(ApprovalToken::of_these_arguments),
                 stop: stop.clone(),
                 output_limit: self.limits.max_output_bytes,
                 text: text.clone(),

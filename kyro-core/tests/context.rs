@@ -1,6 +1,7 @@
 //! What a tool's context lets it do, and what it does not: blocking work never stalls the
 //! server, child calls carry no approval a tool made itself, and a forwarded call carries
-//! the caller's approval once, for the same effect only.
+//! a person's approval of the caller's exact arguments once, for the same effect only, and
+//! nothing else that let the caller through.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -228,6 +229,15 @@ fn a_blocking_executor_still_times_out() {
 }
 
 fn relay(how: &str, approvals: ApprovalRules) -> (Vec<Value>, tempfile::TempDir) {
+    relay_approved_by(how, approvals, Some(ApprovalToken::for_fingerprint))
+}
+
+/// `relay` called with the approval `approval` makes of its fingerprint, or none.
+fn relay_approved_by(
+    how: &str,
+    approvals: ApprovalRules,
+    approval: Option<fn(&str) -> ApprovalToken>,
+) -> (Vec<Value>, tempfile::TempDir) {
     let ws = tempfile::tempdir().unwrap();
     let policy = Policy {
         approvals,
@@ -236,7 +246,10 @@ fn relay(how: &str, approvals: ApprovalRules) -> (Vec<Value>, tempfile::TempDir)
     let rt = runtime(ws.path(), &policy);
     let arguments = json!({"how": how});
     let fingerprint = rt.fingerprint("relay", &arguments, rt.scope());
-    let call = Call::new("relay", arguments).approved(ApprovalToken::for_fingerprint(fingerprint.as_str()));
+    let mut call = Call::new("relay", arguments);
+    if let Some(approval) = approval {
+        call = call.approved(approval(fingerprint.as_str()));
+    }
     match current_thread().block_on(rt.execute_call(call)) {
         Outcome::Ok { result, .. } => (result["outcomes"].as_array().unwrap().clone(), ws),
         other => panic!("{other:?}"),
@@ -266,6 +279,27 @@ fn a_forward_to_another_effect_carries_no_approval() {
     };
     let (outcomes, _ws) = relay("forward_exec", asks_for_exec);
     assert_eq!(outcomes, [json!("approval_required")]);
+}
+
+#[test]
+fn a_forward_carries_nothing_when_a_rule_let_the_call_through() {
+    // `relay` runs without asking; `put`, its forwarded tool, is asked by its own rule.
+    let put_asks = ApprovalRules {
+        write: ApprovalRule::Auto,
+        tools: [("put".to_owned(), ApprovalRule::Ask)].into(),
+        ..ApprovalRules::default()
+    };
+    let (outcomes, ws) = relay_approved_by("forward_twice", put_asks, None);
+    assert_eq!(outcomes, [json!("approval_required"), json!("approval_required")]);
+    assert!(!ws.path().join("first.txt").exists(), "the forward made up an approval");
+}
+
+#[test]
+fn a_forward_carries_nothing_when_a_standing_approval_let_the_call_through() {
+    // Approved for the session, not for these arguments: `put` is asked on its own.
+    let (outcomes, ws) = relay_approved_by("forward_twice", ApprovalRules::default(), Some(ApprovalToken::standing));
+    assert_eq!(outcomes, [json!("approval_required"), json!("approval_required")]);
+    assert!(!ws.path().join("first.txt").exists());
 }
 
 fn limited(ms: u64) -> Policy {

@@ -408,7 +408,11 @@ pub(super) async fn settle(
             tools.contains(&key)
         }
     };
-    let approved = session(false)
+    // A session's approval stands on the person's answer about an earlier call of the
+    // tool, not on these arguments: it forwards none (a `mcp_call` approved for the session
+    // does not approve every upstream tool).
+    let standing = session(false);
+    let approved = standing
         || (asks_for_approval(&context.peer)
             && match approve(&context.peer, summary, fingerprint).await {
                 Approval::Refused => false,
@@ -419,7 +423,11 @@ pub(super) async fn settle(
                 }
             });
     if approved {
-        let token = ApprovalToken::for_fingerprint(fingerprint);
+        let token = if standing {
+            ApprovalToken::standing(fingerprint)
+        } else {
+            ApprovalToken::for_fingerprint(fingerprint)
+        };
         return Settled::Run(Box::new(call.approved(token)), None);
     }
     Settled::Refused(outcome)

@@ -328,6 +328,73 @@ fn an_approval_for_the_session_covers_later_calls_of_that_tool_only() {
     });
 }
 
+/// An upstream tool for `mcp_call` to reach, which notes that it ran.
+fn upstream_tool(name: &str, ran: Arc<AtomicBool>) -> ToolDefinition {
+    let tool = CustomTool {
+        name: name.into(),
+        description: "An upstream tool.".into(),
+        category: kyro_tools::integration::UPSTREAM_CATEGORY.into(),
+        effect: Effect::Exec,
+        input_schema: json!({"type": "object"}),
+        output_schema: Some(json!({"type": "object"})),
+    };
+    ToolDefinition::custom(tool, move |_, _| {
+        ran.store(true, Ordering::SeqCst);
+        Box::pin(async { Ok(json!({})) })
+    })
+    .unwrap()
+}
+
+#[test]
+fn an_approval_of_mcp_call_for_the_session_approves_no_upstream_tool() {
+    rt().block_on(async {
+        let mut h = connect_with(Some(true), true).await;
+        let (added, wiped) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+        h.registry.register(upstream_tool("up.add", added.clone())).unwrap();
+        h.registry.register(upstream_tool("up.wipe", wiped.clone())).unwrap();
+        let forward = |tool: &str| {
+            let args = json!({"server": "up", "tool": tool, "arguments": {}});
+            CallToolRequestParams::new("mcp_call").with_arguments(args.as_object().unwrap().clone())
+        };
+        // The person sees this mcp_call and approves it, and every later one, for the session.
+        let result = h.client.call_tool(forward("add")).await.unwrap();
+        assert_ne!(result.is_error, Some(true), "{result:?}");
+        assert!(added.load(Ordering::SeqCst));
+        // A later mcp_call runs on that answer, but its arguments were never seen: the
+        // upstream tool's own rule (exec asks) decides the call it makes.
+        let result = h.client.call_tool(forward("wipe")).await.unwrap();
+        assert_eq!(result.is_error, Some(true), "{result:?}");
+        let text = result.content[0].as_text().unwrap().text.clone();
+        assert!(text.contains("forward_needs_approval"), "{text}");
+        assert!(
+            !wiped.load(Ordering::SeqCst),
+            "a session's approval of mcp_call ran up.wipe"
+        );
+        let mut asked = 0;
+        while let Ok(event) = h.events.try_recv() {
+            asked += usize::from(event.starts_with("asked: "));
+        }
+        assert_eq!(asked, 1);
+        let receipts = h.receipts.0.lock().unwrap();
+        let decisions: Vec<(String, String)> = receipts
+            .iter()
+            .map(|r| {
+                (
+                    r.tool.clone(),
+                    serde_json::to_value(&r.decision).unwrap()["kind"].to_string(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            decisions[decisions.len() - 2..],
+            [
+                ("up.wipe".to_owned(), "\"approval_required\"".to_owned()),
+                ("mcp_call".to_owned(), "\"approved\"".to_owned())
+            ]
+        );
+    });
+}
+
 #[test]
 fn a_refused_or_unasked_approval_runs_nothing() {
     rt().block_on(async {

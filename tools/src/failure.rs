@@ -197,6 +197,20 @@ pub enum Failure {
         /// What went wrong, or the upstream tool's own error text.
         message: String,
     },
+    /// A call `mcp_call` forwarded needs a person's approval of its own, which this call
+    /// could not carry: what let it through (a grant or a session's approval of
+    /// `mcp_call`) is not an approval of these arguments.
+    #[error(
+        "`{tool}` needs a person's approval of exactly this call (fingerprint {fingerprint}); what \
+         let this `mcp_call` through (a grant or a session's approval of `mcp_call`) does not \
+         approve the tools it reaches: call `{tool}` itself to be asked"
+    )]
+    ForwardNeedsApproval {
+        /// The forwarded tool (`server.tool`).
+        tool: String,
+        /// The forwarded call's fingerprint.
+        fingerprint: String,
+    },
     /// What `browser_wait_for` waited for did not happen in time.
     #[error("waited {waited_ms} ms for {what}; the page shows: {shown}")]
     NotSeen {

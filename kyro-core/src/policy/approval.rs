@@ -114,6 +114,9 @@ pub struct ApprovalToken {
     given: Instant,
     /// Already used elsewhere (another process honoured it): refused as reused.
     spent: bool,
+    /// Given on an earlier answer about the tool (approved for the session), not on a
+    /// person's look at these arguments.
+    standing: bool,
     /// The person's answer or the approval's state refuses the call.
     refusal: Option<Refusal>,
 }
@@ -161,8 +164,26 @@ impl ApprovalToken {
             nonce: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             given,
             spent: false,
+            standing: false,
             refusal: None,
         }
+    }
+
+    /// An approval of the call `hex` that stands on an earlier answer about its tool (the
+    /// person approved every later call of it in this session), not on their look at these
+    /// arguments: it lets the call run, and the call forwards no approval
+    /// ([`ToolContext::forward`](crate::ToolContext::forward)).
+    pub fn standing(hex: &str) -> ApprovalToken {
+        ApprovalToken {
+            standing: true,
+            ..ApprovalToken::for_fingerprint(hex)
+        }
+    }
+
+    /// Whether a person approved exactly the arguments of the call this token is bound
+    /// to (not a [`standing`](ApprovalToken::standing) approval of its tool).
+    pub fn of_these_arguments(&self) -> bool {
+        !self.standing
     }
 
     /// The person's answer to the question about the call `hex`: they declined it, or
