@@ -183,6 +183,16 @@ pub enum Failure {
         /// What was found.
         message: String,
     },
+    /// A command rule would widen the sandbox of a program while the tree holds config
+    /// that program reads and that can name other programs it runs (a `.cargo/config.toml`
+    /// for a `cargo` rule with `network = true`); nothing was run.
+    #[error("{message}")]
+    TreeConfig {
+        /// The config file found.
+        path: String,
+        /// What was refused and what to do instead.
+        message: String,
+    },
     /// A fetched document could not be converted (HTML to Markdown).
     #[error("cannot convert the document: {message}")]
     Conversion {

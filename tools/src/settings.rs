@@ -2,6 +2,7 @@
 //! through the call's scope ([`kyro_core::policy::Scope::settings`]) by the tools that
 //! declare it, and checked when the policy loads.
 
+use kyro_core::WorkspacePath;
 use kyro_core::policy::{ApprovalRule, SandboxMode, Settings};
 use serde::{Deserialize, Serialize};
 
@@ -48,6 +49,10 @@ impl NetworkSettings {
 /// argv_prefix = ["cargo", "fetch"]   # this and anything after it
 /// decision = "ask"
 /// network = true           # this command may reach the network; nothing else widens
+/// [[tools.shell.rules]]
+/// argv = ["git", "status"]
+/// cwd = "vendor/lib"       # run there; without `cwd`, at the workspace root only
+/// decision = "auto"
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -58,10 +63,12 @@ pub struct ShellSettings {
     /// Rules for commands. An exact rule (`argv`) decides for that argv alone; a prefix
     /// rule (`argv_prefix`) for every argv starting with it, whatever follows. An exact
     /// rule wins over every prefix rule, a longer prefix over a shorter one, and on a tie
-    /// the strictest decision. A call setting a variable the rule does not list in `env`
-    /// matches no rule; nor does a `shell: true` script, an interpreter's inline code
-    /// (`sh -c`, `python3 -c`, `perl -e`, ...), or a call setting a variable that changes
-    /// which code runs (`LD_PRELOAD`, `PATH`, `GIT_EXTERNAL_DIFF`, `RUSTC`, ...).
+    /// the strictest decision. A rule lets a call through (`auto`, and its `network` and
+    /// `sandbox`) only in its `cwd` (default the workspace root) and when it lists in
+    /// `env` every variable the call sets; never a `shell: true` script, an interpreter's
+    /// inline code (`sh -c`, `python3 -c`, `perl -e`, ...), or a call setting a variable
+    /// that changes which code runs (`LD_PRELOAD`, `PATH`, `GIT_EXTERNAL_DIFF`, `RUSTC`,
+    /// ...).
     pub rules: Vec<CommandRule>,
 }
 
@@ -75,6 +82,9 @@ pub struct CommandRule {
     /// The environment variables a call may set and still match (`env = ["RUST_LOG"]`);
     /// none by default. A variable that changes which code runs cannot be listed.
     pub env: Vec<EnvName>,
+    /// The working directory the rule lets the command through in, relative to the
+    /// workspace root (`vendor/lib`, no `..`); none for the root itself.
+    pub cwd: Option<WorkspacePath>,
     /// `auto`, `ask` or `deny`, in place of the policy's `exec` rule (never lifting a
     /// `deny` of the policy's, and against an `[approvals.tools]` rule the stricter holds).
     pub decision: ApprovalRule,
@@ -121,10 +131,36 @@ impl RuleArgv {
 }
 
 impl CommandRule {
-    /// Whether this rule names the command `argv` run with the variables `set` (names).
-    pub fn matches<'a>(&self, argv: &[String], mut set: impl Iterator<Item = &'a str>) -> bool {
-        self.argv.matches(argv) && set.all(|name| self.env.iter().any(|listed| listed.as_str() == name))
+    /// Whether this rule names exactly the command `argv`, run in `cwd` (relative to the
+    /// workspace root, without `.` parts: `.` for the root) with the variables `set`.
+    pub fn matches<'a>(&self, argv: &[String], cwd: &str, mut set: impl Iterator<Item = &'a str>) -> bool {
+        self.argv.matches(argv)
+            && self.cwd.as_ref().map_or(".", WorkspacePath::as_str) == cwd
+            && set.all(|name| self.env.iter().any(|listed| listed.as_str() == name))
     }
+}
+
+/// A working directory as a rule names it: `.` for the workspace root, else the relative
+/// path without `.` components or trailing slashes (`./a//b/` is `a/b`); none for one no
+/// rule names (absolute, or with `..`, whose place depends on what the tree links).
+pub(crate) fn rule_cwd(path: Option<&str>) -> Option<String> {
+    let path = path.unwrap_or(".");
+    if path.starts_with('/') {
+        return None;
+    }
+    let mut parts = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => return None,
+            part => parts.push(part),
+        }
+    }
+    Some(if parts.is_empty() {
+        ".".to_owned()
+    } else {
+        parts.join("/")
+    })
 }
 
 /// Why a `[[tools.shell.rules]]` rule is refused when the policy loads.
@@ -154,6 +190,14 @@ pub enum RuleError {
         /// The variable.
         name: String,
     },
+    /// `cwd` is absolute or climbs with `..`.
+    #[error(
+        "a [[tools.shell.rules]] rule's `cwd` is `{cwd}`; write a directory relative to the workspace root, without `..` (leave `cwd` out for the root)"
+    )]
+    Cwd {
+        /// The `cwd` as written.
+        cwd: String,
+    },
 }
 
 #[derive(Serialize, Deserialize)]
@@ -165,6 +209,8 @@ struct RawCommandRule {
     argv_prefix: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     env: Vec<EnvName>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cwd: Option<String>,
     decision: ApprovalRule,
     #[serde(default)]
     network: bool,
@@ -194,9 +240,18 @@ impl TryFrom<RawCommandRule> for CommandRule {
                 name: name.as_str().to_owned(),
             });
         }
+        let cwd = match raw.cwd {
+            None => None,
+            Some(cwd) => match rule_cwd(Some(&cwd)) {
+                None => return Err(RuleError::Cwd { cwd }),
+                Some(root) if root == "." => None,
+                Some(dir) => Some(WorkspacePath::new(dir)),
+            },
+        };
         Ok(CommandRule {
             argv,
             env: raw.env,
+            cwd,
             decision: raw.decision,
             network: raw.network,
             sandbox: raw.sandbox,
@@ -214,6 +269,7 @@ impl From<CommandRule> for RawCommandRule {
             argv,
             argv_prefix,
             env: rule.env,
+            cwd: rule.cwd.map(|cwd| cwd.as_str().to_owned()),
             decision: rule.decision,
             network: rule.network,
             sandbox: rule.sandbox,

@@ -523,3 +523,171 @@ fn a_denying_rule_still_denies_a_command_under_a_terminal() {
         _ => unreachable!(),
     }
 }
+
+/// An executable `name` in `dir` that leaves `pwned-NAME` in the directory it runs in (and
+/// runs its arguments, as a wrapper would).
+fn plant(dir: &Path, name: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(
+        &path,
+        format!("#!/bin/sh\ntouch pwned-{name}\n[ $# -gt 0 ] && exec \"$@\"\nexit 0\n"),
+    )
+    .unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// A git repository at `dir` whose own config names `program` as its fsmonitor, a
+/// textconv, a pager and the alias `st`.
+fn repository_naming(dir: &Path, program: &Path) {
+    let git = |args: &[&str]| {
+        let done = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(done.status.success(), "{done:?}");
+    };
+    git(&["init", "-q"]);
+    let program = program.to_str().unwrap();
+    git(&["config", "core.fsmonitor", program]);
+    git(&["config", "alias.st", &format!("!{program}")]);
+    git(&["config", "pager.status", program]);
+    git(&["config", "core.pager", program]);
+}
+
+fn failure(outcome: &Outcome) -> Option<kyro_tools::Failure> {
+    match outcome {
+        Outcome::ExecutionFailed { error, .. } => kyro_tools::Failure::of(error),
+        _ => None,
+    }
+}
+
+/// A rule that names `git status` runs git, not the program the repository's config names
+/// (`core.fsmonitor`, an alias, a pager), and only in the directory it names: not through
+/// `cwd` into a nested repository.
+#[test]
+fn a_git_rule_runs_git_with_the_repositorys_config_isolated_and_only_where_it_names() {
+    let ws = tempfile::tempdir().unwrap();
+    let evil = plant(ws.path(), "evil");
+    repository_naming(ws.path(), &evil);
+    let nested = ws.path().join("vendor/lib");
+    std::fs::create_dir_all(&nested).unwrap();
+    repository_naming(&nested, &evil);
+    let session = Session::new(
+        ws.path(),
+        &with_rules(json!([
+            {"argv": ["git", "status"], "decision": "auto"},
+            {"argv": ["git", "st"], "decision": "auto"},
+            {"argv": ["git", "status", "--short"], "cwd": "./vendor//lib/", "decision": "auto"}
+        ])),
+    );
+    let status = result(session.call("run_command", json!({"argv": ["git", "status"]})));
+    assert!(
+        is_allowed_by_rule(&session.decision(), "[tools.shell] rule argv [\"git\",\"status\"]"),
+        "{:?}",
+        session.decision()
+    );
+    assert_eq!(status["exit_code"], 0, "{status}");
+    assert!(status["stdout"].as_str().unwrap().contains("evil"), "{status}");
+    assert!(
+        !ws.path().join("pwned-evil").exists(),
+        "a ruled git ran the fsmonitor its repository's config names"
+    );
+    // The alias the tree wrote runs nothing.
+    let alias = result(session.call("run_command", json!({"argv": ["git", "st"]})));
+    assert_ne!(alias["exit_code"], 0, "{alias}");
+    assert!(
+        !ws.path().join("pwned-evil").exists(),
+        "a ruled git ran the program its repository's config names"
+    );
+    // A rule without `cwd` names the workspace root: in a nested repository it asks.
+    for cwd in ["vendor/lib", "vendor/../vendor/lib"] {
+        let nested_call = session.call("run_command", json!({"argv": ["git", "status"], "cwd": cwd}));
+        assert!(
+            matches!(nested_call, Outcome::ApprovalRequired { .. }),
+            "{cwd}: {nested_call:?}"
+        );
+    }
+    // A rule naming the nested directory runs there, its config isolated too.
+    let there = result(session.call(
+        "run_command",
+        json!({"argv": ["git", "status", "--short"], "cwd": "vendor/lib"}),
+    ));
+    assert_eq!(there["exit_code"], 0, "{there}");
+    assert!(
+        is_allowed_by_rule(
+            &session.decision(),
+            "[tools.shell] rule argv [\"git\",\"status\",\"--short\"] cwd \"vendor/lib\""
+        ),
+        "{:?}",
+        session.decision()
+    );
+    assert!(!nested.join("pwned-evil").exists());
+    // A config including another file is refused (kyro's git tools refuse it too).
+    std::fs::write(ws.path().join("more.config"), "[core]\n\tfsmonitor = /bin/true\n").unwrap();
+    let done = std::process::Command::new("git")
+        .args(["config", "include.path", "../more.config"])
+        .current_dir(ws.path())
+        .status()
+        .unwrap();
+    assert!(done.success());
+    let refused = session.call("run_command", json!({"argv": ["git", "status"]}));
+    assert!(
+        matches!(failure(&refused), Some(kyro_tools::Failure::UnsafeRepository { .. })),
+        "{refused:?}"
+    );
+    assert!(!ws.path().join("pwned-evil").exists());
+}
+
+/// README's own `cargo fetch` network rule: a `.cargo/config.toml` in the tree naming a
+/// workspace script as `rustc-wrapper` would run it with the network on. kyro refuses to
+/// widen the sandbox for it; the script never reaches a listener on loopback.
+#[test]
+fn a_cargo_network_rule_does_not_widen_the_sandbox_while_the_tree_holds_cargo_config() {
+    use std::os::unix::fs::PermissionsExt;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(ws.path().join("src")).unwrap();
+    std::fs::create_dir_all(ws.path().join(".cargo")).unwrap();
+    std::fs::write(
+        ws.path().join("Cargo.toml"),
+        "[package]\nname = \"fetched\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .unwrap();
+    std::fs::write(ws.path().join("src/main.rs"), "fn main() {}\n").unwrap();
+    let wrapper = ws.path().join("wrapper.sh");
+    std::fs::write(
+        &wrapper,
+        format!("#!/bin/bash\nexec 3<>/dev/tcp/127.0.0.1/{port} && echo reached >&3\nexec \"$@\"\n"),
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(
+        ws.path().join(".cargo/config.toml"),
+        format!("[build]\nrustc-wrapper = \"{}\"\n", wrapper.display()),
+    )
+    .unwrap();
+    let session = Session::new(
+        ws.path(),
+        &with_rules(json!([{"argv": ["cargo", "fetch"], "decision": "auto", "network": true}])),
+    );
+    let refused = session.call("run_command", json!({"argv": ["cargo", "fetch"], "timeout_ms": 120000}));
+    assert!(
+        matches!(&failure(&refused), Some(kyro_tools::Failure::TreeConfig { path, .. }) if path.ends_with(".cargo/config.toml")),
+        "{refused:?}"
+    );
+    // Nothing the tree named reached the listener.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(
+        matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the tree's rustc-wrapper reached the network"
+    );
+    // Without the tree's config the rule holds: cargo runs with the network.
+    std::fs::remove_file(ws.path().join(".cargo/config.toml")).unwrap();
+    let ran = result(session.call("run_command", json!({"argv": ["cargo", "fetch"], "timeout_ms": 120000})));
+    assert!(ran["sandbox"].as_str().unwrap().contains("network on"), "{ran}");
+}

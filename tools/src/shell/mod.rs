@@ -13,6 +13,8 @@ mod run_command;
 mod spawn;
 mod start_process;
 mod stop_process;
+mod tree_config;
+mod wrappers;
 mod write_process_input;
 
 pub use read_process_output::Until;

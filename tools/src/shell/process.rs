@@ -8,8 +8,8 @@ use std::process::Stdio;
 use kyro_core::{ToolContext, ToolError, WorkspacePath};
 
 use super::environment::changes_code;
-use super::rules::{matching_rule, suggestion};
-use crate::settings::ShellSettings;
+use super::rules::{governing_rule, suggestion};
+use crate::settings::{CommandRule, ShellSettings};
 use kyro_core::receipt::Denial;
 use kyro_core::sandbox::{Sandbox, SandboxRequest};
 use rustix::process::{Pid, Signal, kill_process_group};
@@ -160,10 +160,11 @@ fn command(cx: &ToolContext, what: &Spawn) -> Result<(std::process::Command, Str
         });
     }
     let resolved = program_path(program, what)?;
+    let cwd = cwd.host_content_path();
     let mut command = std::process::Command::new(&resolved);
     command
         .args(&args)
-        .current_dir(cwd.host_content_path())
+        .current_dir(&cwd)
         .env_clear()
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -178,7 +179,12 @@ fn command(cx: &ToolContext, what: &Spawn) -> Result<(std::process::Command, Str
     command.envs(what.env.iter().map(|v| (&v.name, &v.value)));
     // The program sees the name it was asked by, though kyro runs it by its absolute path.
     std::os::unix::process::CommandExt::arg0(&mut command, program);
-    let sandbox = sandbox(cx, &shell, what)?;
+    // A rule trusts the program it names, not what the tree's config names through it.
+    let rule = governing_rule(&shell, what);
+    if let (Some(_), Ok(git)) = (rule, program_path("git", what)) {
+        super::tree_config::isolate_git(cx, what.argv, &git, &cwd, &mut command)?;
+    }
+    let sandbox = sandbox(cx, rule, what, &cwd, cargo_home(&shell).as_deref())?;
     if let Some(temp) = sandbox.temp_dir() {
         command.env("TMPDIR", temp);
     }
@@ -191,17 +197,37 @@ fn command(cx: &ToolContext, what: &Spawn) -> Result<(std::process::Command, Str
     Ok((command, program.to_owned(), sandbox))
 }
 
-/// The policy's sandbox for this command, widened by the rule that matches it.
-fn sandbox(cx: &ToolContext, shell: &ShellSettings, what: &Spawn) -> Result<Sandbox, ToolError> {
+/// The policy's sandbox for this command, widened by the rule that names it (never for a
+/// `cargo` that reads config from the tree: refused instead).
+fn sandbox(
+    cx: &ToolContext,
+    rule: Option<&CommandRule>,
+    what: &Spawn,
+    cwd: &std::path::Path,
+    cargo_home: Option<&std::path::Path>,
+) -> Result<Sandbox, ToolError> {
     let mut request = SandboxRequest::for_scope(cx.scope());
-    // A rule widens the sandbox of a call it may decide, not of one it only holds back.
-    if let Some(rule) = matching_rule(shell, what).filter(|_| super::rules::may_be_ruled(what)) {
+    // A rule widens the sandbox of a call it names, not of one it only holds back.
+    if let Some(rule) = rule {
+        let widens = super::tree_config::widens(rule, request.network, request.mode);
+        super::tree_config::refuse_widening_for_cargo(rule, what.argv, widens, cwd, cargo_home)?;
         request.network |= rule.network;
         request.mode = request.mode.max(rule.sandbox.unwrap_or(request.mode));
     }
     Sandbox::prepare(&request).map_err(|e| ToolError::Denied {
         reason: Denial::SandboxUnavailable { message: e.0 },
     })
+}
+
+/// The cargo home a ruled program uses: kyro's `CARGO_HOME` when the policy passes it (a
+/// call setting it is ruled by no rule), else `~/.cargo`.
+fn cargo_home(shell: &ShellSettings) -> Option<std::path::PathBuf> {
+    let passed = shell.pass_env.iter().any(|name| name.as_str() == "CARGO_HOME");
+    passed
+        .then(|| std::env::var_os("CARGO_HOME"))
+        .flatten()
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| std::path::Path::new(&home).join(".cargo")))
 }
 
 /// Where `program` is run from. A name with a `/` is a path (relative to the working

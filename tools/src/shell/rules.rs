@@ -1,72 +1,112 @@
 //! `[[tools.shell.rules]]` applied to one command: which rule decides it, and the calls no
-//! rule may decide. A rule names an argv: the whole of it (`argv`) or its first words
-//! (`argv_prefix`, which trusts whatever follows). Code that is not a program on disk but
-//! text in the call (a `shell: true` script, `sh -c SCRIPT`, `python3 -c CODE`, `perl -e`,
-//! `node -e`, `env -S`), and a variable that changes which code runs, match no rule: the
-//! person approving reads them.
+//! rule may let through. A rule names an argv: the whole of it (`argv`) or its first words
+//! (`argv_prefix`, which trusts whatever follows), run in one directory (`cwd`, default
+//! the workspace root). It lets a call through (`auto`, its `network` and `sandbox`) only
+//! as written. Code that is not a program on disk but text in the call (a `shell: true` script, `sh -c SCRIPT`, `python3 -c CODE`,
+//! `perl -e`, `node -e`, `env -S`), and a variable that changes which code runs, match no
+//! rule that lets through: the person approving reads them.
 
+use kyro_core::WorkspacePath;
 use kyro_core::policy::{ApprovalRule, MatchedRule, Scope};
 
 use super::environment::changes_code;
 use super::spawn::Spawn;
-use crate::settings::{CommandRule, ShellSettings};
+use super::wrappers::{is_assignment, program_name, unwrap};
+use crate::settings::{CommandRule, RuleArgv, ShellSettings, rule_cwd};
 
-/// The `[[tools.shell.rules]]` rule for this command, when any may decide it: an exact
-/// rule before any prefix rule, a longer prefix before a shorter one, on a tie the
-/// strictest decision. A rule matches only when it lists every variable the call sets, and
-/// an `auto` rule only a call [`may_be_ruled`].
-pub(crate) fn matching_rule<'a>(shell: &'a ShellSettings, what: &Spawn) -> Option<&'a CommandRule> {
-    // A call no rule may let through (code in the call, input typed in) is still held to a
-    // rule that denies or asks.
+/// The rule that decides a call.
+pub(crate) struct Ruling<'a> {
+    /// The rule.
+    pub rule: &'a CommandRule,
+    /// Whether the rule names the call as it will run (argv, directory, variables) and may
+    /// let it through: only then do its `network` and `sandbox` widen the sandbox, and the
+    /// program's config is isolated from the tree.
+    pub names_call: bool,
+}
+
+/// The `[[tools.shell.rules]]` rule that decides this call, when any does: an exact rule
+/// before any prefix rule, a longer prefix before a shorter one, on a tie the strictest
+/// decision. A rule lets a call through only when it names it exactly (its argv as
+/// written, its `cwd`, every variable the call sets listed) and the call [`may_be_ruled`];
+/// a rule that denies or asks also holds back its argv in any directory.
+pub(crate) fn ruling<'a>(shell: &'a ShellSettings, what: &Spawn) -> Option<Ruling<'a>> {
     let rulable = may_be_ruled(what);
+    let cwd = rule_cwd(what.cwd.map(WorkspacePath::as_str));
+    let names_call = |rule: &CommandRule| {
+        rulable
+            && cwd
+                .as_deref()
+                .is_some_and(|cwd| rule.matches(what.argv, cwd, what.env.iter().map(|v| v.name.as_str())))
+    };
+    let holds_back = |rule: &CommandRule| {
+        rule.decision != ApprovalRule::Auto
+            && rule.argv.matches(what.argv)
+            && what
+                .env
+                .iter()
+                .all(|v| rule.env.iter().any(|listed| listed.as_str() == v.name))
+    };
     let strictness = |rule: ApprovalRule| match rule {
         ApprovalRule::Auto => 0,
         ApprovalRule::Ask => 1,
         ApprovalRule::Deny => 2,
     };
-    shell
+    let rule = shell
         .rules
         .iter()
-        .filter(|rule| rulable || rule.decision != ApprovalRule::Auto)
-        .filter(|rule| rule.matches(what.argv, what.env.iter().map(|v| v.name.as_str())))
+        .filter(|rule| names_call(rule) || holds_back(rule))
         .max_by_key(|rule| {
             (
-                matches!(rule.argv, crate::settings::RuleArgv::Exact(_)),
+                matches!(rule.argv, RuleArgv::Exact(_)),
                 rule.argv.words().len(),
                 strictness(rule.decision),
             )
-        })
-}
-
-/// The rule's decision as the runtime takes it, named for the receipt
-/// (`[tools.shell] rule argv ["git","status"]`).
-pub(crate) fn matched(scope: &Scope, what: &Spawn) -> Option<MatchedRule> {
-    let shell = scope.settings::<ShellSettings>().ok()?;
-    let rule = matching_rule(&shell, what)?;
-    Some(MatchedRule {
-        decision: rule.decision,
-        rule: format!(
-            "[tools.shell] rule {} {}",
-            rule.argv.key(),
-            serde_json::to_string(rule.argv.words()).unwrap_or_default()
-        ),
+        })?;
+    Some(Ruling {
+        rule,
+        names_call: names_call(rule),
     })
 }
 
-/// Whether a rule may decide this call at all: not a shell script, no interpreter's inline
-/// code, and no variable set (by the call, or by `env NAME=VALUE` in the argv) that
-/// changes which code runs.
+/// The rule that names this call as it will run, when that rule decides it: its
+/// `network` and `sandbox` apply, and the program's config is isolated from the tree.
+pub(crate) fn governing_rule<'a>(shell: &'a ShellSettings, what: &Spawn) -> Option<&'a CommandRule> {
+    ruling(shell, what).filter(|r| r.names_call).map(|r| r.rule)
+}
+
+/// The rule's decision as the runtime takes it, named for the receipt
+/// (`[tools.shell] rule argv ["git","status"]`, with `cwd "sub"` when it names one).
+pub(crate) fn matched(scope: &Scope, what: &Spawn) -> Option<MatchedRule> {
+    let shell = scope.settings::<ShellSettings>().ok()?;
+    let rule = ruling(&shell, what)?.rule;
+    let mut named = format!(
+        "[tools.shell] rule {} {}",
+        rule.argv.key(),
+        serde_json::to_string(rule.argv.words()).unwrap_or_default()
+    );
+    if let Some(cwd) = &rule.cwd {
+        named.push_str(&format!(
+            " cwd {}",
+            serde_json::to_string(cwd.as_str()).unwrap_or_default()
+        ));
+    }
+    Some(MatchedRule {
+        decision: rule.decision,
+        rule: named,
+    })
+}
+
+/// Whether a rule may let this call through at all: not a shell script, no input fed, no
+/// interpreter's inline code, no variable set (by the call, or by `env NAME=VALUE` in the
+/// argv) that changes which code runs, and no wrapper kyro cannot read or that hands the
+/// program another environment or directory (`env -i`, `env -u`, `env -C`).
 pub(crate) fn may_be_ruled(what: &Spawn) -> bool {
     !what.shell
         && !what.input
         && !runs_inline_code(what.argv)
         && !what.env.iter().any(|v| changes_code(&v.name))
         && !env_assignments(what.argv).any(changes_code)
-}
-
-/// The program's name without its directory (`/usr/bin/python3` -> `python3`).
-fn program_name(word: &str) -> &str {
-    word.rsplit('/').next().unwrap_or(word)
+        && unwrap(what.argv).is_some_and(|program| !program.changes_context)
 }
 
 /// `name` is `base` with an optional version (`python3`, `python3.12`, `perl5.36`).
@@ -131,18 +171,16 @@ fn env_assignments(argv: &[String]) -> impl Iterator<Item = &str> {
         .iter()
         .position(|word| program_name(word) == "env")
         .map_or(argv.len(), |i| i + 1);
-    argv[start..].iter().filter_map(|word| {
-        let (name, _) = word.split_once('=')?;
-        let valid = !name.is_empty()
-            && !name.starts_with(|c: char| c.is_ascii_digit())
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        valid.then_some(name)
-    })
+    argv[start..]
+        .iter()
+        .filter(|word| is_assignment(word))
+        .filter_map(|word| word.split_once('=').map(|(name, _)| name))
 }
 
 /// The rule that would run exactly this call without asking, for the approval prompt: its
-/// exact argv and the variables it sets; none for what no rule may decide.
+/// exact argv, its directory and the variables it sets; none for what no rule may decide.
 pub(crate) fn suggestion(what: &Spawn) -> Option<String> {
+    let cwd = rule_cwd(what.cwd.map(WorkspacePath::as_str))?;
     if !may_be_ruled(what) {
         return None;
     }
@@ -150,6 +188,9 @@ pub(crate) fn suggestion(what: &Spawn) -> Option<String> {
         "[[tools.shell.rules]]\nargv = {}",
         serde_json::to_string(what.argv).unwrap_or_default()
     );
+    if cwd != "." {
+        rule.push_str(&format!("\ncwd = {}", serde_json::to_string(&cwd).unwrap_or_default()));
+    }
     if !what.env.is_empty() {
         let mut names: Vec<&str> = what.env.iter().map(|v| v.name.as_str()).collect();
         names.sort_unstable();
@@ -165,10 +206,80 @@ pub(crate) fn suggestion(what: &Spawn) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::runs_inline_code;
+    use super::{ruling, runs_inline_code};
+    use crate::settings::ShellSettings;
+    use crate::shell::spawn::{EnvVar, Spawn};
+    use kyro_core::WorkspacePath;
+    use kyro_core::policy::ApprovalRule;
 
     fn argv(words: &[&str]) -> Vec<String> {
         words.iter().map(|w| (*w).to_owned()).collect()
+    }
+
+    fn rules(rules: serde_json::Value) -> ShellSettings {
+        serde_json::from_value(serde_json::json!({ "rules": rules })).unwrap()
+    }
+
+    /// The decision `shell` gives `words` run in `cwd` with `env` set, and whether the
+    /// deciding rule names the call (its network and config isolation apply).
+    fn decide(shell: &ShellSettings, words: &[&str], cwd: Option<&str>, env: &[&str]) -> Option<(ApprovalRule, bool)> {
+        let words = argv(words);
+        let cwd = cwd.map(WorkspacePath::new);
+        let env: Vec<EnvVar> = env
+            .iter()
+            .map(|name| EnvVar {
+                name: (*name).to_owned(),
+                value: "1".into(),
+            })
+            .collect();
+        let what = Spawn {
+            argv: &words,
+            shell: false,
+            cwd: cwd.as_ref(),
+            env: &env,
+            input: false,
+            tty: false,
+        };
+        ruling(shell, &what).map(|r| (r.rule.decision, r.names_call))
+    }
+
+    #[test]
+    fn a_rule_lets_a_call_through_only_in_its_own_directory() {
+        let shell = rules(serde_json::json!([
+            {"argv": ["git", "status"], "decision": "auto"},
+            {"argv": ["make"], "cwd": "./sub//", "decision": "auto", "network": true}
+        ]));
+        let auto = Some((ApprovalRule::Auto, true));
+        assert_eq!(decide(&shell, &["git", "status"], None, &[]), auto);
+        assert_eq!(decide(&shell, &["git", "status"], Some("."), &[]), auto);
+        assert_eq!(decide(&shell, &["git", "status"], Some("./"), &[]), auto);
+        for elsewhere in ["sub", "sub/..", "/tmp", "nested/repo"] {
+            assert_eq!(
+                decide(&shell, &["git", "status"], Some(elsewhere), &[]),
+                None,
+                "{elsewhere}"
+            );
+        }
+        assert_eq!(decide(&shell, &["make"], Some("sub/"), &[]), auto);
+        assert_eq!(decide(&shell, &["make"], None, &[]), None);
+        // A rule's own `cwd` is a directory inside the workspace, or the policy is refused.
+        for outside in ["../x", "/tmp", "a/../../b"] {
+            let refused = serde_json::from_value::<ShellSettings>(serde_json::json!({
+                "rules": [{"argv": ["make"], "cwd": outside, "decision": "auto"}]
+            }));
+            assert!(
+                refused.is_err_and(|e| e.to_string().contains("relative to the workspace root")),
+                "{outside}"
+            );
+        }
+        // A wrapper that changes the directory or the environment lets nothing through.
+        for moved in [
+            &["env", "-C", "sub", "git", "status"][..],
+            &["env", "-i", "git", "status"],
+        ] {
+            let shell = rules(serde_json::json!([{"argv": moved, "decision": "auto"}]));
+            assert_eq!(decide(&shell, moved, None, &[]), None, "{moved:?}");
+        }
     }
 
     #[test]
