@@ -68,7 +68,9 @@ pub struct ShellSettings {
     /// `env` every variable the call sets; never a `shell: true` script, an interpreter's
     /// inline code (`sh -c`, `python3 -c`, `perl -e`, ...), or a call setting a variable
     /// that changes which code runs (`LD_PRELOAD`, `PATH`, `GIT_EXTERNAL_DIFF`, `RUSTC`,
-    /// ...).
+    /// ...). A rule that denies or asks holds a call back in any directory, whatever it
+    /// sets, and also behind wrappers (`env`, `nice`, `timeout`, ...) and a program's path
+    /// (`/bin/rm` is `rm`): a convenience, not a boundary.
     pub rules: Vec<CommandRule>,
 }
 

@@ -691,3 +691,52 @@ fn a_cargo_network_rule_does_not_widen_the_sandbox_while_the_tree_holds_cargo_co
     let ran = result(session.call("run_command", json!({"argv": ["cargo", "fetch"], "timeout_ms": 120000})));
     assert!(ran["sandbox"].as_str().unwrap().contains("network on"), "{ran}");
 }
+
+/// Under a policy that runs everything, rules that deny `rm` and `git push` and ask for
+/// `python3` hold each back however the call spells it: the program by its path, behind
+/// `env` (options and assignments), `nice`, `nohup`, `timeout`, `stdbuf`, `setsid`, past
+/// git's global options, with a variable set, in another directory.
+#[test]
+fn a_denying_rule_holds_its_command_back_behind_paths_wrappers_and_global_options() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir(ws.path().join("sub")).unwrap();
+    std::fs::write(ws.path().join("keep"), "").unwrap();
+    std::fs::write(ws.path().join("sub/keep"), "").unwrap();
+    let mut policy = open_policy();
+    policy.tools.insert(
+        "shell".into(),
+        json!({ "rules": [
+            {"argv_prefix": ["rm"], "decision": "deny"},
+            {"argv_prefix": ["git", "push"], "decision": "deny"},
+            {"argv_prefix": ["python3"], "decision": "ask"}
+        ] }),
+    );
+    let session = Session::new(ws.path(), &policy);
+    for call in [
+        json!({"argv": ["/bin/rm", "keep"]}),
+        json!({"argv": ["/usr/bin/env", "rm", "keep"]}),
+        json!({"argv": ["env", "-i", "PATH=/usr/bin:/bin", "rm", "keep"]}),
+        json!({"argv": ["nice", "-n", "5", "rm", "keep"]}),
+        json!({"argv": ["nohup", "rm", "keep"]}),
+        json!({"argv": ["timeout", "-s", "KILL", "5", "rm", "keep"]}),
+        json!({"argv": ["stdbuf", "-o0", "rm", "keep"]}),
+        json!({"argv": ["setsid", "-w", "env", "A=1", "/usr/bin/rm", "keep"]}),
+        json!({"argv": ["rm", "keep"], "env": env(&[("FOO", "1")])}),
+        json!({"argv": ["rm", "keep"], "cwd": "sub"}),
+        json!({"argv": ["git", "-C", ".", "push"]}),
+        json!({"argv": ["git", "-c", "push.default=nothing", "--no-pager", "push"]}),
+    ] {
+        let outcome = session.call("run_command", call.clone());
+        assert!(matches!(outcome, Outcome::Denied { .. }), "{call}: {outcome:?}");
+    }
+    let asked = session.call("run_command", json!({"argv": ["env", "python3", "-V"]}));
+    assert!(matches!(asked, Outcome::ApprovalRequired { .. }), "{asked:?}");
+    assert!(ws.path().join("keep").exists() && ws.path().join("sub/keep").exists());
+    // What is not the command runs: `rm` as an argument, another git subcommand.
+    let echoed = result(session.call("run_command", json!({"argv": ["env", "echo", "rm"]})));
+    assert_eq!(echoed["stdout"], "rm\n");
+    assert!(matches!(
+        session.call("run_command", json!({"argv": ["git", "-C", ".", "--version"]})),
+        Outcome::Ok { .. }
+    ));
+}

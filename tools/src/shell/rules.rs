@@ -2,7 +2,9 @@
 //! rule may let through. A rule names an argv: the whole of it (`argv`) or its first words
 //! (`argv_prefix`, which trusts whatever follows), run in one directory (`cwd`, default
 //! the workspace root). It lets a call through (`auto`, its `network` and `sandbox`) only
-//! as written. Code that is not a program on disk but text in the call (a `shell: true` script, `sh -c SCRIPT`, `python3 -c CODE`,
+//! as written; it holds one back (`deny`, `ask`) in any directory, whatever the call
+//! sets, and behind the wrappers and paths [`views`] reads. Code that is not a program on
+//! disk but text in the call (a `shell: true` script, `sh -c SCRIPT`, `python3 -c CODE`,
 //! `perl -e`, `node -e`, `env -S`), and a variable that changes which code runs, match no
 //! rule that lets through: the person approving reads them.
 
@@ -11,7 +13,7 @@ use kyro_core::policy::{ApprovalRule, MatchedRule, Scope};
 
 use super::environment::changes_code;
 use super::spawn::Spawn;
-use super::wrappers::{is_assignment, program_name, unwrap};
+use super::wrappers::{is_assignment, program_name, unwrap, views};
 use crate::settings::{CommandRule, RuleArgv, ShellSettings, rule_cwd};
 
 /// The rule that decides a call.
@@ -28,7 +30,9 @@ pub(crate) struct Ruling<'a> {
 /// before any prefix rule, a longer prefix before a shorter one, on a tie the strictest
 /// decision. A rule lets a call through only when it names it exactly (its argv as
 /// written, its `cwd`, every variable the call sets listed) and the call [`may_be_ruled`];
-/// a rule that denies or asks also holds back its argv in any directory.
+/// a rule that denies or asks also holds back the same command spelled otherwise (behind
+/// `env`, `nice`, `timeout`, ..., by its path, with `git`'s or `cargo`'s global options),
+/// in any directory, whatever it sets.
 pub(crate) fn ruling<'a>(shell: &'a ShellSettings, what: &Spawn) -> Option<Ruling<'a>> {
     let rulable = may_be_ruled(what);
     let cwd = rule_cwd(what.cwd.map(WorkspacePath::as_str));
@@ -38,14 +42,8 @@ pub(crate) fn ruling<'a>(shell: &'a ShellSettings, what: &Spawn) -> Option<Rulin
                 .as_deref()
                 .is_some_and(|cwd| rule.matches(what.argv, cwd, what.env.iter().map(|v| v.name.as_str())))
     };
-    let holds_back = |rule: &CommandRule| {
-        rule.decision != ApprovalRule::Auto
-            && rule.argv.matches(what.argv)
-            && what
-                .env
-                .iter()
-                .all(|v| rule.env.iter().any(|listed| listed.as_str() == v.name))
-    };
+    let views = views(what.argv);
+    let holds_back = |rule: &CommandRule| rule.decision != ApprovalRule::Auto && names_a_view(rule, &views);
     let strictness = |rule: ApprovalRule| match rule {
         ApprovalRule::Auto => 0,
         ApprovalRule::Ask => 1,
@@ -72,6 +70,25 @@ pub(crate) fn ruling<'a>(shell: &'a ShellSettings, what: &Spawn) -> Option<Rulin
 /// `network` and `sandbox` apply, and the program's config is isolated from the tree.
 pub(crate) fn governing_rule<'a>(shell: &'a ShellSettings, what: &Spawn) -> Option<&'a CommandRule> {
     ruling(shell, what).filter(|r| r.names_call).map(|r| r.rule)
+}
+
+/// Whether `rule` names one of the argv's `views`, its program compared by name.
+fn names_a_view(rule: &CommandRule, views: &[Vec<&str>]) -> bool {
+    let words = rule.argv.words();
+    let Some((program, args)) = words.split_first() else {
+        return false;
+    };
+    let program = program_name(program);
+    views.iter().any(|view| {
+        let Some((first, rest)) = view.split_first() else {
+            return false;
+        };
+        let named = match &rule.argv {
+            RuleArgv::Exact(_) => rest.len() == args.len(),
+            RuleArgv::Prefix(_) => rest.len() >= args.len(),
+        };
+        named && *first == program && rest.iter().zip(args).all(|(a, b)| *a == b.as_str())
+    })
 }
 
 /// The rule's decision as the runtime takes it, named for the receipt
@@ -279,6 +296,58 @@ mod tests {
         ] {
             let shell = rules(serde_json::json!([{"argv": moved, "decision": "auto"}]));
             assert_eq!(decide(&shell, moved, None, &[]), None, "{moved:?}");
+        }
+    }
+
+    #[test]
+    fn a_rule_that_denies_or_asks_holds_the_command_back_however_it_is_spelled() {
+        let shell = rules(serde_json::json!([
+            {"argv_prefix": ["rm"], "decision": "deny"},
+            {"argv": ["git", "push"], "decision": "deny"},
+            {"argv_prefix": ["/usr/bin/python3"], "decision": "ask"},
+            {"argv": ["nice", "git", "push"], "decision": "auto"}
+        ]));
+        let deny = Some((ApprovalRule::Deny, false));
+        for spelled in [
+            &["/bin/rm", "-rf", "x"][..],
+            &["./rm", "x"],
+            &["env", "rm"],
+            &["env", "-i", "A=1", "rm"],
+            &["/usr/bin/env", "--unset=HOME", "rm"],
+            &["nice", "-n", "5", "rm"],
+            &["nohup", "rm"],
+            &["timeout", "-k", "1", "5", "rm"],
+            &["stdbuf", "-oL", "rm"],
+            &["setsid", "-w", "rm"],
+            &["command", "rm"],
+            &["git", "-C", ".", "push"],
+            &["git", "-c", "core.sshCommand=x", "--no-pager", "push"],
+            &["timeout", "5", "/usr/bin/git", "--git-dir=.git", "push"],
+        ] {
+            let decided = decide(&shell, spelled, None, &[]);
+            assert_eq!(decided.map(|d| d.0), deny.map(|d| d.0), "{spelled:?}");
+        }
+        // In another directory and with variables the rule does not list, too.
+        assert_eq!(
+            decide(&shell, &["rm", "x"], Some("sub"), &["FOO"]).map(|d| d.0),
+            Some(ApprovalRule::Deny)
+        );
+        assert_eq!(
+            decide(&shell, &["env", "python3", "x.py"], None, &[]).map(|d| d.0),
+            Some(ApprovalRule::Ask)
+        );
+        // A more specific rule the policy wrote still wins, as written.
+        assert_eq!(
+            decide(&shell, &["nice", "git", "push"], None, &[]),
+            Some((ApprovalRule::Auto, true))
+        );
+        // What is not the command is not held back.
+        for other in [
+            &["echo", "rm"][..],
+            &["git", "status", "push"],
+            &["git", "log", "-C", "push"],
+        ] {
+            assert_eq!(decide(&shell, other, None, &[]), None, "{other:?}");
         }
     }
 

@@ -1,8 +1,8 @@
 //! The program an argv runs behind the wrappers that start another program (`env`, `nice`,
 //! `nohup`, `timeout`, `stdbuf`, `setsid`, `command`, `exec`), read option by option as
-//! each wrapper reads them, and the global options of a `git` or `cargo` before its
-//! subcommand. A leaf: the rules read it to find the program whose config a rule isolates,
-//! and to let nothing through behind a wrapper that changes the program's environment.
+//! each wrapper reads them, and the command a `git` or `cargo` runs behind its global
+//! options (`git -C . push` is a `git push`). A leaf: the rules read it to hold back a
+//! command however it is spelled, and to find the program whose config a rule isolates.
 
 /// The program's name without its directory (`/usr/bin/python3` -> `python3`).
 pub(crate) fn program_name(word: &str) -> &str {
@@ -37,6 +37,29 @@ pub(crate) fn unwrap(argv: &[String]) -> Option<Unwrapped<'_>> {
         command,
         changes_context,
     })
+}
+
+/// The argv as rules that hold a command back compare it: as written, and behind each
+/// wrapper read, each with the program named without its directory and, for `git` and
+/// `cargo`, also without their global options (`["/usr/bin/env", "git", "-C", ".",
+/// "push"]` is also `["git", "-C", ".", "push"]` and `["git", "push"]`).
+pub(crate) fn views(argv: &[String]) -> Vec<Vec<&str>> {
+    let mut views = Vec::new();
+    let mut command = argv;
+    while let Some((first, args)) = command.split_first() {
+        let program = program_name(first);
+        let bare = global_options(program, args).len();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        views.push(std::iter::once(program).chain(args.iter().copied()).collect());
+        if bare > 0 {
+            views.push(std::iter::once(program).chain(args[bare..].iter().copied()).collect());
+        }
+        let Some(step) = Wrapper::named(program).and_then(|w| w.skip(&command[1..])) else {
+            break;
+        };
+        command = &command[1 + step.skipped..];
+    }
+    views
 }
 
 /// What a wrapper's options are: short letters that take no value, short letters that take
@@ -414,7 +437,7 @@ fn takes_next(arg: &str, options: &Options) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{Unwrapped, unwrap};
+    use super::{Unwrapped, unwrap, views};
 
     fn argv(words: &[&str]) -> Vec<String> {
         words.iter().map(|w| (*w).to_owned()).collect()
@@ -472,4 +495,40 @@ mod tests {
         }
     }
 
+    #[test]
+    fn views_name_the_program_without_its_directory_or_global_options() {
+        let has = |words: &[&str], view: &[&str]| views(&argv(words)).iter().any(|v| v == view);
+        assert!(has(&["/bin/rm", "-rf", "x"], &["rm", "-rf", "x"]));
+        assert!(has(&["../../usr/bin/rm", "x"], &["rm", "x"]));
+        assert!(has(&["env", "A=1", "nice", "rm", "x"], &["rm", "x"]));
+        assert!(has(&["git", "-C", ".", "push"], &["git", "push"]));
+        assert!(has(
+            &[
+                "git",
+                "-c",
+                "a.b=c",
+                "--git-dir=.git",
+                "--work-tree",
+                ".",
+                "-P",
+                "push",
+                "-f"
+            ],
+            &["git", "push", "-f"]
+        ));
+        assert!(has(
+            &["timeout", "5", "/usr/bin/git", "--no-pager", "push"],
+            &["git", "push"]
+        ));
+        assert!(has(
+            &["cargo", "+nightly", "--locked", "-Z", "x", "publish"],
+            &["cargo", "publish"]
+        ));
+        assert!(
+            has(&["git", "-C", ".", "push"], &["git", "-C", ".", "push"]),
+            "as written, too"
+        );
+        // A subcommand's own options stay: `git push -C` is not `git push`'s view.
+        assert!(!has(&["git", "status", "-C", ".", "push"], &["git", "push"]));
+    }
 }
