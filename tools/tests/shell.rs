@@ -740,3 +740,82 @@ fn a_denying_rule_holds_its_command_back_behind_paths_wrappers_and_global_option
         Outcome::Ok { .. }
     ));
 }
+
+/// Variables an earlier list missed (`PYTHONUSERBASE` runs a `.pth` the tree holds,
+/// `JDK_JAVA_OPTIONS`, `_JAVA_OPTIONS`, `RUSTUP_TOOLCHAIN`, `MAKEFILES`, `GEM_PATH`,
+/// `CLASSPATH`, `BUNDLE_GEMFILE`) change which code runs: no rule may list one, a call
+/// setting one through `env NAME=VALUE` asks though a rule names its argv exactly, and the
+/// approval prompt flags it.
+#[test]
+fn code_changing_variables_the_list_missed_are_never_ruled() {
+    const MISSED: &[&str] = &[
+        "PYTHONUSERBASE",
+        "JDK_JAVA_OPTIONS",
+        "_JAVA_OPTIONS",
+        "RUSTUP_TOOLCHAIN",
+        "MAKEFILES",
+        "GEM_PATH",
+        "CLASSPATH",
+        "BUNDLE_GEMFILE",
+    ];
+    let ws = tempfile::tempdir().unwrap();
+    let version = std::process::Command::new("python3")
+        .args(["-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
+        .output()
+        .unwrap();
+    let version = String::from_utf8(version.stdout).unwrap();
+    let site = ws.path().join(format!("ub/lib/python{}/site-packages", version.trim()));
+    std::fs::create_dir_all(&site).unwrap();
+    std::fs::write(site.join("planted.pth"), "import os; open('pwned-pth', 'w').close()\n").unwrap();
+    std::fs::write(ws.path().join("x.py"), "print('ran')\n").unwrap();
+    let registry = Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());
+    for name in MISSED {
+        let policy = with_rules(json!([{"argv": ["python3", "x.py"], "env": [name], "decision": "auto"}]));
+        match Runtime::new(registry.clone(), Workspace::new(ws.path()).unwrap(), &policy) {
+            Err(refused) => assert!(refused.to_string().contains(name), "{name}: {refused}"),
+            Ok(_) => panic!("a rule listing {name} was accepted"),
+        }
+    }
+    let assignments: Vec<Value> = MISSED
+        .iter()
+        .map(|name| json!(["env", format!("{name}=ub"), "python3", "x.py"]))
+        .collect();
+    let session = Session::new(
+        ws.path(),
+        &with_rules(Value::Array(
+            assignments
+                .iter()
+                .map(|argv| json!({"argv": argv, "decision": "auto"}))
+                .collect(),
+        )),
+    );
+    for argv in &assignments {
+        let outcome = session.call("run_command", json!({ "argv": argv }));
+        assert!(
+            matches!(outcome, Outcome::ApprovalRequired { .. }),
+            "{argv}: {outcome:?}"
+        );
+    }
+    assert!(!ws.path().join("pwned-pth").exists(), "a planted .pth ran unasked");
+    let asked = Session::new(ws.path(), &Policy::default());
+    for name in MISSED {
+        match asked.call(
+            "run_command",
+            json!({"argv": ["python3", "x.py"], "env": env(&[(name, "ub")])}),
+        ) {
+            Outcome::ApprovalRequired { summary, .. } => {
+                assert!(summary.contains(&format!("⚠ {name} changes which code")), "{summary}");
+                assert!(!summary.contains("[[tools.shell.rules]]"), "{summary}");
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+    // The attack is real: approved, the variable runs the tree's `.pth`.
+    let open = Session::new(ws.path(), &open_policy());
+    let ran = result(open.call(
+        "run_command",
+        json!({"argv": ["python3", "x.py"], "env": env(&[("PYTHONUSERBASE", "ub")])}),
+    ));
+    assert_eq!(ran["stdout"], "ran\n", "{ran}");
+    assert!(ws.path().join("pwned-pth").exists(), "{ran}");
+}
