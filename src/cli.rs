@@ -416,7 +416,13 @@ fn call(
         taken = note;
     }
     let mut execution = executor.block_on(runtime.execute(call.clone()));
-    if let (Outcome::Denied { reason: kyro_core::receipt::Denial::ApprovalMismatch { .. }, .. }, Some(taken)) = (&execution.outcome, taken)
+    if let (
+        Outcome::Denied {
+            reason: kyro_core::receipt::Denial::ApprovalMismatch { .. },
+            ..
+        },
+        Some(taken),
+    ) = (&execution.outcome, taken)
         && let Err(e) = taken.put_back()
     {
         // Refused as another call's: the approval was not used, and stays good for its own.

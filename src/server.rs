@@ -403,14 +403,22 @@ impl Server {
             message: e.to_string(),
         })?;
         let workspace_root = workspace.root().to_owned();
-        if let Some(file) = tracked::tracked_state(&workspace_root) {
-            return Err(ServeError::Workspace {
-                path: workspace_root.display().to_string(),
-                message: format!(
+        let refused = |message: String| ServeError::Workspace {
+            path: workspace_root.display().to_string(),
+            message,
+        };
+        match tracked::tracked_state(&workspace_root) {
+            Ok(None) => {}
+            Ok(Some(file)) => {
+                return Err(refused(format!(
                     "git tracks `{file}`: kyro's receipts and state are not the project's, and a repository cannot bring them; remove them from the repository (`git rm -r --cached .kyro`) and start again"
-                ),
-            });
+                )));
+            }
+            Err(message) => return Err(refused(message)),
         }
+        // `.kyro` exists before any program or git runs, so their sandboxes keep it
+        // read-only (a read-only workspace has none, and needs none).
+        let _ = kyro_core::receipt::state_dir(&workspace_root);
         #[cfg(feature = "postgres")]
         if let Some(state) = &self.shared_state {
             let _ = workspace.resource(|| Ok::<_, ()>(state.clone()));

@@ -33,6 +33,31 @@ pub fn state_home() -> std::io::Result<PathBuf> {
     }
 }
 
+/// The state home, made (mode 0700, with its `workspaces` directory) when missing, with
+/// its links resolved; found once per process. It is made before any program or tool could
+/// plant one where a root covers it (kyro serving the home directory), and protected there
+/// like `.kyro` ([`beneath_state_home`]). `None` where there is no state home.
+pub fn ensured_state_home() -> Option<&'static Path> {
+    static HOME: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    HOME.get_or_init(|| {
+        use std::os::unix::fs::DirBuilderExt;
+        let home = state_home().ok()?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(home.join("workspaces"))
+            .ok()?;
+        home.canonicalize().ok()
+    })
+    .as_deref()
+}
+
+/// Whether `path` (absolute, links resolved) lies in the state home: no tool writes
+/// there, and no program may, whatever root or writable path covers it.
+pub fn beneath_state_home(path: &Path) -> bool {
+    ensured_state_home().is_some_and(|home| path.starts_with(home))
+}
+
 /// The key of a workspace's directory: the first 32 hex digits of the SHA-256 of its
 /// canonical path.
 fn key(canonical: &Path) -> String {
@@ -134,7 +159,11 @@ mod tests {
         let dir = authority_dir_in(&state, one.path()).unwrap();
         assert!(dir.starts_with(&state) && !dir.starts_with(one.path()));
         assert_eq!(dir.metadata().unwrap().permissions().mode() & 0o777, 0o700);
-        assert_eq!(authority_dir_in(&state, one.path()).unwrap(), dir, "the same directory each time");
+        assert_eq!(
+            authority_dir_in(&state, one.path()).unwrap(),
+            dir,
+            "the same directory each time"
+        );
         let other = authority_dir_in(&state, two.path()).unwrap();
         assert_ne!(other, dir);
         // Another workspace's directory copied over this one's is refused.
@@ -147,13 +176,17 @@ mod tests {
     fn a_state_home_inside_the_workspace_or_writable_by_others_is_refused() {
         use std::os::unix::fs::PermissionsExt;
         let ws = tempfile::tempdir().unwrap();
-        let error = authority_dir_in(&ws.path().join("state"), ws.path()).unwrap_err().to_string();
+        let error = authority_dir_in(&ws.path().join("state"), ws.path())
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("lies inside the workspace"), "{error}");
         assert!(!ws.path().join("state").exists(), "nothing made in the workspace");
         // Through a link, too.
         let home = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(ws.path(), home.path().join("link")).unwrap();
-        let error = authority_dir_in(&home.path().join("link/state"), ws.path()).unwrap_err().to_string();
+        let error = authority_dir_in(&home.path().join("link/state"), ws.path())
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("lies inside the workspace"), "{error}");
 
         let state = home.path().join("state");

@@ -193,7 +193,10 @@ impl std::fmt::Display for Denial {
             Denial::Path { path, reason, .. } => match reason {
                 PathDenial::OutsideRoots => write!(f, "`{path}` is outside the workspace roots"),
                 PathDenial::ReadOnlyRoot => write!(f, "`{path}` is in a read-only root"),
-                PathDenial::Protected => write!(f, "`{path}` is inside `.git` or `.kyro`, which tools may not write"),
+                PathDenial::Protected => write!(
+                    f,
+                    "`{path}` is inside `.git`, `.kyro` or kyro's state directory, which tools may not write"
+                ),
                 PathDenial::GitDirectory => write!(
                     f,
                     "`{path}` is in, or would make, a git directory (`HEAD` beside `objects/`, `refs/`, `commondir` or `gitdir`), which tools may not write"

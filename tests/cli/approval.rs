@@ -73,7 +73,10 @@ fn a_workspace_tree_cannot_pre_approve_a_call() {
         i64::MAX
     );
     let made = std::process::Command::new("python3")
-        .args(["-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.commit()"])
+        .args([
+            "-c",
+            "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.commit()",
+        ])
         .arg(kyro_dir.join("state.db"))
         .arg(&sql)
         .status()
@@ -96,7 +99,10 @@ fn a_workspace_tree_cannot_pre_approve_a_call() {
     let mut approved = words.to_vec();
     approved.extend(["--approve-fingerprint", &fingerprint]);
     let planted = stdout_json(&kyro(&approved, cloned.path()));
-    assert_eq!(planted["error"]["reason"]["kind"], "approval_reused", "a planted note: {planted}");
+    assert_eq!(
+        planted["error"]["reason"]["kind"], "approval_reused",
+        "a planted note: {planted}"
+    );
     assert!(!cloned.path().join("b.txt").exists());
 }
 

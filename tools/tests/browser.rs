@@ -844,9 +844,16 @@ fn the_browser_is_out_of_reach_of_other_processes_and_downloads_nothing() {
         std::fs::write(outside.path().join("secret"), "s").unwrap();
         assert!(root.join("usr/lib").is_dir(), "{}", root.display());
         let ws = h.runtime.workspace().root().to_owned();
-        assert!(root.join(ws.strip_prefix("/").unwrap()).is_dir(), "the workspace is there");
+        assert!(
+            root.join(ws.strip_prefix("/").unwrap()).is_dir(),
+            "the workspace is there"
+        );
         for gone in [outside.path().join("secret"), "/run".into(), "/home".into()] {
-            assert!(!root.join(gone.strip_prefix("/").unwrap()).exists(), "{} is there", gone.display());
+            assert!(
+                !root.join(gone.strip_prefix("/").unwrap()).exists(),
+                "{} is there",
+                gone.display()
+            );
         }
         // ... so nothing listening on this host's loopback drives it for another process
         // (kyro's own relay serves kyro only).

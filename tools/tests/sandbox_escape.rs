@@ -295,7 +295,10 @@ fn under_read_roots_a_unix_socket_outside_the_roots_is_not_there() {
     // The system's Python: what a program finds in its root.
     let result = run(ws.path(), reads_in_roots(), &["/usr/bin/python3", "-c", &program]);
     assert!(stdout(&result).starts_with("connect ENOENT\n"), "{result}");
-    assert!(stdout(&result).ends_with("False True\n"), "no /run, in its own directory: {result}");
+    assert!(
+        stdout(&result).ends_with("False True\n"),
+        "no /run, in its own directory: {result}"
+    );
     // Reading everywhere (the README says sockets are reached where reads reach), the same
     // program connects: the attack is real.
     let result = python(ws.path(), sandboxed(), &program);
@@ -304,7 +307,11 @@ fn under_read_roots_a_unix_socket_outside_the_roots_is_not_there() {
     let result = run(
         ws.path(),
         reads_in_roots(),
-        &["sh", "-c", "echo hi > made && cat made && ls /etc/passwd && /usr/bin/python3 -c 'print(2+2)'"],
+        &[
+            "sh",
+            "-c",
+            "echo hi > made && cat made && ls /etc/passwd && /usr/bin/python3 -c 'print(2+2)'",
+        ],
     );
     assert_eq!(stdout(&result), "hi\n/etc/passwd\n4\n", "{result}");
 }
@@ -334,6 +341,34 @@ fn an_existing_device_node_beneath_a_writable_path_opens_nothing() {
     assert_eq!(stdout(&result), "zero EACCES\n.git/zero EACCES\n", "{result}");
     let result = python(ws.path(), unsandboxed(), program);
     assert_eq!(stdout(&result), "zero 4\n.git/zero 4\n", "{result}");
+
+    // Nor one anywhere else a program may read (a read-only root, a readable path, the
+    // rest of the host under the default `read = "everywhere"`): only its private /dev's.
+    let outside = tempfile::tempdir().unwrap();
+    let node = outside.path().join("zero");
+    let path = std::ffi::CString::new(node.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: mknod on a valid path.
+    assert_eq!(
+        unsafe { libc::mknod(path.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 5)) },
+        0
+    );
+    let program = format!(
+        "import errno\n\
+         for node in [{:?}, '/dev/zero']:\n    \
+             try:\n        print(len(open(node, 'rb').read(4)))\n    \
+             except OSError as e: print(errno.errorcode[e.errno])",
+        node.display().to_string()
+    );
+    let readable = SandboxPolicy {
+        readable: vec![outside.path().to_owned()],
+        ..reads_in_roots()
+    };
+    for policy in [sandboxed(), readable] {
+        let result = run(ws.path(), policy, &["/usr/bin/python3", "-c", &program]);
+        assert_eq!(stdout(&result), "EACCES\n4\n", "{result}");
+    }
+    let result = run(ws.path(), unsandboxed(), &["/usr/bin/python3", "-c", &program]);
+    assert_eq!(stdout(&result), "4\n4\n", "{result}");
 }
 
 /// A program makes no user namespace (inside one it would hold every capability): unshare

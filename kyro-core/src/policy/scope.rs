@@ -346,7 +346,11 @@ impl Scope {
                 p.components()
                     .any(|c| PROTECTED.iter().any(|name| c.as_os_str() == *name))
             };
-            if protected(confined.relative()) || protected(confined.content()) {
+            if protected(confined.relative())
+                || protected(confined.content())
+                || crate::authority::beneath_state_home(&root.path.join(confined.relative()))
+                || crate::authority::beneath_state_home(&root.path.join(confined.content()))
+            {
                 return Err(PathDenial::Protected);
             }
             if writes_a_git_dir(&root.path, confined.relative()) || writes_a_git_dir(&root.path, confined.content()) {

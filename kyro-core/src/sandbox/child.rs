@@ -57,7 +57,15 @@ impl InChild {
             {
                 return false;
             }
-            for mount in self.0.no_devices.iter().chain(&self.0.read_only) {
+            // No device node opens anywhere but the private `/dev` (a node in a read-only
+            // root or a readable path would read a disk too): every mount `nodev`, at once;
+            // a kernel without mount_setattr (before 5.12) gets the writable paths'.
+            let everywhere = set_mount_attributes(c"/", MOUNT_ATTR_NODEV, 0, true);
+            if !everywhere && *libc::__errno_location() != libc::ENOSYS {
+                return false;
+            }
+            let no_devices = if everywhere { &[][..] } else { &self.0.no_devices[..] };
+            for mount in no_devices.iter().chain(&self.0.read_only) {
                 let path = mount.path.as_ptr();
                 if libc::mount(path, path, none, libc::MS_BIND | libc::MS_REC, std::ptr::null()) != 0
                     || libc::mount(none, path, none, mount.flags, std::ptr::null()) != 0
@@ -65,7 +73,7 @@ impl InChild {
                     return false;
                 }
             }
-            private_dev() && (!self.0.loopback || loopback_up()) && libc::chdir(cwd.as_ptr().cast()) == 0
+            private_dev(everywhere) && (!self.0.loopback || loopback_up()) && libc::chdir(cwd.as_ptr().cast()) == 0
         }
     }
 
@@ -178,7 +186,14 @@ unsafe fn enter_new_root(root: &super::linux::NewRoot) -> bool {
             }
         }
         for (host, place) in &root.binds {
-            if libc::mount(host.as_ptr(), place.as_ptr(), none, libc::MS_BIND | libc::MS_REC, std::ptr::null()) != 0 {
+            if libc::mount(
+                host.as_ptr(),
+                place.as_ptr(),
+                none,
+                libc::MS_BIND | libc::MS_REC,
+                std::ptr::null(),
+            ) != 0
+            {
                 return false;
             }
         }
@@ -337,10 +352,45 @@ const DEVICES: [&std::ffi::CStr; 6] = [
     c"/dev/tty",
 ];
 
+/// `struct mount_attr` of `<linux/mount.h>`.
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+const MOUNT_ATTR_NODEV: u64 = 0x4;
+const AT_RECURSIVE: libc::c_uint = 0x8000;
+
+/// Sets (`set`) and clears (`clear`) mount attributes of the mount at `path` (and every
+/// mount beneath it when `recursive`); the other attributes stay as they are.
+unsafe fn set_mount_attributes(path: &std::ffi::CStr, set: u64, clear: u64, recursive: bool) -> bool {
+    let attributes = MountAttr {
+        attr_set: set,
+        attr_clr: clear,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: mount_setattr on a NUL-terminated path and a struct on the stack.
+    unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            if recursive { AT_RECURSIVE } else { 0 },
+            &attributes as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        ) == 0
+    }
+}
+
 /// Replaces `/dev` with a private one: a fresh tmpfs holding only [`DEVICES`] (bound from
-/// the host's), `fd`, `stdin`, `stdout`, `stderr` and empty `shm` and `pts`. No other
-/// terminal, console, disk or kernel device is there to open.
-unsafe fn private_dev() -> bool {
+/// the host's, and allowed devices again when every mount was made `nodev`), `fd`,
+/// `stdin`, `stdout`, `stderr` and empty `shm` and `pts`. No other terminal, console, disk
+/// or kernel device is there to open.
+unsafe fn private_dev(nodev_everywhere: bool) -> bool {
     // SAFETY: open, mount, mkdir, symlink and close on NUL-terminated paths and owned
     // descriptors.
     unsafe {
@@ -370,7 +420,8 @@ unsafe fn private_dev() -> bool {
                         std::ptr::null(),
                         libc::MS_BIND,
                         std::ptr::null(),
-                    ) == 0;
+                    ) == 0
+                    && (!nodev_everywhere || set_mount_attributes(device, 0, MOUNT_ATTR_NODEV, false));
             }
             libc::close(source);
         }

@@ -314,11 +314,9 @@ impl Restrictions {
                 ruleset = ruleset.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?;
             }
             if abi >= ABI::V6 {
-                let mut scopes = landlock::BitFlags::from(landlock::Scope::Signal);
-                if !request.network {
-                    scopes |= landlock::Scope::AbstractUnixSocket;
-                }
-                ruleset = ruleset.scope(scopes)?;
+                // Abstract Unix sockets made outside are out of reach with the network on
+                // too (in the host's network namespace, where D-Bus's and X11's are).
+                ruleset = ruleset.scope(landlock::Scope::Signal | landlock::Scope::AbstractUnixSocket)?;
             }
             let created = ruleset
                 .create()?

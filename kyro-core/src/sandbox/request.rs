@@ -62,7 +62,21 @@ impl SandboxRequest {
                 request.nested_search_complete &= complete;
             }
         }
+        request.protect_state_home();
         request
+    }
+
+    /// The state home (every workspace's grants) read-only where a writable path covers
+    /// it: kyro serving the home directory, or `~/.local` writable for `pip --user`.
+    fn protect_state_home(&mut self) {
+        if let Some(home) = crate::authority::ensured_state_home()
+            && self
+                .writable
+                .iter()
+                .any(|w| home.starts_with(w.canonicalize().as_deref().unwrap_or(w)))
+        {
+            self.read_only.push(home.to_owned());
+        }
     }
 
     /// git's own processes: write the repository (`dirs`: its work tree and git
@@ -82,7 +96,7 @@ impl SandboxRequest {
             .map(|root| root.path().join(".kyro"))
             .filter(|kyro| kyro.symlink_metadata().is_ok_and(|m| m.is_dir()))
             .collect();
-        SandboxRequest {
+        let mut request = SandboxRequest {
             mode: SandboxMode::WorkspaceWrite,
             network: false,
             private_loopback: false,
@@ -92,7 +106,9 @@ impl SandboxRequest {
             read_only,
             allow_unsandboxed: true,
             nested_search_complete: true,
-        }
+        };
+        request.protect_state_home();
+        request
     }
 }
 

@@ -63,7 +63,11 @@ pub(crate) fn sandbox(
 ) -> Result<Sandbox, ToolError> {
     let mut reads: Vec<std::path::PathBuf> = readable.to_vec();
     reads.push("/var/cache/fontconfig".into());
-    if let Some(install) = executable.canonicalize().ok().and_then(|e| e.parent().map(|p| p.to_owned())) {
+    if let Some(install) = executable
+        .canonicalize()
+        .ok()
+        .and_then(|e| e.parent().map(|p| p.to_owned()))
+    {
         reads.push(install);
     }
     let request = SandboxRequest {

@@ -132,6 +132,14 @@ impl Process {
             .arg(format!("--proxy-server=http://{proxy}"))
             .arg("--proxy-bypass-list=<-loopback>")
             .arg("about:blank")
+            // Nothing of kyro's environment (tokens, a state URL's password): what a page
+            // could ever read of Chromium's is its own.
+            .env_clear()
+            .envs(
+                ["PATH", "LANG", "LC_ALL", "TZ"]
+                    .iter()
+                    .filter_map(|k| std::env::var_os(k).map(|v| (k, v))),
+            )
             .env("HOME", profile.path())
             .current_dir(profile.path())
             .stdin(Stdio::null())

@@ -45,7 +45,9 @@ impl Execute for GitCheckout {
         // `--create` takes the name as its value, so it cannot follow `--end-of-options`;
         // the name was checked not to start with `-` either way.
         if !self.create {
-            repo.refuse_kyro_from(cx, &[branch])?;
+            // The branch itself: `switch` takes only a branch, where a bare name could
+            // resolve to a tag of the same name.
+            repo.refuse_kyro_from(cx, &[&format!("refs/heads/{branch}")])?;
         }
         let args = if self.create {
             vec!["switch", "--no-guess", "--create", branch]

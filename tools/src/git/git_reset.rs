@@ -115,9 +115,9 @@ impl Execute for GitReset {
             Some(t) => Some(revision(t)?),
             None => None,
         };
-        if matches!(self.mode, ResetMode::Keep | ResetMode::Hard) {
-            repo.refuse_kyro_from(cx, &[target.unwrap_or("HEAD")])?;
-        }
+        // Every mode: a soft or mixed reset to such a commit would have the next stash or
+        // checkout write it.
+        repo.refuse_kyro_from(cx, &[target.unwrap_or("HEAD")])?;
         let mut args = vec!["reset", "--quiet"];
         if self.paths.is_empty() && self.only_unstages() {
             // Every path, as a pathspec: a reset without one would also drop a merge or

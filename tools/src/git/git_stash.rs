@@ -106,6 +106,10 @@ impl Execute for GitStash {
                 if let Some(message) = &self.message {
                     args.extend(["--message", message]);
                 }
+                // A push resets the work tree to HEAD: never to one (or with an index)
+                // holding `.kyro`.
+                repo.refuse_kyro_from(cx, &["HEAD"])?;
+                repo.refuse_kyro_in_index(cx)?;
                 let before = list(&repo, cx)?.len();
                 repo.run(cx, &args, None)?;
                 if list(&repo, cx)?.len() == before {

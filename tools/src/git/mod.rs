@@ -19,6 +19,8 @@ mod git_status;
 mod git_tag;
 mod runner;
 
+pub(crate) use runner::{FIXED, neutral_value};
+
 pub use diff_parse::{FileDiff, Hunk};
 pub use git_add::{GitAdd, Staged};
 pub use git_blame::{BlameLine, Blamed, GitBlame};

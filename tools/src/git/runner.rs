@@ -23,11 +23,12 @@ const MAX_OUTPUT: usize = if cfg!(test) { 64 << 10 } else { 32 << 20 };
 /// Options for every git command.
 const OPTIONS: &[&str] = &["--no-pager", "--no-optional-locks"];
 
-/// Settings kyro fixes for every command, whatever the repository says: nothing it names
+/// Settings kyro fixes for every command (of its git tools, and a ruled `git` of the shell),
+/// whatever the repository says: nothing it names
 /// runs (hooks, fsmonitor, editors, signing, credential helpers, external diff), no file
 /// outside the repository is read (attributes, excludes, ignore-revs), planted bare
 /// repositories are not discovered, submodules are not entered.
-const FIXED: &[(&str, &str)] = &[
+pub(crate) const FIXED: &[(&str, &str)] = &[
     ("core.fsmonitor", "false"),
     ("core.hooksPath", "/dev/null"),
     ("core.sshCommand", ""),
@@ -55,11 +56,14 @@ const FIXED: &[(&str, &str)] = &[
 /// signing programs, helpers, pagers, `*.command`, `*.program`, `*.cmd`, ...).
 ///
 /// `key` is as `git config --list` prints it: section and variable lowercased.
-fn neutral_value(key: &str) -> Option<&'static str> {
+pub(crate) fn neutral_value(key: &str) -> Option<&'static str> {
     let (section, rest) = key.split_once('.')?;
     let variable = rest.rsplit('.').next().unwrap_or(rest);
-    if section == "pager" {
-        return Some("false");
+    match section {
+        "pager" => return Some("false"),
+        // An empty alias is refused by git: `git st` runs nothing the tree wrote.
+        "alias" => return Some(""),
+        _ => {}
     }
     Some(match variable {
         "clean"
@@ -117,6 +121,19 @@ fn git_program() -> Result<&'static std::path::Path, ToolError> {
 fn absolute_path_var() -> std::ffi::OsString {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::join_paths(std::env::split_paths(&path).filter(|dir| dir.is_absolute())).unwrap_or_default()
+}
+
+/// The refusal when `listed` (NUL-separated paths `what` holds) names a `.kyro` file.
+fn kyro_listed(what: &str, listed: &str) -> Result<(), ToolError> {
+    match listed.split('\0').find(|p| !p.is_empty()) {
+        Some(first) => Err(Failure::UnsafeRepository {
+            message: format!(
+                "`{what}` tracks `{first}`: git never writes kyro's `.kyro` directory; remove it from there first"
+            ),
+        }
+        .into()),
+        None => Ok(()),
+    }
 }
 
 /// Refuses a revision that could be read as an option (the schema already does; this is
@@ -267,35 +284,59 @@ impl Repo {
     /// root's `.kyro`: kyro's state is never written by git, whatever a branch, a commit or
     /// a stash carries. A revision git cannot read is left to the command itself to report.
     pub fn refuse_kyro_from(&self, cx: &ToolContext, revisions: &[&str]) -> Result<(), ToolError> {
-        let Some(top) = self.writable.first() else {
-            return Ok(());
-        };
-        let places: Vec<String> = cx
-            .scope()
-            .roots()
-            .iter()
-            .filter_map(|root| root.path().strip_prefix(top).ok())
-            .map(|inside| inside.join(".kyro").to_string_lossy().into_owned())
-            .collect();
+        let places = self.kyro_places(cx);
         if places.is_empty() {
             return Ok(());
         }
         for revision in revisions {
-            let mut args = vec!["ls-tree", "-r", "--name-only", "-z", "--full-tree", "--end-of-options", revision, "--"];
+            let mut args = vec![
+                "ls-tree",
+                "-r",
+                "--name-only",
+                "-z",
+                "--full-tree",
+                "--end-of-options",
+                revision,
+                "--",
+            ];
             args.extend(places.iter().map(String::as_str));
             let Ok(listed) = self.run(cx, &args, None) else {
                 continue;
             };
-            if let Some(first) = listed.split('\0').find(|p| !p.is_empty()) {
-                return Err(Failure::UnsafeRepository {
-                    message: format!(
-                        "`{revision}` tracks `{first}`: git never writes kyro's `.kyro` directory; remove it from that revision first"
-                    ),
-                }
-                .into());
-            }
+            kyro_listed(revision, &listed)?;
         }
         Ok(())
+    }
+
+    /// Refuses when the index holds a root's `.kyro` (a stash push would write it back).
+    pub fn refuse_kyro_in_index(&self, cx: &ToolContext) -> Result<(), ToolError> {
+        let places = self.kyro_places(cx);
+        if places.is_empty() {
+            return Ok(());
+        }
+        let mut args = vec!["ls-files", "-z", "--full-name", "--cached", "--"];
+        let top = self
+            .writable
+            .first()
+            .map(|t| t.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let absolute: Vec<String> = places.iter().map(|p| format!("{top}/{p}")).collect();
+        args.extend(absolute.iter().map(String::as_str));
+        let listed = self.run(cx, &args, None)?;
+        kyro_listed("the index", &listed)
+    }
+
+    /// Each root's `.kyro` inside the work tree, relative to its top.
+    fn kyro_places(&self, cx: &ToolContext) -> Vec<String> {
+        let Some(top) = self.writable.first() else {
+            return Vec::new();
+        };
+        cx.scope()
+            .roots()
+            .iter()
+            .filter_map(|root| root.path().strip_prefix(top).ok())
+            .map(|inside| inside.join(".kyro").to_string_lossy().into_owned())
+            .collect()
     }
 
     /// Runs git with `args`; stdout on success, a typed error with stderr otherwise.

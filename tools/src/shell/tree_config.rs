@@ -13,6 +13,9 @@ use kyro_core::{ToolContext, ToolError};
 
 use super::wrappers::{global_options, program_name, unwrap};
 use crate::Failure;
+// The settings fixed for every ruled `git`, and what a repository's own program-naming
+// setting is set to: those of kyro's git tools, one table.
+use crate::git::{FIXED as GIT_FIXED, neutral_value};
 use crate::settings::CommandRule;
 
 /// The command `argv` runs behind its wrappers, when its program is `name`: its
@@ -21,77 +24,6 @@ fn command_of<'a>(argv: &'a [String], name: &str) -> Option<&'a [String]> {
     let program = unwrap(argv)?.command;
     let (first, args) = program.split_first()?;
     (program_name(first) == name).then_some(args)
-}
-
-/// Settings fixed for every ruled `git`, whatever the repository says (those of kyro's git
-/// tools): nothing it names runs (hooks, fsmonitor, editors, pagers, signing, credential
-/// helpers, external diff), no planted bare repository is discovered, no submodule entered.
-const GIT_FIXED: &[(&str, &str)] = &[
-    ("core.fsmonitor", "false"),
-    ("core.hooksPath", "/dev/null"),
-    ("core.sshCommand", ""),
-    ("core.editor", ":"),
-    ("sequence.editor", ":"),
-    ("core.pager", ""),
-    ("core.askPass", ""),
-    ("core.attributesFile", "/dev/null"),
-    ("core.excludesFile", "/dev/null"),
-    ("credential.helper", ""),
-    ("diff.external", ""),
-    ("protocol.ext.allow", "never"),
-    ("safe.bareRepository", "explicit"),
-    ("log.showSignature", "false"),
-    ("commit.gpgSign", "false"),
-    ("tag.gpgSign", "false"),
-    ("gpg.program", ""),
-    ("diff.ignoreSubmodules", "dirty"),
-    ("status.submoduleSummary", "false"),
-    ("submodule.recurse", "false"),
-];
-
-/// What a repository's own setting `key` (as `git config --list` prints it) is set to
-/// when it could name a program or a file outside the repository (filter, diff and merge
-/// drivers, textconv, signing programs, helpers, pagers, `*.command`, `*.program`, an
-/// alias), as kyro's git tools set it.
-fn neutral_value(key: &str) -> Option<&'static str> {
-    let (section, rest) = key.split_once('.')?;
-    let variable = rest.rsplit('.').next().unwrap_or(rest);
-    match section {
-        "pager" => return Some("false"),
-        // An empty alias is refused by git: `git st` runs nothing the tree wrote.
-        "alias" => return Some(""),
-        _ => {}
-    }
-    Some(match variable {
-        "clean"
-        | "smudge"
-        | "process"
-        | "textconv"
-        | "command"
-        | "cmd"
-        | "driver"
-        | "program"
-        | "helper"
-        | "pager"
-        | "askpass"
-        | "sshcommand"
-        | "gitproxy"
-        | "uploadpack"
-        | "receivepack"
-        | "vcs"
-        | "external"
-        | "defaultkeycommand"
-        | "packobjectshook"
-        | "alternaterefscommand"
-        | "browser"
-        | "path"
-        | "tool" => "",
-        "editor" => ":",
-        "fsmonitor" | "required" | "showsignature" | "gpgsign" => "false",
-        "hookspath" | "attributesfile" | "excludesfile" | "allowedsignersfile" | "revocationfile" | "template"
-        | "file" => "/dev/null",
-        _ => return None,
-    })
 }
 
 /// The most of `git config --list` read, and how long it may take (a config file that is a

@@ -72,25 +72,53 @@ impl SqliteApprovalStore {
 
 /// Binds the database to the workspace at `root` on first use, and refuses one bound to
 /// another: a grant holds only in the workspace it was given for, even when the file is
-/// copied into another workspace's directory.
+/// copied into another workspace's directory. A workspace directory made anew at the same
+/// path (deleted, and another repository cloned there) is another workspace too: its
+/// grants are forgotten.
 fn bind(store: &mut Store, root: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
     let workspace = root.canonicalize().map_err(failed)?;
+    let meta = workspace.metadata().map_err(failed)?;
+    // The inode with its birth time: a new directory may reuse a deleted one's inode.
+    let born = meta
+        .created()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    let identity = format!("{}:{}:{born}", meta.dev(), meta.ino());
     let workspace = workspace.to_string_lossy();
     let held = store
         .write(|tx| {
-            let held: Option<String> = tx
-                .query_row("SELECT workspace FROM bound", [], |r| r.get(0))
+            let held: Option<(String, String)> = tx
+                .query_row("SELECT workspace, identity FROM bound", [], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
                 .optional()
                 .map_err(super::state_error)?;
-            if held.is_none() {
-                tx.execute("INSERT INTO bound (workspace) VALUES (?1)", params![workspace.as_ref()])
+            match &held {
+                None => {
+                    tx.execute(
+                        "INSERT INTO bound (workspace, identity) VALUES (?1, ?2)",
+                        params![workspace.as_ref(), identity],
+                    )
                     .map_err(super::state_error)?;
+                }
+                Some((path, was)) if *path == workspace && *was != identity => {
+                    tx.execute_batch("DELETE FROM grants; DELETE FROM bound;")
+                        .map_err(super::state_error)?;
+                    tx.execute(
+                        "INSERT INTO bound (workspace, identity) VALUES (?1, ?2)",
+                        params![workspace.as_ref(), identity],
+                    )
+                    .map_err(super::state_error)?;
+                }
+                Some(_) => {}
             }
             Ok(held)
         })
         .map_err(failed)?;
     match held {
-        Some(other) if other != workspace => Err(format!(
+        Some((other, _)) if other != workspace => Err(format!(
             "the grants database holds the grants of `{other}`, not of `{workspace}`; kyro does not carry grants between workspaces"
         )),
         _ => Ok(()),
@@ -112,7 +140,7 @@ const AUTHORITY: &[&str] = &["CREATE TABLE grants (
         until_ms INTEGER NOT NULL
     );
     CREATE INDEX spent_nonces_by_time ON spent_nonces (until_ms);
-    CREATE TABLE bound (workspace TEXT NOT NULL);"];
+    CREATE TABLE bound (workspace TEXT NOT NULL, identity TEXT NOT NULL);"];
 
 fn grant_of(row: &rusqlite::Row) -> rusqlite::Result<(i64, String, String, Option<String>, i64, i64)> {
     Ok((
@@ -320,5 +348,15 @@ mod tests {
         let copied = SqliteApprovalStore::with_state_home(ws.path(), home.path());
         let error = copied.grants(None, now_ms()).unwrap_err();
         assert!(error.contains("does not carry grants between workspaces"), "{error}");
+
+        // A directory made anew at a granted workspace's path starts with no grants.
+        let place = other.path().to_owned();
+        std::fs::remove_dir_all(&place).unwrap();
+        std::fs::create_dir(&place).unwrap();
+        let again = SqliteApprovalStore::with_state_home(&place, home.path());
+        assert!(
+            again.grants(None, now_ms()).unwrap().is_empty(),
+            "a new directory, no grants"
+        );
     }
 }

@@ -290,14 +290,21 @@ fn git_never_writes_the_workspace_kyro_directory() {
         other => panic!("{other:?}"),
     };
     refused(call(ws.path(), "git_checkout", json!({"branch": "evil"})));
-    refused(call(ws.path(), "git_reset", json!({"target": "evil", "mode": "hard"})));
-    refused(call(ws.path(), "git_reset", json!({"target": "evil", "mode": "keep"})));
+    for mode in ["hard", "keep", "mixed", "soft"] {
+        refused(call(ws.path(), "git_reset", json!({"target": "evil", "mode": mode})));
+    }
+    // A tag named as the branch is what a bare name would resolve to: the branch is checked.
+    git(ws.path(), &["tag", "twin", "main"]);
+    git(ws.path(), &["branch", "twin", "evil"]);
+    refused(call(ws.path(), "git_checkout", json!({"branch": "twin"})));
     assert!(!ws.path().join(".kyro/state.db").exists());
     assert_eq!(git(ws.path(), &["branch", "--show-current"]).trim(), "main");
 
     // A stash holding it.
     std::fs::write(ws.path().join(".kyro/notes"), "planted").unwrap();
     git(ws.path(), &["add", "--force", ".kyro/notes"]);
+    // A push would reset the work tree with `.kyro` in the index: refused.
+    refused(call(ws.path(), "git_stash", json!({"action": "push"})));
     git(ws.path(), &["stash", "push", "--quiet"]);
     assert!(!ws.path().join(".kyro/notes").exists());
     refused(call(ws.path(), "git_stash", json!({"action": "pop"})));
