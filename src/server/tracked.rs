@@ -9,13 +9,24 @@ const GIT_TIME: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The first file beneath `root/.kyro` that git's index of the repository holding `root`
 /// tracks, when there is one; `Ok(None)` when none is, `root` is in no repository, or
-/// there is no git. A repository git will not read (an unknown extension, a broken
+/// there is no git (on kyro's `PATH`, at an absolute entry). A repository git will not read (an unknown extension, a broken
 /// index, an index that never answers) is `Err`: kyro cannot tell, so it refuses. git
 /// reads only its index here; every setting that could name a program is off, no config
 /// outside the repository is read, and the repository's owner does not matter (nothing
 /// of its config runs).
 pub(super) fn tracked_state(root: &Path) -> Result<Option<String>, String> {
-    let mut child = match std::process::Command::new("git")
+    // The `git` of kyro's PATH at its absolute entries only: one planted in the workspace
+    // never runs, whatever the working directory and a `.` on PATH.
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let absolute: Vec<std::path::PathBuf> = std::env::split_paths(&path).filter(|d| d.is_absolute()).collect();
+    let Some(git) = absolute.iter().map(|d| d.join("git")).find(|g| {
+        use std::os::unix::fs::PermissionsExt;
+        g.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    }) else {
+        return Ok(None);
+    };
+    let mut child = match std::process::Command::new(git)
         .args([
             "--no-pager",
             "--no-optional-locks",
@@ -34,7 +45,7 @@ pub(super) fn tracked_state(root: &Path) -> Result<Option<String>, String> {
         ])
         .current_dir(root)
         .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("PATH", std::env::join_paths(&absolute).unwrap_or_default())
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .env("LC_ALL", "C")
