@@ -3,6 +3,7 @@
 
 mod canonical;
 mod error;
+pub mod message;
 mod validate;
 
 pub use canonical::{Origin, Role, VOCABULARY, canonicalize, canonicalize_from};

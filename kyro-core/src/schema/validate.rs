@@ -67,7 +67,12 @@ impl CompiledSchema {
         let mut found: Vec<Violation> = self
             .validator
             .iter_errors(instance)
-            .map(|e| Violation::new(e.instance_path().to_string(), e.to_string()))
+            .map(|e| {
+                Violation::new(
+                    e.instance_path().to_string(),
+                    super::message::of_error(&e, &self.schema),
+                )
+            })
             .collect();
         integer_literals(&self.schema, instance, String::new(), &mut found);
         found.sort_by(|a, b| a.pointer.cmp(&b.pointer));
