@@ -403,22 +403,7 @@ impl Server {
             message: e.to_string(),
         })?;
         let workspace_root = workspace.root().to_owned();
-        let refused = |message: String| ServeError::Workspace {
-            path: workspace_root.display().to_string(),
-            message,
-        };
-        match tracked::tracked_state(&workspace_root) {
-            Ok(None) => {}
-            Ok(Some(file)) => {
-                return Err(refused(format!(
-                    "git tracks `{file}`: kyro's receipts and state are not the project's, and a repository cannot bring them; remove them from the repository (`git rm -r --cached .kyro`) and start again"
-                )));
-            }
-            Err(message) => return Err(refused(message)),
-        }
-        // `.kyro` exists before any program or git runs, so their sandboxes keep it
-        // read-only (a read-only workspace has none, and needs none).
-        let _ = kyro_core::receipt::state_dir(&workspace_root);
+        tracked::refuse_tracked_state(&workspace_root)?;
         #[cfg(feature = "postgres")]
         if let Some(state) = &self.shared_state {
             let _ = workspace.resource(|| Ok::<_, ()>(state.clone()));
@@ -589,12 +574,11 @@ fn say_sandbox(runtime: &Runtime, background: bool) {
     }
 }
 
-/// How long a list stays fresh for a client when no upstream server can change the
-/// catalog: an hour.
+/// How long a list stays fresh for a client when no upstream can change the catalog: 1 h.
 const LIST_TTL_MS: u64 = 3_600_000;
 
 /// The store of grants and spent approvals when the author set none: the workspace's
-/// state database with the `state` feature, else this process's memory.
+/// database in the user's state directory (`state` feature), else this process's memory.
 fn default_approval_store(root: PathBuf) -> Arc<dyn ApprovalStore> {
     #[cfg(feature = "state")]
     return Arc::new(kyro_tools::state::SqliteApprovalStore::in_workspace(&root));

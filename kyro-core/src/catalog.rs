@@ -145,31 +145,6 @@ pub(crate) const fn str_eq(a: &str, b: &str) -> bool {
     true
 }
 
-/// Names within a small edit distance of `wanted`, closest first.
-pub(crate) fn suggest<'a>(wanted: &str, names: impl Iterator<Item = &'a str>) -> Vec<String> {
-    let mut scored: Vec<(usize, &str)> = names
-        .map(|n| (edit_distance(wanted, n), n))
-        .filter(|(d, n)| *d <= 2.max(n.len() / 3) || n.contains(wanted))
-        .collect();
-    scored.sort();
-    scored.into_iter().take(3).map(|(_, n)| n.to_owned()).collect()
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = if ca == *cb { prev } else { 1 + prev.min(cur).min(row[j]) };
-            prev = cur;
-        }
-    }
-    row[b.len()]
-}
-
 /// `rules` bound to the tools of `snapshot`: a key that is a tool's alias becomes
 /// its canonical name (two keys for one tool keep the stricter rule), and a key naming
 /// no tool is refused with the closest name. With `upstreams_later`, a namespaced key
@@ -189,7 +164,7 @@ pub(crate) fn bind_tool_rules(
                 let names = snapshot
                     .descriptors()
                     .flat_map(|d| std::iter::once(d.name.as_str()).chain(d.aliases.iter().map(String::as_str)));
-                let closest = suggest(key, names)
+                let closest = crate::closest::suggest(key, names)
                     .first()
                     .and_then(|name| snapshot.get(name))
                     .map(|tool| tool.descriptor().name.clone());

@@ -17,6 +17,7 @@ mod authorize;
 mod caller;
 mod catalog;
 pub mod chain;
+mod closest;
 pub mod compat;
 mod confined;
 mod context;

@@ -62,7 +62,7 @@ pub fn wrong_type(value: &Value, listed: &Value) -> String {
 
 /// An object holds a field its schema does not: the closest real field, or the fields.
 pub fn unknown_field(field: &str, known: &[&str]) -> String {
-    match crate::catalog::suggest(field, known.iter().copied()).first() {
+    match crate::closest::suggest(field, known.iter().copied()).first() {
         Some(closest) => format!("unknown field `{field}`; did you mean `{closest}`?"),
         None if known.is_empty() => format!("unknown field `{field}`; this object takes no fields"),
         None => format!(
