@@ -167,16 +167,14 @@ impl Server {
     }
 
     /// The tools' schemas as [`Registry::prepared_schemas`] wrote them at build time for
-    /// these very entries: the server starts without generating them. An entry the text
-    /// does not name generates its own.
+    /// these entries (the server generates none of them; an entry not named, its own).
     pub fn prepared_schemas(mut self, prepared: &'static str) -> Server {
         self.prepared = Some(prepared);
         self
     }
 
-    /// Names (and aliases) of tools the policy may speak of that are not served on this
-    /// machine (a browser tool without Chromium): their `[approvals.tools]` rules are set
-    /// aside instead of refused, so one policy file serves every machine.
+    /// Names (and aliases) of tools the policy may speak of that this machine does not serve
+    /// (a browser tool without Chromium): their `[approvals.tools]` rules are set aside.
     pub fn set_aside(mut self, names: impl IntoIterator<Item = &'static str>) -> Server {
         self.set_aside.extend(names);
         self
@@ -398,12 +396,14 @@ impl Server {
             registry.compile_all()?;
         }
         let root = self.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
-        let workspace = Workspace::new(&root).map_err(|e| ServeError::Workspace {
-            path: root.display().to_string(),
-            message: e.to_string(),
-        })?;
+        let workspace = Workspace::new(&root)
+            .map_err(|e| e.to_string())
+            .and_then(|w| tracked::refuse_tracked_state(w.root()).map(|()| w))
+            .map_err(|message| ServeError::Workspace {
+                path: root.display().to_string(),
+                message,
+            })?;
         let workspace_root = workspace.root().to_owned();
-        tracked::refuse_tracked_state(&workspace_root)?;
         #[cfg(feature = "postgres")]
         if let Some(state) = &self.shared_state {
             let _ = workspace.resource(|| Ok::<_, ()>(state.clone()));

@@ -17,7 +17,6 @@ use crate::arguments::{json_type, rewrite_aliases};
 use crate::authorize::{access_for, authorize, grant_for};
 use crate::caller::Caller;
 use crate::catalog::bind_tool_rules;
-use crate::closest::suggest;
 use crate::context::{CallParts, Dispatch, ToolContext, Workspace};
 use crate::error::ToolError;
 use crate::grants::ApprovalStore;
@@ -276,7 +275,7 @@ impl Runtime {
         let snapshot = self.registry.snapshot();
         let Some(tool) = snapshot.get(&call.tool).cloned() else {
             return Staged::refused(Outcome::UnknownTool {
-                suggestions: suggest(&call.tool, snapshot.descriptors().map(|d| d.name.as_str())),
+                suggestions: crate::closest::suggest(&call.tool, snapshot.descriptors().map(|d| d.name.as_str())),
                 name: call.tool,
             });
         };

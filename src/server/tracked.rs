@@ -4,24 +4,14 @@
 
 use std::path::Path;
 
-use super::ServeError;
-
-/// Refuses the workspace at `root` when git tracks its `.kyro` or kyro cannot tell, and
-/// makes `.kyro` before any program or git runs, so their sandboxes keep it read-only (a
-/// read-only workspace has none, and needs none).
-pub(super) fn refuse_tracked_state(root: &Path) -> Result<(), ServeError> {
-    let refused = |message: String| ServeError::Workspace {
-        path: root.display().to_string(),
-        message,
-    };
-    match tracked_state(root) {
-        Ok(None) => {}
-        Ok(Some(file)) => {
-            return Err(refused(format!(
-                "git tracks `{file}`: kyro's receipts and state are not the project's, and a repository cannot bring them; remove them from the repository (`git rm -r --cached .kyro`) and start again"
-            )));
-        }
-        Err(message) => return Err(refused(message)),
+/// Why the workspace at `root` is refused when git tracks its `.kyro` or kyro cannot tell;
+/// otherwise makes `.kyro` before any program or git runs, so their sandboxes keep it
+/// read-only (a read-only workspace has none, and needs none).
+pub(super) fn refuse_tracked_state(root: &Path) -> Result<(), String> {
+    if let Some(file) = tracked_state(root)? {
+        return Err(format!(
+            "git tracks `{file}`: kyro's receipts and state are not the project's, and a repository cannot bring them; remove them from the repository (`git rm -r --cached .kyro`) and start again"
+        ));
     }
     let _ = kyro_core::receipt::state_dir(root);
     Ok(())

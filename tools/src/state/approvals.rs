@@ -125,22 +125,12 @@ fn bind(store: &mut Store, root: &Path) -> Result<(), String> {
     }
 }
 
-/// The authority database's schema, one migration per entry.
-const AUTHORITY: &[&str] = &["CREATE TABLE grants (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        caller TEXT NOT NULL,
-        tool TEXT NOT NULL,
-        arguments TEXT,
-        created_at INTEGER NOT NULL,
-        expires_at INTEGER NOT NULL
-    );
-    CREATE INDEX grants_by_caller ON grants (caller, expires_at);
-    CREATE TABLE spent_nonces (
-        nonce TEXT PRIMARY KEY,
-        until_ms INTEGER NOT NULL
-    );
-    CREATE INDEX spent_nonces_by_time ON spent_nonces (until_ms);
-    CREATE TABLE bound (workspace TEXT NOT NULL, identity TEXT NOT NULL);"];
+/// The authority database's schema, one migration per entry: the grants and spent
+/// nonces, and the workspace the database is bound to.
+const AUTHORITY: &[&str] = &[
+    super::store::GRANTS,
+    "CREATE TABLE bound (workspace TEXT NOT NULL, identity TEXT NOT NULL);",
+];
 
 fn grant_of(row: &rusqlite::Row) -> rusqlite::Result<(i64, String, String, Option<String>, i64, i64)> {
     Ok((

@@ -57,8 +57,13 @@ const MIGRATIONS: &[&str] = &[
         created_at INTEGER NOT NULL,
         updated_at INTEGER NOT NULL
     );",
-    // 4: grants and the one-time approvals already spent (the MCP server's).
-    "CREATE TABLE grants (
+    // 4: grants and the one-time approvals already spent, kept here until they moved to
+    // the user's state directory (approvals.rs); left unused, so versions count the same.
+    GRANTS,
+];
+
+/// Grants and the one-time approvals already spent (the MCP server's).
+pub(crate) const GRANTS: &str = "CREATE TABLE grants (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
         caller TEXT NOT NULL,
         tool TEXT NOT NULL,
@@ -71,8 +76,7 @@ const MIGRATIONS: &[&str] = &[
         nonce TEXT PRIMARY KEY,
         until_ms INTEGER NOT NULL
     );
-    CREATE INDEX spent_nonces_by_time ON spent_nonces (until_ms);",
-];
+    CREATE INDEX spent_nonces_by_time ON spent_nonces (until_ms);";
 
 /// How long a write waits for another writer at most.
 const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);

@@ -155,21 +155,7 @@ fn cookies_and_local_storage_are_read_and_set_as_the_page_sees_them() {
 #[test]
 fn routes_answer_or_abort_matching_requests_and_are_removed() {
     let Some(_serial) = serial() else { return };
-    let mut pages = HashMap::new();
-    pages.insert(
-        "/app",
-        (
-            200,
-            vec![],
-            r#"<html><head><title>App</title></head><body><p id="out">waiting</p><script>
-fetch('/api/users?x=1').then(r => r.text().then(t => document.getElementById('out').textContent = r.status + ' ' + t))
-  .catch(e => document.getElementById('out').textContent = 'failed');
-</script></body></html>"#
-                .to_owned(),
-        ),
-    );
-    pages.insert("/api/users", (200, vec![], "from the server".to_owned()));
-    let site = Site::start(pages);
+    let site = users_app("/api/users?x=1");
     let h = Harness::local();
     let routed = h.ok(
         "browser_route",
@@ -215,21 +201,7 @@ fetch('/api/users?x=1').then(r => r.text().then(t => document.getElementById('ou
 #[test]
 fn a_route_whose_content_type_holds_a_control_character_is_refused_and_the_browser_keeps_answering() {
     let Some(_serial) = serial() else { return };
-    let mut pages = HashMap::new();
-    pages.insert(
-        "/app",
-        (
-            200,
-            vec![],
-            r#"<html><head><title>App</title></head><body><p id="out">waiting</p><script>
-fetch('/api/users').then(r => r.text().then(t => document.getElementById('out').textContent = r.status + ' ' + t))
-  .catch(e => document.getElementById('out').textContent = 'failed');
-</script></body></html>"#
-                .to_owned(),
-        ),
-    );
-    pages.insert("/api/users", (200, vec![], "from the server".to_owned()));
-    let site = Site::start(pages);
+    let site = users_app("/api/users");
     let h = Harness::local();
     // Chromium refuses to fulfil with such a header, and the request stayed paused: every
     // later browser call timed out.
@@ -314,4 +286,19 @@ fetch('/api/echo', {method: 'POST', headers: {'X-Kyro': 'yes'}, body: 'hello | Ã
     assert!(has(&one["response_headers"], "X-Answer", "42"), "{one}");
     let past = h.failed("browser_network_request", json!({ "index": 999 }));
     assert!(past.to_string().contains("there is no request 999"), "{past}");
+}
+
+/// A site whose `/app` page fetches `fetched` and shows the answer (`failed` when the
+/// request fails), and whose `/api/users` answers `from the server`.
+fn users_app(fetched: &str) -> Site {
+    let mut pages = HashMap::new();
+    let page = format!(
+        r#"<html><head><title>App</title></head><body><p id="out">waiting</p><script>
+fetch('{fetched}').then(r => r.text().then(t => document.getElementById('out').textContent = r.status + ' ' + t))
+  .catch(e => document.getElementById('out').textContent = 'failed');
+</script></body></html>"#
+    );
+    pages.insert("/app", (200, vec![], page));
+    pages.insert("/api/users", (200, vec![], "from the server".to_owned()));
+    Site::start(pages)
 }
