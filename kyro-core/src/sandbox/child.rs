@@ -24,9 +24,9 @@ impl InChild {
     }
 
     /// In the new namespaces: mounts stop propagating; under `read = "roots"` the program's
-    /// root becomes a tmpfs showing only what it may read (see [`super::linux::NewRoot`]);
-    /// writable paths are bound `nodev`, `.git` and `.kyro` read-only (and `nodev`) over
-    /// themselves; `/dev` is private; and a private network's loopback is brought up when
+    /// root becomes a tmpfs showing only what it may read (the parent prepared it); every
+    /// mount is made `nodev`; `.git` and `.kyro` are bound read-only over themselves; `/dev`
+    /// is private (its devices open); and a private network's loopback is brought up when
     /// the program is to reach what listens inside it.
     ///
     /// # Safety

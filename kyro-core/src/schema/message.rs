@@ -12,7 +12,7 @@ use serde_json::Value;
 /// The most of a value a message quotes (a long string is cut, with `…`).
 const QUOTED: usize = 60;
 
-/// `value` as JSON, cut to [`QUOTED`] characters.
+/// `value` as JSON, cut to 60 characters (`QUOTED`).
 pub fn quote(value: &Value) -> String {
     let text = value.to_string();
     match text.char_indices().nth(QUOTED) {
