@@ -103,15 +103,46 @@ pub(super) fn program(network: bool) -> Result<BpfProgram, BackendError> {
 /// The filter refusing `clone3` with `ENOSYS`: its flags are in memory seccomp cannot read,
 /// so a new user namespace could pass through it; the C library then uses `clone`, which
 /// [`program`] checks.
-pub(super) fn no_clone3() -> Result<BpfProgram, BackendError> {
+///
+/// On x86_64 it first refuses every x32 system call (a number with bit 30 set, under the
+/// same audit architecture): the rules above compare numbers exactly, so an x32 number
+/// (where the kernel offers that ABI) would pass every one of them.
+pub(super) fn no_clone3_nor_x32() -> Result<BpfProgram, BackendError> {
     let arch = std::env::consts::ARCH
         .try_into()
         .map_err(|_| BackendError::InvalidTargetArch(std::env::consts::ARCH.into()))?;
-    SeccompFilter::new(
+    let clone3: BpfProgram = SeccompFilter::new(
         [(libc::SYS_clone3, Vec::new())].into_iter().collect(),
         SeccompAction::Allow,
         SeccompAction::Errno(libc::ENOSYS as u32),
         arch,
     )?
-    .try_into()
+    .try_into()?;
+    let mut program = no_x32();
+    program.extend(clone3);
+    Ok(program)
+}
+
+/// The instructions refusing x32 system calls with `EPERM`, falling through to what
+/// follows for every other call (none off x86_64).
+fn no_x32() -> BpfProgram {
+    if !cfg!(target_arch = "x86_64") {
+        return Vec::new();
+    }
+    const LOAD: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+    const JUMP_IF_EQUAL: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+    const JUMP_IF_AT_LEAST: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
+    const RETURN: u16 = 0x06; // BPF_RET | BPF_K
+    const AUDIT_ARCH_X86_64: u32 = 62 | 0x8000_0000 | 0x4000_0000;
+    const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+    const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
+    let at = |code, jt, jf, k| seccompiler::sock_filter { code, jt, jf, k };
+    vec![
+        // struct seccomp_data: nr at 0, arch at 4.
+        at(LOAD, 0, 0, 4),
+        at(JUMP_IF_EQUAL, 0, 3, AUDIT_ARCH_X86_64),
+        at(LOAD, 0, 0, 0),
+        at(JUMP_IF_AT_LEAST, 0, 1, X32_SYSCALL_BIT),
+        at(RETURN, 0, 0, SECCOMP_RET_ERRNO | libc::EPERM as u32),
+    ]
 }

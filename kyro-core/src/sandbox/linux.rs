@@ -243,7 +243,7 @@ fn new_root(paths: &[PathBuf]) -> std::io::Result<NewRoot> {
 pub(super) struct Restrictions {
     pub(super) ruleset: OwnedFd,
     pub(super) seccomp: seccompiler::BpfProgram,
-    /// Refuses `clone3` ([`filter::no_clone3`]).
+    /// Refuses `clone3` and x32 system calls ([`filter::no_clone3_nor_x32`]).
     pub(super) no_clone3: seccompiler::BpfProgram,
     /// Under `read = "roots"`, the root the program gets.
     pub(super) new_root: Option<NewRoot>,
@@ -327,7 +327,7 @@ impl Restrictions {
         };
         let ruleset = rules().map_err(|e| fail("cannot prepare the Landlock ruleset", &e))?;
         let seccomp = filter::program(request.network).map_err(|e| fail("cannot prepare the seccomp filter", &e))?;
-        let no_clone3 = filter::no_clone3().map_err(|e| fail("cannot prepare the seccomp filter", &e))?;
+        let no_clone3 = filter::no_clone3_nor_x32().map_err(|e| fail("cannot prepare the seccomp filter", &e))?;
         let remounts = |paths: &[PathBuf], flags: libc::c_ulong| {
             paths
                 .iter()
