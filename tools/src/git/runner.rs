@@ -432,7 +432,7 @@ mod tests {
     }
 
     #[test]
-    fn program_and_file_settings_are_neutralized_whatever_their_driver_name() {
+    fn program_and_file_settings_and_aliases_are_neutralized_whatever_their_driver_name() {
         for key in [
             "filter.evil.clean",
             "filter.evil.smudge",
@@ -451,10 +451,18 @@ mod tests {
             "core.hookspath",
             "log.showsignature",
             "commit.gpgsign",
+            "alias.st",
+            "pager.status",
         ] {
             assert!(neutral_value(key).is_some(), "{key} must be overridden");
         }
-        for key in ["user.name", "core.bare", "diff.renames", "core.autocrlf"] {
+        for key in [
+            "user.name",
+            "core.bare",
+            "diff.renames",
+            "core.autocrlf",
+            "remote.origin.url",
+        ] {
             assert_eq!(neutral_value(key), None, "{key} is harmless");
         }
     }
