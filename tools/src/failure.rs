@@ -123,13 +123,29 @@ pub enum Failure {
         /// The service's message.
         message: String,
     },
-    /// A remote service's rate limit is exhausted.
-    #[error("{service} rate limit exhausted; it resets at {reset_at} (Unix seconds)")]
+    /// A remote service's rate limit is exhausted (its primary limit, or a secondary limit
+    /// that asks the client to wait).
+    #[error("{service}'s rate limit is exhausted; call again in {retry_after_s} s (at {reset_at}, Unix seconds)")]
     RateLimited {
         /// The service.
         service: String,
         /// When the limit resets, Unix seconds (0 when unknown).
         reset_at: u64,
+        /// How long to wait, seconds (`retry-after`, or until `reset_at`; 60 when the
+        /// service said neither, as GitHub advises for its secondary limits).
+        retry_after_s: u64,
+    },
+    /// A remote service answered success with a body that is not the answer the tool
+    /// expected (an HTML page from a proxy, a cut or empty body, another shape): nothing
+    /// is made up from it.
+    #[error("{service} answered {status} with something other than the answer expected: {message}")]
+    UnexpectedAnswer {
+        /// The service.
+        service: String,
+        /// The HTTP status.
+        status: u16,
+        /// What was expected and what came back.
+        message: String,
     },
     /// A URL the network policy refuses (scheme, host, or a non-public address).
     #[error("`{url}` is refused: {reason}")]

@@ -3,12 +3,14 @@
 
 mod common;
 
+#[path = "github/harness.rs"]
+mod harness;
+
 use kyro_tools::Failure;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
-use kyro_core::policy::{ApprovalRule, ApprovalRules};
-use kyro_core::{Call, Outcome, Policy, Registry, Runtime, Workspace};
+use kyro_core::Outcome;
 use kyro_tools::RemoteReason;
 use serde_json::{Value, json};
 
@@ -39,19 +41,9 @@ fn failure(outcome: Outcome) -> Option<Failure> {
     }
 }
 
+/// One runtime per call under the harness's policy (loopback allowed, writes named).
 fn run(tool: &str, args: Value) -> Outcome {
-    let policy = Policy {
-        approvals: ApprovalRules::uniform(ApprovalRule::Auto),
-        ..Policy::default()
-    };
-    let ws = tempfile::tempdir().unwrap();
-    let registry = Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());
-    let runtime = Runtime::new(registry, Workspace::new(ws.path()).unwrap(), &policy).unwrap();
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(runtime.execute_call(Call::new(tool, args)))
+    harness::run(tool, args)
 }
 
 fn ok(tool: &str, args: Value) -> Value {

@@ -233,6 +233,11 @@ fn run_id(resource: &Option<String>, method: &str) -> Result<u64, ToolError> {
 
 impl Execute for GitHubActionsList {
     type Output = ActionsListed;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<ActionsListed, ToolError> {
         let actions = format!("/repos/{}/{}/actions", self.owner, self.repo);
@@ -268,7 +273,7 @@ impl Execute for GitHubActionsList {
                 (format!("{actions}/runs/{run}/artifacts?{page}"), "artifacts")
             }
         };
-        let answer = GitHub::from_env().send(cx, "GET", &path, None)?;
+        let answer = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?;
         let listed = items(&answer.body[key]);
         let mut out = ActionsListed {
             total_count: answer.body["total_count"].as_u64().unwrap_or(0),
@@ -355,6 +360,11 @@ pub struct ActionsGot {
 
 impl Execute for GitHubActionsGet {
     type Output = ActionsGot;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<ActionsGot, ToolError> {
         let actions = format!("/repos/{}/{}/actions", self.owner, self.repo);
@@ -363,7 +373,7 @@ impl Execute for GitHubActionsGet {
                 .parse::<u64>()
                 .map_err(|_| invalid("runs and jobs are named by their numeric id"))
         };
-        let github = GitHub::from_env();
+        let github = GitHub::for_call(cx)?;
         let mut got = ActionsGot::default();
         match self.method {
             GetMethod::GetWorkflow => {
@@ -488,9 +498,14 @@ impl GitHubGetJobLogs {
 
 impl Execute for GitHubGetJobLogs {
     type Output = JobLogs;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<JobLogs, ToolError> {
-        let github = GitHub::from_env();
+        let github = GitHub::for_call(cx)?;
         match (self.failed_only, self.run_id, self.job_id) {
             (true, Some(run), _) => {
                 let path = format!(

@@ -1,10 +1,20 @@
-//! The REST client: one request, typed errors, the `Link` header's next page.
+//! The REST client: one request under the network policy, typed errors, the `Link`
+//! header's next page. Every request passes the checks `web_fetch`'s do (the host by name,
+//! every resolved address, private ranges); an answer is parsed into the shape its tool
+//! expects or is a typed failure; remote text is made to show as itself; the token never
+//! appears in anything kyro writes.
 
 use crate::Failure;
+use crate::integration::guard;
+use crate::integration::untrusted::{show_all, shown};
+use crate::settings::NetworkSettings;
+use kyro_core::policy::SettingsTable;
 use kyro_core::receipt::ObservedEffect;
 use kyro_core::{ToolContext, ToolError};
+use std::io::Read;
 
 use crate::RemoteReason;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 const SERVICE: &str = "github";
@@ -13,43 +23,122 @@ const DEFAULT_BASE: &str = "https://api.github.com";
 /// The longest a GitHub request may take.
 const TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// The most of a successful answer read (GitHub's own largest JSON answers are a few MiB).
+const MAX_BODY: u64 = 10 * 1024 * 1024;
+
+/// The most of a refusing answer read, and the most of its message kept: an error is
+/// reported, not relayed.
+const MAX_ERROR_BODY: u64 = 64 * 1024;
+const MAX_ERROR_CHARS: usize = 2_000;
+
+/// The policy table every GitHub tool reads: `[tools.network]`.
+pub(crate) const NETWORK: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
+
 /// A GitHub API endpoint and credentials.
 pub(crate) struct GitHub {
     base: String,
     token: Option<String>,
+    policy: NetworkSettings,
     agent: ureq::Agent,
 }
 
 /// A successful answer.
 pub(crate) struct Answer {
     pub body: Value,
-    /// The body as sent (a diff, when asked for one).
+    /// The body as sent (a diff, when asked for one), made to show as itself.
     pub raw: String,
     /// The page after this one, from the `Link` header.
     pub next_page: Option<u32>,
     /// Where a redirect pointed, when one was wanted.
     pub location: Option<String>,
+    status: u16,
+}
+
+impl Answer {
+    /// The body as `T`: an answer of another shape (a field missing or of another type) is
+    /// an `unexpected_answer` failure naming what came back.
+    pub fn parse<T: DeserializeOwned>(&self) -> Result<T, ToolError> {
+        T::deserialize(&self.body).map_err(|e| unexpected(self.status, format!("{e}; it sent {}", sample(&self.body))))
+    }
+
+    /// The items of a list answer: anything but an array is an `unexpected_answer`.
+    pub fn items(&self) -> Result<&[Value], ToolError> {
+        self.body.as_array().map(Vec::as_slice).ok_or_else(|| {
+            unexpected(
+                self.status,
+                format!("a list was expected; it sent {}", sample(&self.body)),
+            )
+        })
+    }
+}
+
+/// The API's base URL (`KYRO_GITHUB_API_URL`, default the public API).
+fn base() -> String {
+    std::env::var("KYRO_GITHUB_API_URL")
+        .unwrap_or_else(|_| DEFAULT_BASE.to_owned())
+        .trim_end_matches('/')
+        .to_owned()
+}
+
+/// What an approval shows of where a call goes: `host: api.github.com`.
+pub(crate) fn target() -> Option<String> {
+    let base = base();
+    let host = base.parse::<ureq::http::Uri>().ok()?.authority()?.to_string();
+    Some(format!("host: {host} (GitHub API)"))
+}
+
+fn unexpected(status: u16, message: String) -> ToolError {
+    Failure::UnexpectedAnswer {
+        service: SERVICE.into(),
+        status,
+        message,
+    }
+    .into()
+}
+
+/// A short sample of a JSON value, for a failure's message.
+fn sample(value: &Value) -> String {
+    let text = value.to_string();
+    cut(&text, 200)
+}
+
+/// `text` cut at `max` characters, saying how much was left out.
+fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text.to_owned(),
+        Some((end, _)) => format!("{}… ({} more bytes)", &text[..end], text.len() - end),
+    }
 }
 
 impl GitHub {
-    /// The endpoint and token from the environment.
-    pub fn from_env() -> GitHub {
-        let base = std::env::var("KYRO_GITHUB_API_URL").unwrap_or_else(|_| DEFAULT_BASE.to_owned());
+    /// The endpoint and token from the environment, under the call's network policy.
+    pub fn for_call(cx: &ToolContext) -> Result<GitHub, ToolError> {
         let token = std::env::var("GITHUB_TOKEN")
             .or_else(|_| std::env::var("GH_TOKEN"))
-            .ok();
+            .ok()
+            .filter(|t| !t.is_empty());
+        let policy = NetworkSettings::clone(&*cx.scope().settings::<NetworkSettings>()?);
         // Redirects are not followed: one would leave the API (and the network policy's
         // reach) with the token; a moved repository is reported with its new address.
-        let agent = ureq::Agent::config_builder()
+        let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .max_redirects(0)
             .timeout_global(Some(TIMEOUT))
-            .build()
-            .into();
-        GitHub {
-            base: base.trim_end_matches('/').to_owned(),
+            .build();
+        Ok(GitHub {
+            base: base(),
             token,
-            agent,
+            agent: guard::checked_agent(policy.clone(), config),
+            policy,
+        })
+    }
+
+    /// `text` with the token taken out: nothing kyro writes (a result, an error, a
+    /// receipt) carries it, whatever the server reflects.
+    fn redact(&self, text: String) -> String {
+        match &self.token {
+            Some(token) if text.contains(token.as_str()) => text.replace(token.as_str(), "[token]"),
+            _ => text,
         }
     }
 
@@ -101,13 +190,10 @@ impl GitHub {
             .location
             .map(|l| if l.starts_with('/') { format!("{origin}{l}") } else { l });
         location.ok_or_else(|| {
-            Failure::Remote {
-                service: SERVICE.into(),
-                status: 200,
-                reason: RemoteReason::of(200),
-                message: format!("`{path}` answered without the address it was expected to redirect to"),
-            }
-            .into()
+            unexpected(
+                answer.status,
+                format!("`{path}` answered without the address it was expected to redirect to"),
+            )
         })
     }
 
@@ -120,7 +206,8 @@ impl GitHub {
         accept: &str,
         redirect_wanted: bool,
     ) -> Result<Answer, ToolError> {
-        // The schema refuses `.` and `..` as owner or repository; this is the second lock.
+        // The schema refuses `.` and `..` as owner, repository or path segment; this is
+        // the second lock.
         if path.split(['/', '?']).any(|segment| segment == "." || segment == "..") {
             return Err(Failure::InvalidRequest {
                 message: format!("`{path}` is not a GitHub API path"),
@@ -128,10 +215,9 @@ impl GitHub {
             .into());
         }
         let url = format!("{}{path}", self.base);
-        let unreachable = |e: ureq::Error| Failure::Unreachable {
-            service: SERVICE.into(),
-            message: e.to_string(),
-        };
+        // The same checks as web_fetch's: the host by name and every address it resolves
+        // to, here and again at connection time (the agent's resolver).
+        guard::check_with(&self.policy, &url)?;
         let mut request = ureq::http::Request::builder()
             .method(method)
             .uri(&url)
@@ -141,7 +227,7 @@ impl GitHub {
         if let Some(token) = &self.token {
             request = request.header("Authorization", format!("Bearer {token}"));
         }
-        let response = match body {
+        let sent = match body {
             Some(body) => {
                 let request = request
                     .header("Content-Type", "application/json")
@@ -155,8 +241,17 @@ impl GitHub {
                     .map_err(|e| Failure::InvalidRequest { message: e.to_string() })?;
                 self.agent.run(self.within_limit(cx, request))
             }
-        }
-        .map_err(unreachable)?;
+        };
+        let mut response = sent.map_err(|e| match e {
+            ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::PermissionDenied => {
+                guard::transport_error(&url, SERVICE, ureq::Error::Io(io))
+            }
+            e => Failure::Unreachable {
+                service: SERVICE.into(),
+                message: self.redact(e.to_string()),
+            }
+            .into(),
+        })?;
         let status = response.status().as_u16();
         cx.effects().push(ObservedEffect::Request {
             url: url.clone(),
@@ -169,26 +264,19 @@ impl GitHub {
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned)
         };
-        let remaining = header("x-ratelimit-remaining");
-        let reset = header("x-ratelimit-reset").and_then(|r| r.parse().ok()).unwrap_or(0);
-        let link = header("link");
-        let location = header("location");
-        let mut response = response;
-        let text = response.body_mut().read_to_string().map_err(unreachable)?;
-        let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-        if (status == 403 || status == 429) && remaining.as_deref() == Some("0") {
-            return Err(Failure::RateLimited {
-                service: SERVICE.into(),
-                reset_at: reset,
-            }
-            .into());
+        if let Some(limited) = rate_limited(status, &header) {
+            return Err(limited.into());
         }
+        let link = header("link");
+        let location = header("location").map(|l| self.redact(l));
+        let content_type = header("content-type").unwrap_or_default();
         if redirect_wanted && (300..400).contains(&status) {
             return Ok(Answer {
                 body: Value::Null,
                 raw: String::new(),
                 next_page: None,
                 location,
+                status,
             });
         }
         if (300..400).contains(&status) {
@@ -196,29 +284,140 @@ impl GitHub {
                 service: SERVICE.into(),
                 status,
                 reason: RemoteReason::of(status),
-                message: format!(
+                message: shown(&format!(
                     "moved to {}; kyro does not follow API redirects, call again with the new owner and repository",
-                    location.unwrap_or_default()
-                ),
+                    cut(&location.unwrap_or_default(), 500)
+                )),
             }
             .into());
         }
-        if !(200..300).contains(&status) {
+        let success = (200..300).contains(&status);
+        let limit = if success { MAX_BODY } else { MAX_ERROR_BODY };
+        let mut bytes = Vec::new();
+        response
+            .body_mut()
+            .as_reader()
+            .take(limit + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| Failure::Unreachable {
+                service: SERVICE.into(),
+                message: self.redact(e.to_string()),
+            })?;
+        let over = bytes.len() as u64 > limit;
+        bytes.truncate(limit as usize);
+        let text = self.redact(String::from_utf8_lossy(&bytes).into_owned());
+        if !success {
             return Err(Failure::Remote {
                 service: SERVICE.into(),
                 status,
                 reason: RemoteReason::of(status),
-                message: body["message"].as_str().unwrap_or(&text).to_owned(),
+                message: shown(&cut(&error_message(&text, &content_type), MAX_ERROR_CHARS)),
             }
             .into());
         }
+        if over {
+            return Err(unexpected(
+                status,
+                format!(
+                    "an answer of more than {} MiB, which kyro does not read",
+                    MAX_BODY >> 20
+                ),
+            ));
+        }
+        let json = accept.ends_with("+json") || accept.ends_with("/json");
+        let body = if !json {
+            Value::Null
+        } else if text.trim().is_empty() {
+            // 204 and 205 have no body; any other success without one is not an answer.
+            if status != 204 && status != 205 {
+                return Err(unexpected(status, "an empty body where JSON was expected".into()));
+            }
+            Value::Null
+        } else {
+            let mut body: Value = serde_json::from_str(&text).map_err(|e| {
+                unexpected(
+                    status,
+                    format!(
+                        "JSON was expected; it sent {} ({e}): {}",
+                        if content_type.is_empty() {
+                            "no content type"
+                        } else {
+                            content_type.as_str()
+                        },
+                        shown(&cut(&text, 200))
+                    ),
+                )
+            })?;
+            show_all(&mut body);
+            body
+        };
         Ok(Answer {
             body,
-            raw: text,
+            raw: if json { String::new() } else { shown(&text) },
             next_page: link.as_deref().and_then(next_page),
             location: None,
+            status,
         })
     }
+}
+
+/// The message of a refusing answer: GitHub's `message` and its `errors`' messages when it
+/// is JSON, else the body's text.
+fn error_message(text: &str, content_type: &str) -> String {
+    let Ok(body) = serde_json::from_str::<Value>(text) else {
+        let kind = if content_type.is_empty() {
+            "no content type"
+        } else {
+            content_type
+        };
+        return format!("({kind}) {}", text.trim());
+    };
+    let mut message = body["message"].as_str().map_or_else(|| body.to_string(), str::to_owned);
+    let details: Vec<String> = body["errors"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| {
+            e["message"].as_str().map(str::to_owned).or_else(|| {
+                e["code"]
+                    .as_str()
+                    .map(|code| format!("{}: {code}", e["field"].as_str().unwrap_or("?")))
+            })
+        })
+        .collect();
+    if !details.is_empty() {
+        message.push_str(" (");
+        message.push_str(&details.join("; "));
+        message.push(')');
+    }
+    message
+}
+
+/// A limit the answer reports: 429, or 403 with no requests left or a `retry-after`
+/// (GitHub's secondary limit), with how long to wait.
+fn rate_limited(status: u16, header: &dyn Fn(&str) -> Option<String>) -> Option<Failure> {
+    let remaining = header("x-ratelimit-remaining");
+    let retry_after: Option<u64> = header("retry-after").and_then(|r| r.trim().parse().ok());
+    let limited = status == 429 || (status == 403 && (remaining.as_deref() == Some("0") || retry_after.is_some()));
+    if !limited {
+        return None;
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let reset: Option<u64> = header("x-ratelimit-reset").and_then(|r| r.trim().parse().ok());
+    let wait = retry_after
+        .or_else(|| {
+            reset
+                .filter(|_| remaining.as_deref() == Some("0"))
+                .map(|r| r.saturating_sub(now))
+        })
+        .unwrap_or(60);
+    Some(Failure::RateLimited {
+        service: SERVICE.into(),
+        reset_at: reset.filter(|_| retry_after.is_none()).unwrap_or(now + wait),
+        retry_after_s: wait,
+    })
 }
 
 impl GitHub {
@@ -234,6 +433,7 @@ impl GitHub {
         let answer = GitHub {
             base: String::new(),
             token: self.token.clone(),
+            policy: self.policy.clone(),
             agent: self.agent.clone(),
         }
         .send(cx, "POST", &endpoint, Some(&body))?;

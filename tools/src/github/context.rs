@@ -50,9 +50,14 @@ fn optional(v: &Value) -> Option<String> {
 
 impl Execute for GitHubGetMe {
     type Output = Me;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<Me, ToolError> {
-        let v = GitHub::from_env().send(cx, "GET", "/user", None)?.body;
+        let v = GitHub::for_call(cx)?.send(cx, "GET", "/user", None)?.body;
         Ok(Me {
             login: login(&v),
             id: v["id"].as_u64().unwrap_or(0),
@@ -112,10 +117,15 @@ pub struct Team {
 
 impl Execute for GitHubGetTeams {
     type Output = Teams;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<Teams, ToolError> {
         let path = format!("/user/teams?{}", paging(self.page, self.per_page));
-        let answer = GitHub::from_env().send(cx, "GET", &path, None)?;
+        let answer = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?;
         let teams = items(&answer.body)
             .iter()
             .map(|t| Team {
@@ -170,6 +180,11 @@ pub struct Members {
 
 impl Execute for GitHubGetTeamMembers {
     type Output = Members;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<Members, ToolError> {
         let path = format!(
@@ -178,7 +193,7 @@ impl Execute for GitHubGetTeamMembers {
             encode(&self.team_slug),
             paging(self.page, self.per_page)
         );
-        let answer = GitHub::from_env().send(cx, "GET", &path, None)?;
+        let answer = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?;
         Ok(Members {
             members: items(&answer.body).iter().map(login).collect(),
             next_page: answer.next_page,

@@ -71,6 +71,11 @@ pub struct IssuePage {
 
 impl Execute for GitHubListIssues {
     type Output = IssuePage;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<IssuePage, ToolError> {
         let state = match self.state {
@@ -88,7 +93,7 @@ impl Execute for GitHubListIssues {
         if !self.labels.is_empty() {
             path.push_str(&format!("&labels={}", encode(&self.labels.join(","))));
         }
-        let answer = GitHub::from_env().send(cx, "GET", &path, None)?;
+        let answer = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?;
         let issues = answer
             .body
             .as_array()

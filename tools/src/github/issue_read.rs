@@ -169,11 +169,16 @@ impl Issue {
 
 impl Execute for GitHubIssueRead {
     type Output = IssueRead;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<IssueRead, ToolError> {
         let issue = format!("/repos/{}/{}/issues/{}", self.owner, self.repo, self.issue_number);
         let list = |what: &str| format!("{issue}/{what}?{}", paging(self.page, self.per_page));
-        let github = GitHub::from_env();
+        let github = GitHub::for_call(cx)?;
         Ok(match self.method {
             IssueReadMethod::Get => IssueRead {
                 issue: Some(Issue::from_json(&github.send(cx, "GET", &issue, None)?.body)),

@@ -15,6 +15,8 @@ use super::issue_read::Issue;
     title = "Create or update a GitHub issue",
     category = "github.issues",
     effect = "network",
+    capabilities = ["network", "github.write"],
+    approval = "required",
     destructive = true,
     aliases = ["issue_write", "github_create_issue"]
 )]
@@ -100,6 +102,11 @@ pub enum StateReason {
 
 impl Execute for GitHubIssueWrite {
     type Output = Issue;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<Issue, ToolError> {
         let mut body = Map::new();
@@ -151,7 +158,7 @@ impl Execute for GitHubIssueWrite {
                 ("PATCH", format!("/repos/{}/{}/issues/{number}", self.owner, self.repo))
             }
         };
-        let answer = GitHub::from_env().send(cx, method, &path, Some(&Value::Object(body)))?;
+        let answer = GitHub::for_call(cx)?.send(cx, method, &path, Some(&Value::Object(body)))?;
         Ok(Issue::from_json(&answer.body))
     }
 }
@@ -162,6 +169,8 @@ impl Execute for GitHubIssueWrite {
     title = "Comment on a GitHub issue",
     category = "github.issues",
     effect = "network",
+    capabilities = ["network", "github.write"],
+    approval = "required",
     destructive = false,
     aliases = ["add_issue_comment", "github_comment"]
 )]
@@ -199,13 +208,18 @@ pub struct Comment {
 
 impl Execute for GitHubAddIssueComment {
     type Output = Comment;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<Comment, ToolError> {
         let path = format!(
             "/repos/{}/{}/issues/{}/comments",
             self.owner, self.repo, self.issue_number
         );
-        let v = GitHub::from_env()
+        let v = GitHub::for_call(cx)?
             .send(cx, "POST", &path, Some(&json!({"body": self.body})))?
             .body;
         Ok(Comment {
@@ -224,6 +238,8 @@ impl Execute for GitHubAddIssueComment {
     title = "Change a GitHub issue's sub-issues",
     category = "github.issues",
     effect = "network",
+    capabilities = ["network", "github.write"],
+    approval = "required",
     destructive = true,
     aliases = ["sub_issue_write"]
 )]
@@ -274,6 +290,11 @@ pub enum SubIssueMethod {
 
 impl Execute for GitHubSubIssueWrite {
     type Output = Issue;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<Issue, ToolError> {
         let issue = format!("/repos/{}/{}/issues/{}", self.owner, self.repo, self.issue_number);
@@ -294,7 +315,7 @@ impl Execute for GitHubSubIssueWrite {
                 ("PATCH", format!("{issue}/sub_issues/priority"), place)
             }
         };
-        let answer = GitHub::from_env().send(cx, method, &path, Some(&body))?;
+        let answer = GitHub::for_call(cx)?.send(cx, method, &path, Some(&body))?;
         Ok(Issue::from_json(&answer.body))
     }
 }

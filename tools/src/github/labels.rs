@@ -38,10 +38,17 @@ pub struct GitHubGetLabel {
 
 impl Execute for GitHubGetLabel {
     type Output = Label;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<Label, ToolError> {
         let path = format!("/repos/{}/{}/labels/{}", self.owner, self.repo, encode(&self.name));
-        Ok(Label::from_json(&GitHub::from_env().send(cx, "GET", &path, None)?.body))
+        Ok(Label::from_json(
+            &GitHub::for_call(cx)?.send(cx, "GET", &path, None)?.body,
+        ))
     }
 }
 
@@ -82,10 +89,15 @@ pub struct IssueType {
 
 impl Execute for GitHubListIssueTypes {
     type Output = IssueTypes;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<IssueTypes, ToolError> {
         let path = format!("/orgs/{}/issue-types", encode(&self.owner));
-        let answer = GitHub::from_env().send(cx, "GET", &path, None)?;
+        let answer = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?;
         let types = items(&answer.body)
             .iter()
             .map(|t| IssueType {

@@ -234,9 +234,14 @@ pub struct CheckRun {
 
 impl Execute for GitHubPullRequestRead {
     type Output = PullRequestRead;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<PullRequestRead, ToolError> {
-        let github = GitHub::from_env();
+        let github = GitHub::for_call(cx)?;
         let repo = format!("/repos/{}/{}", self.owner, self.repo);
         let pull = format!("{repo}/pulls/{}", self.pull_number);
         let page = paging(self.page, self.per_page);
@@ -428,6 +433,11 @@ pub struct PullRequests {
 
 impl Execute for GitHubListPullRequests {
     type Output = PullRequests;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<PullRequests, ToolError> {
         use super::github_list_issues::IssueState;
@@ -463,7 +473,7 @@ impl Execute for GitHubListPullRequests {
                 "&direction=desc"
             });
         }
-        let answer = GitHub::from_env().send(cx, "GET", &path, None)?;
+        let answer = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?;
         Ok(PullRequests {
             pull_requests: items(&answer.body).iter().map(PullRequest::from_json).collect(),
             next_page: answer.next_page,
@@ -513,6 +523,11 @@ pub struct GitHubSearchPullRequests {
 
 impl Execute for GitHubSearchPullRequests {
     type Output = FoundIssues;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<FoundIssues, ToolError> {
         let search = super::search::GitHubSearchIssues {

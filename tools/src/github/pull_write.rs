@@ -31,6 +31,8 @@ fn request_reviewers(github: &GitHub, cx: &ToolContext, pull: &str, reviewers: &
     title = "Create a GitHub pull request",
     category = "github.pull_requests",
     effect = "network",
+    capabilities = ["network", "github.write"],
+    approval = "required",
     destructive = false,
     aliases = ["create_pull_request"]
 )]
@@ -73,9 +75,14 @@ pub struct GitHubCreatePullRequest {
 
 impl Execute for GitHubCreatePullRequest {
     type Output = PullRequest;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<PullRequest, ToolError> {
-        let github = GitHub::from_env();
+        let github = GitHub::for_call(cx)?;
         let pulls = format!("/repos/{}/{}/pulls", self.owner, self.repo);
         let mut body = json!({
             "title": self.title, "head": self.head, "base": self.base,
@@ -98,6 +105,8 @@ impl Execute for GitHubCreatePullRequest {
     title = "Update a GitHub pull request",
     category = "github.pull_requests",
     effect = "network",
+    capabilities = ["network", "github.write"],
+    approval = "required",
     destructive = true,
     aliases = ["update_pull_request"]
 )]
@@ -139,6 +148,11 @@ pub struct GitHubUpdatePullRequest {
 
 impl Execute for GitHubUpdatePullRequest {
     type Output = PullRequest;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<PullRequest, ToolError> {
         let mut body = Map::new();
@@ -161,7 +175,7 @@ impl Execute for GitHubUpdatePullRequest {
                 "give something to change: a title, body, state, base, maintainer_can_modify or reviewers",
             ));
         }
-        let github = GitHub::from_env();
+        let github = GitHub::for_call(cx)?;
         let pull = format!("/repos/{}/{}/pulls/{}", self.owner, self.repo, self.pull_number);
         if !body.is_empty() {
             github.send(cx, "PATCH", &pull, Some(&Value::Object(body)))?;
@@ -179,6 +193,8 @@ impl Execute for GitHubUpdatePullRequest {
     title = "Update a GitHub pull request's branch",
     category = "github.pull_requests",
     effect = "network",
+    capabilities = ["network", "github.write"],
+    approval = "required",
     destructive = false,
     aliases = ["update_pull_request_branch"]
 )]
@@ -215,6 +231,11 @@ pub struct Accepted {
 
 impl Execute for GitHubUpdatePullRequestBranch {
     type Output = Accepted;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<Accepted, ToolError> {
         let path = format!(
@@ -225,7 +246,7 @@ impl Execute for GitHubUpdatePullRequestBranch {
             Some(sha) => json!({"expected_head_sha": sha}),
             None => json!({}),
         };
-        let v = GitHub::from_env().send(cx, "PUT", &path, Some(&body))?.body;
+        let v = GitHub::for_call(cx)?.send(cx, "PUT", &path, Some(&body))?.body;
         Ok(Accepted {
             message: text(&v["message"]),
         })
@@ -253,6 +274,8 @@ pub enum MergeMethod {
     title = "Merge a GitHub pull request",
     category = "github.pull_requests",
     effect = "network",
+    capabilities = ["network", "github.write"],
+    approval = "required",
     destructive = true,
     aliases = ["merge_pull_request"]
 )]
@@ -300,6 +323,11 @@ pub struct Merged {
 
 impl Execute for GitHubMergePullRequest {
     type Output = Merged;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<Merged, ToolError> {
         let mut body = Map::new();
@@ -319,7 +347,7 @@ impl Execute for GitHubMergePullRequest {
             }
         }
         let path = format!("/repos/{}/{}/pulls/{}/merge", self.owner, self.repo, self.pull_number);
-        let v = GitHub::from_env()
+        let v = GitHub::for_call(cx)?
             .send(cx, "PUT", &path, Some(&Value::Object(body)))?
             .body;
         Ok(Merged {

@@ -109,6 +109,11 @@ pub struct Releases {
 
 impl Execute for GitHubListReleases {
     type Output = Releases;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<Releases, ToolError> {
         let path = format!(
@@ -117,7 +122,7 @@ impl Execute for GitHubListReleases {
             self.repo,
             paging(self.page, self.per_page)
         );
-        let answer = GitHub::from_env().send(cx, "GET", &path, None)?;
+        let answer = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?;
         Ok(Releases {
             releases: items(&answer.body).iter().map(Release::from_json).collect(),
             next_page: answer.next_page,
@@ -152,11 +157,16 @@ pub struct GitHubGetLatestRelease {
 
 impl Execute for GitHubGetLatestRelease {
     type Output = Release;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<Release, ToolError> {
         let path = format!("/repos/{}/{}/releases/latest", self.owner, self.repo);
         Ok(Release::from_json(
-            &GitHub::from_env().send(cx, "GET", &path, None)?.body,
+            &GitHub::for_call(cx)?.send(cx, "GET", &path, None)?.body,
         ))
     }
 }
@@ -191,6 +201,11 @@ pub struct GitHubGetReleaseByTag {
 
 impl Execute for GitHubGetReleaseByTag {
     type Output = Release;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<Release, ToolError> {
         let path = format!(
@@ -200,7 +215,7 @@ impl Execute for GitHubGetReleaseByTag {
             encode(&self.tag)
         );
         Ok(Release::from_json(
-            &GitHub::from_env().send(cx, "GET", &path, None)?.body,
+            &GitHub::for_call(cx)?.send(cx, "GET", &path, None)?.body,
         ))
     }
 }
@@ -252,9 +267,14 @@ pub struct TagInfo {
 
 impl Execute for GitHubGetTag {
     type Output = TagInfo;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<TagInfo, ToolError> {
-        let github = GitHub::from_env();
+        let github = GitHub::for_call(cx)?;
         let reference = format!("/repos/{}/{}/git/ref/tags/{}", self.owner, self.repo, encode(&self.tag));
         let object = github.send(cx, "GET", &reference, None)?.body["object"].clone();
         if object["type"] == "commit" {

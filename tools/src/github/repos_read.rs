@@ -88,6 +88,11 @@ pub struct Entry {
 
 impl Execute for GitHubGetFileContents {
     type Output = Contents;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<Contents, ToolError> {
         let given = self.path.clone().unwrap_or_default();
@@ -95,7 +100,7 @@ impl Execute for GitHubGetFileContents {
         if let Some(r) = self.sha.as_ref().or(self.r#ref.as_ref()) {
             path.push_str(&format!("?ref={}", encode(r)));
         }
-        let body = GitHub::from_env().send(cx, "GET", &path, None)?.body;
+        let body = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?.body;
         if let Some(entries) = body.as_array() {
             return Ok(Contents {
                 path: given,
@@ -200,6 +205,11 @@ fn named(list: &Value) -> Vec<NamedCommit> {
 
 impl Execute for GitHubListBranches {
     type Output = Refs;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<Refs, ToolError> {
         let path = format!(
@@ -208,7 +218,7 @@ impl Execute for GitHubListBranches {
             self.repo,
             paging(self.page, self.per_page)
         );
-        let answer = GitHub::from_env().send(cx, "GET", &path, None)?;
+        let answer = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?;
         Ok(Refs {
             refs: named(&answer.body),
             next_page: answer.next_page,
@@ -250,6 +260,11 @@ pub struct GitHubListTags {
 
 impl Execute for GitHubListTags {
     type Output = Refs;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<Refs, ToolError> {
         let path = format!(
@@ -258,7 +273,7 @@ impl Execute for GitHubListTags {
             self.repo,
             paging(self.page, self.per_page)
         );
-        let answer = GitHub::from_env().send(cx, "GET", &path, None)?;
+        let answer = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?;
         Ok(Refs {
             refs: named(&answer.body),
             next_page: answer.next_page,
@@ -355,6 +370,11 @@ pub(crate) fn commit_summary(c: &Value) -> CommitSummary {
 
 impl Execute for GitHubListCommits {
     type Output = Commits;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<Commits, ToolError> {
         let mut path = format!(
@@ -376,7 +396,7 @@ impl Execute for GitHubListCommits {
                 path.push_str(&format!("&{key}={}", encode(value)));
             }
         }
-        let answer = GitHub::from_env().send(cx, "GET", &path, None)?;
+        let answer = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?;
         Ok(Commits {
             commits: items(&answer.body).iter().map(commit_summary).collect(),
             next_page: answer.next_page,
@@ -464,10 +484,15 @@ pub struct ChangedFile {
 
 impl Execute for GitHubGetCommit {
     type Output = CommitDetail;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<CommitDetail, ToolError> {
         let path = format!("/repos/{}/{}/commits/{}", self.owner, self.repo, encode(&self.sha));
-        let c = GitHub::from_env().send(cx, "GET", &path, None)?.body;
+        let c = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?.body;
         let files = items(&c["files"])
             .iter()
             .filter(|_| self.detail != Detail::None)
@@ -544,6 +569,11 @@ pub struct Collaborator {
 
 impl Execute for GitHubListRepositoryCollaborators {
     type Output = Collaborators;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<Collaborators, ToolError> {
         let path = format!(
@@ -552,7 +582,7 @@ impl Execute for GitHubListRepositoryCollaborators {
             self.repo,
             paging(self.page, self.per_page)
         );
-        let answer = GitHub::from_env().send(cx, "GET", &path, None)?;
+        let answer = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?;
         Ok(Collaborators {
             collaborators: items(&answer.body)
                 .iter()

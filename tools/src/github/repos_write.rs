@@ -32,6 +32,8 @@ pub struct FileCommit {
     title = "Create or update a GitHub file",
     category = "github.repos",
     effect = "network",
+    capabilities = ["network", "github.write"],
+    approval = "required",
     destructive = true,
     aliases = ["create_or_update_file"]
 )]
@@ -67,9 +69,14 @@ pub struct GitHubCreateOrUpdateFile {
 
 impl Execute for GitHubCreateOrUpdateFile {
     type Output = FileCommit;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<FileCommit, ToolError> {
-        let github = GitHub::from_env();
+        let github = GitHub::for_call(cx)?;
         let path = format!(
             "/repos/{}/{}/contents/{}",
             self.owner,
@@ -115,6 +122,8 @@ impl Execute for GitHubCreateOrUpdateFile {
     title = "Delete a GitHub file",
     category = "github.repos",
     effect = "network",
+    capabilities = ["network", "github.write"],
+    approval = "required",
     destructive = true,
     aliases = ["delete_file"]
 )]
@@ -144,9 +153,14 @@ pub struct GitHubDeleteFile {
 
 impl Execute for GitHubDeleteFile {
     type Output = FileCommit;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<FileCommit, ToolError> {
-        let github = GitHub::from_env();
+        let github = GitHub::for_call(cx)?;
         let path = format!(
             "/repos/{}/{}/contents/{}",
             self.owner,
@@ -192,6 +206,8 @@ pub struct PushedFile {
     title = "Push files to GitHub",
     category = "github.repos",
     effect = "network",
+    capabilities = ["network", "github.write"],
+    approval = "required",
     destructive = true,
     aliases = ["push_files"]
 )]
@@ -233,9 +249,14 @@ pub struct Pushed {
 
 impl Execute for GitHubPushFiles {
     type Output = Pushed;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<Pushed, ToolError> {
-        let github = GitHub::from_env();
+        let github = GitHub::for_call(cx)?;
         let git = format!("/repos/{}/{}/git", self.owner, self.repo);
         let head_ref = format!("{git}/ref/heads/{}", encode_path(&self.branch));
         let head = text(&github.send(cx, "GET", &head_ref, None)?.body["object"]["sha"]);
@@ -274,6 +295,8 @@ impl Execute for GitHubPushFiles {
     title = "Create a GitHub branch",
     category = "github.repos",
     effect = "network",
+    capabilities = ["network", "github.write"],
+    approval = "required",
     destructive = false,
     aliases = ["create_branch"]
 )]
@@ -310,9 +333,14 @@ pub struct BranchMade {
 
 impl Execute for GitHubCreateBranch {
     type Output = BranchMade;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<BranchMade, ToolError> {
-        let github = GitHub::from_env();
+        let github = GitHub::for_call(cx)?;
         let repo = format!("/repos/{}/{}", self.owner, self.repo);
         let from = match self.from_branch {
             Some(from) => from,
@@ -364,6 +392,8 @@ impl Repository {
     title = "Create a GitHub repository",
     category = "github.repos",
     effect = "network",
+    capabilities = ["network", "github.write"],
+    approval = "required",
     destructive = false,
     aliases = ["create_repository"]
 )]
@@ -391,6 +421,11 @@ pub struct GitHubCreateRepository {
 
 impl Execute for GitHubCreateRepository {
     type Output = Repository;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<Repository, ToolError> {
         let path = match &self.organization {
@@ -404,7 +439,7 @@ impl Execute for GitHubCreateRepository {
             "auto_init": self.auto_init,
         });
         Ok(Repository::from_json(
-            &GitHub::from_env().send(cx, "POST", &path, Some(&body))?.body,
+            &GitHub::for_call(cx)?.send(cx, "POST", &path, Some(&body))?.body,
         ))
     }
 }
@@ -416,6 +451,8 @@ impl Execute for GitHubCreateRepository {
     title = "Fork a GitHub repository",
     category = "github.repos",
     effect = "network",
+    capabilities = ["network", "github.write"],
+    approval = "required",
     destructive = false,
     aliases = ["fork_repository"]
 )]
@@ -439,6 +476,11 @@ pub struct GitHubForkRepository {
 
 impl Execute for GitHubForkRepository {
     type Output = Repository;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<Repository, ToolError> {
         let path = format!("/repos/{}/{}/forks", self.owner, self.repo);
@@ -447,7 +489,7 @@ impl Execute for GitHubForkRepository {
             None => json!({}),
         };
         Ok(Repository::from_json(
-            &GitHub::from_env().send(cx, "POST", &path, Some(&body))?.body,
+            &GitHub::for_call(cx)?.send(cx, "POST", &path, Some(&body))?.body,
         ))
     }
 }

@@ -54,6 +54,8 @@ impl ReviewEvent {
     title = "Review a GitHub pull request",
     category = "github.pull_requests",
     effect = "network",
+    capabilities = ["network", "github.write"],
+    approval = "required",
     destructive = true,
     aliases = ["pull_request_review_write"]
 )]
@@ -106,9 +108,14 @@ fn pending_review(github: &GitHub, cx: &ToolContext, pull: &str) -> Result<u64, 
 
 impl Execute for GitHubPullRequestReviewWrite {
     type Output = Review;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<Review, ToolError> {
-        let github = GitHub::from_env();
+        let github = GitHub::for_call(cx)?;
         let pull = format!("/repos/{}/{}/pulls/{}", self.owner, self.repo, self.pull_number);
         let review = match self.method {
             ReviewMethod::Create => {
@@ -181,6 +188,8 @@ pub enum SubjectType {
     title = "Comment in a pending GitHub review",
     category = "github.pull_requests",
     effect = "network",
+    capabilities = ["network", "github.write"],
+    approval = "required",
     destructive = false,
     aliases = ["add_comment_to_pending_review"]
 )]
@@ -241,12 +250,17 @@ addPullRequestReviewThread(input: $input) { thread { id } } }";
 
 impl Execute for GitHubAddCommentToPendingReview {
     type Output = ThreadAdded;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<ThreadAdded, ToolError> {
         if self.subject_type == SubjectType::Line && self.line.is_none() {
             return Err(invalid("a LINE comment needs its `line`"));
         }
-        let github = GitHub::from_env();
+        let github = GitHub::for_call(cx)?;
         let found = github.graphql(
             cx,
             PENDING_REVIEWS,
@@ -296,6 +310,8 @@ impl Execute for GitHubAddCommentToPendingReview {
     title = "Reply to a GitHub review comment",
     category = "github.pull_requests",
     effect = "network",
+    capabilities = ["network", "github.write"],
+    approval = "required",
     destructive = false,
     aliases = ["add_reply_to_pull_request_comment"]
 )]
@@ -327,13 +343,18 @@ pub struct GitHubAddReplyToPullRequestComment {
 
 impl Execute for GitHubAddReplyToPullRequestComment {
     type Output = Comment;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<Comment, ToolError> {
         let path = format!(
             "/repos/{}/{}/pulls/{}/comments/{}/replies",
             self.owner, self.repo, self.pull_number, self.comment_id
         );
-        let v = GitHub::from_env()
+        let v = GitHub::for_call(cx)?
             .send(cx, "POST", &path, Some(&json!({"body": self.body})))?
             .body;
         Ok(Comment {

@@ -102,6 +102,11 @@ pub struct FoundIssues {
 
 impl Execute for GitHubSearchIssues {
     type Output = FoundIssues;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<FoundIssues, ToolError> {
         let mut query = self.query.clone();
@@ -126,7 +131,7 @@ impl Execute for GitHubSearchIssues {
             IssueSort::Updated => "updated",
         });
         sorted(&mut path, sort, self.order);
-        let answer = GitHub::from_env().send(cx, "GET", &path, None)?;
+        let answer = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?;
         let found = &answer.body["items"];
         Ok(FoundIssues {
             total_count: answer.body["total_count"].as_u64().unwrap_or(0),
@@ -205,6 +210,11 @@ pub struct FoundUser {
 
 impl Execute for GitHubSearchUsers {
     type Output = FoundUsers;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<FoundUsers, ToolError> {
         // People, as GitHub's server searches them, unless the query names a type.
@@ -223,7 +233,7 @@ impl Execute for GitHubSearchUsers {
             UserSort::Joined => "joined",
         });
         sorted(&mut path, sort, self.order);
-        let answer = GitHub::from_env().send(cx, "GET", &path, None)?;
+        let answer = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?;
         let users = answer.body["items"]
             .as_array()
             .map(|users| {
@@ -309,6 +319,11 @@ pub struct CodeMatch {
 
 impl Execute for GitHubSearchCode {
     type Output = FoundCode;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<FoundCode, ToolError> {
         let mut path = format!(
@@ -317,7 +332,7 @@ impl Execute for GitHubSearchCode {
             paging(self.page, self.per_page)
         );
         sorted(&mut path, None, self.order);
-        let answer = GitHub::from_env().send(cx, "GET", &path, None)?;
+        let answer = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?;
         let (total_count, files, next_page) = found(&answer.body, answer.next_page, |f| CodeMatch {
             repository: text(&f["repository"]["full_name"]),
             path: text(&f["path"]),
@@ -394,6 +409,11 @@ pub struct FoundCommit {
 
 impl Execute for GitHubSearchCommits {
     type Output = FoundCommits;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<FoundCommits, ToolError> {
         let mut path = format!(
@@ -406,7 +426,7 @@ impl Execute for GitHubSearchCommits {
             CommitSort::CommitterDate => "committer-date",
         });
         sorted(&mut path, sort, self.order);
-        let answer = GitHub::from_env().send(cx, "GET", &path, None)?;
+        let answer = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?;
         let (total_count, commits, next_page) = found(&answer.body, answer.next_page, |c| FoundCommit {
             repository: text(&c["repository"]["full_name"]),
             commit: super::repos_read::commit_summary(c),
@@ -494,6 +514,11 @@ pub struct FoundRepository {
 
 impl Execute for GitHubSearchRepositories {
     type Output = FoundRepositories;
+    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
+
+    fn preview(&self, _: &ToolContext) -> Option<String> {
+        super::client::target()
+    }
 
     async fn run(self, cx: &ToolContext) -> Result<FoundRepositories, ToolError> {
         let mut path = format!(
@@ -508,7 +533,7 @@ impl Execute for GitHubSearchRepositories {
             RepositorySort::Updated => "updated",
         });
         sorted(&mut path, sort, self.order);
-        let answer = GitHub::from_env().send(cx, "GET", &path, None)?;
+        let answer = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?;
         let (total_count, repositories, next_page) = found(&answer.body, answer.next_page, |r| FoundRepository {
             full_name: text(&r["full_name"]),
             description: text(&r["description"]),

@@ -268,6 +268,30 @@ impl ureq::unversioned::resolver::Resolver for CheckedResolver {
     }
 }
 
+/// An agent whose every connection goes only to addresses `policy` allows: each lookup's
+/// answers are checked as they are connected to (no second lookup a rebinding DNS answer
+/// could change). Check each URL with [`check_with`] before sending it.
+pub(crate) fn checked_agent(policy: NetworkSettings, config: ureq::config::Config) -> ureq::Agent {
+    ureq::Agent::with_parts(
+        config,
+        ureq::unversioned::transport::DefaultConnector::new(),
+        CheckedResolver::new(policy),
+    )
+}
+
+/// A transport error of a checked agent: the policy's refusal as `url_refused`, anything
+/// else as `unreachable` (of `service`).
+pub(crate) fn transport_error(url: &str, service: &str, error: ureq::Error) -> ToolError {
+    match error {
+        ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::PermissionDenied => refused(url, io.to_string()),
+        e => Failure::Unreachable {
+            service: service.to_owned(),
+            message: e.to_string(),
+        }
+        .into(),
+    }
+}
+
 fn resolve(base: &ureq::http::Uri, location: &str) -> String {
     if location.starts_with("http://") || location.starts_with("https://") {
         return location.to_owned();
@@ -307,10 +331,9 @@ pub(crate) fn send(
         .max_redirects(0)
         .timeout_global(Some(timeout))
         .build();
-    let agent = ureq::Agent::with_parts(
+    let agent = checked_agent(
+        NetworkSettings::clone(&*cx.scope().settings::<NetworkSettings>()?),
         config,
-        ureq::unversioned::transport::DefaultConnector::new(),
-        CheckedResolver::new(NetworkSettings::clone(&*cx.scope().settings::<NetworkSettings>()?)),
     );
     let mut url = url.to_owned();
     let mut method = method.to_owned();
@@ -325,14 +348,7 @@ pub(crate) fn send(
         let request = request
             .body(body.clone().unwrap_or_default())
             .map_err(|e| refused(&url, e.to_string()))?;
-        let mut response = agent.run(request).map_err(|e| match e {
-            ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::PermissionDenied => refused(&url, io.to_string()),
-            e => Failure::Unreachable {
-                service: url.clone(),
-                message: e.to_string(),
-            }
-            .into(),
-        })?;
+        let mut response = agent.run(request).map_err(|e| transport_error(&url, &url, e))?;
         let status = response.status().as_u16();
         cx.effects().push(ObservedEffect::Request {
             url: url.clone(),

@@ -7,6 +7,8 @@ pub(crate) mod guard;
 mod http_request;
 mod mcp_call;
 #[cfg(feature = "web")]
+pub(crate) mod untrusted;
+#[cfg(feature = "web")]
 mod web_fetch;
 
 #[cfg(feature = "browser")]

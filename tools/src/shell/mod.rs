@@ -17,6 +17,7 @@ mod tree_config;
 mod wrappers;
 mod write_process_input;
 
+pub(crate) use process::visible;
 pub use read_process_output::Until;
 pub use read_process_output::{ProcessOutput, ReadProcessOutput};
 pub use run_command::{CommandResult, RunCommand};

@@ -37,8 +37,16 @@ pub fn serve(answers: Vec<Answer>) -> (String, mpsc::Receiver<Seen>) {
 
 pub fn run(tool: &str, args: Value) -> Outcome {
     // The logs' signed address is on this machine too: the policy allows loopback.
+    // GitHub's writes always ask unless the policy names them: these tests name them all.
+    let mut approvals = ApprovalRules::uniform(ApprovalRule::Auto);
+    approvals.tools = kyro_tools::BUILTINS
+        .iter()
+        .map(|t| t.spec.name)
+        .filter(|name| name.starts_with("github_"))
+        .map(|name| (name.to_owned(), ApprovalRule::Auto))
+        .collect();
     let policy = Policy {
-        approvals: ApprovalRules::uniform(ApprovalRule::Auto),
+        approvals,
         tools: [("network".to_owned(), json!({"allow_hosts": ["127.0.0.1"]}))].into(),
         ..Policy::default()
     };
