@@ -81,3 +81,23 @@ pub fn request(seen: &mpsc::Receiver<Seen>) -> (String, String, Value) {
 pub fn get(path: &str) -> (String, String, Value) {
     ("GET".into(), path.into(), Value::Null)
 }
+
+/// A call under `policy` (one runtime, a fresh workspace).
+pub fn run_under(policy: &Policy, tool: &str, args: Value) -> Outcome {
+    let ws = tempfile::tempdir().unwrap();
+    let registry = Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());
+    let runtime = Runtime::new(registry, Workspace::new(ws.path()).unwrap(), policy).unwrap();
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(runtime.execute_call(Call::new(tool, args)))
+}
+
+/// The failure of an outcome that ran and failed.
+pub fn failure(outcome: &Outcome) -> Option<kyro_tools::Failure> {
+    match outcome {
+        Outcome::ExecutionFailed { error, .. } => kyro_tools::Failure::of(error),
+        _ => None,
+    }
+}
