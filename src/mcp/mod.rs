@@ -33,7 +33,7 @@ use elicit::Settled;
 pub(crate) use listing::mcp_tool;
 use progress::ProgressForwarder;
 use tasks::{Ran, Tasks};
-use text::{call_result, tool_error};
+use text::{call_result, mark_remote, tool_error};
 
 #[cfg(feature = "http")]
 pub use auth::{HttpAuth, HttpAuthFlags};
@@ -520,19 +520,30 @@ impl KyroServer {
         if !as_task {
             return Ran::Outcome(self.run(call, context).await);
         }
-        let text = self.text;
+        let (text, remote) = (self.text, self.remote(&call.tool));
         let cancel = context.ct.cancelled();
         let scope = self.scope_of(context).clone();
-        Box::pin(
-            self.tasks
-                .run((&self.runtime, scope), call, cancel, move |o| call_result(o, text)),
-        )
-        .await
+        let answer = move |o: Outcome| match (remote, o.kind() == kyro_core::OutcomeKind::Ok) {
+            (true, true) => mark_remote(call_result(o, text), text),
+            _ => call_result(o, text),
+        };
+        Box::pin(self.tasks.run((&self.runtime, scope), call, cancel, answer)).await
+    }
+
+    /// Whether `tool`'s results are a remote party's text (its effect is `network`).
+    fn remote(&self, tool: &str) -> bool {
+        let snapshot = self.runtime.registry().snapshot();
+        snapshot
+            .get(tool)
+            .is_some_and(|t| t.descriptor().effect == kyro_core::Effect::Network)
     }
 
     /// The answer to `tools/call` for an outcome.
     fn finish(&self, outcome: Outcome) -> Result<CallToolResponse, ErrorData> {
         match outcome {
+            Outcome::Ok { ref tool, .. } if self.remote(tool) => {
+                Ok(mark_remote(call_result(outcome, self.text), self.text).into())
+            }
             outcome @ Outcome::Ok { .. } => Ok(call_result(outcome, self.text).into()),
             Outcome::UnknownTool { name, suggestions } => Err(ErrorData::invalid_params(
                 format!("no tool is named `{name}`"),

@@ -295,10 +295,15 @@ pub fn summarize(tool: &str, arguments: &Value) -> String {
             out.push_str(&escape_invisible(key));
             out.push_str(": ");
             if count > SHOWN_PER_ARGUMENT {
+                // What is not shown is still named: its size and the digest of the whole
+                // value, which the person approving can check against what they expect.
                 out.extend(text.chars().take(SHOWN_PER_ARGUMENT));
+                let whole = value.as_str().map_or_else(|| value.to_string(), str::to_owned);
                 out.push_str(&format!(
-                    " … ({} more characters, in the call's arguments)",
-                    count - SHOWN_PER_ARGUMENT
+                    " … ({} more characters not shown; the whole value is {} bytes, sha256 {})",
+                    count - SHOWN_PER_ARGUMENT,
+                    whole.len(),
+                    crate::confined::hex(&Sha256::digest(whole.as_bytes()))
                 ));
             } else {
                 out.push_str(&text);
@@ -367,10 +372,16 @@ mod tests {
         assert!(summary.contains("a\\u{202E}b\\u{200B}c\\u001b[2J"), "{summary}");
         let long = "y".repeat(5000);
         let summary = summarize("write_file", &json!({"content": long}));
+        // The cut part is named by its size and digest: a tail that differs is seen to.
+        let digest = crate::confined::hex(&Sha256::digest(long.as_bytes()));
         assert!(
-            summary.contains("(1002 more characters, in the call's arguments)"),
+            summary.contains(&format!(
+                "(1002 more characters not shown; the whole value is 5000 bytes, sha256 {digest})"
+            )),
             "{summary}"
         );
+        let tampered = summarize("write_file", &json!({"content": format!("{}z", "y".repeat(4999))}));
+        assert_ne!(summary, tampered, "a change past the cut changes the summary");
     }
 }
 

@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::guard::send;
+use super::untrusted::shown;
 use crate::settings::NetworkSettings;
 
 /// Send an HTTP request (GET, POST, PUT, PATCH, DELETE, HEAD) and return status, headers
@@ -83,7 +84,8 @@ pub struct HttpResponse {
     pub status: u16,
     /// Response headers.
     pub headers: Vec<Header>,
-    /// The body as text (lossy UTF-8), capped.
+    /// The body as text (lossy UTF-8), capped; control, bidi and invisible characters
+    /// are shown as pictures or escapes (remote text drives nothing).
     pub body: String,
     /// True when the body was cut at `max_bytes`.
     pub truncated: bool,
@@ -118,9 +120,12 @@ impl Execute for HttpRequest {
             headers: fetched
                 .headers
                 .into_iter()
-                .map(|(name, value)| Header { name, value })
+                .map(|(name, value)| Header {
+                    name,
+                    value: shown(&value),
+                })
                 .collect(),
-            body: String::from_utf8_lossy(&fetched.body).into_owned(),
+            body: shown(&String::from_utf8_lossy(&fetched.body)),
             truncated: fetched.truncated,
         })
     }

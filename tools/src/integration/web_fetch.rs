@@ -14,7 +14,8 @@ const MAX_BYTES: u64 = 5 * 1024 * 1024;
 ///
 /// Only http(s); hosts and addresses are checked against the policy (loopback and private
 /// addresses are refused unless allowed), redirects are followed up to five hops and
-/// checked each time, and at most 5 MiB is read.
+/// checked each time, and at most 5 MiB is read. Control, bidi and invisible characters
+/// in the page show as pictures or escapes.
 #[tool(name = "web_fetch", title = "Fetch a web page", category = "integration", effect = "network", aliases = ["fetch"], task = "optional", read_only = true, idempotent = true)]
 pub struct WebFetch {
     /// The URL, http or https.
@@ -69,7 +70,8 @@ impl Execute for WebFetch {
             .find(|(k, _)| k.eq_ignore_ascii_case("content-type"))
             .map(|(_, v)| v.clone())
             .unwrap_or_default();
-        let text = String::from_utf8_lossy(&fetched.body).into_owned();
+        // Remote text shows as itself: no escape sequence, bell, lone CR or override.
+        let text = super::untrusted::shown(&String::from_utf8_lossy(&fetched.body));
         let text = if !self.raw && content_type.contains("html") {
             htmd::convert(&text).map_err(|e| Failure::Conversion { message: e.to_string() })?
         } else {
