@@ -7,8 +7,8 @@ mod common;
 mod harness;
 
 use kyro_tools::Failure;
+use std::sync::Mutex;
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
 
 use kyro_core::Outcome;
 use kyro_tools::RemoteReason;
@@ -76,7 +76,7 @@ fn github_tools_speak_rest_to_the_configured_server() {
             200,
             vec![],
             json!({"number": 3, "title": "PR", "state": "open", "body": null, "user": {"login": "bob"},
-                            "head": {"ref": "feature"}, "base": {"ref": "main"}, "merged": false, "draft": true,
+                            "head": {"ref": "feature", "sha": "h3"}, "base": {"ref": "main"}, "merged": false, "draft": true,
                             "html_url": "https://example.invalid/pr/3"})
             .to_string(),
         ),

@@ -2,10 +2,10 @@
 
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 use schemars::JsonSchema;
-use serde::Serialize;
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
 
-use super::client::{GitHub, encode, items, login, paging, text};
+use super::client::{GitHub, encode, paging};
+use super::wire::{User, list};
 
 /// Get the GitHub user the token belongs to: login, name, profile and counts. Call it
 /// first to learn whose issues, pull requests and repositories "my" means.
@@ -44,8 +44,23 @@ pub struct Me {
     pub followers: u64,
 }
 
-fn optional(v: &Value) -> Option<String> {
-    v.as_str().filter(|s| !s.is_empty()).map(str::to_owned)
+/// The user, as GitHub sends it (`/user`).
+#[derive(Deserialize)]
+struct MeWire {
+    login: String,
+    id: u64,
+    name: Option<String>,
+    email: Option<String>,
+    bio: Option<String>,
+    company: Option<String>,
+    html_url: String,
+    public_repos: u64,
+    followers: u64,
+}
+
+/// A text the user may leave unset (null or empty).
+fn optional(v: Option<String>) -> Option<String> {
+    v.filter(|s| !s.is_empty())
 }
 
 impl Execute for GitHubGetMe {
@@ -57,17 +72,17 @@ impl Execute for GitHubGetMe {
     }
 
     async fn run(self, cx: &ToolContext) -> Result<Me, ToolError> {
-        let v = GitHub::for_call(cx)?.send(cx, "GET", "/user", None)?.body;
+        let v: MeWire = GitHub::for_call(cx)?.send(cx, "GET", "/user", None)?.parse()?;
         Ok(Me {
-            login: login(&v),
-            id: v["id"].as_u64().unwrap_or(0),
-            name: optional(&v["name"]),
-            email: optional(&v["email"]),
-            bio: optional(&v["bio"]),
-            company: optional(&v["company"]),
-            html_url: text(&v["html_url"]),
-            public_repos: v["public_repos"].as_u64().unwrap_or(0),
-            followers: v["followers"].as_u64().unwrap_or(0),
+            login: v.login,
+            id: v.id,
+            name: optional(v.name),
+            email: optional(v.email),
+            bio: optional(v.bio),
+            company: optional(v.company),
+            html_url: v.html_url,
+            public_repos: v.public_repos,
+            followers: v.followers,
         })
     }
 }
@@ -115,6 +130,15 @@ pub struct Team {
     pub description: String,
 }
 
+/// A team, as GitHub sends it (`/user/teams`).
+#[derive(Deserialize)]
+struct TeamWire {
+    organization: User,
+    slug: String,
+    name: String,
+    description: Option<String>,
+}
+
 impl Execute for GitHubGetTeams {
     type Output = Teams;
     const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
@@ -126,13 +150,13 @@ impl Execute for GitHubGetTeams {
     async fn run(self, cx: &ToolContext) -> Result<Teams, ToolError> {
         let path = format!("/user/teams?{}", paging(self.page, self.per_page));
         let answer = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?;
-        let teams = items(&answer.body)
-            .iter()
+        let teams = list::<TeamWire>(&answer)?
+            .into_iter()
             .map(|t| Team {
-                org: login(&t["organization"]),
-                slug: text(&t["slug"]),
-                name: text(&t["name"]),
-                description: text(&t["description"]),
+                org: t.organization.login,
+                slug: t.slug,
+                name: t.name,
+                description: t.description.unwrap_or_default(),
             })
             .collect();
         Ok(Teams {
@@ -195,7 +219,7 @@ impl Execute for GitHubGetTeamMembers {
         );
         let answer = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?;
         Ok(Members {
-            members: items(&answer.body).iter().map(login).collect(),
+            members: list::<User>(&answer)?.into_iter().map(|u| u.login).collect(),
             next_page: answer.next_page,
         })
     }

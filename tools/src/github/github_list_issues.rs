@@ -6,6 +6,7 @@ use serde::Deserialize;
 
 use super::client::{GitHub, encode};
 use super::issue_read::Issue;
+use super::wire::{IssueWire, list};
 
 /// List a repository's issues, a page at a time, newest first.
 #[tool(
@@ -94,11 +95,7 @@ impl Execute for GitHubListIssues {
             path.push_str(&format!("&labels={}", encode(&self.labels.join(","))));
         }
         let answer = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?;
-        let issues = answer
-            .body
-            .as_array()
-            .map(|a| a.iter().map(Issue::from_json).collect())
-            .unwrap_or_default();
+        let issues = list::<IssueWire>(&answer)?.into_iter().map(Issue::from).collect();
         Ok(IssuePage {
             issues,
             next_page: answer.next_page,

@@ -4,9 +4,9 @@
 use kyro_core::{Execute, ToolContext, ToolError, input, tool};
 use schemars::JsonSchema;
 use serde::Serialize;
-use serde_json::Value;
 
-use super::client::{GitHub, items, login, paging, text};
+use super::client::{GitHub, paging};
+use super::wire::{IssueCommentWire, IssueWire, LabelWire, list as items};
 
 /// Read a GitHub issue (or a pull request seen as one) by `method`: `get` (title, state,
 /// body, labels), `get_comments`, `get_sub_issues` or `get_labels`; lists a page at a time.
@@ -107,16 +107,6 @@ pub struct Label {
     pub description: String,
 }
 
-impl Label {
-    pub(crate) fn from_json(v: &Value) -> Label {
-        Label {
-            name: text(&v["name"]),
-            color: text(&v["color"]),
-            description: text(&v["description"]),
-        }
-    }
-}
-
 /// An issue.
 #[kyro_core::output]
 #[derive(Debug)]
@@ -143,30 +133,6 @@ pub struct Issue {
     pub html_url: String,
 }
 
-impl Issue {
-    pub(crate) fn from_json(v: &Value) -> Issue {
-        Issue {
-            number: v["number"].as_u64().unwrap_or(0),
-            id: v["id"].as_u64().unwrap_or(0),
-            title: text(&v["title"]),
-            state: text(&v["state"]),
-            body: text(&v["body"]),
-            author: login(&v["user"]),
-            labels: v["labels"]
-                .as_array()
-                .map(|ls| {
-                    ls.iter()
-                        .filter_map(|l| l["name"].as_str().map(str::to_owned))
-                        .collect()
-                })
-                .unwrap_or_default(),
-            comments: v["comments"].as_u64().unwrap_or(0),
-            is_pull_request: v.get("pull_request").is_some_and(|p| !p.is_null()),
-            html_url: text(&v["html_url"]),
-        }
-    }
-}
-
 impl Execute for GitHubIssueRead {
     type Output = IssueRead;
     const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
@@ -181,23 +147,14 @@ impl Execute for GitHubIssueRead {
         let github = GitHub::for_call(cx)?;
         Ok(match self.method {
             IssueReadMethod::Get => IssueRead {
-                issue: Some(Issue::from_json(&github.send(cx, "GET", &issue, None)?.body)),
+                issue: Some(github.send(cx, "GET", &issue, None)?.parse::<IssueWire>()?.into()),
                 ..IssueRead::default()
             },
             IssueReadMethod::GetComments => {
                 let answer = github.send(cx, "GET", &list("comments"), None)?;
-                let comments = items(&answer.body)
-                    .iter()
-                    .map(|c| IssueComment {
-                        id: c["id"].as_u64().unwrap_or(0),
-                        author: login(&c["user"]),
-                        body: text(&c["body"]),
-                        created_at: text(&c["created_at"]),
-                        html_url: text(&c["html_url"]),
-                    })
-                    .collect();
+                let comments = items::<IssueCommentWire>(&answer)?;
                 IssueRead {
-                    comments: Some(comments),
+                    comments: Some(comments.into_iter().map(IssueComment::from).collect()),
                     next_page: answer.next_page,
                     ..IssueRead::default()
                 }
@@ -205,7 +162,7 @@ impl Execute for GitHubIssueRead {
             IssueReadMethod::GetSubIssues => {
                 let answer = github.send(cx, "GET", &list("sub_issues"), None)?;
                 IssueRead {
-                    sub_issues: Some(items(&answer.body).iter().map(Issue::from_json).collect()),
+                    sub_issues: Some(items::<IssueWire>(&answer)?.into_iter().map(Issue::from).collect()),
                     next_page: answer.next_page,
                     ..IssueRead::default()
                 }
@@ -213,7 +170,7 @@ impl Execute for GitHubIssueRead {
             IssueReadMethod::GetLabels => {
                 let answer = github.send(cx, "GET", &list("labels"), None)?;
                 IssueRead {
-                    labels: Some(items(&answer.body).iter().map(Label::from_json).collect()),
+                    labels: Some(items::<LabelWire>(&answer)?.into_iter().map(Label::from).collect()),
                     next_page: answer.next_page,
                     ..IssueRead::default()
                 }

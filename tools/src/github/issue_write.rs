@@ -4,8 +4,9 @@
 use kyro_core::{Execute, ToolContext, ToolError, input, tool};
 use serde_json::{Map, Value, json};
 
-use super::client::{GitHub, invalid, text};
+use super::client::{GitHub, invalid};
 use super::issue_read::Issue;
+use super::wire::{CommentWire, IssueWire};
 
 /// Create a GitHub issue (`method: create`, with `title`) or update one (`method: update`,
 /// with `issue_number` and the fields to change; `state: closed` with a `state_reason`
@@ -159,7 +160,7 @@ impl Execute for GitHubIssueWrite {
             }
         };
         let answer = GitHub::for_call(cx)?.send(cx, method, &path, Some(&Value::Object(body)))?;
-        Ok(Issue::from_json(&answer.body))
+        Ok(answer.parse::<IssueWire>()?.into())
     }
 }
 
@@ -219,13 +220,8 @@ impl Execute for GitHubAddIssueComment {
             "/repos/{}/{}/issues/{}/comments",
             self.owner, self.repo, self.issue_number
         );
-        let v = GitHub::for_call(cx)?
-            .send(cx, "POST", &path, Some(&json!({"body": self.body})))?
-            .body;
-        Ok(Comment {
-            id: v["id"].as_u64().unwrap_or(0),
-            html_url: text(&v["html_url"]),
-        })
+        let answer = GitHub::for_call(cx)?.send(cx, "POST", &path, Some(&json!({"body": self.body})))?;
+        Ok(answer.parse::<CommentWire>()?.into())
     }
 }
 
@@ -316,6 +312,6 @@ impl Execute for GitHubSubIssueWrite {
             }
         };
         let answer = GitHub::for_call(cx)?.send(cx, method, &path, Some(&body))?;
-        Ok(Issue::from_json(&answer.body))
+        Ok(answer.parse::<IssueWire>()?.into())
     }
 }

@@ -3,10 +3,11 @@
 
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use super::client::{GitHub, encode, items, text};
+use super::client::{GitHub, encode};
 use super::issue_read::Label;
+use super::wire::{LabelWire, list};
 
 /// Get one label of a GitHub repository: its color and description.
 #[tool(
@@ -46,9 +47,8 @@ impl Execute for GitHubGetLabel {
 
     async fn run(self, cx: &ToolContext) -> Result<Label, ToolError> {
         let path = format!("/repos/{}/{}/labels/{}", self.owner, self.repo, encode(&self.name));
-        Ok(Label::from_json(
-            &GitHub::for_call(cx)?.send(cx, "GET", &path, None)?.body,
-        ))
+        let answer = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?;
+        Ok(answer.parse::<LabelWire>()?.into())
     }
 }
 
@@ -87,6 +87,14 @@ pub struct IssueType {
     pub description: String,
 }
 
+/// An issue type, as GitHub sends it.
+#[derive(Deserialize)]
+struct IssueTypeWire {
+    id: u64,
+    name: String,
+    description: Option<String>,
+}
+
 impl Execute for GitHubListIssueTypes {
     type Output = IssueTypes;
     const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
@@ -98,12 +106,12 @@ impl Execute for GitHubListIssueTypes {
     async fn run(self, cx: &ToolContext) -> Result<IssueTypes, ToolError> {
         let path = format!("/orgs/{}/issue-types", encode(&self.owner));
         let answer = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?;
-        let types = items(&answer.body)
-            .iter()
+        let types = list::<IssueTypeWire>(&answer)?
+            .into_iter()
             .map(|t| IssueType {
-                id: t["id"].as_u64().unwrap_or(0),
-                name: text(&t["name"]),
-                description: text(&t["description"]),
+                id: t.id,
+                name: t.name,
+                description: t.description.unwrap_or_default(),
             })
             .collect();
         Ok(IssueTypes { types })

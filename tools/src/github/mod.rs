@@ -17,6 +17,7 @@ mod repos_read;
 mod repos_write;
 mod reviews;
 mod search;
+mod wire;
 
 pub use actions::{
     ActionsGot, ActionsListed, Artifact, GetMethod, GitHubActionsGet, GitHubActionsList, GitHubGetJobLogs, Job, JobLog,

@@ -3,13 +3,13 @@
 
 use kyro_core::{Execute, ToolContext, ToolError, input, tool};
 use schemars::JsonSchema;
-use serde::Serialize;
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
 
-use super::client::{GitHub, encode, items, login, paging, text};
+use super::client::{GitHub, encode, paging};
 use super::issue_read::IssueComment;
 use super::repos_read::{ChangedFile, CommitSummary, commit_summary};
 use super::search::{FoundIssues, IssueSort, Order};
+use super::wire::{HeadWire, IssueCommentWire, PullWire, ReviewWire, User, author, list};
 
 /// A pull request.
 #[kyro_core::output]
@@ -39,25 +39,6 @@ pub struct PullRequest {
     pub mergeable_state: Option<String>,
     /// Web address.
     pub html_url: String,
-}
-
-impl PullRequest {
-    pub(crate) fn from_json(v: &Value) -> PullRequest {
-        PullRequest {
-            number: v["number"].as_u64().unwrap_or(0),
-            title: text(&v["title"]),
-            state: text(&v["state"]),
-            body: text(&v["body"]),
-            author: login(&v["user"]),
-            head: text(&v["head"]["ref"]),
-            head_sha: text(&v["head"]["sha"]),
-            base: text(&v["base"]["ref"]),
-            merged: v["merged"].as_bool().unwrap_or(false),
-            draft: v["draft"].as_bool().unwrap_or(false),
-            mergeable_state: v["mergeable_state"].as_str().map(str::to_owned),
-            html_url: text(&v["html_url"]),
-        }
-    }
 }
 
 /// Read a GitHub pull request by `method`: `get` (the default), `get_diff` (the unified
@@ -207,18 +188,6 @@ pub struct Review {
     pub submitted_at: Option<String>,
 }
 
-impl Review {
-    pub(crate) fn from_json(r: &Value) -> Review {
-        Review {
-            id: r["id"].as_u64().unwrap_or(0),
-            author: login(&r["user"]),
-            state: text(&r["state"]),
-            body: text(&r["body"]),
-            submitted_at: r["submitted_at"].as_str().map(str::to_owned),
-        }
-    }
-}
-
 /// A check run.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct CheckRun {
@@ -230,6 +199,61 @@ pub struct CheckRun {
     pub conclusion: Option<String>,
     /// Its web address.
     pub html_url: String,
+}
+
+/// A commit's combined status, as GitHub sends it.
+#[derive(Deserialize)]
+struct StatusWire {
+    state: String,
+    statuses: Vec<StatusCheckWire>,
+}
+
+#[derive(Deserialize)]
+struct StatusCheckWire {
+    context: String,
+    state: String,
+    description: Option<String>,
+}
+
+/// A file a pull request changes.
+#[derive(Deserialize)]
+struct FileWire {
+    filename: String,
+    status: String,
+    additions: u64,
+    deletions: u64,
+    patch: Option<String>,
+}
+
+/// A comment on a line.
+#[derive(Deserialize)]
+struct ReviewCommentWire {
+    id: u64,
+    user: Option<User>,
+    path: String,
+    line: Option<u64>,
+    body: String,
+    in_reply_to_id: Option<u64>,
+}
+
+/// A commit's check runs.
+#[derive(Deserialize)]
+struct CheckRunsWire {
+    check_runs: Vec<CheckRunWire>,
+}
+
+#[derive(Deserialize)]
+struct CheckRunWire {
+    name: String,
+    status: String,
+    conclusion: Option<String>,
+    html_url: Option<String>,
+}
+
+/// A pull request, for its head alone.
+#[derive(Deserialize)]
+struct HeadOnly {
+    head: HeadWire,
 }
 
 impl Execute for GitHubPullRequestRead {
@@ -245,16 +269,13 @@ impl Execute for GitHubPullRequestRead {
         let repo = format!("/repos/{}/{}", self.owner, self.repo);
         let pull = format!("{repo}/pulls/{}", self.pull_number);
         let page = paging(self.page, self.per_page);
-        let list = |path: String| github.send(cx, "GET", &format!("{path}?{page}"), None);
-        let head_sha = || {
-            github
-                .send(cx, "GET", &pull, None)
-                .map(|a| text(&a.body["head"]["sha"]))
-        };
+        let get = |path: String| github.send(cx, "GET", &format!("{path}?{page}"), None);
+        let head_sha =
+            || -> Result<String, ToolError> { Ok(github.send(cx, "GET", &pull, None)?.parse::<HeadOnly>()?.head.sha) };
         let mut read = PullRequestRead::default();
         match self.method {
             PullReadMethod::Get => {
-                read.pull_request = Some(PullRequest::from_json(&github.send(cx, "GET", &pull, None)?.body))
+                read.pull_request = Some(github.send(cx, "GET", &pull, None)?.parse::<PullWire>()?.into())
             }
             PullReadMethod::GetDiff => {
                 read.diff = Some(
@@ -264,91 +285,88 @@ impl Execute for GitHubPullRequestRead {
                 );
             }
             PullReadMethod::GetStatus => {
-                let v = github
+                let v: StatusWire = github
                     .send(cx, "GET", &format!("{repo}/commits/{}/status", head_sha()?), None)?
-                    .body;
-                let statuses = items(&v["statuses"])
-                    .iter()
+                    .parse()?;
+                let statuses = v
+                    .statuses
+                    .into_iter()
                     .map(|s| StatusCheck {
-                        context: text(&s["context"]),
-                        state: text(&s["state"]),
-                        description: text(&s["description"]),
+                        context: s.context,
+                        state: s.state,
+                        description: s.description.unwrap_or_default(),
                     })
                     .collect();
                 read.status = Some(CombinedStatus {
-                    state: text(&v["state"]),
+                    state: v.state,
                     statuses,
                 });
             }
             PullReadMethod::GetFiles => {
-                let answer = list(format!("{pull}/files"))?;
+                let answer = get(format!("{pull}/files"))?;
                 read.files = Some(
-                    items(&answer.body)
-                        .iter()
+                    list::<FileWire>(&answer)?
+                        .into_iter()
                         .map(|f| ChangedFile {
-                            path: text(&f["filename"]),
-                            status: text(&f["status"]),
-                            additions: f["additions"].as_u64().unwrap_or(0),
-                            deletions: f["deletions"].as_u64().unwrap_or(0),
-                            patch: f["patch"].as_str().map(str::to_owned),
+                            path: f.filename,
+                            status: f.status,
+                            additions: f.additions,
+                            deletions: f.deletions,
+                            patch: f.patch,
                         })
                         .collect(),
                 );
                 read.next_page = answer.next_page;
             }
             PullReadMethod::GetCommits => {
-                let answer = list(format!("{pull}/commits"))?;
-                read.commits = Some(items(&answer.body).iter().map(commit_summary).collect());
+                let answer = get(format!("{pull}/commits"))?;
+                read.commits = Some(answer.items()?.iter().map(commit_summary).collect());
                 read.next_page = answer.next_page;
             }
             PullReadMethod::GetReviewComments => {
-                let answer = list(format!("{pull}/comments"))?;
+                let answer = get(format!("{pull}/comments"))?;
                 read.review_comments = Some(
-                    items(&answer.body)
-                        .iter()
+                    list::<ReviewCommentWire>(&answer)?
+                        .into_iter()
                         .map(|c| ReviewComment {
-                            id: c["id"].as_u64().unwrap_or(0),
-                            author: login(&c["user"]),
-                            path: text(&c["path"]),
-                            line: c["line"].as_u64(),
-                            body: text(&c["body"]),
-                            in_reply_to: c["in_reply_to_id"].as_u64(),
+                            id: c.id,
+                            author: author(c.user),
+                            path: c.path,
+                            line: c.line,
+                            body: c.body,
+                            in_reply_to: c.in_reply_to_id,
                         })
                         .collect(),
                 );
                 read.next_page = answer.next_page;
             }
             PullReadMethod::GetReviews => {
-                let answer = list(format!("{pull}/reviews"))?;
-                read.reviews = Some(items(&answer.body).iter().map(Review::from_json).collect());
+                let answer = get(format!("{pull}/reviews"))?;
+                read.reviews = Some(list::<ReviewWire>(&answer)?.into_iter().map(Review::from).collect());
                 read.next_page = answer.next_page;
             }
             PullReadMethod::GetComments => {
-                let answer = list(format!("{repo}/issues/{}/comments", self.pull_number))?;
+                let answer = get(format!("{repo}/issues/{}/comments", self.pull_number))?;
                 read.comments = Some(
-                    items(&answer.body)
-                        .iter()
-                        .map(|c| IssueComment {
-                            id: c["id"].as_u64().unwrap_or(0),
-                            author: login(&c["user"]),
-                            body: text(&c["body"]),
-                            created_at: text(&c["created_at"]),
-                            html_url: text(&c["html_url"]),
-                        })
+                    list::<IssueCommentWire>(&answer)?
+                        .into_iter()
+                        .map(IssueComment::from)
                         .collect(),
                 );
                 read.next_page = answer.next_page;
             }
             PullReadMethod::GetCheckRuns => {
-                let answer = list(format!("{repo}/commits/{}/check-runs", head_sha()?))?;
+                let answer = get(format!("{repo}/commits/{}/check-runs", head_sha()?))?;
                 read.check_runs = Some(
-                    items(&answer.body["check_runs"])
-                        .iter()
+                    answer
+                        .parse::<CheckRunsWire>()?
+                        .check_runs
+                        .into_iter()
                         .map(|r| CheckRun {
-                            name: text(&r["name"]),
-                            status: text(&r["status"]),
-                            conclusion: r["conclusion"].as_str().map(str::to_owned),
-                            html_url: text(&r["html_url"]),
+                            name: r.name,
+                            status: r.status,
+                            conclusion: r.conclusion,
+                            html_url: r.html_url.unwrap_or_default(),
                         })
                         .collect(),
                 );
@@ -475,7 +493,7 @@ impl Execute for GitHubListPullRequests {
         }
         let answer = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?;
         Ok(PullRequests {
-            pull_requests: items(&answer.body).iter().map(PullRequest::from_json).collect(),
+            pull_requests: list::<PullWire>(&answer)?.into_iter().map(PullRequest::from).collect(),
             next_page: answer.next_page,
         })
     }

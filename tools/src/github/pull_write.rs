@@ -2,11 +2,13 @@
 //! (reviews are in `reviews.rs`).
 
 use kyro_core::{Execute, ToolContext, ToolError, input, tool};
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::client::{GitHub, invalid, text};
+use super::client::{GitHub, invalid};
 use super::issue_write::IssueStateChange;
 use super::pull_read::PullRequest;
+use super::wire::PullWire;
 
 /// Asks for reviews: logins, and teams as `org/team-slug`.
 fn request_reviewers(github: &GitHub, cx: &ToolContext, pull: &str, reviewers: &[String]) -> Result<(), ToolError> {
@@ -91,7 +93,10 @@ impl Execute for GitHubCreatePullRequest {
         if let Some(text) = &self.body {
             body["body"] = json!(text);
         }
-        let made = PullRequest::from_json(&github.send(cx, "POST", &pulls, Some(&body))?.body);
+        let made: PullRequest = github
+            .send(cx, "POST", &pulls, Some(&body))?
+            .parse::<PullWire>()?
+            .into();
         request_reviewers(&github, cx, &format!("{pulls}/{}", made.number), &self.reviewers)?;
         Ok(made)
     }
@@ -181,7 +186,7 @@ impl Execute for GitHubUpdatePullRequest {
             github.send(cx, "PATCH", &pull, Some(&Value::Object(body)))?;
         }
         request_reviewers(&github, cx, &pull, &self.reviewers)?;
-        Ok(PullRequest::from_json(&github.send(cx, "GET", &pull, None)?.body))
+        Ok(github.send(cx, "GET", &pull, None)?.parse::<PullWire>()?.into())
     }
 }
 
@@ -229,6 +234,12 @@ pub struct Accepted {
     pub message: String,
 }
 
+/// GitHub's word on a branch update (accepted, done in the background).
+#[derive(Deserialize)]
+struct MessageWire {
+    message: String,
+}
+
 impl Execute for GitHubUpdatePullRequestBranch {
     type Output = Accepted;
     const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
@@ -246,9 +257,9 @@ impl Execute for GitHubUpdatePullRequestBranch {
             Some(sha) => json!({"expected_head_sha": sha}),
             None => json!({}),
         };
-        let v = GitHub::for_call(cx)?.send(cx, "PUT", &path, Some(&body))?.body;
+        let answer = GitHub::for_call(cx)?.send(cx, "PUT", &path, Some(&body))?;
         Ok(Accepted {
-            message: text(&v["message"]),
+            message: answer.parse::<MessageWire>()?.message,
         })
     }
 }
@@ -321,6 +332,14 @@ pub struct Merged {
     pub message: String,
 }
 
+/// A merge's result, as GitHub sends it: all three always.
+#[derive(Deserialize)]
+struct MergeWire {
+    merged: bool,
+    sha: String,
+    message: String,
+}
+
 impl Execute for GitHubMergePullRequest {
     type Output = Merged;
     const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
@@ -347,13 +366,13 @@ impl Execute for GitHubMergePullRequest {
             }
         }
         let path = format!("/repos/{}/{}/pulls/{}/merge", self.owner, self.repo, self.pull_number);
-        let v = GitHub::for_call(cx)?
+        let v: MergeWire = GitHub::for_call(cx)?
             .send(cx, "PUT", &path, Some(&Value::Object(body)))?
-            .body;
+            .parse()?;
         Ok(Merged {
-            merged: v["merged"].as_bool().unwrap_or(false),
-            sha: text(&v["sha"]),
-            message: text(&v["message"]),
+            merged: v.merged,
+            sha: v.sha,
+            message: v.message,
         })
     }
 }

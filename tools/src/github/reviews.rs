@@ -2,11 +2,13 @@
 //! reply to a comment on a line.
 
 use kyro_core::{Execute, ToolContext, ToolError, input, tool};
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::client::{GitHub, invalid, items, login, text};
+use super::client::{GitHub, invalid};
 use super::issue_write::Comment;
 use super::pull_read::Review;
+use super::wire::{CommentWire, ReviewWire, User, graphql, list};
 
 /// What to do with a review.
 #[input]
@@ -91,14 +93,12 @@ pub struct GitHubPullRequestReviewWrite {
 
 /// The caller's pending review of `pull`, by id.
 fn pending_review(github: &GitHub, cx: &ToolContext, pull: &str) -> Result<u64, ToolError> {
-    let me = login(&github.send(cx, "GET", "/user", None)?.body);
-    let reviews = github
-        .send(cx, "GET", &format!("{pull}/reviews?per_page=100"), None)?
-        .body;
-    items(&reviews)
-        .iter()
-        .find(|r| r["state"] == "PENDING" && login(&r["user"]) == me)
-        .and_then(|r| r["id"].as_u64())
+    let me = github.send(cx, "GET", "/user", None)?.parse::<User>()?.login;
+    let reviews = github.send(cx, "GET", &format!("{pull}/reviews?per_page=100"), None)?;
+    list::<ReviewWire>(&reviews)?
+        .into_iter()
+        .find(|r| r.state == "PENDING" && r.user.as_ref().is_some_and(|u| u.login == me))
+        .map(|r| r.id)
         .ok_or_else(|| {
             invalid(format!(
                 "{me} has no pending review here; start one with `method: create` and no `event`"
@@ -128,9 +128,7 @@ impl Execute for GitHubPullRequestReviewWrite {
                         body.insert(key.into(), json!(value));
                     }
                 }
-                github
-                    .send(cx, "POST", &format!("{pull}/reviews"), Some(&Value::Object(body)))?
-                    .body
+                github.send(cx, "POST", &format!("{pull}/reviews"), Some(&Value::Object(body)))?
             }
             ReviewMethod::SubmitPending => {
                 let Some(event) = self.event else {
@@ -143,16 +141,14 @@ impl Execute for GitHubPullRequestReviewWrite {
                 if let Some(text) = &self.body {
                     body["body"] = json!(text);
                 }
-                github
-                    .send(cx, "POST", &format!("{pull}/reviews/{id}/events"), Some(&body))?
-                    .body
+                github.send(cx, "POST", &format!("{pull}/reviews/{id}/events"), Some(&body))?
             }
             ReviewMethod::DeletePending => {
                 let id = pending_review(&github, cx, &pull)?;
-                github.send(cx, "DELETE", &format!("{pull}/reviews/{id}"), None)?.body
+                github.send(cx, "DELETE", &format!("{pull}/reviews/{id}"), None)?
             }
         };
-        Ok(Review::from_json(&review))
+        Ok(review.parse::<ReviewWire>()?.into())
     }
 }
 
@@ -248,6 +244,53 @@ reviews(first: 100, states: PENDING) { nodes { id author { login } } } } } }";
 const ADD_THREAD: &str = "mutation($input: AddPullRequestReviewThreadInput!) { \
 addPullRequestReviewThread(input: $input) { thread { id } } }";
 
+/// `PENDING_REVIEWS`' data.
+#[derive(Deserialize)]
+struct PendingReviews {
+    viewer: User,
+    repository: PendingRepository,
+}
+
+#[derive(Deserialize)]
+struct PendingRepository {
+    #[serde(rename = "pullRequest")]
+    pull_request: PendingPull,
+}
+
+#[derive(Deserialize)]
+struct PendingPull {
+    reviews: PendingNodes,
+}
+
+#[derive(Deserialize)]
+struct PendingNodes {
+    nodes: Vec<PendingReview>,
+}
+
+#[derive(Deserialize)]
+struct PendingReview {
+    id: String,
+    /// Null for a deleted account.
+    author: Option<User>,
+}
+
+/// `ADD_THREAD`'s data: the thread, null when GitHub made none.
+#[derive(Deserialize)]
+struct ThreadMade {
+    #[serde(rename = "addPullRequestReviewThread")]
+    add_pull_request_review_thread: ThreadPayload,
+}
+
+#[derive(Deserialize)]
+struct ThreadPayload {
+    thread: Option<ThreadId>,
+}
+
+#[derive(Deserialize)]
+struct ThreadId {
+    id: String,
+}
+
 impl Execute for GitHubAddCommentToPendingReview {
     type Output = ThreadAdded;
     const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
@@ -266,11 +309,16 @@ impl Execute for GitHubAddCommentToPendingReview {
             PENDING_REVIEWS,
             json!({"owner": self.owner, "repo": self.repo, "number": self.pull_number}),
         )?;
-        let me = text(&found["viewer"]["login"]);
-        let review = items(&found["repository"]["pullRequest"]["reviews"]["nodes"])
-            .iter()
-            .find(|r| r["author"]["login"] == me.as_str())
-            .map(|r| text(&r["id"]))
+        let found: PendingReviews = graphql(&found)?;
+        let me = found.viewer.login;
+        let review = found
+            .repository
+            .pull_request
+            .reviews
+            .nodes
+            .into_iter()
+            .find(|r| r.author.as_ref().is_some_and(|a| a.login == me))
+            .map(|r| r.id)
             .ok_or_else(|| {
                 invalid(format!(
                     "{me} has no pending review here; start one with github_pull_request_review_write"
@@ -293,14 +341,13 @@ impl Execute for GitHubAddCommentToPendingReview {
                 input[key] = value;
             }
         }
-        let added = github.graphql(cx, ADD_THREAD, json!({"input": input}))?;
-        let thread_id = text(&added["addPullRequestReviewThread"]["thread"]["id"]);
-        if thread_id.is_empty() {
-            return Err(invalid(
+        let added: ThreadMade = graphql(&github.graphql(cx, ADD_THREAD, json!({"input": input}))?)?;
+        match added.add_pull_request_review_thread.thread {
+            Some(thread) if !thread.id.is_empty() => Ok(ThreadAdded { thread_id: thread.id }),
+            _ => Err(invalid(
                 "GitHub made no thread: check that the path and line are in the pull request's diff",
-            ));
+            )),
         }
-        Ok(ThreadAdded { thread_id })
     }
 }
 
@@ -354,12 +401,7 @@ impl Execute for GitHubAddReplyToPullRequestComment {
             "/repos/{}/{}/pulls/{}/comments/{}/replies",
             self.owner, self.repo, self.pull_number, self.comment_id
         );
-        let v = GitHub::for_call(cx)?
-            .send(cx, "POST", &path, Some(&json!({"body": self.body})))?
-            .body;
-        Ok(Comment {
-            id: v["id"].as_u64().unwrap_or(0),
-            html_url: text(&v["html_url"]),
-        })
+        let answer = GitHub::for_call(cx)?.send(cx, "POST", &path, Some(&json!({"body": self.body})))?;
+        Ok(answer.parse::<CommentWire>()?.into())
     }
 }

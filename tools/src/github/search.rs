@@ -3,10 +3,12 @@
 
 use kyro_core::{Execute, ToolContext, ToolError, input, tool};
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-use super::client::{GitHub, encode, login, paging, text};
+use super::client::{GitHub, encode, paging};
 use super::issue_read::Issue;
+use super::wire::{Found, IssueWire};
 
 /// The order of results.
 #[input]
@@ -132,13 +134,10 @@ impl Execute for GitHubSearchIssues {
         });
         sorted(&mut path, sort, self.order);
         let answer = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?;
-        let found = &answer.body["items"];
+        let found: Found<IssueWire> = answer.parse()?;
         Ok(FoundIssues {
-            total_count: answer.body["total_count"].as_u64().unwrap_or(0),
-            issues: found
-                .as_array()
-                .map(|i| i.iter().map(Issue::from_json).collect())
-                .unwrap_or_default(),
+            total_count: found.total_count,
+            issues: found.items.into_iter().map(Issue::from).collect(),
             next_page: answer.next_page,
         })
     }
@@ -208,6 +207,15 @@ pub struct FoundUser {
     pub html_url: String,
 }
 
+/// A user found, as GitHub sends it.
+#[derive(Deserialize)]
+struct UserWire {
+    login: String,
+    #[serde(rename = "type")]
+    kind: String,
+    html_url: String,
+}
+
 impl Execute for GitHubSearchUsers {
     type Output = FoundUsers;
     const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
@@ -234,38 +242,40 @@ impl Execute for GitHubSearchUsers {
         });
         sorted(&mut path, sort, self.order);
         let answer = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?;
-        let users = answer.body["items"]
-            .as_array()
-            .map(|users| {
-                users
-                    .iter()
-                    .map(|u| FoundUser {
-                        login: login(u),
-                        kind: text(&u["type"]),
-                        html_url: text(&u["html_url"]),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let found: Found<UserWire> = answer.parse()?;
         Ok(FoundUsers {
-            total_count: answer.body["total_count"].as_u64().unwrap_or(0),
-            users,
+            total_count: found.total_count,
+            users: found
+                .items
+                .into_iter()
+                .map(|u| FoundUser {
+                    login: u.login,
+                    kind: u.kind,
+                    html_url: u.html_url,
+                })
+                .collect(),
             next_page: answer.next_page,
         })
     }
 }
 
-/// A page of search results: how many in all, the next page.
-fn found<T>(
-    body: &serde_json::Value,
-    next_page: Option<u32>,
-    item: impl Fn(&serde_json::Value) -> T,
-) -> (u64, Vec<T>, Option<u32>) {
-    let items = body["items"]
-        .as_array()
-        .map(|i| i.iter().map(item).collect())
-        .unwrap_or_default();
-    (body["total_count"].as_u64().unwrap_or(0), items, next_page)
+/// A page of search results read as `W`, each made a `T`: how many in all, the next page.
+fn found<W: serde::de::DeserializeOwned, T>(
+    answer: &super::client::Answer,
+    item: impl Fn(W) -> T,
+) -> Result<(u64, Vec<T>, Option<u32>), ToolError> {
+    let found: Found<W> = answer.parse()?;
+    Ok((
+        found.total_count,
+        found.items.into_iter().map(item).collect(),
+        answer.next_page,
+    ))
+}
+
+/// A repository's name in a search result.
+#[derive(Deserialize)]
+struct RepositoryName {
+    full_name: String,
 }
 
 /// Search code across GitHub with GitHub's code-search syntax (`fn main repo:o/r
@@ -317,6 +327,14 @@ pub struct CodeMatch {
     pub sha: String,
 }
 
+/// A file found, as GitHub sends it.
+#[derive(Deserialize)]
+struct CodeWire {
+    repository: RepositoryName,
+    path: String,
+    sha: String,
+}
+
 impl Execute for GitHubSearchCode {
     type Output = FoundCode;
     const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
@@ -333,11 +351,11 @@ impl Execute for GitHubSearchCode {
         );
         sorted(&mut path, None, self.order);
         let answer = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?;
-        let (total_count, files, next_page) = found(&answer.body, answer.next_page, |f| CodeMatch {
-            repository: text(&f["repository"]["full_name"]),
-            path: text(&f["path"]),
-            sha: text(&f["sha"]),
-        });
+        let (total_count, files, next_page) = found(&answer, |f: CodeWire| CodeMatch {
+            repository: f.repository.full_name,
+            path: f.path,
+            sha: f.sha,
+        })?;
         Ok(FoundCode {
             total_count,
             files,
@@ -407,6 +425,14 @@ pub struct FoundCommit {
     pub commit: super::repos_read::CommitSummary,
 }
 
+/// A commit found: its repository, and the commit as `commit_summary` reads it.
+#[derive(Deserialize)]
+struct CommitWire {
+    repository: RepositoryName,
+    #[serde(flatten)]
+    rest: Value,
+}
+
 impl Execute for GitHubSearchCommits {
     type Output = FoundCommits;
     const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
@@ -427,10 +453,10 @@ impl Execute for GitHubSearchCommits {
         });
         sorted(&mut path, sort, self.order);
         let answer = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?;
-        let (total_count, commits, next_page) = found(&answer.body, answer.next_page, |c| FoundCommit {
-            repository: text(&c["repository"]["full_name"]),
-            commit: super::repos_read::commit_summary(c),
-        });
+        let (total_count, commits, next_page) = found(&answer, |c: CommitWire| FoundCommit {
+            repository: c.repository.full_name,
+            commit: super::repos_read::commit_summary(&c.rest),
+        })?;
         Ok(FoundCommits {
             total_count,
             commits,
@@ -512,6 +538,16 @@ pub struct FoundRepository {
     pub html_url: String,
 }
 
+/// A repository found, as GitHub sends it.
+#[derive(Deserialize)]
+struct RepositoryWire {
+    full_name: String,
+    description: Option<String>,
+    language: Option<String>,
+    stargazers_count: u64,
+    html_url: String,
+}
+
 impl Execute for GitHubSearchRepositories {
     type Output = FoundRepositories;
     const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
@@ -534,13 +570,13 @@ impl Execute for GitHubSearchRepositories {
         });
         sorted(&mut path, sort, self.order);
         let answer = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?;
-        let (total_count, repositories, next_page) = found(&answer.body, answer.next_page, |r| FoundRepository {
-            full_name: text(&r["full_name"]),
-            description: text(&r["description"]),
-            language: r["language"].as_str().map(str::to_owned),
-            stars: r["stargazers_count"].as_u64().unwrap_or(0),
-            html_url: text(&r["html_url"]),
-        });
+        let (total_count, repositories, next_page) = found(&answer, |r: RepositoryWire| FoundRepository {
+            full_name: r.full_name,
+            description: r.description.unwrap_or_default(),
+            language: r.language,
+            stars: r.stargazers_count,
+            html_url: r.html_url,
+        })?;
         Ok(FoundRepositories {
             total_count,
             repositories,
