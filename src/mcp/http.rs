@@ -171,6 +171,12 @@ impl KyroServer {
         // finish, then the sessions (and their calls) are cancelled; receipts are written
         // before the process ends.
         let (signalled_tx, signalled_rx) = tokio::sync::oneshot::channel::<i32>();
+        // TCP_NODELAY on every connection: a kept-alive answer goes out at once instead of
+        // waiting on Nagle's algorithm and the client's delayed ACK (axum's documented way).
+        use axum::serve::ListenerExt;
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         let serving = axum::serve(listener, router).with_graceful_shutdown(async move {
             let _ = signalled_tx.send(super::signalled().await);
         });

@@ -30,11 +30,7 @@ pub(crate) fn shown(text: &str) -> String {
 /// Every string in `value` (keys too) made [`shown`], in place.
 pub(crate) fn show_all(value: &mut Value) {
     match value {
-        Value::String(text) => {
-            if needs(text) {
-                *text = shown(text);
-            }
-        }
+        Value::String(text) if needs(text) => *text = shown(text),
         Value::Array(items) => items.iter_mut().for_each(show_all),
         Value::Object(map) => {
             if map.keys().any(|k| needs(k)) {
