@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 #[path = "github/harness.rs"]
 mod harness;
 
-use harness::{get, next, ok, request, run, serve};
+use harness::{failed, get, next, ok, request, run, serve};
 
 fn pr(number: u64) -> Value {
     json!({"number": number, "title": "PR", "state": "open", "body": null, "user": {"login": "bob"},
@@ -28,6 +28,13 @@ fn post(path: &str, body: Value) -> (String, String, Value) {
 #[test]
 fn pull_requests_and_actions_speak_githubs_rest() {
     let log: String = (1..=700).map(|n| format!("line {n}\n")).collect();
+    // A long log (200,001 lines, about 14 MB) whose last line says why the job failed.
+    let failure = "2026-01-02T03:04:59.0000000Z ##[error]Process completed with exit code 101.";
+    let mut long: String = (1..=200_000)
+        .map(|n| format!("2026-01-02T03:04:05.6789012Z build step output, line {n:06} of the long log\n"))
+        .collect();
+    long.push_str(failure);
+    long.push('\n');
     let (base, seen) = serve(vec![
         // pull_request_read: get (kyro's old name), diff, status (two), reviews
         (200, vec![], pr(3)),
@@ -111,7 +118,12 @@ fn pull_requests_and_actions_speak_githubs_rest() {
             json!({"total_count": 2, "jobs": [{"id": 1, "name": "build", "status": "completed", "conclusion": "failure",
             "steps": [{"name": "compile", "conclusion": "failure"}, {"name": "setup", "conclusion": "success"}], "html_url": "u"}]}),
         ),
-        (200, vec![], json!({"id": 77, "name": "CI", "actor": {"login": "ann"}})),
+        (
+            200,
+            vec![],
+            json!({"id": 77, "name": "CI", "actor": {"login": "ann"}, "display_title": "Fix", "event": "push",
+                   "status": "completed", "conclusion": "failure", "head_branch": "main", "head_sha": "h1", "html_url": "u"}),
+        ),
         // failed job logs: the run's jobs, the job's redirect, the signed address
         (
             200,
@@ -124,6 +136,15 @@ fn pull_requests_and_actions_speak_githubs_rest() {
             vec![("Content-Type", "text/plain".into())],
             Value::String(log.clone()),
         ),
+        // one job's long log: the redirect, the signed address
+        (302, vec![("Location", "/signed/long?sig=def".into())], json!(null)),
+        (
+            200,
+            vec![("Content-Type", "text/plain".into())],
+            Value::String(long.clone()),
+        ),
+        // a list of workflows that is not a list
+        (200, vec![], json!({"total_count": 1, "workflows": {"id": 1}})),
     ]);
     // SAFETY: this binary has this one test; nothing else reads the environment meanwhile.
     unsafe {
@@ -359,7 +380,8 @@ fn pull_requests_and_actions_speak_githubs_rest() {
     );
     assert_eq!(
         logs["logs"],
-        json!([{"job_id": 1, "job_name": "build", "content": "line 699\nline 700", "total_lines": 700}])
+        json!([{"job_id": 1, "job_name": "build", "content": "line 699\nline 700", "total_lines": 700,
+                 "truncated": true, "complete": true, "read_bytes": log.len()}])
     );
     assert_eq!(logs["total_jobs"], 2);
     assert_eq!(
@@ -377,5 +399,38 @@ fn pull_requests_and_actions_speak_githubs_rest() {
         ("/signed/log?sig=abc", None),
         "no token to the signed address"
     );
+    // A log longer than any one read is streamed whole: every line counted, the last ones
+    // kept, and what was left out said.
+    let logs = ok(
+        "get_job_logs",
+        json!({"owner": "o", "repo": "r", "job_id": 5, "tail_lines": 3}),
+    );
+    let one = &logs["logs"][0];
+    assert!(long.len() > 14_000_000, "{}", long.len());
+    assert_eq!(
+        one["content"],
+        format!(
+            "2026-01-02T03:04:05.6789012Z build step output, line 199999 of the long log\n\
+             2026-01-02T03:04:05.6789012Z build step output, line 200000 of the long log\n{failure}"
+        )
+    );
+    assert_eq!(
+        (
+            one["total_lines"].clone(),
+            one["truncated"].clone(),
+            one["complete"].clone(),
+            one["read_bytes"].clone()
+        ),
+        (json!(200_001), json!(true), json!(true), json!(long.len()))
+    );
+    assert_eq!(request(&seen), get("/repos/o/r/actions/jobs/5/logs"));
+    assert_eq!(request(&seen), get("/signed/long?sig=def"));
+    // An answer of another shape is refused, not read as an empty list.
+    let (kind, text) = failed(
+        "actions_list",
+        json!({"method": "list_workflows", "owner": "o", "repo": "r"}),
+    );
+    assert_eq!(kind, "unexpected_answer", "{text}");
+    assert_eq!(request(&seen), get("/repos/o/r/actions/workflows?page=1&per_page=30"));
     assert!(seen.try_recv().is_err(), "no request past those asserted");
 }

@@ -66,12 +66,14 @@ fn the_repos_toolset_speaks_githubs_rest() {
         (
             200,
             vec![],
-            json!({"tag_name": "v2", "author": {"login": "bo"}, "assets": []}),
+            json!({"tag_name": "v2", "author": {"login": "bo"}, "assets": [], "draft": false, "prerelease": false,
+                   "html_url": "https://x/v2"}),
         ),
         (
             200,
             vec![],
-            json!({"tag_name": "v1", "author": {"login": "bo"}, "assets": []}),
+            json!({"tag_name": "v1", "author": {"login": "bo"}, "assets": [], "draft": false, "prerelease": false,
+                   "html_url": "https://x/v1"}),
         ),
         (200, vec![], json!({"object": {"type": "tag", "sha": "t1"}})),
         (

@@ -1,18 +1,17 @@
 //! GitHub's `actions` toolset (not a default one there either): workflows, runs, jobs,
-//! artifacts, and the logs of failed jobs.
+//! artifacts, and the logs of failed jobs. Each answer is read through the shape GitHub
+//! documents (the `Wire` structs): a field it always sends missing, or of another type, is
+//! an `unexpected_answer`.
+
+mod job_logs;
 
 use kyro_core::{Execute, ToolContext, ToolError, input, tool};
 use schemars::JsonSchema;
-use serde::Serialize;
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
 
-use super::client::{GitHub, encode, invalid, items, login, paging, text};
-use crate::Failure;
+use super::client::{GitHub, encode, invalid, paging};
 
-/// Most bytes of one job's log read.
-const MAX_LOG_BYTES: u64 = 8 * 1024 * 1024;
-/// Most failed jobs whose logs one call reads.
-const MAX_FAILED_JOBS: usize = 10;
+pub use job_logs::{GitHubGetJobLogs, JobLog, JobLogs};
 
 /// A workflow run.
 #[derive(Debug, Serialize, JsonSchema)]
@@ -39,19 +38,39 @@ pub struct Run {
     pub html_url: String,
 }
 
+/// A run as GitHub sends it: its name, status and branch may be null, its actor absent.
+#[derive(Deserialize)]
+struct WireRun {
+    id: u64,
+    name: Option<String>,
+    display_title: String,
+    event: String,
+    status: Option<String>,
+    conclusion: Option<String>,
+    head_branch: Option<String>,
+    head_sha: String,
+    actor: Option<WireLogin>,
+    html_url: String,
+}
+
+#[derive(Deserialize)]
+struct WireLogin {
+    login: String,
+}
+
 impl Run {
-    fn from_json(r: &Value) -> Run {
+    fn from_wire(r: WireRun) -> Run {
         Run {
-            id: r["id"].as_u64().unwrap_or(0),
-            name: text(&r["name"]),
-            title: text(&r["display_title"]),
-            event: text(&r["event"]),
-            status: text(&r["status"]),
-            conclusion: r["conclusion"].as_str().map(str::to_owned),
-            head_branch: text(&r["head_branch"]),
-            head_sha: text(&r["head_sha"]),
-            actor: login(&r["actor"]),
-            html_url: text(&r["html_url"]),
+            id: r.id,
+            name: r.name.unwrap_or_default(),
+            title: r.display_title,
+            event: r.event,
+            status: r.status.unwrap_or_default(),
+            conclusion: r.conclusion,
+            head_branch: r.head_branch.unwrap_or_default(),
+            head_sha: r.head_sha,
+            actor: r.actor.map(|a| a.login).unwrap_or_default(),
+            html_url: r.html_url,
         }
     }
 }
@@ -73,19 +92,38 @@ pub struct Job {
     pub html_url: String,
 }
 
+/// A job as GitHub sends it: its steps may be left out, its address null.
+#[derive(Deserialize)]
+struct WireJob {
+    id: u64,
+    name: String,
+    status: String,
+    conclusion: Option<String>,
+    #[serde(default)]
+    steps: Vec<WireStep>,
+    html_url: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WireStep {
+    name: String,
+    conclusion: Option<String>,
+}
+
 impl Job {
-    fn from_json(j: &Value) -> Job {
+    fn from_wire(j: WireJob) -> Job {
         Job {
-            id: j["id"].as_u64().unwrap_or(0),
-            name: text(&j["name"]),
-            status: text(&j["status"]),
-            conclusion: j["conclusion"].as_str().map(str::to_owned),
-            failed_steps: items(&j["steps"])
-                .iter()
-                .filter(|s| s["conclusion"] == "failure")
-                .map(|s| text(&s["name"]))
+            id: j.id,
+            name: j.name,
+            status: j.status,
+            conclusion: j.conclusion,
+            failed_steps: j
+                .steps
+                .into_iter()
+                .filter(|s| s.conclusion.as_deref() == Some("failure"))
+                .map(|s| s.name)
                 .collect(),
-            html_url: text(&j["html_url"]),
+            html_url: j.html_url.unwrap_or_default(),
         }
     }
 }
@@ -103,13 +141,22 @@ pub struct Workflow {
     pub state: String,
 }
 
+/// A workflow as GitHub sends it.
+#[derive(Deserialize)]
+struct WireWorkflow {
+    id: u64,
+    name: String,
+    path: String,
+    state: String,
+}
+
 impl Workflow {
-    fn from_json(w: &Value) -> Workflow {
+    fn from_wire(w: WireWorkflow) -> Workflow {
         Workflow {
-            id: w["id"].as_u64().unwrap_or(0),
-            name: text(&w["name"]),
-            path: text(&w["path"]),
-            state: text(&w["state"]),
+            id: w.id,
+            name: w.name,
+            path: w.path,
+            state: w.state,
         }
     }
 }
@@ -125,6 +172,40 @@ pub struct Artifact {
     pub size: u64,
     /// Whether it has expired.
     pub expired: bool,
+}
+
+/// An artifact as GitHub sends it.
+#[derive(Deserialize)]
+struct WireArtifact {
+    id: u64,
+    name: String,
+    size_in_bytes: u64,
+    expired: bool,
+}
+
+/// A page of each list, with how many there are in all.
+#[derive(Deserialize)]
+struct WireWorkflows {
+    total_count: u64,
+    workflows: Vec<WireWorkflow>,
+}
+
+#[derive(Deserialize)]
+struct WireRuns {
+    total_count: u64,
+    workflow_runs: Vec<WireRun>,
+}
+
+#[derive(Deserialize)]
+struct WireJobs {
+    total_count: u64,
+    jobs: Vec<WireJob>,
+}
+
+#[derive(Deserialize)]
+struct WireArtifacts {
+    total_count: u64,
+    artifacts: Vec<WireArtifact>,
 }
 
 /// What `github_actions_list` lists.
@@ -242,8 +323,8 @@ impl Execute for GitHubActionsList {
     async fn run(self, cx: &ToolContext) -> Result<ActionsListed, ToolError> {
         let actions = format!("/repos/{}/{}/actions", self.owner, self.repo);
         let page = paging(self.page, self.per_page);
-        let (path, key) = match self.method {
-            ListMethod::ListWorkflows => (format!("{actions}/workflows?{page}"), "workflows"),
+        let path = match self.method {
+            ListMethod::ListWorkflows => format!("{actions}/workflows?{page}"),
             ListMethod::ListWorkflowRuns => {
                 let runs = match &self.resource_id {
                     Some(workflow) => format!("{actions}/workflows/{}/runs", encode(workflow)),
@@ -261,41 +342,53 @@ impl Execute for GitHubActionsList {
                         path.push_str(&format!("&{key}={}", encode(value)));
                     }
                 }
-                (path, "workflow_runs")
+                path
             }
             ListMethod::ListWorkflowJobs => {
                 let run = run_id(&self.resource_id, "list_workflow_jobs")?;
                 let filter = if self.all_attempts { "all" } else { "latest" };
-                (format!("{actions}/runs/{run}/jobs?filter={filter}&{page}"), "jobs")
+                format!("{actions}/runs/{run}/jobs?filter={filter}&{page}")
             }
             ListMethod::ListWorkflowRunArtifacts => {
                 let run = run_id(&self.resource_id, "list_workflow_run_artifacts")?;
-                (format!("{actions}/runs/{run}/artifacts?{page}"), "artifacts")
+                format!("{actions}/runs/{run}/artifacts?{page}")
             }
         };
         let answer = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?;
-        let listed = items(&answer.body[key]);
         let mut out = ActionsListed {
-            total_count: answer.body["total_count"].as_u64().unwrap_or(0),
             next_page: answer.next_page,
             ..ActionsListed::default()
         };
         match self.method {
-            ListMethod::ListWorkflows => out.workflows = Some(listed.iter().map(Workflow::from_json).collect()),
-            ListMethod::ListWorkflowRuns => out.runs = Some(listed.iter().map(Run::from_json).collect()),
-            ListMethod::ListWorkflowJobs => out.jobs = Some(listed.iter().map(Job::from_json).collect()),
+            ListMethod::ListWorkflows => {
+                let page: WireWorkflows = answer.parse()?;
+                out.total_count = page.total_count;
+                out.workflows = Some(page.workflows.into_iter().map(Workflow::from_wire).collect());
+            }
+            ListMethod::ListWorkflowRuns => {
+                let page: WireRuns = answer.parse()?;
+                out.total_count = page.total_count;
+                out.runs = Some(page.workflow_runs.into_iter().map(Run::from_wire).collect());
+            }
+            ListMethod::ListWorkflowJobs => {
+                let page: WireJobs = answer.parse()?;
+                out.total_count = page.total_count;
+                out.jobs = Some(page.jobs.into_iter().map(Job::from_wire).collect());
+            }
             ListMethod::ListWorkflowRunArtifacts => {
+                let page: WireArtifacts = answer.parse()?;
+                out.total_count = page.total_count;
                 out.artifacts = Some(
-                    listed
-                        .iter()
+                    page.artifacts
+                        .into_iter()
                         .map(|a| Artifact {
-                            id: a["id"].as_u64().unwrap_or(0),
-                            name: text(&a["name"]),
-                            size: a["size_in_bytes"].as_u64().unwrap_or(0),
-                            expired: a["expired"].as_bool().unwrap_or(false),
+                            id: a.id,
+                            name: a.name,
+                            size: a.size_in_bytes,
+                            expired: a.expired,
                         })
                         .collect(),
-                )
+                );
             }
         }
         Ok(out)
@@ -378,161 +471,17 @@ impl Execute for GitHubActionsGet {
         match self.method {
             GetMethod::GetWorkflow => {
                 let path = format!("{actions}/workflows/{}", encode(&self.resource_id));
-                got.workflow = Some(Workflow::from_json(&github.send(cx, "GET", &path, None)?.body));
+                got.workflow = Some(Workflow::from_wire(github.send(cx, "GET", &path, None)?.parse()?));
             }
             GetMethod::GetWorkflowRun => {
                 let path = format!("{actions}/runs/{}", numeric()?);
-                got.run = Some(Run::from_json(&github.send(cx, "GET", &path, None)?.body));
+                got.run = Some(Run::from_wire(github.send(cx, "GET", &path, None)?.parse()?));
             }
             GetMethod::GetWorkflowJob => {
                 let path = format!("{actions}/jobs/{}", numeric()?);
-                got.job = Some(Job::from_json(&github.send(cx, "GET", &path, None)?.body));
+                got.job = Some(Job::from_wire(github.send(cx, "GET", &path, None)?.parse()?));
             }
         }
         Ok(got)
-    }
-}
-
-/// Read the end of GitHub Actions job logs: one job's (`job_id`), or every failed job's of
-/// a run (`run_id` with `failed_only`, at most 10), the last `tail_lines` lines each
-/// (default 500). The logs come from the signed address GitHub redirects to, fetched
-/// without the token and under the network policy.
-#[tool(
-    name = "github_get_job_logs",
-    title = "Get GitHub job logs",
-    category = "github.actions",
-    effect = "network",
-    read_only = true,
-    idempotent = true,
-    aliases = ["get_job_logs"]
-)]
-pub struct GitHubGetJobLogs {
-    /// Repository owner.
-    #[schemars(
-        length(min = 1, max = 100),
-        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
-    )]
-    pub owner: String,
-    /// Repository name.
-    #[schemars(
-        length(min = 1, max = 100),
-        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
-    )]
-    pub repo: String,
-    /// One job.
-    #[schemars(range(min = 1))]
-    pub job_id: Option<u64>,
-    /// A run, with `failed_only`.
-    #[schemars(range(min = 1))]
-    pub run_id: Option<u64>,
-    /// Every failed job of `run_id`; default false.
-    #[serde(default)]
-    pub failed_only: bool,
-    /// Lines from the end of each log; default 500, at most 5000.
-    #[schemars(range(min = 1, max = 5000))]
-    pub tail_lines: Option<u32>,
-}
-
-/// Job logs.
-#[kyro_core::output]
-#[derive(Debug)]
-pub struct JobLogs {
-    /// Each job's log end.
-    pub logs: Vec<JobLog>,
-    /// With `failed_only`: how many jobs the run has.
-    pub total_jobs: Option<u64>,
-}
-
-/// One job's log end.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct JobLog {
-    /// The job's id.
-    pub job_id: u64,
-    /// Its name, when known.
-    pub job_name: Option<String>,
-    /// The last lines.
-    pub content: String,
-    /// Lines in the whole log.
-    pub total_lines: u64,
-}
-
-impl GitHubGetJobLogs {
-    fn tail(
-        &self,
-        github: &GitHub,
-        cx: &ToolContext,
-        job_id: u64,
-        job_name: Option<String>,
-    ) -> Result<JobLog, ToolError> {
-        let path = format!("/repos/{}/{}/actions/jobs/{job_id}/logs", self.owner, self.repo);
-        let signed = github.redirect_target(cx, &path)?;
-        let fetched = crate::integration::guard::send(
-            cx,
-            "GET",
-            &signed,
-            &[],
-            None,
-            MAX_LOG_BYTES,
-            std::time::Duration::from_secs(60),
-        )?;
-        if !(200..300).contains(&fetched.status) {
-            return Err(Failure::Remote {
-                service: "github".into(),
-                status: fetched.status,
-                reason: crate::RemoteReason::of(fetched.status),
-                message: "the log's signed address refused it (it may have expired: ask again)".into(),
-            }
-            .into());
-        }
-        let log = String::from_utf8_lossy(&fetched.body);
-        let lines: Vec<&str> = log.lines().collect();
-        let keep = self.tail_lines.unwrap_or(500) as usize;
-        Ok(JobLog {
-            job_id,
-            job_name,
-            content: lines[lines.len().saturating_sub(keep)..].join("\n"),
-            total_lines: lines.len() as u64,
-        })
-    }
-}
-
-impl Execute for GitHubGetJobLogs {
-    type Output = JobLogs;
-    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
-
-    fn preview(&self, _: &ToolContext) -> Option<String> {
-        super::client::target()
-    }
-
-    async fn run(self, cx: &ToolContext) -> Result<JobLogs, ToolError> {
-        let github = GitHub::for_call(cx)?;
-        match (self.failed_only, self.run_id, self.job_id) {
-            (true, Some(run), _) => {
-                let path = format!(
-                    "/repos/{}/{}/actions/runs/{run}/jobs?filter=latest&per_page=100",
-                    self.owner, self.repo
-                );
-                let jobs = github.send(cx, "GET", &path, None)?.body;
-                let failed: Vec<(u64, String)> = items(&jobs["jobs"])
-                    .iter()
-                    .filter(|j| j["conclusion"] == "failure")
-                    .map(|j| (j["id"].as_u64().unwrap_or(0), text(&j["name"])))
-                    .take(MAX_FAILED_JOBS)
-                    .collect();
-                let mut logs = Vec::with_capacity(failed.len());
-                for (id, name) in failed {
-                    logs.push(self.tail(&github, cx, id, Some(name))?);
-                }
-                Ok(JobLogs {
-                    logs,
-                    total_jobs: jobs["total_count"].as_u64(),
-                })
-            }
-            (false, _, Some(job)) => Ok(JobLogs {
-                logs: vec![self.tail(&github, cx, job, None)?],
-                total_jobs: None,
-            }),
-            _ => Err(invalid("give `job_id`, or `run_id` with `failed_only: true`")),
-        }
     }
 }

@@ -1,11 +1,12 @@
-//! GitHub's `repos` toolset: releases and tags.
+//! GitHub's `repos` toolset: releases and tags. Each answer is read through the shape
+//! GitHub documents (the `Wire` structs): a field it always sends missing, or of another
+//! type, is an `unexpected_answer`.
 
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 use schemars::JsonSchema;
-use serde::Serialize;
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
 
-use super::client::{GitHub, encode, items, login, paging, text};
+use super::client::{Answer, GitHub, encode, paging};
 
 /// A release.
 #[kyro_core::output]
@@ -42,26 +43,84 @@ pub struct Asset {
     pub url: String,
 }
 
+/// A release as GitHub sends it: its name, notes and publication may be null.
+#[derive(Deserialize)]
+struct WireRelease {
+    tag_name: String,
+    name: Option<String>,
+    body: Option<String>,
+    draft: bool,
+    prerelease: bool,
+    published_at: Option<String>,
+    author: WireLogin,
+    html_url: String,
+    assets: Vec<WireAsset>,
+}
+
+#[derive(Deserialize)]
+struct WireLogin {
+    login: String,
+}
+
+#[derive(Deserialize)]
+struct WireAsset {
+    name: String,
+    size: u64,
+    browser_download_url: String,
+}
+
+/// A reference: the object it names (a commit, or an annotated tag).
+#[derive(Deserialize)]
+struct WireRef {
+    object: WireObject,
+}
+
+#[derive(Deserialize)]
+struct WireObject {
+    #[serde(rename = "type")]
+    kind: String,
+    sha: String,
+}
+
+/// An annotated tag.
+#[derive(Deserialize)]
+struct WireTag {
+    message: String,
+    tagger: Option<WireTagger>,
+    object: WireObject,
+}
+
+#[derive(Deserialize)]
+struct WireTagger {
+    name: String,
+}
+
 impl Release {
-    fn from_json(r: &Value) -> Release {
+    fn from_wire(r: WireRelease) -> Release {
         Release {
-            tag_name: text(&r["tag_name"]),
-            name: text(&r["name"]),
-            body: text(&r["body"]),
-            draft: r["draft"].as_bool().unwrap_or(false),
-            prerelease: r["prerelease"].as_bool().unwrap_or(false),
-            published_at: r["published_at"].as_str().map(str::to_owned),
-            author: login(&r["author"]),
-            html_url: text(&r["html_url"]),
-            assets: items(&r["assets"])
-                .iter()
+            tag_name: r.tag_name,
+            name: r.name.unwrap_or_default(),
+            body: r.body.unwrap_or_default(),
+            draft: r.draft,
+            prerelease: r.prerelease,
+            published_at: r.published_at,
+            author: r.author.login,
+            html_url: r.html_url,
+            assets: r
+                .assets
+                .into_iter()
                 .map(|a| Asset {
-                    name: text(&a["name"]),
-                    size: a["size"].as_u64().unwrap_or(0),
-                    url: text(&a["browser_download_url"]),
+                    name: a.name,
+                    size: a.size,
+                    url: a.browser_download_url,
                 })
                 .collect(),
         }
+    }
+
+    /// The release an answer names: anything else is an `unexpected_answer`.
+    fn from_answer(answer: &Answer) -> Result<Release, ToolError> {
+        Ok(Release::from_wire(answer.parse()?))
     }
 }
 
@@ -123,8 +182,10 @@ impl Execute for GitHubListReleases {
             paging(self.page, self.per_page)
         );
         let answer = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?;
+        answer.items()?;
+        let releases: Vec<WireRelease> = answer.parse()?;
         Ok(Releases {
-            releases: items(&answer.body).iter().map(Release::from_json).collect(),
+            releases: releases.into_iter().map(Release::from_wire).collect(),
             next_page: answer.next_page,
         })
     }
@@ -165,9 +226,7 @@ impl Execute for GitHubGetLatestRelease {
 
     async fn run(self, cx: &ToolContext) -> Result<Release, ToolError> {
         let path = format!("/repos/{}/{}/releases/latest", self.owner, self.repo);
-        Ok(Release::from_json(
-            &GitHub::for_call(cx)?.send(cx, "GET", &path, None)?.body,
-        ))
+        Release::from_answer(&GitHub::for_call(cx)?.send(cx, "GET", &path, None)?)
     }
 }
 
@@ -214,9 +273,7 @@ impl Execute for GitHubGetReleaseByTag {
             self.repo,
             encode(&self.tag)
         );
-        Ok(Release::from_json(
-            &GitHub::for_call(cx)?.send(cx, "GET", &path, None)?.body,
-        ))
+        Release::from_answer(&GitHub::for_call(cx)?.send(cx, "GET", &path, None)?)
     }
 }
 
@@ -276,29 +333,24 @@ impl Execute for GitHubGetTag {
     async fn run(self, cx: &ToolContext) -> Result<TagInfo, ToolError> {
         let github = GitHub::for_call(cx)?;
         let reference = format!("/repos/{}/{}/git/ref/tags/{}", self.owner, self.repo, encode(&self.tag));
-        let object = github.send(cx, "GET", &reference, None)?.body["object"].clone();
-        if object["type"] == "commit" {
+        let object = github.send(cx, "GET", &reference, None)?.parse::<WireRef>()?.object;
+        if object.kind == "commit" {
             return Ok(TagInfo {
                 tag: self.tag,
-                sha: text(&object["sha"]),
+                sha: object.sha,
                 annotated: false,
                 message: None,
                 tagger: None,
             });
         }
-        let path = format!(
-            "/repos/{}/{}/git/tags/{}",
-            self.owner,
-            self.repo,
-            encode(&text(&object["sha"]))
-        );
-        let tag = github.send(cx, "GET", &path, None)?.body;
+        let path = format!("/repos/{}/{}/git/tags/{}", self.owner, self.repo, encode(&object.sha));
+        let tag: WireTag = github.send(cx, "GET", &path, None)?.parse()?;
         Ok(TagInfo {
             tag: self.tag,
-            sha: text(&tag["object"]["sha"]),
+            sha: tag.object.sha,
             annotated: true,
-            message: Some(text(&tag["message"])),
-            tagger: tag["tagger"]["name"].as_str().map(str::to_owned),
+            message: Some(tag.message),
+            tagger: tag.tagger.map(|t| t.name),
         })
     }
 }

@@ -1,14 +1,21 @@
 //! GitHub's `repos` toolset, reading: files and folders, branches, commits, tags,
-//! releases and collaborators.
+//! releases and collaborators. Each answer is read through the shape GitHub documents
+//! (the `Wire` structs): a field it always sends missing, or of another type, is an
+//! `unexpected_answer`, never an empty value.
+
+mod commits;
 
 use base64::Engine;
 use base64::prelude::BASE64_STANDARD;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 use schemars::JsonSchema;
-use serde::Serialize;
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
 
-use super::client::{GitHub, encode, items, login, paging, text};
+use super::client::{GitHub, encode, paging};
+use crate::Failure;
+
+pub(crate) use commits::commit_summary;
+pub use commits::{ChangedFile, CommitDetail, CommitSummary, Commits, Detail, GitHubGetCommit, GitHubListCommits};
 
 /// A repository path, each segment percent-encoded and the slashes kept.
 pub(crate) fn encode_path(path: &str) -> String {
@@ -21,7 +28,8 @@ pub(crate) fn encode_path(path: &str) -> String {
 
 /// Get a file's content (as text, or base64 when it is not UTF-8) or a folder's entries
 /// from a GitHub repository, at a branch, tag or commit (`ref`; default the default
-/// branch).
+/// branch). A file over 1 MB is read through its blob (up to about 7 MB); a content that
+/// cannot be read whole is a failure, never an empty text.
 #[tool(
     name = "github_get_file_contents",
     title = "Get GitHub file contents",
@@ -44,8 +52,12 @@ pub struct GitHubGetFileContents {
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub repo: String,
-    /// The path in the repository; default the root folder.
-    #[schemars(length(max = 4096))]
+    /// The path in the repository; default the root folder (`""` or `/`). No `.` or `..`
+    /// segment; a leading or trailing `/` is allowed.
+    #[schemars(
+        length(max = 4096),
+        regex(pattern = "^/?(([^/.][^/]*|\\.[^/.][^/]*|\\.\\.[^/]+)(/([^/.][^/]*|\\.[^/.][^/]*|\\.\\.[^/]+))*/?)?$")
+    )]
     pub path: Option<String>,
     /// A branch, tag or commit; default the default branch.
     #[schemars(length(min = 1, max = 256), regex(pattern = "^[^\\s?#&]+$"))]
@@ -86,6 +98,74 @@ pub struct Entry {
     pub size: u64,
 }
 
+/// A folder's entry as GitHub lists it.
+#[derive(Deserialize)]
+struct WireEntry {
+    name: String,
+    #[serde(rename = "type")]
+    kind: String,
+    size: u64,
+}
+
+/// A file (or symlink, or submodule) as the contents endpoint sends it: `content` and
+/// `encoding` only for a file, `encoding: "none"` and an empty content over 1 MB.
+#[derive(Deserialize)]
+struct WireFile {
+    #[serde(rename = "type")]
+    kind: String,
+    path: String,
+    sha: String,
+    size: u64,
+    content: Option<String>,
+    encoding: Option<String>,
+}
+
+/// A blob: its content base64 (or, GitHub allows it, UTF-8 text), up to 100 MB.
+#[derive(Deserialize)]
+struct WireBlob {
+    content: String,
+    encoding: String,
+    size: Option<u64>,
+}
+
+/// An answer that is not what was expected, saying why.
+fn unexpected(message: String) -> ToolError {
+    Failure::UnexpectedAnswer {
+        service: "github".into(),
+        status: 200,
+        message,
+    }
+    .into()
+}
+
+/// A file's bytes from its content as sent (base64 or text), the whole of `size` of them:
+/// a content that does not decode, or decodes to fewer or more bytes, is refused.
+fn decoded(path: &str, content: &str, encoding: &str, size: u64) -> Result<Vec<u8>, ToolError> {
+    let bytes = match encoding {
+        "base64" => {
+            let encoded: String = content.split_whitespace().collect();
+            BASE64_STANDARD.decode(encoded.as_bytes()).map_err(|e| {
+                unexpected(format!(
+                    "the content of `{path}` is not valid base64 ({e}); nothing was read from it"
+                ))
+            })?
+        }
+        "utf-8" => content.as_bytes().to_vec(),
+        other => {
+            return Err(unexpected(format!(
+                "the content of `{path}` came in an encoding kyro does not read (`{other}`)"
+            )));
+        }
+    };
+    if bytes.len() as u64 != size {
+        return Err(unexpected(format!(
+            "the content of `{path}` is {} bytes where its size is {size}; nothing was read from it",
+            bytes.len()
+        )));
+    }
+    Ok(bytes)
+}
+
 impl Execute for GitHubGetFileContents {
     type Output = Contents;
     const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
@@ -100,8 +180,10 @@ impl Execute for GitHubGetFileContents {
         if let Some(r) = self.sha.as_ref().or(self.r#ref.as_ref()) {
             path.push_str(&format!("?ref={}", encode(r)));
         }
-        let body = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?.body;
-        if let Some(entries) = body.as_array() {
+        let github = GitHub::for_call(cx)?;
+        let answer = github.send(cx, "GET", &path, None)?;
+        if answer.body.is_array() {
+            let entries: Vec<WireEntry> = answer.parse()?;
             return Ok(Contents {
                 path: given,
                 kind: "dir".into(),
@@ -111,27 +193,51 @@ impl Execute for GitHubGetFileContents {
                 content_base64: None,
                 entries: Some(
                     entries
-                        .iter()
+                        .into_iter()
                         .map(|e| Entry {
-                            name: text(&e["name"]),
-                            kind: text(&e["type"]),
-                            size: e["size"].as_u64().unwrap_or(0),
+                            name: e.name,
+                            kind: e.kind,
+                            size: e.size,
                         })
                         .collect(),
                 ),
             });
         }
-        let encoded: String = text(&body["content"]).split_whitespace().collect();
-        let bytes = BASE64_STANDARD.decode(encoded.as_bytes()).unwrap_or_default();
-        let (content, content_base64) = match String::from_utf8(bytes) {
-            Ok(text) => (Some(text), None),
-            Err(_) => (None, Some(encoded)),
+        let file: WireFile = answer.parse()?;
+        let mut content = file.content.clone();
+        let mut encoding = file.encoding.clone();
+        let left_out = encoding.as_deref() == Some("none")
+            || (file.size > 0 && content.as_deref().is_none_or(|c| c.trim().is_empty()));
+        if file.kind == "file" && left_out {
+            // Over 1 MB the contents endpoint leaves the content out; the blob has it
+            // (base64, up to 100 MB, of which the client reads 10 MiB of answer).
+            let blob = format!("/repos/{}/{}/git/blobs/{}", self.owner, self.repo, encode(&file.sha));
+            let blob: WireBlob = github.send(cx, "GET", &blob, None)?.parse()?;
+            if blob.size.is_some_and(|size| size != file.size) {
+                return Err(unexpected(format!(
+                    "the blob of `{}` is not the size its contents answer gave",
+                    file.path
+                )));
+            }
+            content = Some(blob.content);
+            encoding = Some(blob.encoding);
+        }
+        let (content, content_base64) = match content {
+            // A symlink or a submodule: no content.
+            None => (None, None),
+            Some(sent) => {
+                let bytes = decoded(&file.path, &sent, encoding.as_deref().unwrap_or("base64"), file.size)?;
+                match String::from_utf8(bytes) {
+                    Ok(text) => (Some(text), None),
+                    Err(e) => (None, Some(BASE64_STANDARD.encode(e.as_bytes()))),
+                }
+            }
         };
         Ok(Contents {
-            path: text(&body["path"]),
-            kind: text(&body["type"]),
-            sha: Some(text(&body["sha"])),
-            size: body["size"].as_u64(),
+            path: file.path,
+            kind: file.kind,
+            sha: Some(file.sha),
+            size: Some(file.size),
             content,
             content_base64,
             entries: None,
@@ -192,15 +298,31 @@ pub struct NamedCommit {
     pub protected: Option<bool>,
 }
 
-fn named(list: &Value) -> Vec<NamedCommit> {
-    items(list)
-        .iter()
+/// A branch or tag as GitHub lists it (`protected` for a branch only).
+#[derive(Deserialize)]
+struct WireNamed {
+    name: String,
+    commit: WireSha,
+    protected: Option<bool>,
+}
+
+#[derive(Deserialize)]
+struct WireSha {
+    sha: String,
+}
+
+/// The branches or tags of a list answer: anything but a list of them is refused.
+fn named(answer: &super::client::Answer) -> Result<Vec<NamedCommit>, ToolError> {
+    answer.items()?;
+    let list: Vec<WireNamed> = answer.parse()?;
+    Ok(list
+        .into_iter()
         .map(|b| NamedCommit {
-            name: text(&b["name"]),
-            sha: text(&b["commit"]["sha"]),
-            protected: b["protected"].as_bool(),
+            name: b.name,
+            sha: b.commit.sha,
+            protected: b.protected,
         })
-        .collect()
+        .collect())
 }
 
 impl Execute for GitHubListBranches {
@@ -220,7 +342,7 @@ impl Execute for GitHubListBranches {
         );
         let answer = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?;
         Ok(Refs {
-            refs: named(&answer.body),
+            refs: named(&answer)?,
             next_page: answer.next_page,
         })
     }
@@ -275,243 +397,8 @@ impl Execute for GitHubListTags {
         );
         let answer = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?;
         Ok(Refs {
-            refs: named(&answer.body),
+            refs: named(&answer)?,
             next_page: answer.next_page,
-        })
-    }
-}
-
-/// List a GitHub repository's commits, newest first, from a branch, tag or commit (`sha`;
-/// default the default branch), optionally by one author.
-#[tool(
-    name = "github_list_commits",
-    title = "List GitHub commits",
-    category = "github.repos",
-    effect = "network",
-    read_only = true,
-    idempotent = true,
-    aliases = ["list_commits"]
-)]
-pub struct GitHubListCommits {
-    /// Repository owner.
-    #[schemars(
-        length(min = 1, max = 100),
-        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
-    )]
-    pub owner: String,
-    /// Repository name.
-    #[schemars(
-        length(min = 1, max = 100),
-        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
-    )]
-    pub repo: String,
-    /// Where to start: a branch, tag or commit.
-    #[schemars(length(min = 1, max = 256), regex(pattern = "^[^\\s?#&]+$"))]
-    pub sha: Option<String>,
-    /// Only commits by this login or email.
-    #[schemars(length(min = 1, max = 256), regex(pattern = "^[^\\s?#&]+$"))]
-    pub author: Option<String>,
-    /// Only commits touching this path.
-    #[schemars(length(min = 1, max = 4096))]
-    pub path: Option<String>,
-    /// Only commits after this time (ISO 8601, `2026-01-31` or `2026-01-31T12:00:00Z`).
-    #[schemars(regex(pattern = "^[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9:]{8}Z)?$"))]
-    pub since: Option<String>,
-    /// Only commits before this time (ISO 8601).
-    #[schemars(regex(pattern = "^[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9:]{8}Z)?$"))]
-    pub until: Option<String>,
-    /// Page, 1-based; default 1.
-    #[schemars(range(min = 1, max = 1000))]
-    pub page: Option<u32>,
-    /// Per page; default 30, at most 100.
-    #[tool(alias = "perPage")]
-    #[schemars(range(min = 1, max = 100))]
-    pub per_page: Option<u32>,
-}
-
-/// A page of commits.
-#[kyro_core::output]
-#[derive(Debug)]
-pub struct Commits {
-    /// The commits.
-    pub commits: Vec<CommitSummary>,
-    /// The next page, when there is one (pass it as `page`).
-    pub next_page: Option<u32>,
-}
-
-/// One commit.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct CommitSummary {
-    /// Its sha.
-    pub sha: String,
-    /// Its message's first line.
-    pub subject: String,
-    /// Its author's name.
-    pub author: String,
-    /// Its author's login, when GitHub knows it.
-    pub login: Option<String>,
-    /// When it was authored (ISO 8601).
-    pub date: String,
-}
-
-pub(crate) fn commit_summary(c: &Value) -> CommitSummary {
-    CommitSummary {
-        sha: text(&c["sha"]),
-        subject: text(&c["commit"]["message"])
-            .lines()
-            .next()
-            .unwrap_or_default()
-            .to_owned(),
-        author: text(&c["commit"]["author"]["name"]),
-        login: c["author"]["login"].as_str().map(str::to_owned),
-        date: text(&c["commit"]["author"]["date"]),
-    }
-}
-
-impl Execute for GitHubListCommits {
-    type Output = Commits;
-    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
-
-    fn preview(&self, _: &ToolContext) -> Option<String> {
-        super::client::target()
-    }
-
-    async fn run(self, cx: &ToolContext) -> Result<Commits, ToolError> {
-        let mut path = format!(
-            "/repos/{}/{}/commits?{}",
-            self.owner,
-            self.repo,
-            paging(self.page, self.per_page)
-        );
-        if let Some(sha) = &self.sha {
-            path.push_str(&format!("&sha={}", encode(sha)));
-        }
-        for (key, value) in [
-            ("author", &self.author),
-            ("path", &self.path),
-            ("since", &self.since),
-            ("until", &self.until),
-        ] {
-            if let Some(value) = value {
-                path.push_str(&format!("&{key}={}", encode(value)));
-            }
-        }
-        let answer = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?;
-        Ok(Commits {
-            commits: items(&answer.body).iter().map(commit_summary).collect(),
-            next_page: answer.next_page,
-        })
-    }
-}
-
-/// Get one commit of a GitHub repository: its message, author, and (`detail`) the files
-/// it changed with their line counts (`stats`, the default), with their patches too
-/// (`full_patch`), or neither (`none`).
-#[tool(
-    name = "github_get_commit",
-    title = "Get a GitHub commit",
-    category = "github.repos",
-    effect = "network",
-    read_only = true,
-    idempotent = true,
-    aliases = ["get_commit"]
-)]
-pub struct GitHubGetCommit {
-    /// Repository owner.
-    #[schemars(
-        length(min = 1, max = 100),
-        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
-    )]
-    pub owner: String,
-    /// Repository name.
-    #[schemars(
-        length(min = 1, max = 100),
-        regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
-    )]
-    pub repo: String,
-    /// The commit: a sha, branch or tag.
-    #[schemars(length(min = 1, max = 256), regex(pattern = "^[^\\s?#&]+$"))]
-    pub sha: String,
-    /// How much of the change; default `stats`.
-    #[serde(default)]
-    pub detail: Detail,
-}
-
-/// How much of a commit's change.
-#[kyro_core::input]
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum Detail {
-    /// The message alone.
-    None,
-    /// The files changed and their line counts.
-    #[default]
-    Stats,
-    /// The files with their patches.
-    FullPatch,
-}
-
-/// A commit with its changes.
-#[kyro_core::output]
-#[derive(Debug)]
-pub struct CommitDetail {
-    /// The commit.
-    pub commit: CommitSummary,
-    /// Its whole message.
-    pub message: String,
-    /// Lines added and removed in all.
-    pub additions: u64,
-    /// Lines removed in all.
-    pub deletions: u64,
-    /// The files it changed.
-    pub files: Vec<ChangedFile>,
-}
-
-/// A file a commit changed.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ChangedFile {
-    /// Its path.
-    pub path: String,
-    /// `added`, `modified`, `removed`, `renamed`, ...
-    pub status: String,
-    /// Lines added.
-    pub additions: u64,
-    /// Lines removed.
-    pub deletions: u64,
-    /// Its unified diff, when asked for and GitHub has it.
-    pub patch: Option<String>,
-}
-
-impl Execute for GitHubGetCommit {
-    type Output = CommitDetail;
-    const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
-
-    fn preview(&self, _: &ToolContext) -> Option<String> {
-        super::client::target()
-    }
-
-    async fn run(self, cx: &ToolContext) -> Result<CommitDetail, ToolError> {
-        let path = format!("/repos/{}/{}/commits/{}", self.owner, self.repo, encode(&self.sha));
-        let c = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?.body;
-        let files = items(&c["files"])
-            .iter()
-            .filter(|_| self.detail != Detail::None)
-            .map(|f| ChangedFile {
-                path: text(&f["filename"]),
-                status: text(&f["status"]),
-                additions: f["additions"].as_u64().unwrap_or(0),
-                deletions: f["deletions"].as_u64().unwrap_or(0),
-                patch: (self.detail == Detail::FullPatch)
-                    .then(|| f["patch"].as_str().map(str::to_owned))
-                    .flatten(),
-            })
-            .collect();
-        Ok(CommitDetail {
-            commit: commit_summary(&c),
-            message: text(&c["commit"]["message"]),
-            additions: c["stats"]["additions"].as_u64().unwrap_or(0),
-            deletions: c["stats"]["deletions"].as_u64().unwrap_or(0),
-            files,
         })
     }
 }
@@ -567,6 +454,13 @@ pub struct Collaborator {
     pub role: String,
 }
 
+/// A collaborator as GitHub lists one.
+#[derive(Deserialize)]
+struct WireCollaborator {
+    login: String,
+    role_name: String,
+}
+
 impl Execute for GitHubListRepositoryCollaborators {
     type Output = Collaborators;
     const SETTINGS: &[kyro_core::policy::SettingsTable] = super::client::NETWORK;
@@ -583,12 +477,14 @@ impl Execute for GitHubListRepositoryCollaborators {
             paging(self.page, self.per_page)
         );
         let answer = GitHub::for_call(cx)?.send(cx, "GET", &path, None)?;
+        answer.items()?;
+        let people: Vec<WireCollaborator> = answer.parse()?;
         Ok(Collaborators {
-            collaborators: items(&answer.body)
-                .iter()
+            collaborators: people
+                .into_iter()
                 .map(|c| Collaborator {
-                    login: login(c),
-                    role: text(&c["role_name"]),
+                    login: c.login,
+                    role: c.role_name,
                 })
                 .collect(),
             next_page: answer.next_page,

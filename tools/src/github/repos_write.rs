@@ -1,14 +1,84 @@
 //! GitHub's `repos` toolset, writing: files (one, or many in one commit), branches,
-//! repositories and forks.
+//! repositories and forks. A file's path has no `.`, `..` or empty segment (the schema
+//! refuses them); each answer is read through the shape GitHub documents (the `Wire`
+//! structs), and what one answer names goes into the next request's path encoded.
 
 use base64::Engine;
 use base64::prelude::BASE64_STANDARD;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::client::{GitHub, encode, text};
+use super::client::{GitHub, encode};
 use super::repos_read::encode_path;
 use crate::Failure;
+
+#[derive(Deserialize)]
+struct WireSha {
+    sha: String,
+}
+
+/// A reference: what it points to.
+#[derive(Deserialize)]
+struct WireRef {
+    object: WireSha,
+}
+
+/// A file in the repository, as the contents endpoint sends it.
+#[derive(Deserialize)]
+struct WireFile {
+    #[serde(rename = "type")]
+    kind: String,
+    sha: String,
+}
+
+/// The commit a write made.
+#[derive(Deserialize)]
+struct WireCommitMade {
+    sha: String,
+    html_url: String,
+}
+
+/// A file written: the file and the commit.
+#[derive(Deserialize)]
+struct WireWritten {
+    content: WireWrittenFile,
+    commit: WireCommitMade,
+}
+
+#[derive(Deserialize)]
+struct WireWrittenFile {
+    path: String,
+    sha: String,
+}
+
+/// A file deleted: the commit (`content` is null).
+#[derive(Deserialize)]
+struct WireDeleted {
+    commit: WireCommitMade,
+}
+
+/// A git commit object: its tree.
+#[derive(Deserialize)]
+struct WireGitCommit {
+    tree: WireSha,
+}
+
+/// A reference made.
+#[derive(Deserialize)]
+struct WireRefMade {
+    #[serde(rename = "ref")]
+    _name: String,
+}
+
+/// A repository.
+#[derive(Deserialize)]
+struct WireRepository {
+    full_name: String,
+    html_url: String,
+    private: bool,
+    default_branch: String,
+}
 
 /// A file written or deleted, and the commit that did it.
 #[kyro_core::output]
@@ -50,8 +120,11 @@ pub struct GitHubCreateOrUpdateFile {
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub repo: String,
-    /// The file's path.
-    #[schemars(length(min = 1, max = 4096))]
+    /// The file's path (no `.`, `..` or empty segment, no leading `/`).
+    #[schemars(
+        length(min = 1, max = 4096),
+        regex(pattern = "^([^/.][^/]*|\\.[^/.][^/]*|\\.\\.[^/]+)(/([^/.][^/]*|\\.[^/.][^/]*|\\.\\.[^/]+))*$")
+    )]
     pub path: String,
     /// Its whole new content (text).
     #[schemars(length(max = 10485760))]
@@ -85,17 +158,26 @@ impl Execute for GitHubCreateOrUpdateFile {
         );
         if self.sha.is_none() {
             // A new file: refused if one is there, rather than failing without saying why.
-            let there = github.send(cx, "GET", &format!("{path}?ref={}", encode(&self.branch)), None);
-            if let Ok(answer) = there {
-                return Err(Failure::InvalidRequest {
-                    message: format!(
-                        "`{}` exists on `{}` (blob sha {}); pass `sha` to replace it",
-                        self.path,
-                        self.branch,
-                        text(&answer.body["sha"])
-                    ),
+            match github.send(cx, "GET", &format!("{path}?ref={}", encode(&self.branch)), None) {
+                Ok(answer) if answer.body.is_array() => {
+                    return Err(Failure::InvalidRequest {
+                        message: format!("`{}` is a folder on `{}`", self.path, self.branch),
+                    }
+                    .into());
                 }
-                .into());
+                Ok(answer) => {
+                    let there: WireFile = answer.parse()?;
+                    return Err(Failure::InvalidRequest {
+                        message: format!(
+                            "`{}` exists on `{}` (blob sha {}); pass `sha` to replace it",
+                            self.path, self.branch, there.sha
+                        ),
+                    }
+                    .into());
+                }
+                // Not there: made below.
+                Err(e) if matches!(Failure::of(&e), Some(Failure::Remote { status: 404, .. })) => {}
+                Err(e) => return Err(e),
             }
         }
         let mut body = json!({
@@ -106,12 +188,12 @@ impl Execute for GitHubCreateOrUpdateFile {
         if let Some(sha) = &self.sha {
             body["sha"] = json!(sha);
         }
-        let v = github.send(cx, "PUT", &path, Some(&body))?.body;
+        let v: WireWritten = github.send(cx, "PUT", &path, Some(&body))?.parse()?;
         Ok(FileCommit {
-            path: text(&v["content"]["path"]),
-            sha: v["content"]["sha"].as_str().map(str::to_owned),
-            commit_sha: text(&v["commit"]["sha"]),
-            commit_url: text(&v["commit"]["html_url"]),
+            path: v.content.path,
+            sha: Some(v.content.sha),
+            commit_sha: v.commit.sha,
+            commit_url: v.commit.html_url,
         })
     }
 }
@@ -140,8 +222,11 @@ pub struct GitHubDeleteFile {
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub repo: String,
-    /// The file's path.
-    #[schemars(length(min = 1, max = 4096))]
+    /// The file's path (no `.`, `..` or empty segment, no leading `/`).
+    #[schemars(
+        length(min = 1, max = 4096),
+        regex(pattern = "^([^/.][^/]*|\\.[^/.][^/]*|\\.\\.[^/]+)(/([^/.][^/]*|\\.[^/.][^/]*|\\.\\.[^/]+))*$")
+    )]
     pub path: String,
     /// The commit message.
     #[schemars(length(min = 1, max = 10000))]
@@ -167,22 +252,27 @@ impl Execute for GitHubDeleteFile {
             self.repo,
             encode_path(&self.path)
         );
-        let current = github
-            .send(cx, "GET", &format!("{path}?ref={}", encode(&self.branch)), None)?
-            .body;
-        if !current.is_object() || current["type"] != "file" {
-            return Err(Failure::InvalidRequest {
+        let current = github.send(cx, "GET", &format!("{path}?ref={}", encode(&self.branch)), None)?;
+        let not_a_file = || -> ToolError {
+            Failure::InvalidRequest {
                 message: format!("`{}` is not a file on `{}`", self.path, self.branch),
             }
-            .into());
+            .into()
+        };
+        if current.body.is_array() {
+            return Err(not_a_file());
         }
-        let body = json!({"message": self.message, "sha": current["sha"], "branch": self.branch});
-        let v = github.send(cx, "DELETE", &path, Some(&body))?.body;
+        let current: WireFile = current.parse()?;
+        if current.kind != "file" {
+            return Err(not_a_file());
+        }
+        let body = json!({"message": self.message, "sha": current.sha, "branch": self.branch});
+        let v: WireDeleted = github.send(cx, "DELETE", &path, Some(&body))?.parse()?;
         Ok(FileCommit {
             path: self.path,
             sha: None,
-            commit_sha: text(&v["commit"]["sha"]),
-            commit_url: text(&v["commit"]["html_url"]),
+            commit_sha: v.commit.sha,
+            commit_url: v.commit.html_url,
         })
     }
 }
@@ -191,8 +281,11 @@ impl Execute for GitHubDeleteFile {
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PushedFile {
-    /// Its path.
-    #[schemars(length(min = 1, max = 4096))]
+    /// Its path (no `.`, `..` or empty segment, no leading `/`).
+    #[schemars(
+        length(min = 1, max = 4096),
+        regex(pattern = "^([^/.][^/]*|\\.[^/.][^/]*|\\.\\.[^/]+)(/([^/.][^/]*|\\.[^/.][^/]*|\\.\\.[^/]+))*$")
+    )]
     pub path: String,
     /// Its whole content (text).
     #[schemars(length(max = 10485760))]
@@ -259,28 +352,36 @@ impl Execute for GitHubPushFiles {
         let github = GitHub::for_call(cx)?;
         let git = format!("/repos/{}/{}/git", self.owner, self.repo);
         let head_ref = format!("{git}/ref/heads/{}", encode_path(&self.branch));
-        let head = text(&github.send(cx, "GET", &head_ref, None)?.body["object"]["sha"]);
-        let base_tree = text(&github.send(cx, "GET", &format!("{git}/commits/{head}"), None)?.body["tree"]["sha"]);
+        let head: WireRef = github.send(cx, "GET", &head_ref, None)?.parse()?;
+        let head = head.object.sha;
+        // The sha is the answer's: encoded, it names one commit and nothing else.
+        let base: WireGitCommit = github
+            .send(cx, "GET", &format!("{git}/commits/{}", encode(&head)), None)?
+            .parse()?;
+        let base_tree = base.tree.sha;
         let entries: Vec<Value> = self
             .files
             .iter()
             .map(|f| json!({"path": f.path, "mode": "100644", "type": "blob", "content": f.content}))
             .collect();
         let tree_body = json!({"base_tree": base_tree, "tree": entries});
-        let tree = text(&github.send(cx, "POST", &format!("{git}/trees"), Some(&tree_body))?.body["sha"]);
-        let commit_body = json!({"message": self.message, "tree": tree, "parents": [head]});
-        let commit = text(
-            &github
-                .send(cx, "POST", &format!("{git}/commits"), Some(&commit_body))?
-                .body["sha"],
-        );
+        let tree: WireSha = github
+            .send(cx, "POST", &format!("{git}/trees"), Some(&tree_body))?
+            .parse()?;
+        let commit_body = json!({"message": self.message, "tree": tree.sha, "parents": [head]});
+        let commit: WireSha = github
+            .send(cx, "POST", &format!("{git}/commits"), Some(&commit_body))?
+            .parse()?;
+        let commit = commit.sha;
         let update = json!({"sha": commit, "force": false});
-        github.send(
-            cx,
-            "PATCH",
-            &format!("{git}/refs/heads/{}", encode_path(&self.branch)),
-            Some(&update),
-        )?;
+        let _: WireRef = github
+            .send(
+                cx,
+                "PATCH",
+                &format!("{git}/refs/heads/{}", encode_path(&self.branch)),
+                Some(&update),
+            )?
+            .parse()?;
         Ok(Pushed {
             branch: self.branch,
             commit_sha: commit,
@@ -344,15 +445,19 @@ impl Execute for GitHubCreateBranch {
         let repo = format!("/repos/{}/{}", self.owner, self.repo);
         let from = match self.from_branch {
             Some(from) => from,
-            None => text(&github.send(cx, "GET", &repo, None)?.body["default_branch"]),
+            None => {
+                let repository: WireRepository = github.send(cx, "GET", &repo, None)?.parse()?;
+                repository.default_branch
+            }
         };
-        let sha = text(
-            &github
-                .send(cx, "GET", &format!("{repo}/git/ref/heads/{}", encode_path(&from)), None)?
-                .body["object"]["sha"],
-        );
+        let head: WireRef = github
+            .send(cx, "GET", &format!("{repo}/git/ref/heads/{}", encode_path(&from)), None)?
+            .parse()?;
+        let sha = head.object.sha;
         let body = json!({"ref": format!("refs/heads/{}", self.branch), "sha": sha});
-        github.send(cx, "POST", &format!("{repo}/git/refs"), Some(&body))?;
+        let _: WireRefMade = github
+            .send(cx, "POST", &format!("{repo}/git/refs"), Some(&body))?
+            .parse()?;
         Ok(BranchMade {
             branch: self.branch,
             sha,
@@ -375,13 +480,15 @@ pub struct Repository {
 }
 
 impl Repository {
-    fn from_json(v: &Value) -> Repository {
-        Repository {
-            full_name: text(&v["full_name"]),
-            html_url: text(&v["html_url"]),
-            private: v["private"].as_bool().unwrap_or(false),
-            default_branch: text(&v["default_branch"]),
-        }
+    /// The repository an answer names: anything else is an `unexpected_answer`.
+    fn from_answer(answer: &super::client::Answer) -> Result<Repository, ToolError> {
+        let v: WireRepository = answer.parse()?;
+        Ok(Repository {
+            full_name: v.full_name,
+            html_url: v.html_url,
+            private: v.private,
+            default_branch: v.default_branch,
+        })
     }
 }
 
@@ -438,9 +545,7 @@ impl Execute for GitHubCreateRepository {
             "private": self.private,
             "auto_init": self.auto_init,
         });
-        Ok(Repository::from_json(
-            &GitHub::for_call(cx)?.send(cx, "POST", &path, Some(&body))?.body,
-        ))
+        Repository::from_answer(&GitHub::for_call(cx)?.send(cx, "POST", &path, Some(&body))?)
     }
 }
 
@@ -488,8 +593,6 @@ impl Execute for GitHubForkRepository {
             Some(org) => json!({"organization": org}),
             None => json!({}),
         };
-        Ok(Repository::from_json(
-            &GitHub::for_call(cx)?.send(cx, "POST", &path, Some(&body))?.body,
-        ))
+        Repository::from_answer(&GitHub::for_call(cx)?.send(cx, "POST", &path, Some(&body))?)
     }
 }

@@ -392,6 +392,61 @@ pub(crate) fn send(
     Err(refused(&url, format!("more than {MAX_REDIRECTS} redirects")))
 }
 
+/// [`send`] handing the body to `read` as a stream (with the final URL and status) rather
+/// than reading it into memory: the same checks, every hop checked and redirects followed
+/// by hand (up to five), the policy's refusal as `url_refused`. `read` bounds what it reads.
+pub(crate) fn send_streaming<T>(
+    cx: &ToolContext,
+    method: &str,
+    url: &str,
+    headers: &[(String, String)],
+    timeout: std::time::Duration,
+    read: impl FnOnce(&str, u16, &mut dyn Read) -> Result<T, ToolError>,
+) -> Result<T, ToolError> {
+    let timeout = cx
+        .stop()
+        .remaining()
+        .map_or(timeout, |left| (left + crate::settings::PAST_THE_LIMIT).min(timeout));
+    let config = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .timeout_global(Some(timeout))
+        .build();
+    let agent = checked_agent(
+        NetworkSettings::clone(&*cx.scope().settings::<NetworkSettings>()?),
+        config,
+    );
+    let mut url = url.to_owned();
+    let mut method = method.to_owned();
+    for _ in 0..=MAX_REDIRECTS {
+        cx.stop().check()?;
+        let uri = check(cx, &url)?;
+        let mut request = ureq::http::Request::builder().method(method.as_str()).uri(&uri);
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        let request = request.body(()).map_err(|e| refused(&url, e.to_string()))?;
+        let mut response = agent.run(request).map_err(|e| transport_error(&url, &url, e))?;
+        let status = response.status().as_u16();
+        cx.effects().push(ObservedEffect::Request {
+            url: url.clone(),
+            status: Some(status),
+        });
+        if (300..400).contains(&status)
+            && let Some(location) = response.headers().get("location").and_then(|v| v.to_str().ok())
+        {
+            url = resolve(&uri, location);
+            if status == 303 {
+                method = "GET".into();
+            }
+            continue;
+        }
+        let mut reader = response.body_mut().as_reader();
+        return read(&url, status, &mut reader);
+    }
+    Err(refused(&url, format!("more than {MAX_REDIRECTS} redirects")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

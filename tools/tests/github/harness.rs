@@ -101,3 +101,21 @@ pub fn failure(outcome: &Outcome) -> Option<kyro_tools::Failure> {
         _ => None,
     }
 }
+
+/// The next request, waited for at most ten seconds: a test expecting one that never comes
+/// fails rather than hangs.
+pub fn request_soon(seen: &mpsc::Receiver<Seen>) -> (String, String, Value) {
+    let r = seen
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("a request that was not sent");
+    let body = serde_json::from_str(&r.body).unwrap_or(Value::Null);
+    (r.method, r.path, body)
+}
+
+/// The kind of the failure a call ended with (panics on any other outcome), and its text.
+pub fn failed(tool: &str, args: Value) -> (String, String) {
+    match run(tool, args.clone()) {
+        Outcome::ExecutionFailed { error, .. } => (error.kind().to_owned(), error.to_string()),
+        other => panic!("{tool} {args}: expected a failure, got {other:?}"),
+    }
+}
