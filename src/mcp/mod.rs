@@ -33,7 +33,7 @@ use elicit::Settled;
 pub(crate) use listing::mcp_tool;
 use progress::ProgressForwarder;
 use tasks::{Ran, Tasks};
-use text::{call_result, mark_remote, tool_error};
+use text::{call_result, tool_error};
 
 #[cfg(feature = "http")]
 pub use auth::{HttpAuth, HttpAuthFlags};
@@ -523,17 +523,14 @@ impl KyroServer {
         let (text, remote) = (self.text, self.remote(&call.tool));
         let cancel = context.ct.cancelled();
         let scope = self.scope_of(context).clone();
-        let answer = move |o: Outcome| match (remote, o.kind() == kyro_core::OutcomeKind::Ok) {
-            (true, true) => mark_remote(call_result(o, text), text),
-            _ => call_result(o, text),
-        };
+        let answer = move |o| call_result(o, text, remote);
         Box::pin(self.tasks.run((&self.runtime, scope), call, cancel, answer)).await
     }
 
     /// Whether `tool`'s results are a remote party's text (its effect is `network`).
     fn remote(&self, tool: &str) -> bool {
-        let snapshot = self.runtime.registry().snapshot();
-        snapshot
+        let tools = self.runtime.registry().snapshot();
+        tools
             .get(tool)
             .is_some_and(|t| t.descriptor().effect == kyro_core::Effect::Network)
     }
@@ -541,10 +538,10 @@ impl KyroServer {
     /// The answer to `tools/call` for an outcome.
     fn finish(&self, outcome: Outcome) -> Result<CallToolResponse, ErrorData> {
         match outcome {
-            Outcome::Ok { ref tool, .. } if self.remote(tool) => {
-                Ok(mark_remote(call_result(outcome, self.text), self.text).into())
+            Outcome::Ok { ref tool, .. } => {
+                let remote = self.remote(tool);
+                Ok(call_result(outcome, self.text, remote).into())
             }
-            outcome @ Outcome::Ok { .. } => Ok(call_result(outcome, self.text).into()),
             Outcome::UnknownTool { name, suggestions } => Err(ErrorData::invalid_params(
                 format!("no tool is named `{name}`"),
                 Some(serde_json::json!({ "suggestions": suggestions })),

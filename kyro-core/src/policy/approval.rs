@@ -373,7 +373,7 @@ mod tests {
         let long = "y".repeat(5000);
         let summary = summarize("write_file", &json!({"content": long}));
         // The cut part is named by its size and digest: a tail that differs is seen to.
-        let digest = crate::confined::hex(&Sha256::digest(long.as_bytes()));
+        let digest = crate::confined::hex(&<sha2::Sha256 as sha2::Digest>::digest(long.as_bytes()));
         assert!(
             summary.contains(&format!(
                 "(1002 more characters not shown; the whole value is 5000 bytes, sha256 {digest})"

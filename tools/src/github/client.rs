@@ -468,11 +468,6 @@ fn next_page(link: &str) -> Option<u32> {
         })
 }
 
-/// A user's login from a GitHub user object.
-pub(crate) fn login(user: &Value) -> String {
-    user["login"].as_str().unwrap_or_default().to_owned()
-}
-
 pub(crate) fn text(value: &Value) -> String {
     value.as_str().unwrap_or_default().to_owned()
 }
@@ -498,9 +493,4 @@ pub(crate) fn encode(text: &str) -> String {
 /// `?page=P&per_page=N` (GitHub's defaults: page 1, 30 a page).
 pub(crate) fn paging(page: Option<u32>, per_page: Option<u32>) -> String {
     format!("page={}&per_page={}", page.unwrap_or(1), per_page.unwrap_or(30))
-}
-
-/// The items of a list answer.
-pub(crate) fn items(body: &Value) -> &[Value] {
-    body.as_array().map(Vec::as_slice).unwrap_or_default()
 }

@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::client::{GitHub, paging};
-use super::wire::{IssueCommentWire, IssueWire, LabelWire, list as items};
+use super::wire::{IssueCommentWire, IssueWire, LabelWire, author, list as items};
 
 /// Read a GitHub issue (or a pull request seen as one) by `method`: `get` (title, state,
 /// body, labels), `get_comments`, `get_sub_issues` or `get_labels`; lists a page at a time.
@@ -176,5 +176,48 @@ impl Execute for GitHubIssueRead {
                 }
             }
         })
+    }
+}
+
+impl From<IssueWire> for Issue {
+    fn from(v: IssueWire) -> Issue {
+        Issue {
+            number: v.number,
+            id: v.id,
+            title: v.title,
+            state: v.state,
+            body: v.body.unwrap_or_default(),
+            author: author(v.user),
+            labels: v
+                .labels
+                .iter()
+                .filter_map(|l| l["name"].as_str().map(str::to_owned))
+                .collect(),
+            comments: v.comments,
+            is_pull_request: v.pull_request.is_some(),
+            html_url: v.html_url,
+        }
+    }
+}
+
+impl From<LabelWire> for Label {
+    fn from(v: LabelWire) -> Label {
+        Label {
+            name: v.name,
+            color: v.color,
+            description: v.description.unwrap_or_default(),
+        }
+    }
+}
+
+impl From<IssueCommentWire> for IssueComment {
+    fn from(c: IssueCommentWire) -> IssueComment {
+        IssueComment {
+            id: c.id,
+            author: author(c.user),
+            body: c.body.unwrap_or_default(),
+            created_at: c.created_at,
+            html_url: c.html_url,
+        }
     }
 }

@@ -315,3 +315,12 @@ impl Execute for GitHubSubIssueWrite {
         Ok(answer.parse::<IssueWire>()?.into())
     }
 }
+
+impl From<CommentWire> for Comment {
+    fn from(c: CommentWire) -> Comment {
+        Comment {
+            id: c.id,
+            html_url: c.html_url,
+        }
+    }
+}

@@ -560,3 +560,34 @@ impl Execute for GitHubSearchPullRequests {
         search.run(cx).await
     }
 }
+
+impl From<PullWire> for PullRequest {
+    fn from(v: PullWire) -> PullRequest {
+        PullRequest {
+            number: v.number,
+            title: v.title,
+            state: v.state,
+            body: v.body.unwrap_or_default(),
+            author: author(v.user),
+            head: v.head.branch,
+            head_sha: v.head.sha,
+            base: v.base.branch,
+            merged: v.merged.unwrap_or(false),
+            draft: v.draft.unwrap_or(false),
+            mergeable_state: v.mergeable_state,
+            html_url: v.html_url,
+        }
+    }
+}
+
+impl From<ReviewWire> for Review {
+    fn from(r: ReviewWire) -> Review {
+        Review {
+            id: r.id,
+            author: author(r.user),
+            state: r.state,
+            body: r.body.unwrap_or_default(),
+            submitted_at: r.submitted_at,
+        }
+    }
+}

@@ -10,9 +10,6 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::client::Answer;
-use super::issue_read::{Issue, IssueComment, Label};
-use super::issue_write::Comment;
-use super::pull_read::{PullRequest, Review};
 use crate::Failure;
 
 /// The items of a list answer, each as `T`: anything but an array, or an item of another
@@ -61,146 +58,75 @@ pub(crate) fn author(user: Option<User>) -> String {
 /// An issue (or a pull request seen as one, in issue lists and searches).
 #[derive(Deserialize)]
 pub(crate) struct IssueWire {
-    number: u64,
-    id: u64,
-    title: String,
-    state: String,
-    body: Option<String>,
-    user: Option<User>,
+    pub(crate) number: u64,
+    pub(crate) id: u64,
+    pub(crate) title: String,
+    pub(crate) state: String,
+    pub(crate) body: Option<String>,
+    pub(crate) user: Option<User>,
     /// Label objects, or (GitHub allows it) bare names, which are not shown.
     #[serde(default)]
-    labels: Vec<Value>,
+    pub(crate) labels: Vec<Value>,
     #[serde(default)]
-    comments: u64,
-    pull_request: Option<Value>,
-    html_url: String,
-}
-
-impl From<IssueWire> for Issue {
-    fn from(v: IssueWire) -> Issue {
-        Issue {
-            number: v.number,
-            id: v.id,
-            title: v.title,
-            state: v.state,
-            body: v.body.unwrap_or_default(),
-            author: author(v.user),
-            labels: v
-                .labels
-                .iter()
-                .filter_map(|l| l["name"].as_str().map(str::to_owned))
-                .collect(),
-            comments: v.comments,
-            is_pull_request: v.pull_request.is_some(),
-            html_url: v.html_url,
-        }
-    }
+    pub(crate) comments: u64,
+    pub(crate) pull_request: Option<Value>,
+    pub(crate) html_url: String,
 }
 
 /// A label.
 #[derive(Deserialize)]
 pub(crate) struct LabelWire {
-    name: String,
-    color: String,
-    description: Option<String>,
-}
-
-impl From<LabelWire> for Label {
-    fn from(v: LabelWire) -> Label {
-        Label {
-            name: v.name,
-            color: v.color,
-            description: v.description.unwrap_or_default(),
-        }
-    }
+    pub(crate) name: String,
+    pub(crate) color: String,
+    pub(crate) description: Option<String>,
 }
 
 /// A comment on an issue's (or pull request's) conversation.
 #[derive(Deserialize)]
 pub(crate) struct IssueCommentWire {
-    id: u64,
-    user: Option<User>,
-    body: Option<String>,
-    created_at: String,
-    html_url: String,
-}
-
-impl From<IssueCommentWire> for IssueComment {
-    fn from(c: IssueCommentWire) -> IssueComment {
-        IssueComment {
-            id: c.id,
-            author: author(c.user),
-            body: c.body.unwrap_or_default(),
-            created_at: c.created_at,
-            html_url: c.html_url,
-        }
-    }
+    pub(crate) id: u64,
+    pub(crate) user: Option<User>,
+    pub(crate) body: Option<String>,
+    pub(crate) created_at: String,
+    pub(crate) html_url: String,
 }
 
 /// A comment made: its id and address.
 #[derive(Deserialize)]
 pub(crate) struct CommentWire {
-    id: u64,
-    html_url: String,
-}
-
-impl From<CommentWire> for Comment {
-    fn from(c: CommentWire) -> Comment {
-        Comment {
-            id: c.id,
-            html_url: c.html_url,
-        }
-    }
+    pub(crate) id: u64,
+    pub(crate) html_url: String,
 }
 
 /// A pull request: in full (`get`, `create`), or as a list gives it, without `merged`
 /// and `mergeable_state`.
 #[derive(Deserialize)]
 pub(crate) struct PullWire {
-    number: u64,
-    title: String,
-    state: String,
-    body: Option<String>,
-    user: Option<User>,
-    head: HeadWire,
-    base: BaseWire,
-    merged: Option<bool>,
-    draft: Option<bool>,
-    mergeable_state: Option<String>,
-    html_url: String,
+    pub(crate) number: u64,
+    pub(crate) title: String,
+    pub(crate) state: String,
+    pub(crate) body: Option<String>,
+    pub(crate) user: Option<User>,
+    pub(crate) head: HeadWire,
+    pub(crate) base: BaseWire,
+    pub(crate) merged: Option<bool>,
+    pub(crate) draft: Option<bool>,
+    pub(crate) mergeable_state: Option<String>,
+    pub(crate) html_url: String,
 }
 
 /// A pull request's head: its branch and commit.
 #[derive(Deserialize)]
 pub(crate) struct HeadWire {
     #[serde(rename = "ref")]
-    branch: String,
+    pub(crate) branch: String,
     pub sha: String,
 }
 
 #[derive(Deserialize)]
-struct BaseWire {
+pub(crate) struct BaseWire {
     #[serde(rename = "ref")]
-    branch: String,
-}
-
-impl From<PullWire> for PullRequest {
-    fn from(v: PullWire) -> PullRequest {
-        PullRequest {
-            number: v.number,
-            title: v.title,
-            state: v.state,
-            body: v.body.unwrap_or_default(),
-            author: author(v.user),
-            head: v.head.branch,
-            head_sha: v.head.sha,
-            base: v.base.branch,
-            merged: v.merged.unwrap_or(false),
-            draft: v.draft.unwrap_or(false),
-            mergeable_state: v.mergeable_state,
-            html_url: v.html_url,
-        }
-    }
+    pub(crate) branch: String,
 }
 
 /// A review of a pull request.
@@ -209,18 +135,6 @@ pub(crate) struct ReviewWire {
     pub id: u64,
     pub user: Option<User>,
     pub state: String,
-    body: Option<String>,
-    submitted_at: Option<String>,
-}
-
-impl From<ReviewWire> for Review {
-    fn from(r: ReviewWire) -> Review {
-        Review {
-            id: r.id,
-            author: author(r.user),
-            state: r.state,
-            body: r.body.unwrap_or_default(),
-            submitted_at: r.submitted_at,
-        }
-    }
+    pub(crate) body: Option<String>,
+    pub(crate) submitted_at: Option<String>,
 }
