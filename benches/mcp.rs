@@ -7,7 +7,7 @@
 //! `tools/list` latency, sequential `tools/call` p50/p99, pipelined throughput for 100,000
 //! calls, RSS after the first call and at its peak, and how long a `ping` waits while a
 //! blocking call runs; over Streamable HTTP (2026-07-28 requests, no session, a bearer
-//! token), sequential p50/p99 on one kept-alive connection and the calls/s of four clients
+//! token), sequential p50/p99 on one kept-alive connection and the calls/s of sixteen clients
 //! at once. The work: `read_file` of lines 11-210 of a 1,000-line file, 2.5 s old (kyro's
 //! own tool, and the same function on the author's server and the peer), and `echo` (a
 //! trivial tool: what the framework itself costs). kyro's numbers include what it always
@@ -271,7 +271,7 @@ fn build(package: &str, binary: &str) -> PathBuf {
 }
 
 const HTTP_SEQUENTIAL: usize = 2000;
-const HTTP_CLIENTS: usize = 4;
+const HTTP_CLIENTS: usize = 16;
 const HTTP_CONCURRENT: usize = 20_000;
 const TOKEN: &str = "bench-token-0123456789abcdef0123456789abcdef";
 

@@ -538,7 +538,7 @@ impl KyroServer {
     /// The answer to `tools/call` for an outcome.
     fn finish(&self, outcome: Outcome) -> Result<CallToolResponse, ErrorData> {
         match outcome {
-            Outcome::Ok { ref tool, .. } => {
+            Outcome::Ok { ref tool, .. } | Outcome::ExecutionFailed { ref tool, .. } => {
                 let remote = self.remote(tool);
                 Ok(call_result(outcome, self.text, remote).into())
             }

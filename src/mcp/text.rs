@@ -78,11 +78,14 @@ fn write_value(out: &mut String, value: &Value, indent: usize) {
 }
 
 /// The result of a call that ran (or was refused) as the client reads it.
-/// A `remote` tool's result is marked as a remote party's text ([`REMOTE_MARK`]).
+/// A `remote` tool's result, or its failure, is marked as a remote party's text
+/// ([`REMOTE_MARK`]).
 pub(super) fn call_result(outcome: Outcome, mode: TextMode, remote: bool) -> CallToolResult {
     match outcome {
         Outcome::Ok { result, text, .. } if remote => mark_remote(ok_result(result, text, mode), mode),
         Outcome::Ok { result, text, .. } => ok_result(result, text, mode),
+        // A failure's message may be the remote party's words too (a refusal it explained).
+        Outcome::ExecutionFailed { .. } if remote => mark_remote(tool_error(&outcome, mode), mode),
         other => tool_error(&other, mode),
     }
 }

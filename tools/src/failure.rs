@@ -125,10 +125,14 @@ pub enum Failure {
     },
     /// A remote service's rate limit is exhausted (its primary limit, or a secondary limit
     /// that asks the client to wait).
-    #[error("{service}'s rate limit is exhausted; call again in {retry_after_s} s (at {reset_at}, Unix seconds)")]
+    #[error(
+        "{service}'s rate limit is exhausted ({message}); call again in {retry_after_s} s (at {reset_at}, Unix seconds)"
+    )]
     RateLimited {
         /// The service.
         service: String,
+        /// The service's message.
+        message: String,
         /// When the limit resets, Unix seconds (0 when unknown).
         reset_at: u64,
         /// How long to wait, seconds (`retry-after`, or until `reset_at`; 60 when the

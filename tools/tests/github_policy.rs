@@ -93,6 +93,41 @@ fn github_requests_obey_the_policy_and_write_nothing_they_should_not() {
         ),
         (401, vec![], json!({"message": format!("token {TOKEN} is not valid")})),
         (200, vec![], me(&format!("echo {TOKEN}"))),
+        // The token written with a JSON escape, and percent-encoded in an address.
+        (200, vec![], Value::String(escaped_me())),
+        (
+            401,
+            vec![],
+            Value::String(format!(r#"{{"message": "bad \u0067{}"}}"#, &TOKEN[1..])),
+        ),
+        (
+            301,
+            vec![(
+                "Location",
+                format!("https://x.invalid/?t={}", TOKEN.replace('_', "%5F")),
+            )],
+            json!({"message": "Moved"}),
+        ),
+        // A file that would drive a terminal, and one holding the token.
+        (
+            200,
+            vec![],
+            file(b"hi \x1b]52;c;cm0=\x07\x1b[2J\rok \xe2\x80\xae gnp.exe"),
+        ),
+        (200, vec![], file(format!("key={TOKEN}\n").as_bytes())),
+        // A refusal that is not a limit, whatever its headers; a wait past reason.
+        (
+            403,
+            vec![("retry-after", "1".into())],
+            json!({"message": "Resource protected by organization SAML enforcement"}),
+        ),
+        (
+            429,
+            vec![("retry-after", u64::MAX.to_string())],
+            json!({"message": "slow down"}),
+        ),
+        // Unicode tags: ASCII no reader sees and a model reads.
+        (200, vec![], me("bob\u{E0049}\u{E0047}\u{E004E}\u{2028}")),
     ]);
     // SAFETY: this binary has this one test; nothing else reads the environment meanwhile.
     unsafe {
@@ -252,6 +287,68 @@ fn github_requests_obey_the_policy_and_write_nothing_they_should_not() {
             Some(format!("Bearer {TOKEN}").as_str())
         );
     }
+    // Nor when the server escapes it in JSON, or percent-encodes it in an address.
+    for _ in 0..3 {
+        let json = run_under(&loopback(), "github_get_me", json!({})).to_json().to_string();
+        assert!(
+            !json.contains(TOKEN) && !json.contains(&TOKEN.replace('_', "%5F")),
+            "{json}"
+        );
+        assert!(json.contains("[token]"), "{json}");
+        seen.recv().unwrap();
+    }
+
+    // A file's text shows as itself, its exact bytes beside it; a file holding the token
+    // has it taken out, and no exact bytes that would carry it.
+    let read = |outcome: Outcome| match outcome {
+        Outcome::Ok { result, .. } => result,
+        other => panic!("{other:?}"),
+    };
+    let args = json!({"owner": "o", "repo": "r", "path": "a.txt"});
+    let shown = read(run_under(&loopback(), "github_get_file_contents", args.clone()));
+    let text = shown["content"].as_str().unwrap();
+    for hidden in ['\u{1b}', '\u{7}', '\r', '\u{202E}'] {
+        assert!(!text.contains(hidden), "{hidden:?} in {text:?}");
+    }
+    assert!(text.contains("ok") && shown["content_base64"].is_string(), "{shown}");
+    let secret = read(run_under(&loopback(), "github_get_file_contents", args));
+    assert_eq!(secret["content"], "key=[token]\n");
+    assert!(secret["content_base64"].is_null(), "{secret}");
+    seen.recv().unwrap();
+    seen.recv().unwrap();
+
+    // A 403 that is another refusal stays one, its message kept; a wait is a day at most.
+    match failure(&run_under(&loopback(), "github_get_me", json!({}))) {
+        Some(Failure::Remote {
+            status: 403, message, ..
+        }) => assert!(message.contains("SAML"), "{message}"),
+        other => panic!("{other:?}"),
+    }
+    match failure(&run_under(&loopback(), "github_get_me", json!({}))) {
+        Some(Failure::RateLimited { retry_after_s, .. }) => assert_eq!(retry_after_s, 86_400),
+        other => panic!("{other:?}"),
+    }
+    seen.recv().unwrap();
+    seen.recv().unwrap();
+    let tagged = read(run_under(&loopback(), "github_get_me", json!({})));
+    let name = tagged["name"].as_str().unwrap();
+    assert!(!name.contains('\u{E0049}') && !name.contains('\u{2028}'), "{name:?}");
+    assert!(name.starts_with("bob\\u{E0049}"), "{name}");
+}
+
+/// `/user` with the token in the name, its `g` written as a JSON escape.
+fn escaped_me() -> String {
+    format!(
+        r#"{{"login": "me", "id": 1, "name": "\u0067{}", "html_url": "h", "public_repos": 0, "followers": 0}}"#,
+        &TOKEN[1..]
+    )
+}
+
+/// A contents answer for the file `a.txt` holding `bytes`.
+fn file(bytes: &[u8]) -> Value {
+    use base64::Engine;
+    json!({"type": "file", "path": "a.txt", "sha": "f".repeat(40), "size": bytes.len(),
+           "encoding": "base64", "content": base64::engine::general_purpose::STANDARD.encode(bytes)})
 }
 
 /// A header a hostile server sends (ignored: headers are not relayed).

@@ -126,7 +126,11 @@ fn http(addr: &str) {
                 }
             },
         ));
-        let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
+        // TCP_NODELAY, as axum documents for a server answering on kept-alive connections.
+        use axum::serve::ListenerExt;
+        let listener = tokio::net::TcpListener::bind(addr).await.unwrap().tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         axum::serve(listener, router).await.unwrap();
     });
 }

@@ -313,15 +313,23 @@ pub fn summarize(tool: &str, arguments: &Value) -> String {
     out
 }
 
+/// Whether `c` is a format character a reader does not see but a model reads or a display
+/// obeys: bidirectional marks, overrides and isolates, zero-width characters, the soft
+/// hyphen, line and paragraph separators, Unicode tags (an invisible copy of ASCII),
+/// interlinear annotation marks, fillers and ideographic variation selectors. Emoji
+/// variation selectors (U+FE00..U+FE0F) are left: they shape visible text.
+pub fn invisible(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{180E}'
+        | '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}' | '\u{2060}'..='\u{2064}'
+        | '\u{2066}'..='\u{206F}' | '\u{3164}' | '\u{FEFF}' | '\u{FFA0}' | '\u{FFF9}'..='\u{FFFB}'
+        | '\u{1D173}'..='\u{1D17A}' | '\u{E0000}'..='\u{E007F}' | '\u{E0100}'..='\u{E01EF}')
+}
+
 /// Escapes what a terminal or a chat window would not show as itself: C0 and C1 controls,
 /// bidirectional overrides and isolates, zero-width and other invisible format characters.
 pub fn escape_invisible(text: &str) -> String {
-    let hidden = |c: char| {
-        c.is_control()
-            || matches!(c,
-                '\u{061C}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}'
-                | '\u{2066}'..='\u{2069}' | '\u{FEFF}' | '\u{00AD}')
-    };
+    let hidden = |c: char| c.is_control() || invisible(c);
     if !text.chars().any(|c| hidden(c) && c != '\n') {
         return text.to_owned();
     }

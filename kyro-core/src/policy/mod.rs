@@ -8,7 +8,7 @@ mod settings;
 
 pub use crate::denial::{Access, PathDenial, ScopeError};
 pub(crate) use approval::UsedApprovals;
-pub use approval::{APPROVAL_LIFETIME, ApprovalToken, Fingerprint, escape_invisible, summarize};
+pub use approval::{APPROVAL_LIFETIME, ApprovalToken, Fingerprint, escape_invisible, invisible, summarize};
 pub use file::{
     ApprovalRule, ApprovalRules, Limits, MatchedRule, Policy, RootSpec, SandboxMode, SandboxPolicy, SandboxRead,
 };

@@ -6,7 +6,7 @@
 
 use crate::Failure;
 use crate::integration::guard;
-use crate::integration::untrusted::{show_all, shown};
+use crate::integration::untrusted::shown;
 use crate::settings::NetworkSettings;
 use kyro_core::policy::SettingsTable;
 use kyro_core::receipt::ObservedEffect;
@@ -30,6 +30,11 @@ const MAX_BODY: u64 = 10 * 1024 * 1024;
 /// reported, not relayed.
 const MAX_ERROR_BODY: u64 = 64 * 1024;
 const MAX_ERROR_CHARS: usize = 2_000;
+
+/// The most JSON values a successful answer may hold: a search page of 100 items holds a
+/// few tens of thousands; the bound keeps a 10 MiB body of `[0,0,...]` from taking
+/// hundreds of MiB as parsed values.
+const MAX_VALUES: usize = 1_000_000;
 
 /// The policy table every GitHub tool reads: `[tools.network]`.
 pub(crate) const NETWORK: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
@@ -135,11 +140,49 @@ impl GitHub {
 
     /// `text` with the token taken out: nothing kyro writes (a result, an error, a
     /// receipt) carries it, whatever the server reflects.
-    fn redact(&self, text: String) -> String {
-        match &self.token {
-            Some(token) if text.contains(token.as_str()) => text.replace(token.as_str(), "[token]"),
-            _ => text,
+    fn redact(&self, mut text: String) -> String {
+        let Some(token) = &self.token else { return text };
+        for form in [token.clone(), encode(token)] {
+            if text.contains(&form) {
+                text = text.replace(&form, "[token]");
+            }
         }
+        text
+    }
+
+    /// Every string of a parsed answer (keys too) with the token taken out (a JSON escape
+    /// such as `\u0067hp_...` is undone by parsing, so this runs after it) and shown as
+    /// itself.
+    fn tidy(&self, value: &mut Value) {
+        match value {
+            Value::String(text) => {
+                let redacted = self.redact(std::mem::take(text));
+                *text = shown(&redacted);
+            }
+            Value::Array(items) => items.iter_mut().for_each(|item| self.tidy(item)),
+            Value::Object(map) => {
+                let taken = std::mem::take(map);
+                *map = taken
+                    .into_iter()
+                    .map(|(key, mut item)| {
+                        self.tidy(&mut item);
+                        (shown(&self.redact(key)), item)
+                    })
+                    .collect();
+            }
+            _ => {}
+        }
+    }
+
+    /// Whether `text` holds the token (in any form [`GitHub::redact`] takes out).
+    pub fn carries_token(&self, text: &str) -> bool {
+        self.redact(text.to_owned()) != text
+    }
+
+    /// Text from a remote party that is not JSON (a decoded file, a diff): the token taken
+    /// out and shown as itself.
+    pub fn tidy_text(&self, text: &str) -> String {
+        shown(&self.redact(text.to_owned()))
     }
 
     /// The request, ending by the call's time limit when that comes before the agent's.
@@ -264,9 +307,7 @@ impl GitHub {
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned)
         };
-        if let Some(limited) = rate_limited(status, &header) {
-            return Err(limited.into());
-        }
+        let limits = ["x-ratelimit-remaining", "retry-after", "x-ratelimit-reset"].map(header);
         let link = header("link");
         let location = header("location").map(|l| self.redact(l));
         let content_type = header("content-type").unwrap_or_default();
@@ -284,10 +325,10 @@ impl GitHub {
                 service: SERVICE.into(),
                 status,
                 reason: RemoteReason::of(status),
-                message: shown(&format!(
+                message: shown(&self.redact(format!(
                     "moved to {}; kyro does not follow API redirects, call again with the new owner and repository",
-                    cut(&location.unwrap_or_default(), 500)
-                )),
+                    cut(&percent_decoded(&location.unwrap_or_default()), 500)
+                ))),
             }
             .into());
         }
@@ -307,11 +348,15 @@ impl GitHub {
         bytes.truncate(limit as usize);
         let text = self.redact(String::from_utf8_lossy(&bytes).into_owned());
         if !success {
+            let message = shown(&self.redact(cut(&error_message(&text, &content_type), MAX_ERROR_CHARS)));
+            if let Some(limited) = rate_limited(status, &limits, &message) {
+                return Err(limited.into());
+            }
             return Err(Failure::Remote {
                 service: SERVICE.into(),
                 status,
                 reason: RemoteReason::of(status),
-                message: shown(&cut(&error_message(&text, &content_type), MAX_ERROR_CHARS)),
+                message,
             }
             .into());
         }
@@ -333,6 +378,11 @@ impl GitHub {
                 return Err(unexpected(status, "an empty body where JSON was expected".into()));
             }
             Value::Null
+        } else if values(&text) > MAX_VALUES {
+            return Err(unexpected(
+                status,
+                format!("an answer of more than {MAX_VALUES} JSON values, which kyro does not parse"),
+            ));
         } else {
             let mut body: Value = serde_json::from_str(&text).map_err(|e| {
                 unexpected(
@@ -348,7 +398,7 @@ impl GitHub {
                     ),
                 )
             })?;
-            show_all(&mut body);
+            self.tidy(&mut body);
             body
         };
         Ok(Answer {
@@ -393,31 +443,69 @@ fn error_message(text: &str, content_type: &str) -> String {
     message
 }
 
-/// A limit the answer reports: 429, or 403 with no requests left or a `retry-after`
-/// (GitHub's secondary limit), with how long to wait.
-fn rate_limited(status: u16, header: &dyn Fn(&str) -> Option<String>) -> Option<Failure> {
-    let remaining = header("x-ratelimit-remaining");
-    let retry_after: Option<u64> = header("retry-after").and_then(|r| r.trim().parse().ok());
-    let limited = status == 429 || (status == 403 && (remaining.as_deref() == Some("0") || retry_after.is_some()));
+/// A limit the answer reports, with how long to wait: 429, or a 403 with no requests left
+/// (the primary limit) or with a `retry-after` and a message that says it is a limit (the
+/// secondary one). A 403 that is another refusal (SAML enforcement, a blocked user) stays
+/// `remote`, its message kept, whatever headers come with it.
+fn rate_limited(status: u16, [remaining, retry_after, reset]: &[Option<String>; 3], message: &str) -> Option<Failure> {
+    // A day at most: a wait past that is the server's mistake, not a plan.
+    const LONGEST: u64 = 86_400;
+    let retry_after: Option<u64> = retry_after
+        .as_deref()
+        .and_then(|r| r.trim().parse().ok())
+        .map(|w: u64| w.min(LONGEST));
+    let exhausted = remaining.as_deref() == Some("0");
+    let says_limit = message.to_ascii_lowercase().contains("rate limit");
+    let limited = status == 429 || (status == 403 && (exhausted || (retry_after.is_some() && says_limit)));
     if !limited {
         return None;
     }
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let reset: Option<u64> = header("x-ratelimit-reset").and_then(|r| r.trim().parse().ok());
+    let reset: Option<u64> = reset.as_deref().and_then(|r| r.trim().parse().ok());
     let wait = retry_after
-        .or_else(|| {
-            reset
-                .filter(|_| remaining.as_deref() == Some("0"))
-                .map(|r| r.saturating_sub(now))
-        })
+        .or_else(|| reset.filter(|_| exhausted).map(|r| r.saturating_sub(now).min(LONGEST)))
         .unwrap_or(60);
     Some(Failure::RateLimited {
         service: SERVICE.into(),
-        reset_at: reset.filter(|_| retry_after.is_none()).unwrap_or(now + wait),
+        reset_at: reset
+            .filter(|_| retry_after.is_none())
+            .unwrap_or(now.saturating_add(wait)),
         retry_after_s: wait,
+        message: message.to_owned(),
     })
+}
+
+/// `text` with its `%XX` escapes undone (for showing an address, never for sending it).
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied().and_then(hex),
+            bytes.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(hi), Some(lo)) => {
+                out.push((hi * 16 + lo) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// About how many JSON values `text` holds (every `,`, `[` and `{`, strings' too: an
+/// overcount): parsing builds each, so the count bounds the memory a body can take.
+fn values(text: &str) -> usize {
+    text.bytes().filter(|b| matches!(b, b',' | b'[' | b'{')).count()
 }
 
 impl GitHub {
@@ -439,11 +527,12 @@ impl GitHub {
         .send(cx, "POST", &endpoint, Some(&body))?;
         if let Some(errors) = answer.body["errors"].as_array().filter(|e| !e.is_empty()) {
             let message: Vec<&str> = errors.iter().filter_map(|e| e["message"].as_str()).collect();
+            let message = cut(&message.join("; "), MAX_ERROR_CHARS);
             return Err(Failure::Remote {
                 service: SERVICE.into(),
                 status: 200,
                 reason: RemoteReason::Unprocessable,
-                message: message.join("; "),
+                message,
             }
             .into());
         }

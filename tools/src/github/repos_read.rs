@@ -79,9 +79,10 @@ pub struct Contents {
     pub sha: Option<String>,
     /// A file's size in bytes.
     pub size: Option<u64>,
-    /// A UTF-8 file's text.
+    /// A UTF-8 file's text; control and invisible characters are shown as pictures or
+    /// escapes, and then its exact bytes are in `content_base64` too.
     pub content: Option<String>,
-    /// Another file's bytes, base64.
+    /// Another file's bytes (or a shown text's exact bytes), base64.
     pub content_base64: Option<String>,
     /// A folder's entries.
     pub entries: Option<Vec<Entry>>,
@@ -228,7 +229,13 @@ impl Execute for GitHubGetFileContents {
             Some(sent) => {
                 let bytes = decoded(&file.path, &sent, encoding.as_deref().unwrap_or("base64"), file.size)?;
                 match String::from_utf8(bytes) {
-                    Ok(text) => (Some(text), None),
+                    // Text that would drive a terminal or hide from a reader is shown as
+                    // itself, with its exact bytes beside it (unless they hold the token).
+                    Ok(text) => match github.tidy_text(&text) {
+                        shown if shown == text => (Some(text), None),
+                        shown if github.carries_token(&text) => (Some(shown), None),
+                        shown => (Some(shown), Some(BASE64_STANDARD.encode(text.as_bytes()))),
+                    },
                     Err(e) => (None, Some(BASE64_STANDARD.encode(e.as_bytes()))),
                 }
             }

@@ -395,6 +395,7 @@ pub(crate) fn send(
 /// [`send`] handing the body to `read` as a stream (with the final URL and status) rather
 /// than reading it into memory: the same checks, every hop checked and redirects followed
 /// by hand (up to five), the policy's refusal as `url_refused`. `read` bounds what it reads.
+/// The receipt records each address without its query (a signed address's credential).
 pub(crate) fn send_streaming<T>(
     cx: &ToolContext,
     method: &str,
@@ -428,8 +429,9 @@ pub(crate) fn send_streaming<T>(
         let request = request.body(()).map_err(|e| refused(&url, e.to_string()))?;
         let mut response = agent.run(request).map_err(|e| transport_error(&url, &url, e))?;
         let status = response.status().as_u16();
+        // Recorded without its query: a signed address's query is a credential.
         cx.effects().push(ObservedEffect::Request {
-            url: url.clone(),
+            url: url.split(['?', '#']).next().unwrap_or_default().to_owned(),
             status: Some(status),
         });
         if (300..400).contains(&status)

@@ -7,11 +7,7 @@ use serde_json::Value;
 
 /// `text` as it may be shown: controls visible, bidi overrides and invisibles escaped.
 pub(crate) fn shown(text: &str) -> String {
-    let hidden = |c: char| {
-        matches!(c,
-            '\u{061C}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}'
-            | '\u{2066}'..='\u{2069}' | '\u{FEFF}' | '\u{00AD}')
-    };
+    let hidden = kyro_core::policy::invisible;
     let visible = crate::shell::visible(text);
     if !visible.chars().any(hidden) {
         return visible;
@@ -51,10 +47,8 @@ pub(crate) fn show_all(value: &mut Value) {
 }
 
 fn needs(text: &str) -> bool {
-    text.chars().any(|c| {
-        (c.is_control() && c != '\n' && c != '\t')
-            || matches!(c, '\u{061C}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}' | '\u{00AD}')
-    })
+    text.chars()
+        .any(|c| (c.is_control() && c != '\n' && c != '\t') || kyro_core::policy::invisible(c))
 }
 
 #[cfg(test)]
@@ -63,9 +57,20 @@ mod tests {
 
     #[test]
     fn controls_and_overrides_show_as_themselves() {
-        let text = "title\u{1b}]52;c;ZXZpbA==\u{7}\u{1b}[2J\rback\0\u{202E}txt.exe\u{200B}\nnext\tcol";
+        // Unicode tags spell "IGNORE" invisibly; U+2028 breaks a line unseen.
+        let text = "title\u{1b}]52;c;ZXZpbA==\u{7}\u{1b}[2J\rback\0\u{202E}txt.exe\u{200B}\nnext\tcol\u{E0049}\u{E0047}\u{E004E}\u{2028}\u{180E}";
         let out = shown(text);
-        for hidden in ['\u{1b}', '\u{7}', '\r', '\0', '\u{202E}', '\u{200B}'] {
+        for hidden in [
+            '\u{1b}',
+            '\u{7}',
+            '\r',
+            '\0',
+            '\u{202E}',
+            '\u{200B}',
+            '\u{E0049}',
+            '\u{2028}',
+            '\u{180E}',
+        ] {
             assert!(!out.contains(hidden), "{hidden:?} in {out:?}");
         }
         assert!(
