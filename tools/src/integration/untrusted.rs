@@ -3,8 +3,6 @@
 //! a lone CR and NUL drive nothing) and what an approval summary gets (bidirectional
 //! overrides and invisible format characters escaped, so nothing reorders or hides text).
 
-use serde_json::Value;
-
 /// `text` as it may be shown: controls visible, bidi overrides and invisibles escaped.
 pub(crate) fn shown(text: &str) -> String {
     let hidden = kyro_core::policy::invisible;
@@ -21,34 +19,6 @@ pub(crate) fn shown(text: &str) -> String {
         }
     }
     out
-}
-
-/// Every string in `value` (keys too) made [`shown`], in place.
-pub(crate) fn show_all(value: &mut Value) {
-    match value {
-        Value::String(text) if needs(text) => *text = shown(text),
-        Value::Array(items) => items.iter_mut().for_each(show_all),
-        Value::Object(map) => {
-            if map.keys().any(|k| needs(k)) {
-                let taken = std::mem::take(map);
-                *map = taken
-                    .into_iter()
-                    .map(|(k, mut v)| {
-                        show_all(&mut v);
-                        (if needs(&k) { shown(&k) } else { k }, v)
-                    })
-                    .collect();
-            } else {
-                map.values_mut().for_each(show_all);
-            }
-        }
-        _ => {}
-    }
-}
-
-fn needs(text: &str) -> bool {
-    text.chars()
-        .any(|c| (c.is_control() && c != '\n' && c != '\t') || kyro_core::policy::invisible(c))
 }
 
 #[cfg(test)]
@@ -77,12 +47,7 @@ mod tests {
             out.contains("\\u{202E}") && out.contains('\n') && out.contains('\t'),
             "{out}"
         );
-        let mut value = serde_json::json!({"a\u{1b}": ["x\u{7}", {"b": "\u{2066}y"}], "n": 1});
-        show_all(&mut value);
-        let json = value.to_string();
-        assert!(
-            !json.contains("\\u001b") && !json.contains("\\u0007") && !json.contains('\u{2066}'),
-            "{json}"
-        );
+        // An emoji's variation selector shapes visible text and stays.
+        assert_eq!(shown("ok \u{2764}\u{FE0F}"), "ok \u{2764}\u{FE0F}");
     }
 }
