@@ -1,0 +1,947 @@
+//! The generated checks (`#[tool]`/`#[input]`, `kyro_core::check`) against their oracle,
+//! the canonical schema's validator: for every built-in tool with a complete check, and
+//! for a test-local tool using the attribute vocabulary, arguments are generated from the
+//! canonical input schema (valid objects, then one change at a time, then pairs of
+//! changes) and both sides must agree case by case: both accept, or both refuse at the
+//! same set of JSON pointers (messages may differ).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use kyro_core::schema::CompiledSchema;
+use kyro_core::{Execute, Registry, ToolContext, ToolEntry, ToolError};
+use serde_json::{Map, Value, json};
+
+/// At most this many generated cases per tool (valid objects included).
+const CAP: usize = 60;
+
+/// Disagreements found and not yet fixed, as (tool, arguments in compact JSON): OPEN BUGS,
+/// skipped so that the rest of the comparison stays a gate. Remove an entry once fixed (the
+/// test prints the entries that no longer disagree).
+///
+/// Every entry below is one bug: `impl Check for WorkspacePath` (kyro-core/src/check.rs)
+/// checks the string under the field's rules only, but `WorkspacePath`'s own schema
+/// (kyro-core/src/context.rs) says `"minLength": 1`, so an empty path (`""`) is refused by
+/// the schema at its pointer and accepted by the generated check. The generated check is
+/// the side that is wrong: it should apply the type's `minLength: 1` (the tighter of it and
+/// the field's `length(min)`), as it applies an integer type's own bounds.
+const KNOWN: &[(&str, &str)] = &[
+    ("read_file", r##"{"path":"","offset":1,"limit":1,"head":1,"tail":1}"##),
+    ("read_many_files", r##"{"paths":[""],"max_bytes_per_file":1}"##),
+    ("read_media_file", r##"{"path":""}"##),
+    (
+        "write_file",
+        r##"{"path":"","content":"a","expected_sha256":"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef","create_dirs":true}"##,
+    ),
+    (
+        "write_file",
+        r##"{"path":"","content":{},"expected_sha256":"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef","create_dirs":true}"##,
+    ),
+    (
+        "write_file",
+        r##"{"path":"","content":"a","expected_sha256":"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef","create_dirs":"s"}"##,
+    ),
+    (
+        "write_file",
+        r##"{"path":"","content":"a","expected_sha256":1.5,"create_dirs":true}"##,
+    ),
+    (
+        "edit_file",
+        r##"{"path":"","old_text":"a","new_text":"a","replace_all":true,"expected_sha256":"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef","dry_run":true}"##,
+    ),
+    (
+        "multi_edit",
+        r##"{"path":"","edits":[{"old_text":"a","new_text":"a","replace_all":true}],"expected_sha256":"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef","dry_run":true}"##,
+    ),
+    (
+        "multi_edit",
+        r##"{"path":"","edits":[{"old_text":"a","new_text":"a","replace_all":true}],"expected_sha256":[],"dry_run":true}"##,
+    ),
+    ("list_directory", r##"{"path":"","include_hidden":true,"limit":1}"##),
+    (
+        "directory_tree",
+        r##"{"path":"","max_depth":1,"include_hidden":true,"respect_gitignore":true,"limit":1}"##,
+    ),
+    (
+        "glob",
+        r##"{"pattern":"a","path":"","include_hidden":true,"respect_gitignore":true,"include_directories":true,"limit":1}"##,
+    ),
+    (
+        "grep",
+        r##"{"pattern":"a","path":"","fixed_strings":true,"case":"sensitive","context":1,"include":["a"],"exclude":["a"],"include_hidden":true,"respect_gitignore":true,"max_results":1}"##,
+    ),
+    ("file_info", r##"{"path":"","follow_symlinks":true}"##),
+    ("move_path", r##"{"source":"","destination":"a","overwrite":true}"##),
+    ("move_path", r##"{"source":"a","destination":"","overwrite":true}"##),
+    ("move_path", r##"{"source":"","destination":1,"overwrite":true}"##),
+    (
+        "copy_path",
+        r##"{"source":"","destination":"a","recursive":true,"overwrite":true}"##,
+    ),
+    (
+        "copy_path",
+        r##"{"source":"a","destination":"","recursive":true,"overwrite":true}"##,
+    ),
+    (
+        "copy_path",
+        r##"{"source":1,"destination":"","recursive":true,"overwrite":true}"##,
+    ),
+    (
+        "copy_path",
+        r##"{"source":"a","destination":"","recursive":{},"overwrite":true}"##,
+    ),
+    (
+        "copy_path",
+        r##"{"source":"","destination":1.0,"recursive":true,"overwrite":true}"##,
+    ),
+    ("delete_path", r##"{"path":"","recursive":true}"##),
+    ("delete_path", r##"{"path":"","recursive":[]}"##),
+    ("delete_path", r##"{"path":"","recursive":{}}"##),
+    ("make_directory", r##"{"path":"","parents":true}"##),
+    ("make_directory", r##"{"path":"","parents":1}"##),
+    ("git_status", r##"{"repo":""}"##),
+    (
+        "git_diff",
+        r##"{"repo":"","staged":true,"base":"a","target":"a","paths":["a"],"context":1}"##,
+    ),
+    ("git_log", r##"{"repo":"","revision":"a","max_count":1,"paths":["a"]}"##),
+    ("git_log", r##"{"repo":"","revision":"","max_count":1,"paths":["a"]}"##),
+    ("git_show", r##"{"repo":"","revision":"a"}"##),
+    ("git_add", r##"{"repo":"","paths":["a"]}"##),
+    ("git_commit", r##"{"repo":"","message":"a","allow_empty":true}"##),
+    ("git_branch", r##"{"repo":""}"##),
+    ("git_create_branch", r##"{"repo":"","name":"a","start_point":"a"}"##),
+    ("git_delete_branch", r##"{"repo":"","name":"a"}"##),
+    ("git_checkout", r##"{"repo":"","branch":"a","create":true}"##),
+    (
+        "git_blame",
+        r##"{"repo":"","path":"a","revision":"a","start_line":1,"end_line":1}"##,
+    ),
+    (
+        "git_stash",
+        r##"{"repo":"","action":"push","message":"a","include_untracked":true,"index":1}"##,
+    ),
+    ("git_reset", r##"{"repo":"","paths":["a"],"target":"a","mode":"soft"}"##),
+    (
+        "git_tag",
+        r##"{"repo":"","action":"list","name":"a","target":"a","message":"a","pattern":"a"}"##,
+    ),
+    ("browser_file_upload", r##"{"ref":"e1","selector":"a","paths":[""]}"##),
+    ("browser_pdf_save", r##"{"path":"","landscape":true}"##),
+    (
+        "run_command",
+        r##"{"argv":["a"],"shell":true,"cwd":"","env":[{"name":"a","value":"a"}],"stdin":"a","timeout_ms":100,"max_output_bytes":1}"##,
+    ),
+    (
+        "start_process",
+        r##"{"argv":["a"],"shell":true,"cwd":"","env":[{"name":"a","value":"a"}],"tty":true}"##,
+    ),
+];
+
+/// A tiny deterministic PRNG (splitmix64): no dependency, the same cases on every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+
+    fn shuffle<T>(&mut self, items: &mut [T]) {
+        for i in (1..items.len()).rev() {
+            let j = self.below(i + 1);
+            items.swap(i, j);
+        }
+    }
+}
+
+/// A seed from a tool's name (FNV-1a), so each tool's cases do not depend on the others.
+fn seed(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+fn allows(schema: &Value, ty: &str) -> bool {
+    match schema.get("type") {
+        Some(Value::String(t)) => t == ty,
+        Some(Value::Array(ts)) => ts.iter().any(|t| t == ty),
+        _ => false,
+    }
+}
+
+/// The schema without its `anyOf: [T, null]` wrapper.
+fn unwrap_null(schema: &Value) -> &Value {
+    if let Some(Value::Array(branches)) = schema.get("anyOf")
+        && let Some(other) = branches.iter().find(|b| !(b.get("type") == Some(&json!("null"))))
+    {
+        return unwrap_null(other);
+    }
+    schema
+}
+
+fn uint(schema: &Value, key: &str) -> Option<u64> {
+    schema.get(key).and_then(Value::as_u64)
+}
+
+fn float(schema: &Value, key: &str) -> Option<f64> {
+    schema.get(key).and_then(Value::as_f64)
+}
+
+/// A number as JSON: an integer when it is one and fits, else a float.
+fn num(n: f64) -> Value {
+    if n.fract() == 0.0 && n.abs() < 1.8e19 {
+        if n >= 0.0 { json!(n as u64) } else { json!(n as i64) }
+    } else {
+        json!(n)
+    }
+}
+
+/// The choices of an enum-like schema: `enum`, or `oneOf` of `const` branches.
+fn choices(schema: &Value) -> Option<Vec<Value>> {
+    if let Some(Value::Array(values)) = schema.get("enum") {
+        return Some(values.clone());
+    }
+    let branches = schema.get("oneOf")?.as_array()?;
+    branches.iter().map(|b| b.get("const").cloned()).collect()
+}
+
+fn escape(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+/// Strings tried for a string with a pattern (or a format): the first the validator accepts
+/// for the property alone is used.
+const STRINGS: &[&str] = &[
+    "a",
+    "abc",
+    "a/b",
+    "main",
+    "x.txt",
+    "A1",
+    "0",
+    "o",
+    "2024-01-01",
+    "e1",
+    "owner/repo",
+    "https://example.com/",
+    "1.0.0",
+    "a.b",
+    "ab12",
+    "x",
+    "+1",
+    "#",
+    "refs/heads/main",
+    "GET",
+    "a=b",
+    "abcdef1",
+    "0123456789abcdef0123456789abcdef01234567",
+    "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+];
+
+/// Builds valid values from schemas; remembers what it could not build.
+#[derive(Default)]
+struct Gen {
+    unsatisfied: Vec<String>,
+}
+
+impl Gen {
+    /// A valid value for `schema` at `at`: with every property when `full`, only the
+    /// required ones otherwise.
+    fn valid(&mut self, schema: &Value, full: bool, at: &str) -> Value {
+        let schema = unwrap_null(schema);
+        if let Some(c) = schema.get("const") {
+            return c.clone();
+        }
+        if let Some(choices) = choices(schema)
+            && let Some(first) = choices.first()
+        {
+            return first.clone();
+        }
+        if let Some(Value::Array(branches)) = schema.get("oneOf")
+            && let Some(first) = branches.first()
+        {
+            return self.valid(first, full, at);
+        }
+        if allows(schema, "object") {
+            let mut map = Map::new();
+            let required: BTreeSet<&str> = schema
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            if let Some(Value::Object(properties)) = schema.get("properties") {
+                for (name, sub) in properties {
+                    if full || required.contains(name.as_str()) {
+                        let value = self.valid(sub, full, &format!("{at}/{}", escape(name)));
+                        map.insert(name.clone(), value);
+                    }
+                }
+            }
+            if full && let Some(sub @ Value::Object(_)) = schema.get("additionalProperties") {
+                let value = self.valid(sub, full, &format!("{at}/key"));
+                map.insert("key".to_owned(), value);
+            }
+            return Value::Object(map);
+        }
+        if allows(schema, "array") {
+            let min = uint(schema, "minItems").unwrap_or(0);
+            let max = uint(schema, "maxItems").unwrap_or(u64::MAX);
+            let count = if full { min.max(1) } else { min }.min(max);
+            let item = schema.get("items").cloned().unwrap_or(json!({}));
+            return Value::Array(
+                (0..count)
+                    .map(|i| self.valid(&item, full, &format!("{at}/{i}")))
+                    .collect(),
+            );
+        }
+        if allows(schema, "string") {
+            return self.string(schema, at);
+        }
+        if allows(schema, "integer") || allows(schema, "number") {
+            let low = float(schema, "minimum").unwrap_or(f64::MIN);
+            let high = float(schema, "maximum").unwrap_or(f64::MAX);
+            return num(1f64.max(low).min(high));
+        }
+        if allows(schema, "boolean") {
+            return json!(true);
+        }
+        if allows(schema, "null") {
+            return Value::Null;
+        }
+        // Any value (an untyped `Value`).
+        json!("any")
+    }
+
+    fn string(&mut self, schema: &Value, at: &str) -> Value {
+        let min = uint(schema, "minLength").unwrap_or(0) as usize;
+        let max = uint(schema, "maxLength").unwrap_or(u64::MAX) as usize;
+        if schema.get("pattern").is_none() && schema.get("format").is_none() {
+            return json!("a".repeat(min.max(1).min(max)));
+        }
+        let compiled = CompiledSchema::compile(schema).expect("a property's schema compiles");
+        let padded = STRINGS.iter().map(|s| {
+            let n = s.chars().count();
+            if n < min {
+                format!("{s}{}", "a".repeat(min - n))
+            } else {
+                (*s).to_owned()
+            }
+        });
+        for candidate in STRINGS.iter().map(|s| (*s).to_owned()).chain(padded) {
+            let candidate = json!(candidate);
+            if compiled.is_valid(&candidate) {
+                return candidate;
+            }
+        }
+        self.unsatisfied.push(format!(
+            "{at}: no candidate string matches {}",
+            schema.get("pattern").or(schema.get("format")).unwrap_or(&Value::Null)
+        ));
+        json!("a")
+    }
+}
+
+/// One change to a valid object.
+#[derive(Debug, Clone)]
+enum Op {
+    Set(Value),
+    Remove(String),
+    Insert(String, Value),
+}
+
+#[derive(Debug, Clone)]
+struct Edit {
+    /// The JSON pointer of the value replaced, or of the object a key is removed from or
+    /// inserted into.
+    at: String,
+    op: Op,
+    kind: &'static str,
+}
+
+impl Edit {
+    fn apply(&self, value: &mut Value) -> bool {
+        let Some(target) = value.pointer_mut(&self.at) else {
+            return false;
+        };
+        match &self.op {
+            Op::Set(v) => *target = v.clone(),
+            Op::Remove(key) => {
+                let Some(map) = target.as_object_mut() else {
+                    return false;
+                };
+                map.remove(key);
+            }
+            Op::Insert(key, v) => {
+                let Some(map) = target.as_object_mut() else {
+                    return false;
+                };
+                map.insert(key.clone(), v.clone());
+            }
+        }
+        true
+    }
+}
+
+/// Every JSON type, as a wrong value for a property of another.
+fn wrong_types() -> [Value; 8] {
+    [
+        json!(null),
+        json!(true),
+        json!(1),
+        json!(1.5),
+        json!(1.0),
+        json!("s"),
+        json!([]),
+        json!({}),
+    ]
+}
+
+/// A near miss of a property name, `limit` → `limt`: one inner character dropped.
+fn near_miss(name: &str) -> Option<String> {
+    let chars: Vec<char> = name.chars().collect();
+    if chars.len() < 3 {
+        return Some(format!("{name}s"));
+    }
+    let drop = chars.len() / 2;
+    Some(
+        chars
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != drop)
+            .map(|(_, c)| c)
+            .collect(),
+    )
+}
+
+/// `snake_case` ↔ `camelCase` of a name, when it differs.
+fn other_case(name: &str) -> Option<String> {
+    let flipped = if name.contains('_') {
+        let mut out = String::new();
+        let mut upper = false;
+        for c in name.chars() {
+            match c {
+                '_' => upper = true,
+                c if upper => {
+                    out.extend(c.to_uppercase());
+                    upper = false;
+                }
+                c => out.push(c),
+            }
+        }
+        out
+    } else {
+        let mut out = String::new();
+        for c in name.chars() {
+            if c.is_uppercase() {
+                out.push('_');
+                out.extend(c.to_lowercase());
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    };
+    (flipped != name).then_some(flipped)
+}
+
+/// The changes of `value` (valid for `schema`, at `at`), its children's recursively.
+fn edits(generator: &mut Gen, schema: &Value, value: &Value, at: &str, out: &mut Vec<Edit>) {
+    let node = unwrap_null(schema);
+    let set = |v: Value, kind| Edit {
+        at: at.to_owned(),
+        op: Op::Set(v),
+        kind,
+    };
+    for wrong in wrong_types() {
+        if &wrong != value {
+            out.push(set(wrong, "type"));
+        }
+    }
+    if let Some(choices) = choices(node) {
+        if let Some(other) = choices.iter().find(|c| *c != value) {
+            out.push(set(other.clone(), "choice"));
+        }
+        out.push(set(json!("bogus"), "choice"));
+    }
+    if let Value::String(text) = value {
+        let len = text.chars().count();
+        if let Some(min) = uint(node, "minLength").filter(|&m| m > 0) {
+            out.push(set(
+                json!(text.chars().take(min as usize - 1).collect::<String>()),
+                "length",
+            ));
+        }
+        if let Some(max) = uint(node, "maxLength").filter(|&m| m < 100_000) {
+            let mut longer = text.clone();
+            let pad = text.chars().last().unwrap_or('a');
+            longer.extend(std::iter::repeat_n(pad, (max as usize + 1).saturating_sub(len)));
+            out.push(set(json!(longer), "length"));
+        }
+        if node.get("pattern").is_some() {
+            out.push(set(json!("!!"), "pattern"));
+            out.push(set(json!(""), "pattern"));
+            out.push(set(json!(format!(" {text}")), "pattern"));
+        }
+    }
+    if value.is_number() {
+        let min = float(node, "minimum");
+        let max = float(node, "maximum");
+        for bound in [min, max].into_iter().flatten() {
+            out.push(set(num(bound), "range"));
+        }
+        if let Some(min) = min {
+            out.push(set(num(min - 1.0), "range"));
+        }
+        if let Some(max) = max {
+            out.push(set(num(max + 1.0), "range"));
+        }
+        out.push(set(json!(9_007_199_254_740_992u64), "range"));
+        out.push(set(json!(1e300), "range"));
+        out.push(set(json!(-1), "range"));
+    }
+    if let Value::Array(items) = value {
+        let item_schema = node.get("items").cloned().unwrap_or(json!({}));
+        let item = items
+            .first()
+            .cloned()
+            .unwrap_or_else(|| generator.valid(&item_schema, false, &format!("{at}/0")));
+        if let Some(max) = uint(node, "maxItems").filter(|&m| m < 10_000) {
+            out.push(set(Value::Array(vec![item.clone(); max as usize + 1]), "items"));
+        }
+        if let Some(min) = uint(node, "minItems").filter(|&m| m > 0) {
+            out.push(set(Value::Array(vec![item.clone(); min as usize - 1]), "items"));
+        }
+        // A second item of a wrong type after a valid one.
+        out.push(set(json!([item.clone(), {"zzz": []}]), "items"));
+        if let Some(first) = items.first() {
+            edits(generator, &item_schema, first, &format!("{at}/0"), out);
+        }
+    }
+    if let Value::Object(map) = value {
+        let properties = node.get("properties").and_then(Value::as_object);
+        if let Some(Value::Array(required)) = node.get("required") {
+            for name in required.iter().filter_map(Value::as_str) {
+                if map.contains_key(name) {
+                    out.push(Edit {
+                        at: at.to_owned(),
+                        op: Op::Remove(name.to_owned()),
+                        kind: "missing",
+                    });
+                }
+            }
+        }
+        if let Some(properties) = properties {
+            out.push(Edit {
+                at: at.to_owned(),
+                op: Op::Insert("zzz".to_owned(), json!(1)),
+                kind: "unknown",
+            });
+            for name in properties.keys() {
+                for miss in [near_miss(name), other_case(name)].into_iter().flatten() {
+                    if !properties.contains_key(&miss) {
+                        let sample = map.get(name).cloned().unwrap_or(json!(1));
+                        out.push(Edit {
+                            at: at.to_owned(),
+                            op: Op::Insert(miss, sample),
+                            kind: "unknown",
+                        });
+                    }
+                }
+            }
+        }
+        for (key, child) in map {
+            let sub = properties
+                .and_then(|p| p.get(key))
+                .or_else(|| node.get("additionalProperties").filter(|s| s.is_object()));
+            if let Some(sub) = sub {
+                edits(generator, sub, child, &format!("{at}/{}", escape(key)), out);
+            }
+        }
+    }
+}
+
+/// Up to `CAP` cases for a schema: the minimal and the full valid object, then edits of the
+/// full one taken round-robin over their kinds (so each kind is tried), then pairs.
+fn cases(schema: &Value, rng: &mut Rng) -> (Vec<Value>, Vec<String>) {
+    let mut generator = Gen::default();
+    let minimal = generator.valid(schema, false, "");
+    let full = generator.valid(schema, true, "");
+    let mut all = Vec::new();
+    edits(&mut generator, schema, &full, "", &mut all);
+    let mut by_kind: BTreeMap<&str, Vec<Edit>> = BTreeMap::new();
+    for edit in all.iter().filter(|e| !(e.at.is_empty() && e.kind == "type")) {
+        by_kind.entry(edit.kind).or_default().push(edit.clone());
+    }
+    for group in by_kind.values_mut() {
+        rng.shuffle(group);
+    }
+    let mut out = vec![minimal, full.clone(), json!(null), json!([])];
+    let pairs = 6;
+    let mut groups: Vec<std::vec::IntoIter<Edit>> = by_kind.into_values().map(Vec::into_iter).collect();
+    let mut seen: BTreeSet<String> = out.iter().map(Value::to_string).collect();
+    'fill: loop {
+        let mut progressed = false;
+        for group in &mut groups {
+            if out.len() >= CAP - pairs {
+                break 'fill;
+            }
+            if let Some(edit) = group.next() {
+                progressed = true;
+                let mut case = full.clone();
+                if edit.apply(&mut case) && seen.insert(case.to_string()) {
+                    out.push(case);
+                }
+            }
+        }
+        if !progressed {
+            break;
+        }
+    }
+    let nested: Vec<&Edit> = all.iter().filter(|e| !e.at.is_empty()).collect();
+    for _ in 0..pairs * 4 {
+        if out.len() >= CAP || all.len() < 2 {
+            break;
+        }
+        let a = &all[rng.below(all.len())];
+        let b = if nested.is_empty() {
+            &all[rng.below(all.len())]
+        } else {
+            nested[rng.below(nested.len())]
+        };
+        if a.at == b.at || a.at.starts_with(&b.at) || b.at.starts_with(&a.at) {
+            continue;
+        }
+        let mut case = full.clone();
+        if a.apply(&mut case) && b.apply(&mut case) && seen.insert(case.to_string()) {
+            out.push(case);
+        }
+    }
+    (out, generator.unsatisfied)
+}
+
+fn pointers(violations: &[kyro_core::Violation]) -> BTreeSet<String> {
+    violations.iter().map(|v| v.pointer.clone()).collect()
+}
+
+/// What comparing one tool found.
+#[derive(Default)]
+struct Tally {
+    tools: usize,
+    cases: usize,
+    known: usize,
+    known_hit: BTreeSet<usize>,
+    skipped: Vec<String>,
+    disagreements: Vec<String>,
+}
+
+/// Compares `entry`'s generated check with its schema's validator over generated cases.
+fn compare(entry: &ToolEntry, registry: &Registry, extra: &[Value], tally: &mut Tally) {
+    let name = entry.spec.name;
+    let check = entry.check.expect("a #[tool] has a check");
+    let snapshot = registry.snapshot();
+    let tool = snapshot.get(name).expect("registered");
+    let schema = tool.descriptor().input_schema.value().clone();
+    let oracle = tool.input().expect("the input schema compiles");
+    let mut rng = Rng(seed(name));
+    let (mut cases, unsatisfied) = cases(&schema, &mut rng);
+    if !unsatisfied.is_empty() {
+        tally.skipped.push(format!("{name}: {}", unsatisfied.join("; ")));
+        return;
+    }
+    for (which, valid) in ["minimal", "full"].iter().zip(&cases) {
+        let refused = oracle.violations(valid);
+        if !refused.is_empty() {
+            tally.skipped.push(format!(
+                "{name}: the generated {which} object {valid} is refused by the schema: {refused:?}"
+            ));
+            return;
+        }
+    }
+    cases.extend(extra.iter().cloned());
+    tally.tools += 1;
+    for args in &cases {
+        let generated = check(args).expect("a complete check stays complete");
+        let expected = oracle.violations(args);
+        let (g, s) = (pointers(&generated), pointers(&expected));
+        tally.cases += 1;
+        if g == s {
+            continue;
+        }
+        let compact = args.to_string();
+        if let Some(i) = KNOWN.iter().position(|(tool, a)| *tool == name && *a == compact) {
+            tally.known += 1;
+            tally.known_hit.insert(i);
+            continue;
+        }
+        tally.disagreements.push(format!(
+            "{name}: arguments {compact}\n  generated check: {g:?} {generated:?}\n  schema:          {s:?} {expected:?}"
+        ));
+    }
+}
+
+fn report(tally: &Tally) {
+    eprintln!(
+        "compared {} tools, {} cases ({} known disagreements skipped)",
+        tally.tools, tally.cases, tally.known
+    );
+    for skip in &tally.skipped {
+        eprintln!("skipped {skip}");
+    }
+    if tally.known > 0 {
+        for (i, (tool, args)) in KNOWN.iter().enumerate() {
+            if !tally.known_hit.contains(&i) {
+                eprintln!("KNOWN entry no longer disagrees (or is no longer generated): {tool} {args}");
+            }
+        }
+    }
+    assert!(
+        tally.disagreements.is_empty(),
+        "{} disagreements between the generated checks and the schemas:\n{}",
+        tally.disagreements.len(),
+        tally.disagreements.join("\n")
+    );
+}
+
+#[test]
+fn builtin_checks_agree_with_their_schemas() {
+    let registry = Registry::with_catalog(kyro_tools::BUILTINS).expect("the catalog registers");
+    let mut tally = Tally::default();
+    let mut incomplete = Vec::new();
+    for entry in kyro_tools::BUILTINS {
+        let Some(check) = entry.check else {
+            incomplete.push(entry.spec.name);
+            continue;
+        };
+        if check(&json!({})).is_none() {
+            incomplete.push(entry.spec.name);
+            continue;
+        }
+        compare(entry, &registry, &[], &mut tally);
+    }
+    eprintln!(
+        "{} of {} tools have an incomplete check (their schema decides): {}",
+        incomplete.len(),
+        kyro_tools::BUILTINS.len(),
+        incomplete.join(", ")
+    );
+    assert!(tally.tools >= 50, "too few tools compared: {}", tally.tools);
+    report(&tally);
+}
+
+// A test-local tool over the attribute vocabulary the generated checks follow.
+
+/// How the probe runs.
+#[kyro_core::input]
+#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy)]
+enum ProbeKind {
+    /// Quickly.
+    FastPath,
+    /// Slowly.
+    Slow,
+}
+
+/// One part of the probe.
+#[kyro_core::input]
+#[derive(Debug)]
+#[allow(dead_code)] // The fields are only deserialized: the probe is about its arguments.
+struct ProbePart {
+    /// Its path, not empty.
+    #[schemars(length(min = 1, max = 64))]
+    path: String,
+    /// Its kind.
+    kind: Option<ProbeKind>,
+    /// Its line, from 1.
+    #[schemars(range(min = 1))]
+    line: Option<u64>,
+}
+
+/// Options of the probe, with serde's renames (which `#[tool]` refuses on its own
+/// struct but an `#[input]` struct may use).
+#[kyro_core::input]
+#[serde(rename_all = "camelCase")]
+#[derive(Debug)]
+#[allow(dead_code)] // The fields are only deserialized: the probe is about its arguments.
+struct ProbeOptions {
+    /// The kind, named `type`.
+    #[serde(rename = "type")]
+    kind: ProbeKind,
+    /// How deep, 1 to 10.
+    #[schemars(range(min = 1, max = 10))]
+    max_depth: Option<u32>,
+    /// Whether to follow links.
+    #[serde(default)]
+    follow_links: bool,
+    /// A short lowercase label.
+    #[schemars(length(min = 1, max = 5), regex(pattern = "^[a-z]+$"))]
+    label_text: Option<String>,
+}
+
+/// A probe of the attribute vocabulary: renames, defaults, ranges, lengths, patterns,
+/// items' patterns, choices and nested objects.
+#[kyro_core::tool(name = "zz_probe", category = "test", effect = "none")]
+#[derive(Debug)]
+#[allow(dead_code)] // The fields are only deserialized: the probe is about its arguments.
+struct ZzProbe {
+    /// The kind.
+    kind: ProbeKind,
+    /// At most this many, 1 to 10.
+    #[schemars(range(min = 1, max = 10))]
+    max_count: Option<u32>,
+    /// A short lowercase name.
+    #[schemars(length(min = 1, max = 5), regex(pattern = "^[a-z]+$"))]
+    short_name: String,
+    /// Up to two tags, each starting with `x`.
+    #[serde(default)]
+    #[schemars(length(max = 2), inner(regex(pattern = "^x")))]
+    tags: Vec<String>,
+    /// Whether to be loud.
+    #[serde(default)]
+    loud_mode: bool,
+    /// Options, their keys renamed.
+    options: Option<ProbeOptions>,
+    /// One nested part.
+    main_part: Option<ProbePart>,
+    /// Up to three nested parts.
+    #[schemars(length(max = 3))]
+    parts: Vec<ProbePart>,
+    /// A signed offset.
+    offset: Option<i64>,
+    /// A ratio from 0 to 1.
+    #[schemars(range(min = 0.0, max = 1.0))]
+    ratio: Option<f64>,
+    /// A small number.
+    small: Option<u8>,
+}
+
+/// What the probe saw.
+#[kyro_core::output]
+struct Probed {
+    /// The short name.
+    name: String,
+}
+
+impl Execute for ZzProbe {
+    type Output = Probed;
+
+    async fn run(self, _cx: &ToolContext) -> Result<Probed, ToolError> {
+        Ok(Probed { name: self.short_name })
+    }
+}
+
+#[test]
+fn probe_check_agrees_with_its_schema() {
+    let entry = ToolEntry::of::<ZzProbe>();
+    let registry = Registry::with_catalog(&[entry]).expect("the probe registers");
+    let snapshot = registry.snapshot();
+    let tool = snapshot.get("zz_probe").expect("registered");
+    let schema = tool.descriptor().input_schema.value().clone();
+    let check = entry.check.expect("a #[tool] has a check");
+    assert!(check(&json!({})).is_some(), "the probe's check is complete");
+
+    // The schema says what the attributes say.
+    let properties = &schema["properties"];
+    assert_eq!(properties["tags"]["items"]["pattern"], json!("^x"), "{schema:#}");
+    assert_eq!(properties["tags"]["maxItems"], json!(2), "{schema:#}");
+    assert_eq!(properties["short_name"]["pattern"], json!("^[a-z]+$"), "{schema:#}");
+    assert_eq!(properties["max_count"]["minimum"], json!(1), "{schema:#}");
+    let required: BTreeSet<&str> = schema["required"]
+        .as_array()
+        .expect("required")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(required, BTreeSet::from(["kind", "short_name", "parts"]), "{schema:#}");
+    let options = unwrap_null(&properties["options"]);
+    for key in ["type", "maxDepth", "followLinks", "labelText"] {
+        assert!(options["properties"].get(key).is_some(), "{key}: {schema:#}");
+    }
+
+    // Hand-written cases and the pointers both sides must give.
+    let base = json!({"kind": "fast_path", "short_name": "abc", "parts": []});
+    let with = |patch: Value| {
+        let mut v = base.clone();
+        for (k, x) in patch.as_object().expect("object") {
+            if x.is_null() {
+                v.as_object_mut().expect("object").remove(k);
+            } else {
+                v[k] = x.clone();
+            }
+        }
+        v
+    };
+    let hand: Vec<(Value, &[&str])> = vec![
+        (base.clone(), &[]),
+        (
+            with(json!({"kind": "slow", "tags": ["x1", "xy"], "loud_mode": true})),
+            &[],
+        ),
+        (with(json!({"kind": "FastPath"})), &["/kind"]),
+        (with(json!({"kind": "fastPath"})), &["/kind"]),
+        (with(json!({"kind": null, "short_name": "ABC"})), &["", "/short_name"]),
+        (with(json!({"short_name": ""})), &["/short_name"]),
+        (with(json!({"short_name": "abcdef"})), &["/short_name"]),
+        (with(json!({"tags": ["y", "x", "x"]})), &["/tags", "/tags/0"]),
+        (with(json!({"maxCount": 1})), &[""]),
+        (with(json!({"max_count": 0})), &["/max_count"]),
+        (with(json!({"max_count": 11})), &["/max_count"]),
+        (with(json!({"max_count": 1.0})), &["/max_count"]),
+        (with(json!({"max_count": 2.5})), &["/max_count"]),
+        (with(json!({"small": 256})), &["/small"]),
+        (with(json!({"offset": 9_007_199_254_740_992u64})), &["/offset"]),
+        (with(json!({"ratio": 1.5})), &["/ratio"]),
+        (with(json!({"ratio": 1})), &[]),
+        (
+            with(json!({"options": {"type": "slow", "maxDepth": 10, "followLinks": true, "labelText": "ab"}})),
+            &[],
+        ),
+        (with(json!({"options": {"kind": "slow"}})), &["/options"]),
+        (
+            with(json!({"options": {"type": "slow", "max_depth": 1}})),
+            &["/options"],
+        ),
+        (
+            with(json!({"options": {"type": "slow", "maxDepth": 0, "followLinks": "yes"}})),
+            &["/options/followLinks", "/options/maxDepth"],
+        ),
+        (
+            with(json!({"options": {"type": "bogus", "labelText": "A"}})),
+            &["/options/labelText", "/options/type"],
+        ),
+        (
+            with(json!({"main_part": {"path": "", "kind": "bogus", "line": 0}})),
+            &["/main_part/kind", "/main_part/line", "/main_part/path"],
+        ),
+        (with(json!({"main_part": {}})), &["/main_part"]),
+        (with(json!({"main_part": null})), &[]),
+        (
+            with(json!({"parts": [{"path": "a"}, {"path": "b", "extra": 1}, 3]})),
+            &["/parts/1", "/parts/2"],
+        ),
+        (
+            with(json!({"parts": [{"path": "a"}, {"path": "a"}, {"path": "a"}, {"path": "a"}]})),
+            &["/parts"],
+        ),
+    ];
+    let oracle = tool.input().expect("compiles");
+    for (args, expected) in &hand {
+        let expected: BTreeSet<String> = expected.iter().map(|p| (*p).to_owned()).collect();
+        let generated = pointers(&check(args).expect("complete"));
+        let schema_says = pointers(&oracle.violations(args));
+        assert_eq!(schema_says, expected, "the schema on {args}");
+        assert_eq!(generated, expected, "the generated check on {args}");
+    }
+
+    let extra: Vec<Value> = hand.into_iter().map(|(args, _)| args).collect();
+    let mut tally = Tally::default();
+    compare(&entry, &registry, &extra, &mut tally);
+    assert_eq!(tally.tools, 1, "the probe was compared: {:?}", tally.skipped);
+    report(&tally);
+}
