@@ -17,6 +17,7 @@ mod authorize;
 mod caller;
 mod catalog;
 pub mod chain;
+pub mod check;
 mod closest;
 pub mod compat;
 mod confined;
@@ -67,8 +68,10 @@ pub use tool::{ArgAlias, BoxFuture, Execute, ObjectOutput, Package, Tool, ToolEn
 pub mod __private {
     pub use crate::argument::{ArgumentProbe, Holdable, NotHoldable, ToolArgument};
     pub use crate::catalog::{DuplicateName, find_duplicate};
+    pub use crate::check::{Check, CheckProbe, Checked, Checker, Pattern, Rules, Unchecked};
     pub use crate::defined::{DEFINED, Defined};
     pub use linkme;
     pub use schemars;
     pub use serde;
+    pub use serde_json;
 }

@@ -71,7 +71,7 @@ pub enum RegistryError {
 #[derive(Clone)]
 pub(crate) enum Executor {
     /// A catalog tool, through its generated glue, with its approval preview.
-    Builtin(NativeFn, PreviewFn, RuleFn),
+    Builtin(NativeFn, PreviewFn, RuleFn, Option<crate::check::CheckFn>),
     /// A custom native tool registered at run time (and a legacy text function behind its
     /// adapter, which is one).
     Custom(Arc<CustomFn>),
@@ -84,7 +84,7 @@ impl Executor {
     /// What the call will change, for the person asked to approve it.
     pub(crate) fn preview(&self, arguments: &Value, cx: &ToolContext) -> Option<String> {
         match self {
-            Executor::Builtin(_, preview, _) => preview(arguments, cx),
+            Executor::Builtin(_, preview, ..) => preview(arguments, cx),
             Executor::Custom(_) => None,
         }
     }
@@ -92,14 +92,14 @@ impl Executor {
     /// The decision the policy's rules for the tool give this call, if one matches.
     pub(crate) fn rule(&self, arguments: &Value, scope: &crate::policy::Scope) -> Option<crate::policy::MatchedRule> {
         match self {
-            Executor::Builtin(_, _, rule) => rule(arguments, scope),
+            Executor::Builtin(_, _, rule, _) => rule(arguments, scope),
             Executor::Custom(_) => None,
         }
     }
 
     pub(crate) fn run<'a>(&'a self, arguments: Value, cx: &'a ToolContext) -> BoxFuture<'a, Result<Value, ToolError>> {
         match self {
-            Executor::Builtin(f, _, _) => f(arguments, cx),
+            Executor::Builtin(f, ..) => f(arguments, cx),
             Executor::Custom(f) => f(arguments, cx),
         }
     }
@@ -184,8 +184,10 @@ impl ToolDefinition {
             compatibility_only: false,
             task: spec.task,
         };
-        let mut definition =
-            ToolDefinition::from_parts(descriptor, Executor::Builtin(entry.execute, entry.preview, entry.rule))?;
+        let mut definition = ToolDefinition::from_parts(
+            descriptor,
+            Executor::Builtin(entry.execute, entry.preview, entry.rule, entry.check),
+        )?;
         definition.settings = entry.settings;
         Ok(definition)
     }

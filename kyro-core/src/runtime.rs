@@ -299,8 +299,13 @@ impl Runtime {
         let mut violations = rewrite_aliases(&mut arguments, &descriptor.argument_aliases);
         let arguments = Value::Object(arguments);
         if violations.is_empty() {
-            match tool.input() {
-                Ok(input) => violations = input.violations(&arguments),
+            // The generated check when the tool has a complete one, else its schema's.
+            let checked = match tool.generated_violations(&arguments) {
+                Some(found) => Ok(found),
+                None => tool.input().map(|input| input.violations(&arguments)),
+            };
+            match checked {
+                Ok(found) => violations = found,
                 Err(error) => {
                     return Staged::refused(Outcome::ExecutionFailed {
                         tool: name.clone(),

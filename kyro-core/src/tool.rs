@@ -86,6 +86,10 @@ impl ObjectOutput for serde_json::Map<String, Value> {}
 pub trait Tool: Execute + DeserializeOwned + JsonSchema + 'static {
     /// Name, aliases, effect, description and the rest, as written in the attribute.
     const SPEC: ToolSpec;
+    /// The arguments' check `#[tool]` generates ([`crate::check`]): every violation with
+    /// its pointer, in one pass, without interpreting the schema. `None`: the schema's
+    /// validator checks them.
+    const CHECK: Option<crate::check::CheckFn> = None;
 }
 
 /// The attribute's facts about a tool, as constants.
@@ -169,6 +173,8 @@ pub struct ToolEntry {
     pub deserializes: fn(&Value) -> Result<(), String>,
     /// The policy tables the tool reads ([`Execute::SETTINGS`]).
     pub settings: &'static [crate::policy::SettingsTable],
+    /// The generated check of its arguments ([`Tool::CHECK`]).
+    pub check: Option<crate::check::CheckFn>,
 }
 
 impl std::fmt::Debug for ToolEntry {
@@ -191,6 +197,7 @@ impl ToolEntry {
             rule: rule_native::<T>,
             deserializes: deserializes::<T>,
             settings: <T as Execute>::SETTINGS,
+            check: T::CHECK,
         }
     }
 }

@@ -65,6 +65,8 @@ pub fn emit(tool: &Tool) -> TokenStream {
         .flatten()
         .filter(|f| crate::check::holds_workspace_path(&f.field.ty))
         .map(|f| f.ident.unraw().to_string());
+    let check_impl = crate::checks::emit(tool.item, kc);
+    let tool_check = crate::checks::tool_check(ident, kc);
     // Spanned at the struct's name, so a missing `Execute` impl is reported there.
     let tool_impl = quote_spanned! {ident.span()=>
         impl #kc::Tool for #ident {
@@ -92,6 +94,7 @@ pub fn emit(tool: &Tool) -> TokenStream {
                     description: ::core::env!("CARGO_PKG_DESCRIPTION"),
                 },
             };
+            #tool_check
         }
     };
     // Each field's type is checked for what kyro reads and describes first, so a type
@@ -135,6 +138,7 @@ pub fn emit(tool: &Tool) -> TokenStream {
         #argument_check
         #item
         #tool_impl
+        #check_impl
         #defined
     }
 }

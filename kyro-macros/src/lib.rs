@@ -12,6 +12,7 @@
 mod ast;
 mod attr;
 mod check;
+mod checks;
 mod errors;
 mod expand;
 mod fallback;
@@ -92,11 +93,13 @@ pub fn input(args: TokenStream, item: TokenStream) -> TokenStream {
     let kc = &core.tokens;
     let serde_crate = format!("{}::__private::serde", core.text);
     let schemars_crate = format!("{}::__private::schemars", core.text);
+    let check = checks::emit(&item, kc);
     quote::quote! {
         #[derive(#kc::__private::serde::Deserialize, #kc::__private::schemars::JsonSchema)]
         #[serde(crate = #serde_crate)]
         #[schemars(crate = #schemars_crate)]
         #item
+        #check
     }
     .into()
 }

@@ -2,7 +2,6 @@
 
 use kyro_core::policy::SettingsTable;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
-use serde::Deserialize;
 
 use super::session::with_page;
 use crate::settings::NetworkSettings;
@@ -28,7 +27,8 @@ pub struct BrowserFillForm {
 }
 
 /// One field and its value.
-#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[kyro_core::input]
+#[derive(Debug, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct FormField {
     /// The field's ref from browser_snapshot, like `e3` (or `f1e3` in a cross-origin frame).

@@ -8,7 +8,6 @@ use headless_chrome::protocol::cdp::Page::{
 };
 use kyro_core::policy::SettingsTable;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
-use serde::Deserialize;
 
 use super::driven::Driven;
 use super::session::{error, with_page};
@@ -47,7 +46,8 @@ pub struct BrowserScreenshot {
 }
 
 /// An image format.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[kyro_core::input]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum ImageFormat {
     /// Lossless.

@@ -264,7 +264,8 @@ pub struct LocalStorage {
 }
 
 /// One entry.
-#[derive(Debug, Serialize, JsonSchema, serde::Deserialize)]
+#[kyro_core::input]
+#[derive(Debug, Serialize)]
 pub struct StorageEntry {
     /// The key.
     pub key: String,

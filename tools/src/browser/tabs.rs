@@ -2,7 +2,6 @@
 
 use kyro_core::policy::SettingsTable;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
-use serde::Deserialize;
 
 use super::session::{TabAction, tabs};
 use crate::integration::check_url;
@@ -33,7 +32,8 @@ pub struct BrowserTabs {
 }
 
 /// What to do with the tabs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[kyro_core::input]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum TabsAction {
     /// List them.

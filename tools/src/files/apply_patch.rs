@@ -29,7 +29,8 @@ pub struct ApplyPatch {
 }
 
 /// The hash a file had when the caller read it.
-#[derive(Debug, serde::Deserialize, JsonSchema)]
+#[kyro_core::input]
+#[derive(Debug)]
 #[serde(deny_unknown_fields)]
 pub struct ExpectedHash {
     /// The path as written in the patch (without `a/` or `b/`).

@@ -3,8 +3,6 @@
 use crate::Failure;
 use grep_regex::RegexMatcherBuilder;
 use kyro_core::{EntryType, Execute, ToolContext, ToolError, WorkspacePath, tool};
-use schemars::JsonSchema;
-use serde::Deserialize;
 
 use super::search_file::{LineMatch, Search};
 use super::walk::WalkOptions;
@@ -50,7 +48,8 @@ pub struct Grep {
 }
 
 /// Letter-case matching.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[kyro_core::input]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum Case {
     /// Exact case.

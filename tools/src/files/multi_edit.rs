@@ -1,8 +1,6 @@
 //! `multi_edit`: several exact replacements in one file, all or none.
 
 use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
-use schemars::JsonSchema;
-use serde::Deserialize;
 
 use super::edit_file::Edited;
 use super::text_file::replace;
@@ -34,7 +32,8 @@ pub struct MultiEdit {
 }
 
 /// One replacement.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[kyro_core::input]
+#[derive(Debug)]
 #[serde(deny_unknown_fields)]
 pub struct Replacement {
     /// The exact text to replace.

@@ -1,8 +1,6 @@
 //! `github_list_issues`: one page of a repository's issues.
 
 use kyro_core::{Execute, ToolContext, ToolError, tool};
-use schemars::JsonSchema;
-use serde::Deserialize;
 
 use super::client::{GitHub, encode};
 use super::issue_read::Issue;
@@ -48,7 +46,8 @@ pub struct GitHubListIssues {
 }
 
 /// Which issues.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[kyro_core::input]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum IssueState {
     /// Open ones.

@@ -278,7 +278,8 @@ impl Execute for GitHubDeleteFile {
 }
 
 /// A file to push.
-#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[kyro_core::input]
+#[derive(Debug)]
 #[serde(deny_unknown_fields)]
 pub struct PushedFile {
     /// Its path (no `.`, `..` or empty segment, no leading `/`).

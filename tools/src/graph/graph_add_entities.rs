@@ -2,8 +2,6 @@
 
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 use rusqlite::params;
-use schemars::JsonSchema;
-use serde::Deserialize;
 
 use crate::state::{Store, state_error};
 
@@ -19,7 +17,8 @@ pub struct GraphAddEntities {
 }
 
 /// An entity to create.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[kyro_core::input]
+#[derive(Debug)]
 #[serde(deny_unknown_fields)]
 pub struct NewEntity {
     /// Unique name.

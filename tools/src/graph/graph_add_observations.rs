@@ -3,8 +3,7 @@
 use crate::Failure;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 use rusqlite::params;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::state::{Store, state_error};
 
@@ -20,7 +19,8 @@ pub struct GraphAddObservations {
 }
 
 /// Facts for one entity.
-#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[kyro_core::input]
+#[derive(Debug, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct NewObservations {
     /// The entity's name.

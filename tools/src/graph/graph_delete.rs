@@ -3,8 +3,6 @@
 
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 use rusqlite::params;
-use schemars::JsonSchema;
-use serde::Deserialize;
 
 use super::Relation;
 use crate::state::{Store, state_error};
@@ -28,7 +26,8 @@ pub struct GraphDelete {
 }
 
 /// Observations of one entity to delete.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[kyro_core::input]
+#[derive(Debug)]
 #[serde(deny_unknown_fields)]
 pub struct ObservationsToDelete {
     /// The entity's name.

@@ -20,7 +20,7 @@ pub use graph_search::GraphSearch;
 use kyro_core::ToolError;
 use rusqlite::{Connection, params};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::state::state_error;
 
@@ -36,7 +36,8 @@ pub struct Entity {
 }
 
 /// A directed, typed relation between two entities.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[kyro_core::input]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Relation {
     /// The entity it starts from.

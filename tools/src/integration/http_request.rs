@@ -2,8 +2,7 @@
 
 use kyro_core::policy::SettingsTable;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::guard::send;
 use super::untrusted::shown;
@@ -44,7 +43,8 @@ pub struct HttpRequest {
 }
 
 /// An HTTP method.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[kyro_core::input]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum HttpMethod {
     /// GET.
@@ -63,7 +63,8 @@ pub enum HttpMethod {
 }
 
 /// A header.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[kyro_core::input]
+#[derive(Debug, Clone, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Header {
     /// Its name.

@@ -6,7 +6,7 @@ use std::task::Poll;
 
 use kyro_core::{Call, Execute, Execution, Narrowed, OutcomeKind, ToolContext, ToolError, tool};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Map, Value};
 
 /// Run several tool calls, one after another or all together, each through the runtime's
@@ -28,7 +28,8 @@ pub struct RunBatch {
 }
 
 /// One call of a batch.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[kyro_core::input]
+#[derive(Debug, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct BatchCall {
     /// Tool name or alias.
@@ -40,7 +41,8 @@ pub struct BatchCall {
 }
 
 /// How a batch runs its calls.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[kyro_core::input]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum BatchMode {
     /// One after another, in order.

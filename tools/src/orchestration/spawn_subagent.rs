@@ -2,8 +2,6 @@
 
 use kyro_core::policy::{Access, RootSpec, ScopeRequest};
 use kyro_core::{Capability, Execute, ToolContext, ToolError, tool};
-use schemars::JsonSchema;
-use serde::Deserialize;
 
 use super::run_batch::{BatchCall, BatchMode, CallResult, run_calls};
 
@@ -31,7 +29,8 @@ pub struct SpawnSubagent {
 }
 
 /// A root for the sub-agent.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[kyro_core::input]
+#[derive(Debug, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct SubagentRoot {
     /// A directory inside one of the caller's roots.

@@ -3,13 +3,13 @@
 use crate::Failure;
 use kyro_core::ToolError;
 use rusqlite::{Connection, OptionalExtension, params};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::state::state_error;
 
 /// Where a task stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[kyro_core::input]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskStatus {
     /// Not started.

@@ -4,7 +4,8 @@
 use kyro_core::WorkspacePath;
 
 /// An environment variable to set for the program.
-#[derive(Debug, Clone, serde::Deserialize, schemars::JsonSchema)]
+#[kyro_core::input]
+#[derive(Debug, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct EnvVar {
     /// The variable's name.

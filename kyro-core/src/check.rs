@@ -1,0 +1,456 @@
+//! The checks `#[tool]` and `#[input]` generate: each argument type reads its JSON once and
+//! reports every violation with its JSON pointer, in the words of [`crate::schema::message`],
+//! over what the canonical schema states (types, required and unknown fields, choices,
+//! lengths, ranges, patterns). No schema is interpreted for a native tool whose types all
+//! have one; the schema's validator is the oracle the generated checks are tested against.
+
+use std::sync::OnceLock;
+
+use serde_json::{Map, Value};
+
+use crate::schema::Violation;
+use crate::schema::message;
+
+/// What a field's attributes add to its type's own rules: `#[schemars(length(..))]`,
+/// `range(..)` and `regex(..)`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Rules {
+    /// `range(min)`.
+    pub min: Option<f64>,
+    /// `range(max)`.
+    pub max: Option<f64>,
+    /// `length(min)`: characters of a string, items of an array.
+    pub min_length: Option<u64>,
+    /// `length(max)`.
+    pub max_length: Option<u64>,
+    /// `regex(pattern)`.
+    pub pattern: Option<&'static Pattern>,
+    /// `inner(..)`: the rules of an array's items.
+    pub inner: Option<&'static Rules>,
+}
+
+impl Rules {
+    /// No rules beyond the type's.
+    pub const NONE: Rules = Rules {
+        min: None,
+        max: None,
+        min_length: None,
+        max_length: None,
+        pattern: None,
+        inner: None,
+    };
+}
+
+/// A pattern, compiled on its first use.
+#[derive(Debug)]
+pub struct Pattern {
+    source: &'static str,
+    compiled: OnceLock<Option<regex::Regex>>,
+}
+
+impl Pattern {
+    /// The pattern `source` (JSON Schema's: unanchored unless it says `^`/`$`).
+    pub const fn new(source: &'static str) -> Pattern {
+        Pattern {
+            source,
+            compiled: OnceLock::new(),
+        }
+    }
+
+    /// Whether `text` matches; a pattern that does not compile matches nothing.
+    fn is_match(&self, text: &str) -> bool {
+        self.compiled
+            .get_or_init(|| regex::Regex::new(self.source).ok())
+            .as_ref()
+            .is_some_and(|re| re.is_match(text))
+    }
+}
+
+/// Where a check is in the arguments, and what it found.
+#[derive(Debug, Default)]
+pub struct Checker {
+    pointer: String,
+    found: Vec<Violation>,
+}
+
+impl Checker {
+    /// A checker at the root.
+    pub fn new() -> Checker {
+        Checker::default()
+    }
+
+    /// Every violation, sorted by pointer, as the schema's validator reports them.
+    pub fn into_violations(self) -> Vec<Violation> {
+        let mut found = self.found;
+        found.sort_by(|a, b| a.pointer.cmp(&b.pointer));
+        found.dedup();
+        found
+    }
+
+    /// Records a violation at the current pointer.
+    pub fn refuse(&mut self, message: String) {
+        self.found.push(Violation::new(self.pointer.clone(), message));
+    }
+
+    /// Runs `check` one step down, at `/key` (escaped as a JSON pointer).
+    pub fn at(&mut self, key: &str, check: impl FnOnce(&mut Checker)) {
+        let len = self.pointer.len();
+        self.pointer.push('/');
+        for c in key.chars() {
+            match c {
+                '~' => self.pointer.push_str("~0"),
+                '/' => self.pointer.push_str("~1"),
+                c => self.pointer.push(c),
+            }
+        }
+        check(self);
+        self.pointer.truncate(len);
+    }
+
+    /// Runs `check` at `/index`.
+    pub fn at_index(&mut self, index: usize, check: impl FnOnce(&mut Checker)) {
+        let len = self.pointer.len();
+        self.pointer.push('/');
+        self.pointer.push_str(&index.to_string());
+        check(self);
+        self.pointer.truncate(len);
+    }
+
+    /// `value` as an object, or a type violation. Unknown fields (those not in `known`)
+    /// are one violation naming them all, as the validator's `additionalProperties`.
+    pub fn object<'v>(&mut self, value: &'v Value, known: &[&str]) -> Option<&'v Map<String, Value>> {
+        let Value::Object(map) = value else {
+            self.refuse(message::wrong_type(value, &Value::from("object")));
+            return None;
+        };
+        let unknown: Vec<String> = map
+            .keys()
+            .filter(|k| !known.contains(&k.as_str()))
+            .map(|k| message::unknown_field(k, known))
+            .collect();
+        if !unknown.is_empty() {
+            self.refuse(unknown.join("; "));
+        }
+        Some(map)
+    }
+
+    /// A field the object must have.
+    pub fn missing(&mut self, field: &str) {
+        self.refuse(message::missing_field(field));
+    }
+
+    /// `value` as one of `choices` (strings), or a violation naming them.
+    pub fn choice(&mut self, value: &Value, choices: &[&str]) {
+        if value.as_str().is_some_and(|s| choices.contains(&s)) {
+            return;
+        }
+        let listed: Vec<Value> = choices.iter().map(|c| Value::from(*c)).collect();
+        self.refuse(message::not_a_choice(value, &listed.iter().collect::<Vec<_>>()));
+    }
+
+    /// `size` against a minimum and maximum (`unit`: characters, items).
+    fn size(&mut self, size: usize, unit: &str, rules: &Rules) {
+        if let Some(min) = rules.min_length.filter(|&min| (size as u64) < min) {
+            self.refuse(message::wrong_size(size, unit, true, min));
+        }
+        if let Some(max) = rules.max_length.filter(|&max| (size as u64) > max) {
+            self.refuse(message::wrong_size(size, unit, false, max));
+        }
+    }
+
+    /// A number against the tighter of each bound: the type's and the rules'.
+    fn range(&mut self, value: &Value, n: f64, (low, high): (Option<f64>, Option<f64>), rules: &Rules) {
+        let tighter = |a: Option<f64>, b: Option<f64>, pick: fn(f64, f64) -> f64| match (a, b) {
+            (Some(a), Some(b)) => Some(pick(a, b)),
+            (a, b) => a.or(b),
+        };
+        if let Some(min) = tighter(low, rules.min, f64::max).filter(|&min| n < min) {
+            self.refuse(message::out_of_range(value, "the minimum", &number(min)));
+        }
+        if let Some(max) = tighter(high, rules.max, f64::min).filter(|&max| n > max) {
+            self.refuse(message::out_of_range(value, "the maximum", &number(max)));
+        }
+    }
+}
+
+/// A bound as the schema writes it: an integer when it is one.
+fn number(bound: f64) -> Value {
+    if bound.fract() == 0.0 && bound.abs() < 9_007_199_254_740_992.0 {
+        Value::from(bound as i64)
+    } else {
+        Value::from(bound)
+    }
+}
+
+/// An argument type kyro checks in one pass over its JSON.
+pub trait Check {
+    /// Whether the check states everything the type's schema does. `#[input]` and
+    /// `#[tool]` say false for a shape they do not generate (`flatten`, a tagged enum with
+    /// fields, a field `with` its own deserializer); such a tool is checked by its schema.
+    fn complete() -> bool {
+        true
+    }
+
+    /// Checks `value` as this type under the field's `rules`, recording every violation.
+    fn check(value: &Value, rules: &Rules, c: &mut Checker);
+}
+
+/// The largest integer a JSON number holds exactly (2^53 - 1): 64-bit integers are bounded
+/// to it, as the canonical schema bounds them.
+const SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
+
+/// An integer between `low` and `high` (the type's bounds), written as an integer.
+fn integer(value: &Value, rules: &Rules, c: &mut Checker, low: f64, high: f64) {
+    let Value::Number(n) = value else {
+        c.refuse(message::wrong_type(value, &Value::from("integer")));
+        return;
+    };
+    let whole = n.is_i64() || n.is_u64();
+    let f = n.as_f64().unwrap_or(f64::NAN);
+    if !whole && f.fract() != 0.0 {
+        c.refuse(message::wrong_type(value, &Value::from("integer")));
+        return;
+    }
+    if !whole {
+        c.refuse(format!(
+            "{n} is not an integer literal; write it without a fraction or exponent"
+        ));
+    }
+    let exact = n
+        .as_i64()
+        .map(|i| i as f64)
+        .or(n.as_u64().map(|u| u as f64))
+        .unwrap_or(f);
+    c.range(value, exact, (Some(low), Some(high)), rules);
+}
+
+macro_rules! integers {
+    ($($ty:ty => $low:expr, $high:expr;)*) => {$(
+        impl Check for $ty {
+            fn check(value: &Value, rules: &Rules, c: &mut Checker) {
+                integer(value, rules, c, $low, $high);
+            }
+        }
+    )*};
+}
+
+integers! {
+    u8 => 0.0, u8::MAX as f64;
+    u16 => 0.0, u16::MAX as f64;
+    u32 => 0.0, u32::MAX as f64;
+    u64 => 0.0, SAFE_INTEGER;
+    usize => 0.0, SAFE_INTEGER;
+    i8 => i8::MIN as f64, i8::MAX as f64;
+    i16 => i16::MIN as f64, i16::MAX as f64;
+    i32 => i32::MIN as f64, i32::MAX as f64;
+    i64 => -SAFE_INTEGER, SAFE_INTEGER;
+    isize => -SAFE_INTEGER, SAFE_INTEGER;
+}
+
+macro_rules! floats {
+    ($($ty:ty),*) => {$(
+        impl Check for $ty {
+            fn check(value: &Value, rules: &Rules, c: &mut Checker) {
+                match value {
+                    Value::Number(n) => c.range(value, n.as_f64().unwrap_or(f64::NAN), (None, None), rules),
+                    other => c.refuse(message::wrong_type(other, &Value::from("number"))),
+                }
+            }
+        }
+    )*};
+}
+
+floats!(f32, f64);
+
+impl Check for bool {
+    fn check(value: &Value, _: &Rules, c: &mut Checker) {
+        if !value.is_boolean() {
+            c.refuse(message::wrong_type(value, &Value::from("boolean")));
+        }
+    }
+}
+
+/// A string under the rules: length in characters, then the pattern.
+fn string(value: &Value, rules: &Rules, c: &mut Checker) {
+    let Value::String(text) = value else {
+        c.refuse(message::wrong_type(value, &Value::from("string")));
+        return;
+    };
+    if rules.min_length.is_some() || rules.max_length.is_some() {
+        c.size(text.chars().count(), "characters", rules);
+    }
+    if let Some(pattern) = rules.pattern
+        && !pattern.is_match(text)
+    {
+        c.refuse(message::no_match(value, pattern.source));
+    }
+}
+
+impl Check for String {
+    fn check(value: &Value, rules: &Rules, c: &mut Checker) {
+        string(value, rules, c);
+    }
+}
+
+impl Check for std::path::PathBuf {
+    fn check(value: &Value, rules: &Rules, c: &mut Checker) {
+        string(value, rules, c);
+    }
+}
+
+impl Check for crate::WorkspacePath {
+    /// A path is never empty, as its schema says (`minLength: 1`).
+    fn check(value: &Value, rules: &Rules, c: &mut Checker) {
+        let least = Some(rules.min_length.map_or(1, |min| min.max(1)));
+        string(value, &Rules { min_length: least, ..*rules }, c);
+    }
+}
+
+impl Check for Value {
+    fn check(_: &Value, _: &Rules, _: &mut Checker) {}
+}
+
+impl Check for Map<String, Value> {
+    fn check(value: &Value, _: &Rules, c: &mut Checker) {
+        if !value.is_object() {
+            c.refuse(message::wrong_type(value, &Value::from("object")));
+        }
+    }
+}
+
+impl<T: Check> Check for Option<T> {
+    fn complete() -> bool {
+        T::complete()
+    }
+
+    fn check(value: &Value, rules: &Rules, c: &mut Checker) {
+        if !value.is_null() {
+            T::check(value, rules, c);
+        }
+    }
+}
+
+impl<T: Check> Check for Box<T> {
+    fn complete() -> bool {
+        T::complete()
+    }
+
+    fn check(value: &Value, rules: &Rules, c: &mut Checker) {
+        T::check(value, rules, c);
+    }
+}
+
+impl<T: Check> Check for Vec<T> {
+    fn complete() -> bool {
+        T::complete()
+    }
+
+    /// The rules' length counts items; each item is checked under the `inner` rules.
+    fn check(value: &Value, rules: &Rules, c: &mut Checker) {
+        let Value::Array(items) = value else {
+            c.refuse(message::wrong_type(value, &Value::from("array")));
+            return;
+        };
+        c.size(items.len(), "items", rules);
+        let inner = rules.inner.unwrap_or(&Rules::NONE);
+        for (i, item) in items.iter().enumerate() {
+            c.at_index(i, |c| T::check(item, inner, c));
+        }
+    }
+}
+
+impl<T: Check> Check for std::collections::BTreeMap<String, T> {
+    fn complete() -> bool {
+        T::complete()
+    }
+
+    fn check(value: &Value, _: &Rules, c: &mut Checker) {
+        let Value::Object(map) = value else {
+            c.refuse(message::wrong_type(value, &Value::from("object")));
+            return;
+        };
+        for (key, item) in map {
+            c.at(key, |c| T::check(item, &Rules::NONE, c));
+        }
+    }
+}
+
+impl<T: Check> Check for std::collections::HashMap<String, T> {
+    fn complete() -> bool {
+        T::complete()
+    }
+
+    fn check(value: &Value, rules: &Rules, c: &mut Checker) {
+        <std::collections::BTreeMap<String, T> as Check>::check(value, rules, c);
+    }
+}
+
+/// A tool's generated check ([`crate::Tool::CHECK`]): `None` when its check is incomplete
+/// and its schema's validator decides.
+pub type CheckFn = fn(&Value) -> Option<Vec<Violation>>;
+
+/// The check of a whole arguments object.
+pub fn arguments<T: Check>(value: &Value) -> Vec<Violation> {
+    let mut c = Checker::new();
+    T::check(value, &Rules::NONE, &mut c);
+    c.into_violations()
+}
+
+/// A field type, probed for a check: `Checked` is picked when it has one, `Unchecked`
+/// otherwise (a type deriving serde and schemars itself rather than through `#[input]`),
+/// which makes the tool's check incomplete.
+pub struct CheckProbe<T: ?Sized>(std::marker::PhantomData<T>);
+
+impl<T: ?Sized> CheckProbe<T> {
+    /// The probe.
+    pub const fn new() -> Self {
+        CheckProbe(std::marker::PhantomData)
+    }
+}
+
+impl<T: ?Sized> Default for CheckProbe<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Picked for a type with a check.
+pub trait Checked {
+    /// The type's [`Check::complete`].
+    fn complete(&self) -> bool;
+    /// The type's [`Check::check`].
+    fn check(&self, value: &Value, rules: &Rules, c: &mut Checker);
+}
+
+impl<T: Check> Checked for CheckProbe<T> {
+    fn complete(&self) -> bool {
+        T::complete()
+    }
+
+    fn check(&self, value: &Value, rules: &Rules, c: &mut Checker) {
+        T::check(value, rules, c);
+    }
+}
+
+/// Picked for a type without one: the check is incomplete.
+pub trait Unchecked {
+    /// Always false.
+    fn complete(&self) -> bool {
+        false
+    }
+    /// Checks nothing (never called: an incomplete tool is checked by its schema).
+    fn check(&self, _: &Value, _: &Rules, _: &mut Checker) {}
+}
+
+impl<T: ?Sized> Unchecked for &CheckProbe<T> {}
+
+impl crate::registry::RegisteredTool {
+    /// The violations of `arguments` by the tool's generated check, when it has a complete
+    /// one; `None`: its schema's validator decides.
+    pub(crate) fn generated_violations(&self, arguments: &Value) -> Option<Vec<Violation>> {
+        match self.executor() {
+            crate::registry::Executor::Builtin(.., Some(check)) => check(arguments),
+            _ => None,
+        }
+    }
+}
