@@ -11,6 +11,9 @@ use serde_json::{Map, Value};
 use crate::schema::Violation;
 use crate::schema::message;
 
+/// The JSON a check reads (the generated code's name for `serde_json::Value`).
+pub type Json = Value;
+
 /// What a field's attributes add to its type's own rules: `#[schemars(length(..))]`,
 /// `range(..)` and `regex(..)`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -271,7 +274,7 @@ impl Check for bool {
 }
 
 /// A string under the rules: length in characters, then the pattern.
-fn string(value: &Value, rules: &Rules, c: &mut Checker) {
+pub(crate) fn string(value: &Value, rules: &Rules, c: &mut Checker) {
     let Value::String(text) = value else {
         c.refuse(message::wrong_type(value, &Value::from("string")));
         return;
@@ -295,14 +298,6 @@ impl Check for String {
 impl Check for std::path::PathBuf {
     fn check(value: &Value, rules: &Rules, c: &mut Checker) {
         string(value, rules, c);
-    }
-}
-
-impl Check for crate::WorkspacePath {
-    /// A path is never empty, as its schema says (`minLength: 1`).
-    fn check(value: &Value, rules: &Rules, c: &mut Checker) {
-        let least = Some(rules.min_length.map_or(1, |min| min.max(1)));
-        string(value, &Rules { min_length: least, ..*rules }, c);
     }
 }
 
@@ -443,14 +438,3 @@ pub trait Unchecked {
 }
 
 impl<T: ?Sized> Unchecked for &CheckProbe<T> {}
-
-impl crate::registry::RegisteredTool {
-    /// The violations of `arguments` by the tool's generated check, when it has a complete
-    /// one; `None`: its schema's validator decides.
-    pub(crate) fn generated_violations(&self, arguments: &Value) -> Option<Vec<Violation>> {
-        match self.executor() {
-            crate::registry::Executor::Builtin(.., Some(check)) => check(arguments),
-            _ => None,
-        }
-    }
-}

@@ -59,6 +59,21 @@ impl JsonSchema for WorkspacePath {
     }
 }
 
+impl crate::check::Check for WorkspacePath {
+    /// A path is never empty, as its schema says (`minLength: 1`).
+    fn check(value: &serde_json::Value, rules: &crate::check::Rules, c: &mut crate::check::Checker) {
+        let least = Some(rules.min_length.map_or(1, |min| min.max(1)));
+        crate::check::string(
+            value,
+            &crate::check::Rules {
+                min_length: least,
+                ..*rules
+            },
+            c,
+        );
+    }
+}
+
 /// The workspace: the directory relative paths and policy roots are resolved against.
 #[derive(Debug, Clone)]
 pub struct Workspace {

@@ -18,6 +18,7 @@ mod caller;
 mod catalog;
 pub mod chain;
 pub mod check;
+mod checked;
 mod closest;
 pub mod compat;
 mod confined;
@@ -68,10 +69,9 @@ pub use tool::{ArgAlias, BoxFuture, Execute, ObjectOutput, Package, Tool, ToolEn
 pub mod __private {
     pub use crate::argument::{ArgumentProbe, Holdable, NotHoldable, ToolArgument};
     pub use crate::catalog::{DuplicateName, find_duplicate};
-    pub use crate::check::{Check, CheckProbe, Checked, Checker, Pattern, Rules, Unchecked};
+    pub use crate::check::{Check, CheckProbe, Checked, Checker, Json, Pattern, Rules, Unchecked};
     pub use crate::defined::{DEFINED, Defined};
     pub use linkme;
     pub use schemars;
     pub use serde;
-    pub use serde_json;
 }

@@ -184,10 +184,8 @@ impl ToolDefinition {
             compatibility_only: false,
             task: spec.task,
         };
-        let mut definition = ToolDefinition::from_parts(
-            descriptor,
-            Executor::Builtin(entry.execute, entry.preview, entry.rule, entry.check),
-        )?;
+        let executor = Executor::Builtin(entry.execute, entry.preview, entry.rule, entry.check);
+        let mut definition = ToolDefinition::from_parts(descriptor, executor)?;
         definition.settings = entry.settings;
         Ok(definition)
     }

@@ -299,12 +299,7 @@ impl Runtime {
         let mut violations = rewrite_aliases(&mut arguments, &descriptor.argument_aliases);
         let arguments = Value::Object(arguments);
         if violations.is_empty() {
-            // The generated check when the tool has a complete one, else its schema's.
-            let checked = match tool.generated_violations(&arguments) {
-                Some(found) => Ok(found),
-                None => tool.input().map(|input| input.violations(&arguments)),
-            };
-            match checked {
+            match crate::checked::violations(&tool, &arguments) {
                 Ok(found) => violations = found,
                 Err(error) => {
                     return Staged::refused(Outcome::ExecutionFailed {

@@ -106,7 +106,7 @@ pub fn emit(item: &DeriveInput, kc: &TokenStream) -> TokenStream {
 
             #[allow(unused_variables)]
             fn check(
-                value: &#kc::__private::serde_json::Value,
+                value: &#kc::__private::Json,
                 rules: &#kc::__private::Rules,
                 c: &mut #kc::__private::Checker,
             ) {
@@ -123,7 +123,7 @@ pub fn tool_check(ident: &syn::Ident, kc: &TokenStream) -> TokenStream {
     quote! {
         const CHECK: ::core::option::Option<#kc::check::CheckFn> = ::core::option::Option::Some({
             fn generated(
-                value: &#kc::__private::serde_json::Value,
+                value: &#kc::__private::Json,
             ) -> ::core::option::Option<::std::vec::Vec<#kc::Violation>> {
                 static COMPLETE: ::std::sync::OnceLock<bool> = ::std::sync::OnceLock::new();
                 if !*COMPLETE.get_or_init(<#ident as #kc::__private::Check>::complete) {
