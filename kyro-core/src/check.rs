@@ -98,6 +98,9 @@ impl Checker {
     /// Runs `check` one step down, at `/key` (escaped as a JSON pointer).
     pub fn at(&mut self, key: &str, check: impl FnOnce(&mut Checker)) {
         let len = self.pointer.len();
+        if self.pointer.capacity() == 0 {
+            self.pointer.reserve(64);
+        }
         self.pointer.push('/');
         for c in key.chars() {
             match c {
@@ -119,22 +122,22 @@ impl Checker {
         self.pointer.truncate(len);
     }
 
-    /// `value` as an object, or a type violation. Unknown fields (those not in `known`)
-    /// are one violation naming them all, as the validator's `additionalProperties`.
-    pub fn object<'v>(&mut self, value: &'v Value, known: &[&str]) -> Option<&'v Map<String, Value>> {
+    /// `value` as an object, or a type violation.
+    pub fn object<'v>(&mut self, value: &'v Value) -> Option<&'v Map<String, Value>> {
         let Value::Object(map) = value else {
             self.refuse(message::wrong_type(value, &Value::from("object")));
             return None;
         };
-        let unknown: Vec<String> = map
-            .keys()
-            .filter(|k| !known.contains(&k.as_str()))
-            .map(|k| message::unknown_field(k, known))
-            .collect();
-        if !unknown.is_empty() {
-            self.refuse(unknown.join("; "));
-        }
         Some(map)
+    }
+
+    /// Fields the object holds and its type does not (`unknown`, none of `known`): one
+    /// violation naming them all, as the validator's `additionalProperties`.
+    pub fn unknown(&mut self, unknown: &[&str], known: &[&str]) {
+        if !unknown.is_empty() {
+            let each: Vec<String> = unknown.iter().map(|k| message::unknown_field(k, known)).collect();
+            self.refuse(each.join("; "));
+        }
     }
 
     /// A field the object must have.

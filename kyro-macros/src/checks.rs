@@ -142,6 +142,7 @@ fn object(named: &syn::FieldsNamed, serde: &Keys, kc: &TokenStream) -> (TokenStr
     let mut complete = vec![quote!(true)];
     let mut names = Vec::new();
     let mut checks = Vec::new();
+    let mut missing = Vec::new();
     for field in &named.named {
         let fs = keys(&field.attrs, "serde");
         let fschemars = keys(&field.attrs, "schemars");
@@ -160,22 +161,35 @@ fn object(named: &syn::FieldsNamed, serde: &Keys, kc: &TokenStream) -> (TokenStr
         let rules = rules.unwrap_or_else(|| quote!(&#kc::__private::Rules::NONE));
         complete.push(quote!((&#kc::__private::CheckProbe::<#ty>::new()).complete()));
         let required = !all_default && !fs.has("default") && !is_option(ty);
-        let missing = required.then(|| quote!(c.missing(#name)));
+        let index = names.len();
         checks.push(quote! {
-            match map.get(#name) {
-                ::core::option::Option::Some(v) => {
-                    c.at(#name, |c| (&#kc::__private::CheckProbe::<#ty>::new()).check(v, #rules, c))
-                }
-                ::core::option::Option::None => { #missing }
+            #name => {
+                seen[#index] = true;
+                c.at(#name, |c| (&#kc::__private::CheckProbe::<#ty>::new()).check(v, #rules, c))
             }
         });
+        if required {
+            missing.push(quote!(if !seen[#index] { c.missing(#name) }));
+        }
         names.push(name);
     }
+    // One pass over the object's own entries: each key matched against the fields' names
+    // (no lookup per field), then the required ones not seen.
+    let count = names.len();
     let check = quote! {
-        let ::core::option::Option::Some(map) = c.object(value, &[#(#names),*]) else {
+        let ::core::option::Option::Some(map) = c.object(value) else {
             return;
         };
-        #(#checks)*
+        let mut seen = [false; #count];
+        let mut unknown: ::std::vec::Vec<&str> = ::std::vec::Vec::new();
+        for (key, v) in map {
+            match key.as_str() {
+                #(#checks)*
+                other => unknown.push(other),
+            }
+        }
+        c.unknown(&unknown, &[#(#names),*]);
+        #(#missing)*
     };
     (quote!(#(#complete)&&*), check)
 }
