@@ -424,7 +424,11 @@ fn print_http(title: &str, reports: &[HttpReport]) {
     println!("\n{title}");
     println!(
         "{:<22} {:>10} {:>10} {:>16} {:>10}",
-        "server", "call p50", "call p99", "4 clients", "RSS"
+        "server",
+        "call p50",
+        "call p99",
+        format!("{HTTP_CLIENTS} clients"),
+        "RSS"
     );
     for r in reports {
         println!(
