@@ -320,12 +320,86 @@ pub(crate) fn send(
     max_bytes: u64,
     timeout: std::time::Duration,
 ) -> Result<Fetched, ToolError> {
+    let request = Outgoing {
+        method,
+        url,
+        headers,
+        body,
+        timeout,
+        record_query: true,
+    };
+    exchange(cx, request, |url, status, headers, reader| {
+        let headers = headers
+            .iter()
+            .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or_default().to_owned()))
+            .collect();
+        let mut bytes = Vec::new();
+        reader
+            .take(max_bytes + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| Failure::Unreachable {
+                service: url.to_owned(),
+                message: e.to_string(),
+            })?;
+        let truncated = bytes.len() as u64 > max_bytes;
+        bytes.truncate(max_bytes as usize);
+        Ok(Fetched {
+            url: url.to_owned(),
+            status,
+            headers,
+            body: bytes,
+            truncated,
+        })
+    })
+}
+
+/// [`send`] of a GET handing the body to `read` as a stream (with the final URL and status)
+/// rather than reading it into memory. `read` bounds what it reads. The receipt records each
+/// address without its query (a signed address's credential).
+pub(crate) fn send_streaming<T>(
+    cx: &ToolContext,
+    method: &str,
+    url: &str,
+    headers: &[(String, String)],
+    timeout: std::time::Duration,
+    read: impl FnOnce(&str, u16, &mut dyn Read) -> Result<T, ToolError>,
+) -> Result<T, ToolError> {
+    let request = Outgoing {
+        method,
+        url,
+        headers,
+        body: None,
+        timeout,
+        record_query: false,
+    };
+    exchange(cx, request, |url, status, _, reader| read(url, status, reader))
+}
+
+/// A request as [`exchange`] sends it.
+struct Outgoing<'a> {
+    method: &'a str,
+    url: &'a str,
+    headers: &'a [(String, String)],
+    body: Option<&'a str>,
+    timeout: std::time::Duration,
+    /// Whether the receipt records each address's query.
+    record_query: bool,
+}
+
+/// The one request loop: every hop checked (the URL, then each address at connection
+/// time), redirects followed by hand (up to five; a 303, or a 301/302 answering a POST,
+/// becomes a GET without its body), the policy's refusal as `url_refused`, each hop in the
+/// receipt; the final answer handed to `read` with its headers and a reader of its body.
+fn exchange<T>(
+    cx: &ToolContext,
+    request: Outgoing<'_>,
+    read: impl FnOnce(&str, u16, &ureq::http::HeaderMap, &mut dyn Read) -> Result<T, ToolError>,
+) -> Result<T, ToolError> {
     // The request ends just after the call's time limit (so the limit, not the client,
     // decides the outcome: `timed_out`), and a stalled server never outlives the call.
-    let timeout = cx
-        .stop()
-        .remaining()
-        .map_or(timeout, |left| (left + crate::settings::PAST_THE_LIMIT).min(timeout));
+    let timeout = cx.stop().remaining().map_or(request.timeout, |left| {
+        (left + crate::settings::PAST_THE_LIMIT).min(request.timeout)
+    });
     let config = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .max_redirects(0)
@@ -335,23 +409,28 @@ pub(crate) fn send(
         NetworkSettings::clone(&*cx.scope().settings::<NetworkSettings>()?),
         config,
     );
-    let mut url = url.to_owned();
-    let mut method = method.to_owned();
-    let mut body = body.map(str::to_owned);
+    let mut url = request.url.to_owned();
+    let mut method = request.method.to_owned();
+    let mut body = request.body.map(str::to_owned);
     for _ in 0..=MAX_REDIRECTS {
         cx.stop().check()?;
         let uri = check(cx, &url)?;
-        let mut request = ureq::http::Request::builder().method(method.as_str()).uri(&uri);
-        for (name, value) in headers {
-            request = request.header(name, value);
+        let mut builder = ureq::http::Request::builder().method(method.as_str()).uri(&uri);
+        for (name, value) in request.headers {
+            builder = builder.header(name, value);
         }
-        let request = request
+        let sent = builder
             .body(body.clone().unwrap_or_default())
             .map_err(|e| refused(&url, e.to_string()))?;
-        let mut response = agent.run(request).map_err(|e| transport_error(&url, &url, e))?;
+        let mut response = agent.run(sent).map_err(|e| transport_error(&url, &url, e))?;
         let status = response.status().as_u16();
+        let recorded = match request.record_query {
+            true => url.clone(),
+            // A signed address's query is a credential.
+            false => url.split(['?', '#']).next().unwrap_or_default().to_owned(),
+        };
         cx.effects().push(ObservedEffect::Request {
-            url: url.clone(),
+            url: recorded,
             status: Some(status),
         });
         if (300..400).contains(&status)
@@ -364,87 +443,9 @@ pub(crate) fn send(
             }
             continue;
         }
-        let headers = response
-            .headers()
-            .iter()
-            .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or_default().to_owned()))
-            .collect();
-        let mut bytes = Vec::new();
-        response
-            .body_mut()
-            .as_reader()
-            .take(max_bytes + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| Failure::Unreachable {
-                service: url.clone(),
-                message: e.to_string(),
-            })?;
-        let truncated = bytes.len() as u64 > max_bytes;
-        bytes.truncate(max_bytes as usize);
-        return Ok(Fetched {
-            url,
-            status,
-            headers,
-            body: bytes,
-            truncated,
-        });
-    }
-    Err(refused(&url, format!("more than {MAX_REDIRECTS} redirects")))
-}
-
-/// [`send`] handing the body to `read` as a stream (with the final URL and status) rather
-/// than reading it into memory: the same checks, every hop checked and redirects followed
-/// by hand (up to five), the policy's refusal as `url_refused`. `read` bounds what it reads.
-/// The receipt records each address without its query (a signed address's credential).
-pub(crate) fn send_streaming<T>(
-    cx: &ToolContext,
-    method: &str,
-    url: &str,
-    headers: &[(String, String)],
-    timeout: std::time::Duration,
-    read: impl FnOnce(&str, u16, &mut dyn Read) -> Result<T, ToolError>,
-) -> Result<T, ToolError> {
-    let timeout = cx
-        .stop()
-        .remaining()
-        .map_or(timeout, |left| (left + crate::settings::PAST_THE_LIMIT).min(timeout));
-    let config = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .max_redirects(0)
-        .timeout_global(Some(timeout))
-        .build();
-    let agent = checked_agent(
-        NetworkSettings::clone(&*cx.scope().settings::<NetworkSettings>()?),
-        config,
-    );
-    let mut url = url.to_owned();
-    let mut method = method.to_owned();
-    for _ in 0..=MAX_REDIRECTS {
-        cx.stop().check()?;
-        let uri = check(cx, &url)?;
-        let mut request = ureq::http::Request::builder().method(method.as_str()).uri(&uri);
-        for (name, value) in headers {
-            request = request.header(name, value);
-        }
-        let request = request.body(()).map_err(|e| refused(&url, e.to_string()))?;
-        let mut response = agent.run(request).map_err(|e| transport_error(&url, &url, e))?;
-        let status = response.status().as_u16();
-        // Recorded without its query: a signed address's query is a credential.
-        cx.effects().push(ObservedEffect::Request {
-            url: url.split(['?', '#']).next().unwrap_or_default().to_owned(),
-            status: Some(status),
-        });
-        if (300..400).contains(&status)
-            && let Some(location) = response.headers().get("location").and_then(|v| v.to_str().ok())
-        {
-            url = resolve(&uri, location);
-            if status == 303 {
-                method = "GET".into();
-            }
-            continue;
-        }
+        let headers = response.headers().clone();
         let mut reader = response.body_mut().as_reader();
-        return read(&url, status, &mut reader);
+        return read(&url, status, &headers, &mut reader);
     }
     Err(refused(&url, format!("more than {MAX_REDIRECTS} redirects")))
 }
