@@ -43,6 +43,9 @@ pub(crate) const NETWORK: &[SettingsTable] = &[SettingsTable::of::<NetworkSettin
 pub(crate) struct GitHub {
     base: String,
     token: Option<String>,
+    /// The token as it is written and percent-encoded: what [`GitHub::redact`] takes out,
+    /// made once rather than for every string of every answer.
+    forms: Vec<String>,
     policy: NetworkSettings,
     agent: ureq::Agent,
 }
@@ -132,6 +135,7 @@ impl GitHub {
             .build();
         Ok(GitHub {
             base: base(),
+            forms: token.iter().flat_map(|t| [t.clone(), encode(t)]).collect(),
             token,
             agent: guard::checked_agent(policy.clone(), config),
             policy,
@@ -141,10 +145,9 @@ impl GitHub {
     /// `text` with the token taken out: nothing kyro writes (a result, an error, a
     /// receipt) carries it, whatever the server reflects.
     fn redact(&self, mut text: String) -> String {
-        let Some(token) = &self.token else { return text };
-        for form in [token.clone(), encode(token)] {
-            if text.contains(&form) {
-                text = text.replace(&form, "[token]");
+        for form in &self.forms {
+            if text.contains(form.as_str()) {
+                text = text.replace(form.as_str(), "[token]");
             }
         }
         text
@@ -521,6 +524,7 @@ impl GitHub {
         let answer = GitHub {
             base: String::new(),
             token: self.token.clone(),
+            forms: self.forms.clone(),
             policy: self.policy.clone(),
             agent: self.agent.clone(),
         }
