@@ -9,6 +9,7 @@ use serde_json::Value;
 use crate::caller::Caller;
 use crate::confined::ConfinedPath;
 use crate::effect::{Approval, Effect};
+use crate::executor::Prepared;
 use crate::grants::{ApprovalStore, Grant, now_ms};
 use crate::policy::{Access, ApprovalRule, ApprovalToken, Fingerprint, Scope, UsedApprovals};
 use crate::receipt::{Decision, Denial};
@@ -40,7 +41,7 @@ pub(crate) async fn grant_for(
 
 pub(crate) fn authorize(
     tool: &RegisteredTool,
-    arguments: &Value,
+    (arguments, prepared): (&Value, &Prepared),
     scope: &Scope,
     fingerprint: &Fingerprint,
     approval: Option<&ApprovalToken>,
@@ -78,7 +79,7 @@ pub(crate) fn authorize(
     let (rule, matched) =
         scope
             .approvals()
-            .decide(&descriptor.name, effect_rule, tool.executor().rule(arguments, scope));
+            .decide(&descriptor.name, effect_rule, tool.executor().rule(prepared, scope));
     match (rule, approval) {
         (ApprovalRule::Auto, _) => Ok(match matched {
             Some(matched) => Decision::AllowedByRule { rule: matched.rule },

@@ -298,6 +298,25 @@ impl Check for String {
     }
 }
 
+impl Check for crate::effect::Capability {
+    fn check(value: &Value, rules: &Rules, c: &mut Checker) {
+        // Its schema: a string of at most 64 characters, lowercase words joined by dots.
+        static NAME: Pattern = Pattern::new("^[a-z][a-z0-9_]*(\\.[a-z][a-z0-9_]*)*$");
+        let own = Rules {
+            max_length: Some(rules.max_length.map_or(64, |max| max.min(64))),
+            pattern: Some(&NAME),
+            ..*rules
+        };
+        string(value, &own, c);
+    }
+}
+
+impl Check for crate::denial::Access {
+    fn check(value: &Value, _: &Rules, c: &mut Checker) {
+        c.choice(value, &["read", "read_write"]);
+    }
+}
+
 impl Check for std::path::PathBuf {
     fn check(value: &Value, rules: &Rules, c: &mut Checker) {
         string(value, rules, c);

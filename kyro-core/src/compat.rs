@@ -12,7 +12,8 @@ use serde_json::{Value, json};
 
 use crate::descriptor::{Annotations, ToolDescriptor};
 use crate::effect::Effect;
-use crate::registry::{Executor, RegistryError, ToolDefinition};
+use crate::executor::Executor;
+use crate::registry::{RegistryError, ToolDefinition};
 
 static ADAPTER_CALLS: AtomicU64 = AtomicU64::new(0);
 

@@ -10,16 +10,19 @@
 // Lets the `#[tool]` expansion's `::kyro_core::` paths resolve inside this crate's tests.
 extern crate self as kyro_core;
 
+mod approver;
 mod argument;
 mod arguments;
 pub mod authority;
 mod authorize;
+mod boundary;
 mod caller;
 mod catalog;
 pub mod chain;
 pub mod check;
 mod checked;
 mod closest;
+#[cfg(feature = "interpreter")]
 pub mod compat;
 mod confined;
 mod context;
@@ -29,6 +32,7 @@ mod descriptor;
 pub mod discovery;
 mod effect;
 mod error;
+mod executor;
 pub mod grants;
 mod observed;
 mod offload;
@@ -45,6 +49,7 @@ mod size;
 mod stop;
 mod tool;
 
+pub use approver::{Approver, ApproverHandle, Asked};
 pub use arguments::{ArgumentsError, parse_arguments, parse_strict};
 pub use caller::Caller;
 pub use confined::{ConfinedPath, Entry, EntryType, Info, sha256_hex};
@@ -62,7 +67,7 @@ pub use runtime::Runtime;
 pub use schema::Violation;
 pub use schema_text::Schema;
 pub use stop::{OnStop, StopSignal};
-pub use tool::{ArgAlias, BoxFuture, Execute, ObjectOutput, Package, Tool, ToolEntry, ToolSpec};
+pub use tool::{ArgAlias, BoxFuture, Execute, ObjectOutput, Package, Tool, ToolEntry, ToolSpec, Typed};
 
 /// Items the generated code names by absolute path; not part of the public API.
 #[doc(hidden)]

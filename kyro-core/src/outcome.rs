@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::approver::{Approver, ApproverHandle};
 use crate::caller::Caller;
 use crate::denial::Denial;
 use crate::error::ToolError;
@@ -29,12 +30,22 @@ pub struct Call {
     pub traceparent: Option<String>,
     /// Set when the call may become a task: told when the call passed authorization.
     pub task: Option<TaskHook>,
+    /// Who is asked when the call needs an approval it does not carry.
+    pub approver: Option<ApproverHandle>,
 }
 
 impl Call {
-    /// The same call without its approval (what a tool's own child calls become).
+    /// The same call without its approval and nobody to ask (what a tool's own child
+    /// calls become).
     pub fn unapproved(mut self) -> Call {
         self.approval = None;
+        self.approver = None;
+        self
+    }
+
+    /// The same call, asking `approver` when it needs an approval it does not carry.
+    pub fn asking(mut self, approver: Arc<dyn Approver>) -> Call {
+        self.approver = Some(ApproverHandle(approver));
         self
     }
 
@@ -48,6 +59,7 @@ impl Call {
             caller: Caller::local(),
             traceparent: None,
             task: None,
+            approver: None,
         }
     }
 

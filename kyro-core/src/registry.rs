@@ -1,18 +1,27 @@
 //! The registry: immutable snapshots of registered tools, replaced as a whole on change.
 
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock, RwLock};
+#[cfg(feature = "interpreter")]
+use std::sync::OnceLock;
+use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
 
+#[cfg(feature = "interpreter")]
 use crate::context::ToolContext;
 use crate::descriptor::{Annotations, ArgumentAlias, Catalog, ToolDescriptor, valid_name};
 use crate::effect::{Capability, Effect};
+#[cfg(feature = "interpreter")]
 use crate::error::ToolError;
+use crate::executor::{Executor, Native};
 use crate::policy::SettingsTable;
-use crate::schema::{CompiledSchema, Origin, Role, SchemaError, canonicalize, canonicalize_from};
+#[cfg(feature = "interpreter")]
+use crate::schema::{CompiledSchema, Origin, canonicalize_from};
+use crate::schema::{Role, SchemaError, canonicalize};
 use crate::schema_text::Schema;
-use crate::tool::{BoxFuture, NativeFn, PreviewFn, RuleFn, ToolEntry};
+use crate::tool::ToolEntry;
+#[cfg(feature = "interpreter")]
+use crate::tool::BoxFuture;
 
 /// Why a tool could not be registered or changed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -65,44 +74,6 @@ pub enum RegistryError {
         /// What is wrong with its schema.
         error: SchemaError,
     },
-}
-
-/// An executor as the registry keeps it.
-#[derive(Clone)]
-pub(crate) enum Executor {
-    /// A catalog tool, through its generated glue, with its approval preview.
-    Builtin(NativeFn, PreviewFn, RuleFn, Option<crate::check::CheckFn>),
-    /// A custom native tool registered at run time (and a legacy text function behind its
-    /// adapter, which is one).
-    Custom(Arc<CustomFn>),
-}
-
-pub(crate) type CustomFn =
-    dyn for<'a> Fn(Value, &'a ToolContext) -> BoxFuture<'a, Result<Value, ToolError>> + Send + Sync;
-
-impl Executor {
-    /// What the call will change, for the person asked to approve it.
-    pub(crate) fn preview(&self, arguments: &Value, cx: &ToolContext) -> Option<String> {
-        match self {
-            Executor::Builtin(_, preview, ..) => preview(arguments, cx),
-            Executor::Custom(_) => None,
-        }
-    }
-
-    /// The decision the policy's rules for the tool give this call, if one matches.
-    pub(crate) fn rule(&self, arguments: &Value, scope: &crate::policy::Scope) -> Option<crate::policy::MatchedRule> {
-        match self {
-            Executor::Builtin(_, _, rule, _) => rule(arguments, scope),
-            Executor::Custom(_) => None,
-        }
-    }
-
-    pub(crate) fn run<'a>(&'a self, arguments: Value, cx: &'a ToolContext) -> BoxFuture<'a, Result<Value, ToolError>> {
-        match self {
-            Executor::Builtin(f, ..) => f(arguments, cx),
-            Executor::Custom(f) => f(arguments, cx),
-        }
-    }
 }
 
 /// A tool ready to register: its descriptor with canonical schemas, and its executor.
@@ -184,16 +155,25 @@ impl ToolDefinition {
             compatibility_only: false,
             task: spec.task,
         };
-        let executor = Executor::Builtin(entry.execute, entry.preview, entry.rule, entry.check);
+        let executor = Executor::Builtin(Native {
+            prepare: entry.prepare,
+            run: entry.execute,
+            preview: entry.preview,
+            rule: entry.rule,
+            check: entry.check,
+            inline: entry.spec.inline,
+        });
         let mut definition = ToolDefinition::from_parts(descriptor, executor)?;
         definition.settings = entry.settings;
         Ok(definition)
     }
 
-    /// A native tool defined by JSON schemas and an async handler.
+    /// A native tool defined by JSON schemas and an async handler (checked by JSON
+    /// Schema's interpreter: the `interpreter` feature).
     ///
     /// The input schema must be an object schema and an output schema is required; both
     /// are canonicalized and refused with a typed error when outside the vocabulary.
+    #[cfg(feature = "interpreter")]
     pub fn custom<F>(tool: CustomTool, handler: F) -> Result<ToolDefinition, RegistryError>
     where
         F: for<'a> Fn(Value, &'a ToolContext) -> BoxFuture<'a, Result<Value, ToolError>> + Send + Sync + 'static,
@@ -204,6 +184,7 @@ impl ToolDefinition {
     /// A tool whose schemas another server declared (an upstream MCP tool): like
     /// [`ToolDefinition::custom`], canonicalized as [`Origin::Foreign`] (property
     /// descriptions optional; draft-07 and 2019-09 accepted where they mean the same).
+    #[cfg(feature = "interpreter")]
     pub fn foreign<F>(tool: CustomTool, handler: F) -> Result<ToolDefinition, RegistryError>
     where
         F: for<'a> Fn(Value, &'a ToolContext) -> BoxFuture<'a, Result<Value, ToolError>> + Send + Sync + 'static,
@@ -211,6 +192,7 @@ impl ToolDefinition {
         ToolDefinition::custom_from(tool, handler, Origin::Foreign)
     }
 
+    #[cfg(feature = "interpreter")]
     fn custom_from<F>(tool: CustomTool, handler: F, origin: Origin) -> Result<ToolDefinition, RegistryError>
     where
         F: for<'a> Fn(Value, &'a ToolContext) -> BoxFuture<'a, Result<Value, ToolError>> + Send + Sync + 'static,
@@ -270,7 +252,9 @@ impl ToolDefinition {
 /// A registered tool: descriptor, compiled validators and executor.
 pub struct RegisteredTool {
     descriptor: ToolDescriptor,
+    #[cfg(feature = "interpreter")]
     input: OnceLock<Result<CompiledSchema, SchemaError>>,
+    #[cfg(feature = "interpreter")]
     output: OnceLock<Result<CompiledSchema, SchemaError>>,
     executor: Executor,
     settings: &'static [SettingsTable],
@@ -300,7 +284,9 @@ impl RegisteredTool {
     /// starting a server does not compile a hundred validators it may never use.
     pub(crate) fn lazy(definition: ToolDefinition) -> RegisteredTool {
         RegisteredTool {
+            #[cfg(feature = "interpreter")]
             input: OnceLock::new(),
+            #[cfg(feature = "interpreter")]
             output: OnceLock::new(),
             descriptor: definition.descriptor,
             executor: definition.executor,
@@ -309,9 +295,12 @@ impl RegisteredTool {
     }
 
     fn compiled(&self) -> Result<(), SchemaError> {
-        self.input()?;
-        if self.checks_output() {
-            self.output()?;
+        #[cfg(feature = "interpreter")]
+        {
+            self.input()?;
+            if self.checks_output() {
+                self.output()?;
+            }
         }
         Ok(())
     }
@@ -322,6 +311,7 @@ impl RegisteredTool {
     }
 
     /// The compiled input schema (compiled on first use for catalog tools).
+    #[cfg(feature = "interpreter")]
     pub fn input(&self) -> Result<&CompiledSchema, SchemaError> {
         self.input
             .get_or_init(|| CompiledSchema::compile(self.descriptor.input_schema.value()))
@@ -330,11 +320,13 @@ impl RegisteredTool {
     }
 
     /// Whether its output is checked: a catalog tool's (its schema's type) in debug only.
+    #[cfg(feature = "interpreter")]
     pub(crate) fn checks_output(&self) -> bool {
         !matches!(self.executor, Executor::Builtin(..)) || cfg!(debug_assertions)
     }
 
     /// The compiled output schema (compiled on first use for catalog tools).
+    #[cfg(feature = "interpreter")]
     pub fn output(&self) -> Result<&CompiledSchema, SchemaError> {
         self.output
             .get_or_init(|| CompiledSchema::compile(self.descriptor.output_schema.value()))

@@ -110,6 +110,9 @@ pub struct ToolSpec {
     /// Whether a call may run as a task (`#[tool(task = "optional")]`): a client that
     /// declared the MCP tasks extension gets a task id at once and polls for the result.
     pub task: bool,
+    /// Whether the executor never blocks (`#[tool(inline = true)]`): it then runs on the
+    /// task serving the call instead of the blocking pool.
+    pub inline: bool,
     /// Capabilities required; `None` means the effect's default.
     pub capabilities: Option<&'static [Capability]>,
     /// The struct's doc comment.
@@ -144,14 +147,34 @@ pub struct ArgAlias {
     pub field: &'static str,
 }
 
-/// A type-erased executor: JSON arguments in, JSON result out.
-pub type NativeFn = for<'a> fn(Value, &'a ToolContext) -> BoxFuture<'a, Result<Value, ToolError>>;
+/// A call's arguments deserialized once into the tool's own type, after its check passed:
+/// the policy's rule, the approver's preview and the executor all take this one value.
+pub struct Typed(Box<dyn std::any::Any + Send>);
 
-/// A type-erased preview: JSON arguments in, text for the approver out.
-pub type PreviewFn = for<'a> fn(&'a Value, &'a ToolContext) -> Option<String>;
+impl std::fmt::Debug for Typed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Typed(..)")
+    }
+}
 
-/// A type-erased rule lookup: JSON arguments in, the policy rule's decision out.
-pub type RuleFn = for<'a> fn(&'a Value, &'a crate::policy::Scope) -> Option<crate::policy::MatchedRule>;
+impl Typed {
+    fn of<T: Tool>(&self) -> Option<&T> {
+        self.0.downcast_ref()
+    }
+}
+
+/// A type-erased deserialization: the checked JSON arguments in, the tool's type out (or
+/// serde's error, which the catalog tests rule out once the check passed).
+pub type PrepareFn = fn(&Value) -> Result<Typed, String>;
+
+/// A type-erased executor: the typed arguments in, the JSON result out.
+pub type NativeFn = for<'a> fn(Typed, &'a ToolContext) -> BoxFuture<'a, Result<Value, ToolError>>;
+
+/// A type-erased preview: the typed arguments in, text for the approver out.
+pub type PreviewFn = for<'a> fn(&'a Typed, &'a ToolContext) -> Option<String>;
+
+/// A type-erased rule lookup: the typed arguments in, the policy rule's decision out.
+pub type RuleFn = for<'a> fn(&'a Typed, &'a crate::policy::Scope) -> Option<crate::policy::MatchedRule>;
 
 /// One row of a catalog: the spec plus the functions derived from the Rust types.
 #[derive(Clone, Copy)]
@@ -162,11 +185,13 @@ pub struct ToolEntry {
     pub input_schema: fn() -> Value,
     /// Generates the raw output schema from `Execute::Output`.
     pub output_schema: fn() -> Value,
-    /// Deserializes and runs.
+    /// Deserializes the checked arguments, once per call.
+    pub prepare: PrepareFn,
+    /// Runs.
     pub execute: NativeFn,
-    /// Deserializes and previews, for approvals.
+    /// Previews, for approvals.
     pub preview: PreviewFn,
-    /// Deserializes and matches the policy's rules for the tool, for authorization.
+    /// Matches the policy's rules for the tool, for authorization.
     pub rule: RuleFn,
     /// Deserializes only, reporting serde's error: lets tests prove that whatever the
     /// validator accepts, serde accepts too.
@@ -192,6 +217,7 @@ impl ToolEntry {
             spec: T::SPEC,
             input_schema: schema::generate_input::<T>,
             output_schema: schema::generate_output::<T::Output>,
+            prepare: prepare_native::<T>,
             execute: execute_native::<T>,
             preview: preview_native::<T>,
             rule: rule_native::<T>,
@@ -202,23 +228,29 @@ impl ToolEntry {
     }
 }
 
-fn execute_native<T: Tool>(arguments: Value, cx: &ToolContext) -> BoxFuture<'_, Result<Value, ToolError>> {
+fn prepare_native<T: Tool>(arguments: &Value) -> Result<Typed, String> {
+    T::deserialize(arguments)
+        .map(|typed| Typed(Box::new(typed)))
+        .map_err(|e| e.to_string())
+}
+
+fn execute_native<T: Tool>(typed: Typed, cx: &ToolContext) -> BoxFuture<'_, Result<Value, ToolError>> {
     Box::pin(async move {
-        // The runtime validated `arguments` against the canonical schema; a failure here
-        // means the schema and serde disagree, which the catalog tests rule out.
-        let typed = T::deserialize(&arguments).map_err(|e| ToolError::ArgumentsDisagree { message: e.to_string() })?;
+        let typed: T = *typed.0.downcast::<T>().map_err(|_| ToolError::ArgumentsDisagree {
+            message: "the arguments were prepared for another tool".into(),
+        })?;
         let output = typed.run(cx).await?;
         cx.keep_text(T::text(&output));
         serde_json::to_value(&output).map_err(|e| ToolError::Output { message: e.to_string() })
     })
 }
 
-fn preview_native<T: Tool>(arguments: &Value, cx: &ToolContext) -> Option<String> {
-    T::deserialize(arguments).ok()?.preview(cx)
+fn preview_native<T: Tool>(typed: &Typed, cx: &ToolContext) -> Option<String> {
+    typed.of::<T>()?.preview(cx)
 }
 
-fn rule_native<T: Tool>(arguments: &Value, scope: &crate::policy::Scope) -> Option<crate::policy::MatchedRule> {
-    T::deserialize(arguments).ok()?.rule(scope)
+fn rule_native<T: Tool>(typed: &Typed, scope: &crate::policy::Scope) -> Option<crate::policy::MatchedRule> {
+    typed.of::<T>()?.rule(scope)
 }
 
 fn deserializes<T: Tool>(arguments: &Value) -> Result<(), String> {

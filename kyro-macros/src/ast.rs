@@ -17,6 +17,8 @@ pub struct Tool<'a> {
     pub approval: Option<LitStr>,
     /// `task = "optional"`: a call may run as a task (MCP tasks extension).
     pub task: Option<LitStr>,
+    /// `inline = true`: the executor never blocks and runs on the task serving the call.
+    pub inline: Option<syn::LitBool>,
     /// `read_only`, `destructive`, `idempotent`, `open_world`, as stated.
     pub hints: [Option<syn::LitBool>; 4],
     pub aliases: Vec<LitStr>,
@@ -51,6 +53,7 @@ impl<'a> Tool<'a> {
             effect: None,
             approval: None,
             task: None,
+            inline: None,
             hints: [None, None, None, None],
             aliases: Vec::new(),
             capabilities: None,
@@ -78,6 +81,14 @@ impl<'a> Tool<'a> {
                 attr::APPROVAL,
                 attr::TASK,
             ];
+            if key == attr::INLINE {
+                let value: Expr = meta.value()?.parse()?;
+                if self.inline.is_some() {
+                    errors.at(&meta.path, format_args!("`{key}` is given twice; keep one"));
+                }
+                self.inline = attr::lit_bool(errors, &key, &value);
+                return Ok(());
+            }
             if let Some(i) = attr::HINTS.iter().position(|h| *h == key) {
                 let value: Expr = meta.value()?.parse()?;
                 if self.hints[i].is_some() {

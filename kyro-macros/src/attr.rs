@@ -17,6 +17,7 @@ pub const ALIASES: &str = "aliases";
 pub const CAPABILITIES: &str = "capabilities";
 pub const APPROVAL: &str = "approval";
 pub const TASK: &str = "task";
+pub const INLINE: &str = "inline";
 pub const READ_ONLY: &str = "read_only";
 pub const DESTRUCTIVE: &str = "destructive";
 pub const IDEMPOTENT: &str = "idempotent";
@@ -27,7 +28,7 @@ pub const ALIAS: &str = "alias";
 pub const ANY_VALUE: &str = "any_value";
 
 /// The container keys, for messages.
-pub const CONTAINER_KEYS: &str = "name, category, effect, aliases, title, capabilities, approval, task, read_only, destructive, idempotent or open_world";
+pub const CONTAINER_KEYS: &str = "name, category, effect, aliases, title, capabilities, approval, task, inline, read_only, destructive, idempotent or open_world";
 
 /// A `key` found in a `serde` attribute, with the span of its path.
 pub struct SerdeKey {

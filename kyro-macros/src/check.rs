@@ -100,6 +100,14 @@ fn container(errors: &Errors, tool: &Tool) {
             other => errors.at(task, format_args!("unknown task `{other}`; expected optional or forbidden")),
         }
     }
+    if let (Some(inline), Some(task)) = (tool.inline.as_ref().filter(|b| b.value), tool.task.as_ref())
+        && task.value() == "optional"
+    {
+        errors.at(
+            inline,
+            "a tool that may run as a task cannot run inline: a task is long work, which runs on the blocking pool; drop `inline` or `task`",
+        );
+    }
     check_hints(errors, tool);
     if let Some(title) = tool.title.as_ref().filter(|t| t.value().trim().is_empty()) {
         errors.at(title, "`title` cannot be empty");

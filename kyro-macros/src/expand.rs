@@ -39,6 +39,7 @@ pub fn emit(tool: &Tool) -> TokenStream {
         quote!(#kc::Approval::#v)
     }));
     let task = tool.task.as_ref().is_some_and(|t| t.value() == "optional");
+    let inline = tool.inline.as_ref().is_some_and(|b| b.value);
     let capabilities = option(
         tool.capabilities
             .as_ref()
@@ -78,6 +79,7 @@ pub fn emit(tool: &Tool) -> TokenStream {
                 effect: #kc::Effect::#effect,
                 approval: #approval,
                 task: #task,
+                inline: #inline,
                 capabilities: #capabilities,
                 description: #description,
                 arg_aliases: &[#(#arg_aliases),*],

@@ -10,7 +10,7 @@ use std::time::Duration;
 use kyro_core::grants::{ApprovalStore, NewGrant, now_ms};
 use kyro_core::policy::APPROVAL_LIFETIME;
 use kyro_core::{ApprovalToken, Caller};
-use kyro_core::{Call, Outcome};
+use kyro_core::{Approver, Asked, BoxFuture};
 use rmcp::Peer;
 use rmcp::RoleServer;
 use rmcp::model::{
@@ -349,88 +349,111 @@ impl PendingApprovals {
     }
 }
 
-/// What becomes of a call the boundary answered `approval_required`.
-pub(super) enum Settled {
-    /// Ask the person: the `input_required` answer (2026-07-28).
-    Ask(InputRequiredResult),
-    /// Run it with this approval (a redeemed state, a yes, the session's approval); a
-    /// refused state's token makes the boundary deny it, with its receipt.
-    Run(Box<Call>, Option<NewGrant>),
-    /// Answer with the refusal as it is (nobody can be asked).
-    Refused(Outcome),
+/// The person behind one `tools/call` request, whom the boundary asks about a call that
+/// needs an approval it does not carry ([`kyro_core::Approver`]), so that an approved call
+/// passes the boundary once and leaves one receipt. On 2026-07-28, a retry's state is
+/// redeemed (its nonce spent), or the question is kept for the `input_required` answer;
+/// before it, the session's standing approval, or `elicitation/create` when the client can
+/// be asked. Asked only for a call whose receipt can be written.
+pub(super) struct Person {
+    peer: Peer<RoleServer>,
+    /// The request is on 2026-07-28 and the server seals states.
+    approvals: Option<Arc<PendingApprovals>>,
+    /// The client can be asked by a form (2026-07-28).
+    by_form: bool,
+    /// The retry's state and answers, redeemed once.
+    retry: Mutex<Option<(String, Option<InputResponses>)>>,
+    for_session: Arc<Mutex<BTreeSet<String>>>,
+    /// The question to send back as `input_required`.
+    question: Mutex<Option<InputRequiredResult>>,
+    /// The grant the person chose, kept once the call passed.
+    grant: Mutex<Option<NewGrant>>,
 }
 
-/// On 2026-07-28, the retry's state redeemed or the question to send back as
-/// `input_required`; before it, `elicitation/create` when the client can be asked (or the
-/// tool was approved for this session); else the refusal as it is.
-pub(super) async fn settle(
-    call: Call,
-    outcome: Outcome,
-    (request_state, input_responses): (Option<String>, Option<InputResponses>),
-    context: &RequestContext<RoleServer>,
-    (approvals, for_session): (Option<&PendingApprovals>, &Mutex<BTreeSet<String>>),
-) -> Settled {
-    let Outcome::ApprovalRequired {
-        tool,
-        fingerprint,
-        summary,
-    } = &outcome
-    else {
-        return Settled::Refused(outcome);
-    };
-    let current = context
-        .protocol_version()
-        .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28);
-    if let (true, Some(approvals)) = (current, approvals) {
-        // 2026-07-28: the question goes back as `input_required`, the answer comes with the
-        // retry (no server-to-client request, no session).
-        if let Some(state) = request_state.as_deref() {
-            let (token, grant) = approvals
-                .redeem(&call.caller, tool, fingerprint, state, input_responses.as_ref())
-                .await;
-            return Settled::Run(Box::new(call.approved(token)), grant);
+impl Person {
+    pub(super) fn new(
+        context: &RequestContext<RoleServer>,
+        approvals: Option<&Arc<PendingApprovals>>,
+        for_session: &Arc<Mutex<BTreeSet<String>>>,
+        (request_state, input_responses): (Option<String>, Option<InputResponses>),
+    ) -> Person {
+        let current = context
+            .protocol_version()
+            .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28);
+        Person {
+            peer: context.peer.clone(),
+            approvals: approvals.filter(|_| current).cloned(),
+            by_form: asks_by_form(context),
+            retry: Mutex::new(request_state.map(|state| (state, input_responses))),
+            for_session: for_session.clone(),
+            question: Mutex::default(),
+            grant: Mutex::default(),
         }
-        if asks_by_form(context)
-            && let Some(question) = approvals.ask(&call.caller, tool, fingerprint, summary)
-        {
-            return Settled::Ask(question);
-        }
-        return Settled::Refused(outcome);
     }
-    // The user approved this tool for the session earlier, or approves this call now; a
-    // session's approvals are its caller's (one who learns the session id gets none).
-    let key = format!("{}\0{tool}", call.caller);
-    let session = |add: bool| {
-        let mut tools = for_session.lock().unwrap_or_else(|p| p.into_inner());
-        if add {
-            tools.insert(key.clone())
-        } else {
-            tools.contains(&key)
+
+    /// The question to answer the request with, when the person is to be asked.
+    pub(super) fn question(&self) -> Option<InputRequiredResult> {
+        self.question.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+
+    /// The grant the person chose with their approval.
+    pub(super) fn grant(&self) -> Option<NewGrant> {
+        self.grant.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+
+    async fn answer(&self, asked: Asked<'_>) -> Option<ApprovalToken> {
+        if let Some(approvals) = &self.approvals {
+            // 2026-07-28: the question goes back as `input_required`, the answer comes
+            // with the retry (no server-to-client request, no session).
+            let retry = self.retry.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some((state, responses)) = retry {
+                let (token, grant) = approvals
+                    .redeem(asked.caller, asked.tool, asked.fingerprint, &state, responses.as_ref())
+                    .await;
+                *self.grant.lock().unwrap_or_else(|p| p.into_inner()) = grant;
+                return Some(token);
+            }
+            if self.by_form {
+                let question = approvals.ask(asked.caller, asked.tool, asked.fingerprint, asked.summary);
+                *self.question.lock().unwrap_or_else(|p| p.into_inner()) = question;
+            }
+            return None;
         }
-    };
-    // A session's approval stands on the person's answer about an earlier call of the
-    // tool, not on these arguments: it forwards none (a `mcp_call` approved for the session
-    // does not approve every upstream tool).
-    let standing = session(false);
-    let approved = standing
-        || (asks_for_approval(&context.peer)
-            && match approve(&context.peer, summary, fingerprint).await {
-                Approval::Refused => false,
-                Approval::Once => true,
-                Approval::ForSession => {
-                    session(true);
-                    true
-                }
-            });
-    if approved {
-        let token = if standing {
-            ApprovalToken::standing(fingerprint)
-        } else {
-            ApprovalToken::for_fingerprint(fingerprint)
+        // The user approved this tool for the session earlier, or approves this call now; a
+        // session's approvals are its caller's (one who learns the session id gets none).
+        let key = format!("{}\0{}", asked.caller, asked.tool);
+        let session = |add: bool| {
+            let mut tools = self.for_session.lock().unwrap_or_else(|p| p.into_inner());
+            if add {
+                tools.insert(key.clone())
+            } else {
+                tools.contains(&key)
+            }
         };
-        return Settled::Run(Box::new(call.approved(token)), None);
+        // A session's approval stands on the person's answer about an earlier call of the
+        // tool, not on these arguments: it forwards none (a `mcp_call` approved for the
+        // session does not approve every upstream tool).
+        if session(false) {
+            return Some(ApprovalToken::standing(asked.fingerprint));
+        }
+        if !asks_for_approval(&self.peer) {
+            return None;
+        }
+        match approve(&self.peer, asked.summary, asked.fingerprint).await {
+            Approval::Refused => None,
+            Approval::Once => Some(ApprovalToken::for_fingerprint(asked.fingerprint)),
+            Approval::ForSession => {
+                session(true);
+                Some(ApprovalToken::for_fingerprint(asked.fingerprint))
+            }
+        }
     }
-    Settled::Refused(outcome)
+}
+
+impl Approver for Person {
+    fn approve<'a>(&'a self, asked: Asked<'a>) -> BoxFuture<'a, Option<ApprovalToken>> {
+        Box::pin(self.answer(asked))
+    }
 }
 
 #[cfg(test)]

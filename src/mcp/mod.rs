@@ -29,7 +29,6 @@ mod text;
 pub use text::TextMode;
 
 pub(crate) use elicit::PendingApprovals;
-use elicit::Settled;
 pub(crate) use listing::mcp_tool;
 use progress::ProgressForwarder;
 use tasks::{Ran, Tasks};
@@ -462,53 +461,42 @@ impl KyroServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let (request_state, input_responses) = (request.request_state, request.input_responses);
+        let retry = (request.request_state, request.input_responses);
+        let person = Arc::new(elicit::Person::new(
+            &context,
+            self.approvals.as_ref(),
+            &self.approved_for_session,
+            retry,
+        ));
         let mut call = Call::new(
             request.name.into_owned(),
             Value::Object(request.arguments.unwrap_or_default()),
         )
-        .by(elicit::caller_of(&context));
+        .by(elicit::caller_of(&context))
+        .asking(person.clone());
         if let Some(Value::String(traceparent)) = context.meta.0.get("traceparent") {
             call = call.in_trace(traceparent);
         }
         if let Some(token) = context.meta.get_progress_token() {
             call = call.with_progress(Arc::new(ProgressForwarder::start(context.peer.clone(), token)));
         }
-        let outcome = match self.run_or_task(call.clone(), &context).await {
-            Ran::Task(task) => return Ok(CallToolResponse::Task(task)),
-            Ran::Outcome(outcome) => outcome,
+        // One pass: a person is asked from inside the boundary when the call needs it.
+        let ran = self.run_or_task(call, &context).await;
+        // The grant the person chose stands once the call it came with passed.
+        let passed = match &ran {
+            Ran::Task(_) => true,
+            Ran::Outcome(o) => !matches!(o, Outcome::Denied { .. } | Outcome::ApprovalRequired { .. }),
         };
-        if !matches!(outcome, Outcome::ApprovalRequired { .. }) {
-            return self.finish(outcome);
+        if let (true, Some(grant), Some(approvals)) = (passed, person.grant(), &self.approvals) {
+            approvals.keep(grant).await;
         }
-        // A state is redeemed (its nonce spent) only for a call that can be recorded; else
-        // the boundary refuses the call as it stands and the state stays good for later.
-        if request_state.is_some() && self.runtime.observers_ready().is_err() {
-            return match self.run_or_task(call, &context).await {
-                Ran::Task(task) => Ok(CallToolResponse::Task(task)),
-                Ran::Outcome(outcome) => self.finish(outcome),
-            };
-        }
-        let retry = (request_state, input_responses);
-        let approvals = (self.approvals.as_deref(), &*self.approved_for_session);
-        match elicit::settle(call, outcome, retry, &context, approvals).await {
-            Settled::Ask(question) => Ok(CallToolResponse::InputRequired(question)),
-            Settled::Run(call, grant) => {
-                let ran = self.run_or_task(*call, &context).await;
-                // The grant the person chose stands once the call it came with passed.
-                let passed = match &ran {
-                    Ran::Task(_) => true,
-                    Ran::Outcome(o) => !matches!(o, Outcome::Denied { .. } | Outcome::ApprovalRequired { .. }),
-                };
-                if let (true, Some(grant), Some(approvals)) = (passed, grant, &self.approvals) {
-                    approvals.keep(grant).await;
-                }
-                match ran {
-                    Ran::Task(task) => Ok(CallToolResponse::Task(task)),
-                    Ran::Outcome(outcome) => self.finish(outcome),
-                }
-            }
-            Settled::Refused(outcome) => self.finish(outcome),
+        match ran {
+            Ran::Task(task) => Ok(CallToolResponse::Task(task)),
+            Ran::Outcome(outcome @ Outcome::ApprovalRequired { .. }) => match person.question() {
+                Some(question) => Ok(CallToolResponse::InputRequired(question)),
+                None => self.finish(outcome),
+            },
+            Ran::Outcome(outcome) => self.finish(outcome),
         }
     }
 

@@ -4,7 +4,7 @@
 use kyro::prelude::*;
 
 /// Echo the text back.
-#[tool(name = "echo", category = "bench", effect = "none")]
+#[tool(name = "echo", category = "bench", effect = "none", inline = true)]
 pub struct Echo {
     /// The text.
     pub text: String,
@@ -26,7 +26,7 @@ impl Execute for Echo {
 }
 
 /// Add two integers.
-#[tool(name = "add", category = "bench", effect = "none")]
+#[tool(name = "add", category = "bench", effect = "none", inline = true)]
 pub struct Add {
     /// First addend.
     pub a: i64,

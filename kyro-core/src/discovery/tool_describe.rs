@@ -11,7 +11,8 @@ use crate::{Execute, ToolContext, ToolDescriptor, ToolError, tool};
     name = "tool_describe",
     title = "Describe tools",
     category = "discovery",
-    effect = "none"
+    effect = "none",
+    inline = true
 )]
 pub struct ToolDescribe {
     /// Names or aliases of the tools to describe, 1 to 20.

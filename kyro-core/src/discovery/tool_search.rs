@@ -14,7 +14,8 @@ const DEFAULT_LIMIT: u32 = 10;
     name = "tool_search",
     title = "Search tools",
     category = "discovery",
-    effect = "none"
+    effect = "none",
+    inline = true
 )]
 pub struct ToolSearch {
     /// Words to look for, case-insensitive; a tool matching more of them ranks higher.

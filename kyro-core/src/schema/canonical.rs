@@ -261,6 +261,7 @@ fn check_defaults(node: &Value, pointer: &str) -> Result<(), SchemaError> {
     let Some(map) = node.as_object() else {
         return Ok(());
     };
+    #[cfg(feature = "interpreter")]
     if let Some(default) = map.get("default") {
         let mut without = map.clone();
         without.remove("default");

@@ -116,6 +116,7 @@ pub fn not_the_constant(value: &Value, expected: &Value) -> String {
 
 /// The size of `value` in `unit`s: characters of a string, items of an array, fields of
 /// an object.
+#[cfg(feature = "interpreter")]
 fn size(value: &Value) -> usize {
     match value {
         Value::String(s) => s.chars().count(),
@@ -127,6 +128,7 @@ fn size(value: &Value) -> usize {
 
 /// The choices a `oneOf`/`anyOf` offers when every branch is a `const` or an `enum` (an
 /// `#[input]` enum of documented choices).
+#[cfg(feature = "interpreter")]
 fn choices(branches: &Value) -> Option<Vec<&Value>> {
     let mut found = Vec::new();
     for branch in branches.as_array()? {
@@ -141,6 +143,7 @@ fn choices(branches: &Value) -> Option<Vec<&Value>> {
 
 /// The message for `error`, a violation of `schema` (the root the error's schema path
 /// points into), in the words above; jsonschema's own where none applies.
+#[cfg(feature = "interpreter")]
 pub fn of_error(error: &jsonschema::ValidationError<'_>, schema: &Value) -> String {
     use jsonschema::error::ValidationErrorKind as Kind;
     let instance = error.instance();
@@ -193,7 +196,7 @@ pub fn of_error(error: &jsonschema::ValidationError<'_>, schema: &Value) -> Stri
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "interpreter"))]
 mod tests {
     use serde_json::{Value, json};
 

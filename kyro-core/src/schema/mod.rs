@@ -4,11 +4,15 @@
 mod canonical;
 mod error;
 pub mod message;
+#[cfg(feature = "interpreter")]
 mod validate;
+mod violation;
 
 pub use canonical::{Origin, Role, VOCABULARY, canonicalize, canonicalize_from};
 pub use error::SchemaError;
-pub use validate::{CompiledSchema, Violation};
+#[cfg(feature = "interpreter")]
+pub use validate::CompiledSchema;
+pub use violation::Violation;
 
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;

@@ -1,28 +1,10 @@
-//! The validator compiled from a canonical schema, and the violations it reports.
+//! The validator compiled from a canonical schema (JSON Schema's interpreter, for schemas
+//! that arrive at run time), and the violations it reports.
 
-use serde::Serialize;
 use serde_json::Value;
 
+use super::Violation;
 use super::error::{SchemaError, escape};
-
-/// One reason the arguments were refused, at a JSON pointer into them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Violation {
-    /// JSON pointer to the offending value (`""` is the whole object).
-    pub pointer: String,
-    /// What was wrong, in words a model can act on.
-    pub message: String,
-}
-
-impl Violation {
-    /// A violation at `pointer`.
-    pub fn new(pointer: impl Into<String>, message: impl Into<String>) -> Violation {
-        Violation {
-            pointer: pointer.into(),
-            message: message.into(),
-        }
-    }
-}
 
 /// A canonical schema compiled once, checked many times.
 #[derive(Debug, Clone)]
