@@ -196,12 +196,10 @@ impl Runtime {
         };
         let outcome = match ended {
             None => Outcome::Cancelled { tool: name.clone() },
-            Some(Err(_)) => {
-                Outcome::TimedOut {
-                    tool: name.clone(),
-                    limit_ms: self.limits().timeout_ms,
-                }
-            }
+            Some(Err(_)) => Outcome::TimedOut {
+                tool: name.clone(),
+                limit_ms: self.limits().timeout_ms,
+            },
             Some(Ok(Err(ToolError::Denied { reason }))) => Outcome::Denied {
                 tool: name.clone(),
                 reason,
