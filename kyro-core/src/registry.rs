@@ -19,9 +19,9 @@ use crate::policy::SettingsTable;
 use crate::schema::{CompiledSchema, Origin, canonicalize_from};
 use crate::schema::{Role, SchemaError, canonicalize};
 use crate::schema_text::Schema;
-use crate::tool::ToolEntry;
 #[cfg(feature = "interpreter")]
 use crate::tool::BoxFuture;
+use crate::tool::ToolEntry;
 
 /// Why a tool could not be registered or changed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

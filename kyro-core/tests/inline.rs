@@ -5,7 +5,9 @@
 use std::sync::Arc;
 use std::thread::ThreadId;
 
-use kyro_core::{Call, Execute, Outcome, OutcomeKind, Policy, Registry, Runtime, ToolContext, ToolError, Workspace, tool};
+use kyro_core::{
+    Call, Execute, Outcome, OutcomeKind, Policy, Registry, Runtime, ToolContext, ToolError, Workspace, tool,
+};
 
 /// The thread the executor ran on.
 #[kyro_core::output]
@@ -67,7 +69,10 @@ fn thread_of(outcome: &Outcome) -> String {
 #[test]
 fn an_inline_tool_runs_on_the_serving_thread_and_the_others_on_the_pool() {
     let serving: ThreadId = std::thread::current().id();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let runtime = runtime(&Policy::default());
     let here = rt.block_on(runtime.execute_call(Call::new("here", serde_json::json!({}))));
     let there = rt.block_on(runtime.execute_call(Call::new("there", serde_json::json!({}))));
@@ -79,8 +84,16 @@ fn an_inline_tool_runs_on_the_serving_thread_and_the_others_on_the_pool() {
 fn an_inline_tool_is_held_to_the_time_limit_and_stopped() {
     let mut policy = Policy::default();
     policy.limits.timeout_ms = 50;
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let execution = rt.block_on(runtime(&policy).execute(Call::new("here", serde_json::json!({"ms": 60_000}))));
-    assert_eq!(execution.outcome.kind(), OutcomeKind::TimedOut, "{:?}", execution.outcome);
+    assert_eq!(
+        execution.outcome.kind(),
+        OutcomeKind::TimedOut,
+        "{:?}",
+        execution.outcome
+    );
     assert_eq!(execution.receipt.work_stopped, Some(true));
 }

@@ -105,16 +105,7 @@ fn a_replica_whose_store_fails_holds_calls_until_their_receipts_are_written() {
     let outcomes: Vec<&str> = receipts.iter().map(|r| r["outcome"].as_str().unwrap()).collect();
     assert_eq!(
         outcomes,
-        [
-            "ok",
-            "approval_required",
-            "ok",
-            "denied",
-            "denied",
-            "ok",
-            "ok",
-            "ok"
-        ],
+        ["ok", "approval_required", "ok", "denied", "denied", "ok", "ok", "ok"],
         "{listed}"
     );
     let mut ids: Vec<&str> = receipts.iter().map(|r| r["call_id"].as_str().unwrap()).collect();
