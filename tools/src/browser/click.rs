@@ -6,12 +6,8 @@ use kyro_core::{Execute, ToolContext, ToolError, tool};
 use super::session::with_page;
 use crate::settings::NetworkSettings;
 
-/// Click an element of the browser page with a real mouse click at its center, after
-/// scrolling it into view.
-///
-/// Name the element by `ref` from the latest browser_snapshot, or by a CSS `selector`.
-/// Refused when the element is hidden, disabled, has no size, or is covered by another
-/// element. Waits for a navigation the click starts.
+/// Click an element's center with a real mouse click, after scrolling it into view; waits for a navigation it starts.
+/// Refused when hidden, disabled, sizeless or covered.
 #[tool(
     name = "browser_click",
     title = "Click in the browser",
@@ -20,10 +16,10 @@ use crate::settings::NetworkSettings;
     destructive = true
 )]
 pub struct BrowserClick {
-    /// The element's ref from browser_snapshot, like `e3` (or `f1e3` in a cross-origin frame).
+    /// Ref from browser_snapshot, like `e3` or `f1e3`.
     #[schemars(regex(pattern = "^(f[0-9]{1,4})?e[0-9]{1,9}$"))]
     pub r#ref: Option<String>,
-    /// A CSS selector instead of a ref; the first match is clicked.
+    /// CSS selector instead of a ref (first match).
     #[schemars(length(min = 1, max = 1000))]
     pub selector: Option<String>,
 }

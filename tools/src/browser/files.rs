@@ -12,11 +12,8 @@ use kyro_core::{EntryType, Execute, ToolContext, ToolError, WorkspacePath, tool}
 use super::session::{error, with_page};
 use crate::settings::NetworkSettings;
 
-/// Choose files for a file input of the browser page (`<input type="file">`), as a person
-/// picking them in the file dialog would; the page gets its `input` and `change` events.
-///
-/// The files must be inside the workspace (confined like read_file). Name the input by
-/// `ref` from the latest browser_snapshot or by a CSS `selector`.
+/// Set workspace files on a file input (`<input type="file">`) as a person picking them would
+/// (`input` and `change` fire).
 #[tool(
     name = "browser_file_upload",
     title = "Upload files in the browser",
@@ -29,10 +26,10 @@ pub struct BrowserFileUpload {
     /// The input's ref from browser_snapshot, like `e3`.
     #[schemars(regex(pattern = "^e[0-9]{1,9}$"))]
     pub r#ref: Option<String>,
-    /// A CSS selector instead of a ref; the first match is used.
+    /// CSS selector instead of a ref (first match).
     #[schemars(length(min = 1, max = 1000))]
     pub selector: Option<String>,
-    /// The files, relative to the workspace root.
+    /// Workspace-relative files.
     #[schemars(length(min = 1, max = 100))]
     pub paths: Vec<WorkspacePath>,
 }
@@ -90,8 +87,7 @@ impl Execute for BrowserFileUpload {
     }
 }
 
-/// Save the browser page as a PDF file in the workspace (as printed: A4-like letter pages,
-/// backgrounds included).
+/// Save the page as a PDF in the workspace (as printed: A4-like pages, backgrounds included).
 #[tool(
     name = "browser_pdf_save",
     title = "Save the browser page as PDF",
@@ -101,9 +97,9 @@ impl Execute for BrowserFileUpload {
     idempotent = true
 )]
 pub struct BrowserPdfSave {
-    /// Where to write the PDF, relative to the workspace root; an existing file is replaced.
+    /// Workspace-relative path; an existing file is replaced.
     pub path: WorkspacePath,
-    /// Landscape pages; default false.
+    /// Landscape pages.
     #[serde(default)]
     pub landscape: bool,
 }
@@ -175,10 +171,8 @@ impl Execute for BrowserPdfSave {
     }
 }
 
-/// Drag with the mouse from one element of the browser page to another: pressed at the
-/// first's center, moved in steps, released at the second's.
-///
-/// Name each element by ref from the latest browser_snapshot or by a CSS selector.
+/// Drag with the mouse from one element to another: pressed at the first's center, moved in steps,
+/// released at the second's.
 #[tool(
     name = "browser_drag",
     title = "Drag in the browser",
@@ -187,16 +181,16 @@ impl Execute for BrowserPdfSave {
     destructive = true
 )]
 pub struct BrowserDrag {
-    /// Where the drag starts: a ref, like `e3`.
+    /// Start element's ref, like `e3`.
     #[schemars(regex(pattern = "^e[0-9]{1,9}$"))]
     pub start_ref: Option<String>,
-    /// Where the drag starts: a CSS selector instead.
+    /// Start element's CSS selector, instead.
     #[schemars(length(min = 1, max = 1000))]
     pub start_selector: Option<String>,
-    /// Where it ends: a ref.
+    /// End element's ref.
     #[schemars(regex(pattern = "^e[0-9]{1,9}$"))]
     pub end_ref: Option<String>,
-    /// Where it ends: a CSS selector instead.
+    /// End element's CSS selector, instead.
     #[schemars(length(min = 1, max = 1000))]
     pub end_selector: Option<String>,
 }

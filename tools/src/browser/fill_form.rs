@@ -6,12 +6,9 @@ use kyro_core::{Execute, ToolContext, ToolError, tool};
 use super::session::with_page;
 use crate::settings::NetworkSettings;
 
-/// Fill many fields of the browser page in one call: text typed over, checkboxes and radio
-/// buttons set (`"true"`/`"false"`), options of a `<select>` chosen (by value or label).
-///
-/// Each field is named by `ref` from the latest browser_snapshot or by a CSS `selector`.
-/// Fields are filled in order; the first that cannot be filled stops the call, and the
-/// error says which (the fields before it stay filled). Nothing is submitted.
+/// Fill several fields in order: text typed over, checkboxes and radios set, `<select>` options chosen.
+/// The first failure stops the call and is named (earlier fields stay filled). Nothing is
+/// submitted.
 #[tool(
     name = "browser_fill_form",
     title = "Fill a form in the browser",
@@ -21,24 +18,23 @@ use crate::settings::NetworkSettings;
     idempotent = true
 )]
 pub struct BrowserFillForm {
-    /// The fields, in the order to fill them.
+    /// The fields, in order.
     #[schemars(length(min = 1, max = 100))]
     pub fields: Vec<FormField>,
 }
 
-/// One field and its value.
+/// A field.
 #[kyro_core::input]
 #[derive(Debug, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct FormField {
-    /// The field's ref from browser_snapshot, like `e3` (or `f1e3` in a cross-origin frame).
+    /// Ref from browser_snapshot, like `e3` or `f1e3`.
     #[schemars(regex(pattern = "^(f[0-9]{1,4})?e[0-9]{1,9}$"))]
     pub r#ref: Option<String>,
-    /// A CSS selector instead of a ref; the first match is filled.
+    /// CSS selector instead of a ref (first match).
     #[schemars(length(min = 1, max = 1000))]
     pub selector: Option<String>,
-    /// The text, `"true"`/`"false"` for a checkbox or radio button, an option's value or
-    /// label for a `<select>`.
+    /// Text, `"true"`/`"false"` for a checkbox or radio, or an option's value or label.
     #[schemars(length(max = 100000))]
     pub value: String,
 }

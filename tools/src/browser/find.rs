@@ -12,9 +12,8 @@ use crate::settings::NetworkSettings;
 /// Most lines `browser_find` returns.
 const MAX_FOUND: usize = 100;
 
-/// Find elements of the browser page by their text, without reading the whole outline:
-/// the outline lines (with refs for browser_click) containing `text` (any case), or
-/// matching `regex`.
+/// Find page elements by text without reading the whole outline: the outline lines (with refs)
+/// containing `text` (any case) or matching `regex`.
 #[tool(
     name = "browser_find",
     title = "Find in the browser page",
@@ -24,10 +23,10 @@ const MAX_FOUND: usize = 100;
     idempotent = true
 )]
 pub struct BrowserFind {
-    /// Text the line contains, in any case.
+    /// Text the line contains (any case).
     #[schemars(length(min = 1, max = 1000))]
     pub text: Option<String>,
-    /// A regular expression (Rust `regex` syntax) the line matches, instead of `text`.
+    /// Regex (Rust syntax) the line matches, instead.
     #[schemars(length(min = 1, max = 1000))]
     pub regex: Option<String>,
 }
@@ -108,8 +107,8 @@ pub struct Verified {
     pub line: String,
 }
 
-/// Check that a text is visible on the browser page (in an element's name, value or
-/// text; hidden elements do not count). Fails, naming what was looked for, when not.
+/// Check that text is visible on the page (in an element's name, value or text); fails naming what
+/// was sought.
 #[tool(
     name = "browser_verify_text_visible",
     title = "Verify text is visible",
@@ -119,7 +118,7 @@ pub struct Verified {
     idempotent = true
 )]
 pub struct BrowserVerifyTextVisible {
-    /// The text, matched exactly (case and all).
+    /// The text, matched exactly.
     #[schemars(length(min = 1, max = 1000))]
     pub text: String,
 }
@@ -152,8 +151,8 @@ impl Execute for BrowserVerifyTextVisible {
     }
 }
 
-/// Check that an element with a role and accessible name is visible on the browser page
-/// (`button` "Send"). Fails, naming what was looked for, when not.
+/// Check that an element with a role and accessible name is visible (`button` "Send"); fails naming
+/// what was sought.
 #[tool(
     name = "browser_verify_element_visible",
     title = "Verify an element is visible",
@@ -163,10 +162,10 @@ impl Execute for BrowserVerifyTextVisible {
     idempotent = true
 )]
 pub struct BrowserVerifyElementVisible {
-    /// Its role as the outline writes it (`button`, `link`, `textbox`, `heading`).
+    /// Role as the outline writes it (`button`, `link`, `textbox`).
     #[schemars(length(min = 1, max = 100))]
     pub role: String,
-    /// Its accessible name (the text of a button or link, the label of a field).
+    /// Accessible name (a button's text, a field's label).
     #[tool(alias = "accessibleName")]
     #[schemars(length(min = 1, max = 1000))]
     pub accessible_name: String,

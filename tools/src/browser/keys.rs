@@ -32,11 +32,7 @@ pub(super) fn state(tab: &super::driven::Driven, dialogs: &super::page::Dialogs)
     })
 }
 
-/// Press a key on the keyboard in the browser page, in the element that has the focus:
-/// `Enter`, `Tab`, `Escape`, `Backspace`, `ArrowDown`, `PageDown`, `Home`, `F5`, or a single
-/// character such as `a`.
-///
-/// Waits for a navigation the key starts (Enter in a form, say).
+/// Press a key in the focused element; waits for a navigation it starts.
 #[tool(
     name = "browser_press_key",
     title = "Press a key in the browser",
@@ -45,7 +41,8 @@ pub(super) fn state(tab: &super::driven::Driven, dialogs: &super::page::Dialogs)
     destructive = true
 )]
 pub struct BrowserPressKey {
-    /// The key's name (`Enter`, `ArrowLeft`, `Escape`, ...) or one character.
+    /// Key name (`Enter`, `Tab`, `Escape`, `Backspace`, `ArrowDown`, `PageDown`, `F5`, ...) or one
+    /// character.
     #[schemars(length(min = 1, max = 32))]
     pub key: String,
 }
@@ -76,11 +73,8 @@ impl Execute for BrowserPressKey {
     }
 }
 
-/// Move the mouse over an element of the browser page (for menus and tooltips that open on
-/// hover), after scrolling it into view; nothing is clicked.
-///
-/// Name the element by `ref` from the latest browser_snapshot, or by a CSS `selector`.
-/// Refused when the element is hidden, has no size, or is covered by another element.
+/// Move the mouse over an element (menus, tooltips) after scrolling it into view; nothing is clicked.
+/// Refused when it is hidden, sizeless or covered.
 #[tool(
     name = "browser_hover",
     title = "Hover in the browser",
@@ -90,10 +84,10 @@ impl Execute for BrowserPressKey {
     idempotent = true
 )]
 pub struct BrowserHover {
-    /// The element's ref from browser_snapshot, like `e3` (or `f1e3` in a cross-origin frame).
+    /// Ref from browser_snapshot, like `e3` or `f1e3`.
     #[schemars(regex(pattern = "^(f[0-9]{1,4})?e[0-9]{1,9}$"))]
     pub r#ref: Option<String>,
-    /// A CSS selector instead of a ref; the first match is used.
+    /// CSS selector instead of a ref (first match).
     #[schemars(length(min = 1, max = 1000))]
     pub selector: Option<String>,
 }
@@ -112,9 +106,7 @@ impl Execute for BrowserHover {
     }
 }
 
-/// Go back to the previous page of the browser's history, as the Back button does.
-///
-/// Refused when there is no previous page.
+/// Go back in the browser's history; refused with no previous page.
 #[tool(
     name = "browser_navigate_back",
     title = "Go back in the browser",
@@ -151,11 +143,8 @@ impl Execute for BrowserNavigateBack {
     }
 }
 
-/// Wait until a text appears on the browser page, or is gone from it, or for a time.
-///
-/// Give `text` (wait until the page shows it), `text_gone` (until it no longer does), or
-/// `time_ms` alone (a plain wait). The page is checked every 100 ms; past `timeout_ms`
-/// (default 10000) the call fails with what the page shows instead.
+/// Wait until `text` appears, `text_gone` disappears, or `time_ms` passes.
+/// Checked every 100 ms; past `timeout_ms` it fails with what the page shows.
 #[tool(
     name = "browser_wait_for",
     task = "optional",
@@ -166,16 +155,16 @@ impl Execute for BrowserNavigateBack {
     idempotent = true
 )]
 pub struct BrowserWaitFor {
-    /// Wait until the page's visible text contains this.
+    /// Text to wait for.
     #[schemars(length(min = 1, max = 1000))]
     pub text: Option<String>,
-    /// Wait until the page's visible text no longer contains this.
+    /// Text to wait to disappear.
     #[schemars(length(min = 1, max = 1000))]
     pub text_gone: Option<String>,
-    /// Wait this many milliseconds (alone, or before checking for the text); at most 60000.
+    /// Ms to wait (alone, or before checking).
     #[schemars(range(min = 0, max = 60000))]
     pub time_ms: Option<u64>,
-    /// Give up waiting for the text after this many milliseconds; default 10000, at most 60000.
+    /// Ms before giving up on the text; default 10000.
     #[schemars(range(min = 100, max = 60000))]
     pub timeout_ms: Option<u64>,
 }

@@ -9,8 +9,8 @@ use serde::Serialize;
 use super::session::with_page;
 use crate::settings::NetworkSettings;
 
-/// The browser page's console messages so far (`log: ...`, `error: ...`, uncaught
-/// exceptions), oldest first, the newest 1000 at most.
+/// The page's console messages (`log: ...`, `error: ...`, uncaught exceptions), oldest first, the
+/// newest 1000 at most.
 #[tool(
     name = "browser_console_messages",
     title = "Read the browser console",
@@ -20,7 +20,7 @@ use crate::settings::NetworkSettings;
     idempotent = true
 )]
 pub struct BrowserConsoleMessages {
-    /// Only errors (`error: ...`); default false.
+    /// Only errors.
     #[serde(default)]
     pub only_errors: bool,
 }
@@ -50,9 +50,8 @@ impl Execute for BrowserConsoleMessages {
     }
 }
 
-/// The requests the current browser page made since it loaded (`GET url`, and the network
-/// policy's refusals), oldest first, the newest 1000 at most; browser_network_request
-/// reads one in full by its position.
+/// The page's requests since it loaded (`GET url`, and policy refusals), oldest first, the newest
+/// 1000 at most.
 #[tool(
     name = "browser_network_requests",
     title = "List the browser's requests",
@@ -88,9 +87,8 @@ impl Execute for BrowserNetworkRequests {
 /// Most bytes of a response body returned.
 const MAX_BODY: usize = 256 * 1024;
 
-/// One request of the browser page in full: what was sent (headers, body) and what came
-/// back (status, headers, body up to 256 KiB). `index` counts the lines of
-/// browser_network_requests, 1 the oldest.
+/// One request of the page in full: what was sent (headers, body) and the response (status,
+/// headers, body up to 256 KiB).
 #[tool(
     name = "browser_network_request",
     title = "Read one browser request",
@@ -100,7 +98,7 @@ const MAX_BODY: usize = 256 * 1024;
     idempotent = true
 )]
 pub struct BrowserNetworkRequest {
-    /// Its position in browser_network_requests, from 1.
+    /// Its position in browser_network_requests, 1 the oldest.
     #[schemars(range(min = 1, max = 1000))]
     pub index: u32,
 }

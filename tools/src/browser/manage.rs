@@ -9,8 +9,7 @@ use super::page::DialogAnswer;
 use super::session::with_page;
 use crate::settings::NetworkSettings;
 
-/// Close the browser of this workspace (Chromium ends; the next browser call starts a new
-/// one, on a blank page).
+/// Close the browser (the next browser call starts a new one, on a blank page).
 #[tool(
     name = "browser_close",
     title = "Close the browser",
@@ -40,7 +39,7 @@ impl Execute for BrowserClose {
     }
 }
 
-/// Resize the browser's viewport (the page's window), in CSS pixels; default 1280x800.
+/// Resize the viewport, in CSS pixels; default 1280x800.
 #[tool(
     name = "browser_resize",
     title = "Resize the browser",
@@ -50,10 +49,10 @@ impl Execute for BrowserClose {
     idempotent = true
 )]
 pub struct BrowserResize {
-    /// Width, 200 to 4000.
+    /// Width.
     #[schemars(range(min = 200, max = 4000))]
     pub width: u32,
-    /// Height, 200 to 4000.
+    /// Height.
     #[schemars(range(min = 200, max = 4000))]
     pub height: u32,
 }
@@ -87,11 +86,8 @@ impl Execute for BrowserResize {
     }
 }
 
-/// Say how the page's next dialog (alert, confirm, prompt) is answered: accepted (OK, with
-/// the prompt's text) or dismissed (Cancel). Without this, every dialog is dismissed.
-///
-/// Call it before the action that opens the dialog; the action's result lists the dialog
-/// and how it was answered.
+/// Set how the page's next dialog (alert, confirm, prompt) is answered; otherwise dialogs are dismissed.
+/// Call it before the action that opens one.
 #[tool(
     name = "browser_handle_dialog",
     title = "Answer the browser's next dialog",
@@ -102,9 +98,9 @@ impl Execute for BrowserResize {
     open_world = false
 )]
 pub struct BrowserHandleDialog {
-    /// Accept (true) or dismiss (false).
+    /// Accept (true) or dismiss.
     pub accept: bool,
-    /// The text to answer a prompt with, when accepting.
+    /// Text to answer a prompt with.
     #[schemars(length(max = 10000))]
     pub prompt_text: Option<String>,
 }
@@ -135,12 +131,8 @@ impl Execute for BrowserHandleDialog {
     }
 }
 
-/// Run a JavaScript function in the browser page, as the page's own scripts run (its
-/// globals, its DOM), and return what it returns (JSON; a promise is awaited).
-///
-/// `function` is a JavaScript function: `() => document.title`, or
-/// `async () => (await fetch('/api')).status`. Requests it makes are held to the network
-/// policy like the page's own. Runs code: approval as the policy's `exec` rule says.
+/// Run a JavaScript function in the page and return its result (JSON; promises awaited).
+/// Its requests are held to the network policy. Runs code: approval per the `exec` rule.
 #[tool(
     name = "browser_evaluate",
     title = "Run JavaScript in the browser",
@@ -149,7 +141,7 @@ impl Execute for BrowserHandleDialog {
     destructive = true
 )]
 pub struct BrowserEvaluate {
-    /// The function, like `() => document.querySelectorAll('li').length`.
+    /// The function, like `() => document.title`.
     #[schemars(length(min = 1, max = 100000))]
     pub function: String,
 }

@@ -7,12 +7,9 @@ use super::session::with_page;
 use crate::integration::check_url;
 use crate::settings::NetworkSettings;
 
-/// Open a URL in the browser (a headless Chromium, one page per workspace, started on
-/// first use) and wait for it to load.
-///
-/// Only http(s). The URL and every request the page then makes are checked against the
-/// network policy, like web_fetch: loopback and private addresses are refused unless
-/// allowed. Use browser_snapshot next to read the page and get element refs.
+/// Open an http(s) URL (headless Chromium, started on first use) and wait for the load.
+/// The URL and the page's requests must pass the network policy (loopback and private addresses
+/// refused unless allowed).
 #[tool(
     name = "browser_navigate",
     title = "Open a URL in the browser",
@@ -20,7 +17,7 @@ use crate::settings::NetworkSettings;
     effect = "network"
 )]
 pub struct BrowserNavigate {
-    /// The URL, http or https.
+    /// The URL.
     #[schemars(length(min = 1, max = 8192), regex(pattern = "^https?://"))]
     pub url: String,
 }

@@ -30,10 +30,8 @@ pub enum RouteAction {
     Abort,
 }
 
-/// Answer the browser page's requests to matching URLs yourself: `fulfill` them with a
-/// status, content type and body, or `abort` them (a glob over the whole URL: `*` within a
-/// path segment, `**` across them, as `**/api/users*`). The network policy still decides
-/// first; a routed request never reaches the network. Later routes win.
+/// Answer the page's requests to matching URLs yourself (`fulfill` or `abort`).
+/// The network policy decides first; a routed request never reaches the network. Later routes win.
 #[tool(
     name = "browser_route",
     title = "Route browser requests",
@@ -43,21 +41,20 @@ pub enum RouteAction {
     idempotent = true
 )]
 pub struct BrowserRoute {
-    /// The URL pattern.
+    /// Glob over the whole URL (`*` within a segment, `**` across: `**/api/users*`).
     #[schemars(length(min = 1, max = 2048))]
     pub pattern: String,
     /// `fulfill` (the default) or `abort`.
     #[serde(default)]
     pub action: RouteAction,
-    /// The status to answer with; default 200.
+    /// Status; default 200.
     #[schemars(range(min = 100, max = 599))]
     pub status: Option<u16>,
-    /// The content type; default `text/plain`. A header value: no control characters
-    /// (CR, LF, NUL and the like) but tab.
+    /// Content type; default `text/plain`. No control characters but tab.
     #[tool(alias = "contentType")]
     #[schemars(length(min = 1, max = 256), regex(pattern = "^[^\\x00-\\x08\\x0A-\\x1F\\x7F]*$"))]
     pub content_type: Option<String>,
-    /// The body (text); default empty.
+    /// Body text; default empty.
     #[schemars(length(max = 1048576))]
     pub body: Option<String>,
 }
@@ -146,7 +143,7 @@ impl Execute for BrowserRoute {
     }
 }
 
-/// Remove the browser's routes: the one with `pattern`, or all of them.
+/// Remove the route with `pattern`, or all routes.
 #[tool(
     name = "browser_unroute",
     title = "Remove browser routes",
@@ -156,7 +153,7 @@ impl Execute for BrowserRoute {
     idempotent = true
 )]
 pub struct BrowserUnroute {
-    /// The pattern of the route to remove; default every route.
+    /// Route pattern; default all.
     #[schemars(length(min = 1, max = 2048))]
     pub pattern: Option<String>,
 }

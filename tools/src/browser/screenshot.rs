@@ -13,11 +13,8 @@ use super::driven::Driven;
 use super::session::{error, with_page};
 use crate::settings::NetworkSettings;
 
-/// Take a screenshot of the browser page: the viewport (1280x800), the whole page, or one
-/// element; PNG, or JPEG with a quality.
-///
-/// An image larger than the call's output allows is scaled down until it fits (`scale`
-/// says by how much). Over MCP the image is an image content block.
+/// Screenshot the viewport (1280x800), the whole page or one element, as PNG or JPEG; scaled down
+/// (`scale`) when larger than the output allows.
 #[tool(
     name = "browser_screenshot",
     title = "Screenshot the browser page",
@@ -28,19 +25,19 @@ use crate::settings::NetworkSettings;
     aliases = ["browser_take_screenshot"]
 )]
 pub struct BrowserScreenshot {
-    /// Capture the whole scrollable page instead of the viewport; default false.
+    /// The whole scrollable page.
     #[serde(default)]
     pub full_page: bool,
-    /// Capture only this element: its ref from browser_snapshot, like `e3`.
+    /// Only this element (its ref, like `e3`).
     #[schemars(regex(pattern = "^e[0-9]{1,9}$"))]
     pub r#ref: Option<String>,
-    /// Capture only the first element matching this CSS selector.
+    /// Only the first element matching this CSS selector.
     #[schemars(length(min = 1, max = 1000))]
     pub selector: Option<String>,
     /// `png` (default) or `jpeg`.
     #[serde(default)]
     pub format: ImageFormat,
-    /// JPEG quality, 1 to 100; default 80.
+    /// JPEG quality; default 80.
     #[schemars(range(min = 1, max = 100))]
     pub quality: Option<u8>,
 }

@@ -6,14 +6,9 @@ use kyro_core::{Execute, ToolContext, ToolError, tool};
 use super::session::with_page;
 use crate::settings::NetworkSettings;
 
-/// Choose one option of a `<select>` (several when it allows several), by value or by its
-/// visible label, as a person choosing from the list would: the page gets its `input` and
-/// `change` events.
-///
-/// Name the `<select>` by `ref` from the latest browser_snapshot (a `combobox` or
-/// `listbox`), or by a CSS `selector`. Refused when it is not a `<select>`, is hidden or
-/// disabled, has no such option (the error lists its options), or takes one option and
-/// several were given.
+/// Choose options of a `<select>` by value or visible label, as a person would.
+/// Refused when hidden, disabled, lacking the option (the error lists them), or single-choice with
+/// several given.
 #[tool(
     name = "browser_select_option",
     title = "Choose an option in the browser",
@@ -23,13 +18,13 @@ use crate::settings::NetworkSettings;
     idempotent = true
 )]
 pub struct BrowserSelectOption {
-    /// The `<select>`'s ref from browser_snapshot, like `e3` (or `f1e3` in a cross-origin frame).
+    /// Ref from browser_snapshot, like `e3` or `f1e3`.
     #[schemars(regex(pattern = "^(f[0-9]{1,4})?e[0-9]{1,9}$"))]
     pub r#ref: Option<String>,
-    /// A CSS selector instead of a ref; the first match is used.
+    /// CSS selector instead of a ref (first match).
     #[schemars(length(min = 1, max = 1000))]
     pub selector: Option<String>,
-    /// The options to choose, each by value or by visible label; the others are unchosen.
+    /// Options to choose, by value or label; others are unchosen.
     #[schemars(length(min = 1, max = 100))]
     pub values: Vec<String>,
 }

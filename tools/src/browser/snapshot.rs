@@ -12,14 +12,9 @@ const DEFAULT_MAX_CHARS: u64 = 20_000;
 /// The most outline read when only a part of it is returned (`ref`, `depth`, `find`).
 pub(super) const WHOLE_PAGE_CHARS: u64 = 4_000_000;
 
-/// Read the current browser page as an accessibility-style outline: roles, names, values
-/// and text, one element per line, indented by nesting.
-///
-/// Every element one can act on carries a ref (`[ref=e3]`) for browser_click and
-/// browser_type; refs hold until the next snapshot or navigation. Hidden elements are
-/// left out. Iframes are read too: elements of a cross-origin frame get refs like `f1e3`.
-/// A long page can be read in parts: one element's lines (`ref`), the top levels
-/// (`depth`), or the lines containing a text (`find`).
+/// Read the page as an accessibility outline, one element per line, indented.
+/// Actionable elements carry refs (`[ref=e3]`; `f1e3` in cross-origin frames) valid until the next
+/// snapshot or navigation. Hidden elements are left out; read parts with `ref`, `depth` or `find`.
 #[tool(
     name = "browser_snapshot",
     title = "Read the browser page",
@@ -29,18 +24,16 @@ pub(super) const WHOLE_PAGE_CHARS: u64 = 4_000_000;
     idempotent = true
 )]
 pub struct BrowserSnapshot {
-    /// Most characters of outline to return; default 20000, at most 1000000 (the whole
-    /// page, within the call's output limit).
+    /// Most characters; default 20000.
     #[schemars(range(min = 100, max = 1000000))]
     pub max_chars: Option<u64>,
-    /// Only this element's part of the outline: its ref from the previous snapshot (every
-    /// element still gets a fresh ref).
+    /// Only this element's part (a ref from the previous snapshot).
     #[schemars(regex(pattern = "^e[0-9]{1,9}$"))]
     pub r#ref: Option<String>,
-    /// Only lines this many levels deep at most (0: the top level).
+    /// Only lines this deep at most (0: top level).
     #[schemars(range(min = 0, max = 100))]
     pub depth: Option<u32>,
-    /// Only lines containing this text (any case), each under the lines it is nested in.
+    /// Only lines containing this text (any case), with their ancestors.
     #[schemars(length(min = 1, max = 1000))]
     pub find: Option<String>,
 }

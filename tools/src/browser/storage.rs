@@ -73,7 +73,7 @@ fn cookies(tab: &super::driven::Driven, domain: Option<&str>) -> Result<Cookies,
     idempotent = true
 )]
 pub struct BrowserCookieList {
-    /// Only this domain's cookies (`example.com`).
+    /// Only this domain's (`example.com`).
     #[schemars(length(min = 1, max = 253))]
     pub domain: Option<String>,
 }
@@ -87,7 +87,7 @@ impl Execute for BrowserCookieList {
     }
 }
 
-/// A cookie's `SameSite`.
+/// `Strict`, `Lax` or `None` (needs `secure`).
 #[input]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SameSite {
@@ -99,8 +99,8 @@ pub enum SameSite {
     None,
 }
 
-/// Set a cookie in the browser, for `domain` (default the current page's). Returns that
-/// domain's cookies after.
+/// Set a browser cookie.
+/// Returns its domain's cookies after.
 #[tool(
     name = "browser_cookie_set",
     title = "Set a browser cookie",
@@ -116,19 +116,19 @@ pub struct BrowserCookieSet {
     /// Its value.
     #[schemars(length(max = 4096))]
     pub value: String,
-    /// The domain; default the current page's.
+    /// Domain; default the current page's.
     #[schemars(length(min = 1, max = 253))]
     pub domain: Option<String>,
-    /// The path; default `/`.
+    /// Path; default `/`.
     #[schemars(length(min = 1, max = 1024))]
     pub path: Option<String>,
-    /// Expiry in seconds since the Unix epoch; default a session cookie.
+    /// Expiry in Unix seconds; default a session cookie.
     #[schemars(range(min = 0.0))]
     pub expires: Option<f64>,
-    /// Hide it from the page's scripts; default false.
+    /// Hide it from page scripts.
     #[serde(default)]
     pub http_only: bool,
-    /// Send it over HTTPS only; default false.
+    /// HTTPS only.
     #[serde(default)]
     pub secure: bool,
     /// Its `SameSite`.
@@ -186,8 +186,8 @@ impl Execute for BrowserCookieSet {
     }
 }
 
-/// Delete the browser's cookies: all of them, or those named `name` (of `domain`, when
-/// given). Returns the cookies left.
+/// Delete cookies: all, or those named `name` (of `domain`, if given).
+/// Returns those left.
 #[tool(
     name = "browser_cookie_clear",
     title = "Clear browser cookies",
@@ -197,7 +197,7 @@ impl Execute for BrowserCookieSet {
     idempotent = true
 )]
 pub struct BrowserCookieClear {
-    /// Only cookies with this name.
+    /// Only this name.
     #[schemars(length(min = 1, max = 256))]
     pub name: Option<String>,
     /// Only this domain's (with `name`).
@@ -295,7 +295,7 @@ fn local_storage(
     })
 }
 
-/// Read the current page's `localStorage`: one `key`, or every entry.
+/// Read the page's `localStorage`: one `key`, or every entry.
 #[tool(
     name = "browser_localstorage_get",
     title = "Read the page's localStorage",
@@ -305,7 +305,7 @@ fn local_storage(
     idempotent = true
 )]
 pub struct BrowserLocalstorageGet {
-    /// The key; default every entry.
+    /// Key; default all.
     #[schemars(length(min = 1, max = 1024))]
     pub key: Option<String>,
 }
@@ -319,7 +319,8 @@ impl Execute for BrowserLocalstorageGet {
     }
 }
 
-/// Set an entry of the current page's `localStorage`. Returns it as stored.
+/// Set a `localStorage` entry of the page.
+/// Returns it as stored.
 #[tool(
     name = "browser_localstorage_set",
     title = "Set the page's localStorage",

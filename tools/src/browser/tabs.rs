@@ -7,12 +7,9 @@ use super::session::{TabAction, tabs};
 use crate::integration::check_url;
 use crate::settings::NetworkSettings;
 
-/// List, open, choose or close the browser's tabs. The other browser tools drive the chosen
-/// tab; refs from browser_snapshot belong to the tab they were read in.
-///
-/// `new` opens a tab (at `url` when given, checked against the network policy) and
-/// chooses it; `select` chooses tab `index`; `close` closes tab `index` (default the chosen
-/// one; not the last: browser_close closes the browser). At most 16 tabs.
+/// List, open, choose or close tabs; the other browser tools drive the chosen tab.
+/// `new` opens and chooses a tab (at `url`); `select` chooses tab `index`; `close` closes tab
+/// `index` (default the chosen; not the last). At most 16 tabs.
 #[tool(
     name = "browser_tabs",
     title = "Browser tabs",
@@ -23,10 +20,10 @@ use crate::settings::NetworkSettings;
 pub struct BrowserTabs {
     /// `list`, `new`, `select` or `close`.
     pub action: TabsAction,
-    /// The tab, from 0, for `select` and `close`.
+    /// Tab, from 0 (`select`, `close`).
     #[schemars(range(min = 0, max = 15))]
     pub index: Option<u32>,
-    /// The URL a `new` tab opens (http or https); default a blank page.
+    /// URL for `new`; default a blank page.
     #[schemars(length(min = 1, max = 8192), regex(pattern = "^https?://"))]
     pub url: Option<String>,
 }

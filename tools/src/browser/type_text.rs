@@ -9,14 +9,9 @@ use headless_chrome::protocol::cdp::Input::InsertText;
 
 use super::session::{error, with_page};
 
-/// Type text into an input, textarea or editable element of the browser page, replacing
-/// its content (or appending) and optionally pressing Enter after.
-///
-/// The text goes in at once, as input events (like a paste); with `slowly`, one real key
-/// press per character, for pages that react to each key (slower).
-///
-/// Name the element by `ref` from the latest browser_snapshot, or by a CSS `selector`.
-/// Refused when the element is hidden, disabled, read-only or does not take text.
+/// Type into an editable element, replacing its content (or appending), optionally pressing Enter
+/// after; at once like a paste, or key by key with `slowly`. Refused when hidden, disabled or
+/// read-only.
 #[tool(
     name = "browser_type",
     title = "Type in the browser",
@@ -25,23 +20,22 @@ use super::session::{error, with_page};
     destructive = true
 )]
 pub struct BrowserType {
-    /// The element's ref from browser_snapshot, like `e3` (or `f1e3` in a cross-origin frame).
+    /// Ref from browser_snapshot, like `e3` or `f1e3`.
     #[schemars(regex(pattern = "^(f[0-9]{1,4})?e[0-9]{1,9}$"))]
     pub r#ref: Option<String>,
-    /// A CSS selector instead of a ref; the first match is used.
+    /// CSS selector instead of a ref (first match).
     #[schemars(length(min = 1, max = 1000))]
     pub selector: Option<String>,
-    /// The text to type.
+    /// The text.
     #[schemars(length(max = 100000))]
     pub text: String,
-    /// Add to the element's current content instead of replacing it; default false.
+    /// Append instead of replacing.
     #[serde(default)]
     pub append: bool,
-    /// Press Enter after typing (submits most forms); default false.
+    /// Press Enter after (submits most forms).
     #[serde(default)]
     pub submit: bool,
-    /// Press a key per character (keydown, keypress, keyup) instead of inserting the text at
-    /// once; default false.
+    /// One key press per character, for pages reacting to each key.
     #[serde(default)]
     pub slowly: bool,
 }

@@ -9,9 +9,8 @@ use super::keys::{PageState, state};
 use super::session::with_page;
 use crate::settings::NetworkSettings;
 
-/// Click at a point of the browser page, in CSS pixels from the viewport's top left (as
-/// `browser_screenshot` of the viewport shows it at scale 1). Prefer `browser_click` with
-/// a ref where the outline has the element.
+/// Click at a point, in CSS pixels from the viewport's top left (as a scale-1 viewport screenshot shows it).
+/// Prefer `browser_click` with a ref.
 #[tool(
     name = "browser_mouse_click_xy",
     title = "Click at a point in the browser",
@@ -20,10 +19,10 @@ use crate::settings::NetworkSettings;
     destructive = true
 )]
 pub struct BrowserMouseClickXy {
-    /// Pixels from the viewport's left edge.
+    /// Pixels from the left.
     #[schemars(range(min = 0.0, max = 100000.0))]
     pub x: f64,
-    /// Pixels from the viewport's top edge.
+    /// Pixels from the top.
     #[schemars(range(min = 0.0, max = 100000.0))]
     pub y: f64,
 }
@@ -42,8 +41,7 @@ impl Execute for BrowserMouseClickXy {
     }
 }
 
-/// Move the mouse to a point of the browser page (CSS pixels from the viewport's top
-/// left); nothing is pressed.
+/// Move the mouse to a point (CSS pixels from the viewport's top left); nothing is pressed.
 #[tool(
     name = "browser_mouse_move_xy",
     title = "Move the mouse in the browser",
@@ -53,10 +51,10 @@ impl Execute for BrowserMouseClickXy {
     idempotent = true
 )]
 pub struct BrowserMouseMoveXy {
-    /// Pixels from the viewport's left edge.
+    /// Pixels from the left.
     #[schemars(range(min = 0.0, max = 100000.0))]
     pub x: f64,
-    /// Pixels from the viewport's top edge.
+    /// Pixels from the top.
     #[schemars(range(min = 0.0, max = 100000.0))]
     pub y: f64,
 }
@@ -74,8 +72,8 @@ impl Execute for BrowserMouseMoveXy {
     }
 }
 
-/// Drag with the left button from one point of the browser page to another (CSS pixels
-/// from the viewport's top left), moving in steps so the page sees the motion.
+/// Drag with the left button between two points (CSS pixels from the viewport's top left), in
+/// steps.
 #[tool(
     name = "browser_mouse_drag_xy",
     title = "Drag between points in the browser",
@@ -84,19 +82,19 @@ impl Execute for BrowserMouseMoveXy {
     destructive = true
 )]
 pub struct BrowserMouseDragXy {
-    /// Where the drag starts, from the left edge.
+    /// Start, from the left.
     #[tool(alias = "startX")]
     #[schemars(range(min = 0.0, max = 100000.0))]
     pub start_x: f64,
-    /// Where the drag starts, from the top edge.
+    /// Start, from the top.
     #[tool(alias = "startY")]
     #[schemars(range(min = 0.0, max = 100000.0))]
     pub start_y: f64,
-    /// Where it ends, from the left edge.
+    /// End, from the left.
     #[tool(alias = "endX")]
     #[schemars(range(min = 0.0, max = 100000.0))]
     pub end_x: f64,
-    /// Where it ends, from the top edge.
+    /// End, from the top.
     #[tool(alias = "endY")]
     #[schemars(range(min = 0.0, max = 100000.0))]
     pub end_y: f64,
@@ -126,8 +124,8 @@ impl Execute for BrowserMouseDragXy {
     }
 }
 
-/// Turn the mouse wheel over the browser page: the page (or the element under the mouse)
-/// scrolls by `delta_y` pixels down (negative: up) and `delta_x` right.
+/// Turn the mouse wheel: the page (or the element under the mouse) scrolls `delta_y` down and
+/// `delta_x` right (negative: up, left).
 #[tool(
     name = "browser_mouse_wheel",
     title = "Scroll with the mouse wheel in the browser",
@@ -136,18 +134,18 @@ impl Execute for BrowserMouseDragXy {
     destructive = false
 )]
 pub struct BrowserMouseWheel {
-    /// Pixels to scroll right (negative: left); default 0.
+    /// Pixels right; default 0.
     #[tool(alias = "deltaX")]
     #[schemars(range(min = -100000.0, max = 100000.0))]
     pub delta_x: Option<f64>,
-    /// Pixels to scroll down (negative: up).
+    /// Pixels down.
     #[tool(alias = "deltaY")]
     #[schemars(range(min = -100000.0, max = 100000.0))]
     pub delta_y: f64,
-    /// Where the mouse is, from the viewport's left edge; default the middle.
+    /// Mouse position from the left; default the middle.
     #[schemars(range(min = 0.0, max = 100000.0))]
     pub x: Option<f64>,
-    /// Where the mouse is, from the viewport's top edge; default the middle.
+    /// Mouse position from the top; default the middle.
     #[schemars(range(min = 0.0, max = 100000.0))]
     pub y: Option<f64>,
 }

@@ -7,15 +7,13 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::Serialize;
 use serde_json::Value;
 
-/// Evaluate an arithmetic or logical expression exactly.
-///
-/// Integers are exact 64-bit (overflow is an error, not a wrap; `3^39` is exact); a literal
-/// with a point is a float, and so is a power with a negative or float exponent. Supports `+ - * / % ^`, comparisons, `&& || !`, parentheses and functions such as
-/// `math::sqrt`, `math::sin`, `math::ln`, `min`, `max`, `floor`, `round`. No variables or
-/// assignments. A result that is not finite is an error.
+/// Evaluate an arithmetic or logical expression exactly: 64-bit integers (overflow is an error),
+/// floats (a literal with a point, or a power with a negative or float exponent), `+ - * / % ^`,
+/// comparisons, `&& || !`, functions like `math::sqrt`, `math::sin`, `math::ln`, `min`, `max`,
+/// `floor`, `round`. No variables; a non-finite result is an error.
 #[tool(name = "calculate", title = "Calculate", category = "calculation", effect = "none", aliases = ["calc"])]
 pub struct Calculate {
-    /// The expression, for example `(2 + 3) * 7` or `math::sqrt(2.0)`.
+    /// Like `(2 + 3) * 7` or `math::sqrt(2.0)`.
     #[schemars(length(min = 1, max = 4096))]
     pub expression: String,
 }

@@ -8,34 +8,27 @@ use serde::Serialize;
 use super::codex_patch::{self, FileChange};
 use super::whole::read_text_bytes;
 
-/// Apply a patch to files in the workspace: a unified diff (as `diff -u` or `git diff`
-/// print it), or Codex's envelope.
-///
-/// Every hunk of every file must apply, or nothing is changed. In a unified diff, hunks
-/// apply exactly; `--- /dev/null` creates a file and `+++ /dev/null` deletes one; paths may
-/// carry the `a/` and `b/` prefixes of `git diff`. The envelope runs from `*** Begin Patch`
-/// to `*** End Patch` and holds `*** Add File: path` (lines after `+`), `*** Delete File:
-/// path`, and `*** Update File: path` (then `*** Move to: path` to move it) with `@@` hunks
-/// of ` ` context, `-` and `+` lines found by content in order (`@@ line` finds that line
-/// first; `*** End of File` anchors a hunk at the end).
+/// Apply a unified diff (`diff -u` or `git diff`; `/dev/null` creates or deletes) or a Codex
+/// envelope (`*** Begin Patch`, `*** Add File:`, `*** Delete File:`, `*** Update File:`, `*** Move
+/// to:`, `@@` hunks found by content) to workspace files, all or nothing.
 #[tool(name = "apply_patch", title = "Apply patch", category = "files", effect = "write", aliases = ["patch"])]
 pub struct ApplyPatch {
-    /// The unified diff, or the `*** Begin Patch` envelope.
+    /// The diff or envelope.
     #[schemars(length(min = 1, max = 4194304))]
     pub patch: String,
-    /// SHA-256 of files as last read; a changed file refuses the whole patch.
+    /// SHA-256s from the last read; a changed file refuses the whole patch.
     #[serde(default)]
     pub expected_sha256: Vec<ExpectedHash>,
 }
 
-/// The hash a file had when the caller read it.
+/// A file's hash when read.
 #[kyro_core::input]
 #[derive(Debug)]
 #[serde(deny_unknown_fields)]
 pub struct ExpectedHash {
-    /// The path as written in the patch (without `a/` or `b/`).
+    /// Path as in the patch (no `a/` or `b/`).
     pub path: String,
-    /// SHA-256, lowercase hex.
+    /// Its SHA-256.
     #[schemars(regex(pattern = "^[0-9a-f]{64}$"))]
     pub sha256: String,
 }

@@ -2,20 +2,18 @@
 
 use kyro_core::{ConfinedPath, EntryType, Execute, StopSignal, ToolContext, ToolError, WorkspacePath, tool};
 
-/// Copy a file, or with `recursive` a directory and everything below it, inside the workspace.
-///
-/// Refuses to replace an existing destination unless `overwrite` is set; symlinks inside a
-/// copied tree are skipped, not followed.
+/// Copy a file, or with `recursive` a directory tree.
+/// Refuses an existing destination unless `overwrite`; symlinks in a copied tree are skipped.
 #[tool(name = "copy_path", title = "Copy path", category = "files", effect = "write", aliases = ["cp"], idempotent = true)]
 pub struct CopyPath {
-    /// What to copy, relative to the workspace root.
+    /// Workspace-relative path to copy.
     pub source: WorkspacePath,
-    /// Where to put the copy, relative to the workspace root.
+    /// Workspace-relative path of the copy.
     pub destination: WorkspacePath,
-    /// Copy a directory and its contents; default false.
+    /// Copy a directory and its contents.
     #[serde(default)]
     pub recursive: bool,
-    /// Replace existing files at the destination; default false.
+    /// Replace existing files at the destination.
     #[serde(default)]
     pub overwrite: bool,
 }

@@ -5,14 +5,13 @@ use kyro_core::{EntryType, Execute, ToolContext, ToolError, WorkspacePath, tool}
 
 use super::list_directory::EntryKind;
 
-/// Delete a file or symlink, or with `recursive` a directory and everything below it.
-///
-/// A symlink is removed, never followed. The workspace root itself cannot be deleted.
+/// Delete a file or symlink (never followed), or with `recursive` a directory tree.
+/// The workspace root cannot be deleted.
 #[tool(name = "delete_path", title = "Delete path", category = "files", effect = "write", aliases = ["rm"], idempotent = true)]
 pub struct DeletePath {
-    /// What to delete, relative to the workspace root.
+    /// Workspace-relative path.
     pub path: WorkspacePath,
-    /// Delete a non-empty directory and its contents; default false.
+    /// Delete a non-empty directory and its contents.
     #[serde(default)]
     pub recursive: bool,
 }

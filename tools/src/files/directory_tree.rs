@@ -10,24 +10,22 @@ use super::walk::{WalkOptions, walk};
 const DEFAULT_DEPTH: u32 = 3;
 const DEFAULT_LIMIT: u32 = 1000;
 
-/// Show a directory's tree several levels deep, as an indented outline and as a list.
-///
-/// Respects .gitignore and skips hidden entries by default; symlinks are listed, not
-/// followed.
+/// Show a directory's tree as an indented outline and a list.
+/// Respects .gitignore and skips hidden entries by default; symlinks are not followed.
 #[tool(name = "directory_tree", title = "Directory tree", category = "files", effect = "read", aliases = ["tree"])]
 pub struct DirectoryTree {
-    /// Directory to show, relative to the workspace root; default the root.
+    /// Workspace-relative directory; default the root.
     pub path: Option<WorkspacePath>,
-    /// Levels to descend; default 3, at most 10.
+    /// Levels to descend; default 3.
     #[schemars(range(min = 1, max = 10))]
     pub max_depth: Option<u32>,
-    /// Include entries whose name starts with `.`; default false.
+    /// Include names starting with `.`.
     #[serde(default)]
     pub include_hidden: bool,
-    /// Skip what .gitignore and .ignore files exclude; default true.
+    /// Skip what .gitignore and .ignore exclude.
     #[serde(default = "super::yes")]
     pub respect_gitignore: bool,
-    /// Most entries to return; default 1000, at most 10000.
+    /// Most entries; default 1000.
     #[schemars(range(min = 1, max = 10000))]
     pub limit: Option<u32>,
 }

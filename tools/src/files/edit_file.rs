@@ -4,27 +4,25 @@ use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
 
 use super::text_file::{TextFile, replace};
 
-/// Replace an exact piece of text in a UTF-8 file in the workspace.
-///
-/// `old_text` must occur exactly once (include surrounding lines to make it unique), or set
-/// `replace_all`. Returns the number of replacements, the new SHA-256 and a unified diff.
+/// Replace exact text in a UTF-8 file: `old_text` must occur exactly once (add surrounding lines to
+/// make it unique) unless `replace_all`. Returns a diff.
 #[tool(name = "edit_file", title = "Edit file", category = "files", effect = "write", aliases = ["str_replace"])]
 pub struct EditFile {
-    /// Path of the file, relative to the workspace root.
+    /// Workspace-relative path.
     #[tool(alias = "file_path")]
     pub path: WorkspacePath,
-    /// The exact text to replace, whitespace and line endings included.
+    /// Exact text to replace, whitespace and line endings included.
     #[schemars(length(min = 1))]
     pub old_text: String,
-    /// The text to put in its place.
+    /// Replacement text.
     pub new_text: String,
-    /// Replace every occurrence instead of requiring exactly one; default false.
+    /// Replace every occurrence.
     #[serde(default)]
     pub replace_all: bool,
-    /// SHA-256 (lowercase hex) of the file as last read; refuses the edit if it changed.
+    /// SHA-256 from the last read; refused if the file changed.
     #[schemars(regex(pattern = "^[0-9a-f]{64}$"))]
     pub expected_sha256: Option<String>,
-    /// Only show the diff the edit would make; nothing is written. Default false.
+    /// Only return the diff; write nothing.
     #[serde(default)]
     pub dry_run: bool,
 }

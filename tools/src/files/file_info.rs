@@ -4,16 +4,14 @@ use kyro_core::{EntryType, Execute, ToolContext, ToolError, WorkspacePath, tool}
 
 use super::list_directory::EntryKind;
 
-/// Show a path's metadata without reading it: kind, size, modification time, permissions.
-///
-/// A final symlink is described, not followed, unless `follow_symlinks` is set; its target
-/// is returned as written.
+/// A path's metadata without reading it: kind, size, modified time, permissions.
+/// A final symlink is described, not followed, unless `follow_symlinks`.
 #[tool(name = "file_info", title = "File info", category = "files", effect = "read", aliases = ["stat"])]
 pub struct FileInfo {
-    /// Path, relative to the workspace root.
+    /// Workspace-relative path.
     #[tool(alias = "file_path")]
     pub path: WorkspacePath,
-    /// Describe what a final symlink points to instead of the link; default false.
+    /// Describe a final symlink's target instead of the link.
     #[serde(default)]
     pub follow_symlinks: bool,
 }

@@ -7,27 +7,25 @@ use super::walk::{WalkOptions, walk};
 
 const DEFAULT_LIMIT: u32 = 1000;
 
-/// Find files whose path matches a glob pattern, most recently modified first.
-///
-/// Patterns are matched against the path relative to the searched directory: `**/*.rs`,
-/// `src/**/mod.rs`, `*.{md,txt}`. Respects .gitignore and skips hidden entries by default.
+/// Find files whose path under `path` matches a glob (`**/*.rs`, `*.{md,txt}`), newest first.
+/// Respects .gitignore and skips hidden entries by default.
 #[tool(name = "glob", title = "Find files by pattern", category = "files", effect = "read", aliases = ["find_files"])]
 pub struct Glob {
-    /// The glob pattern.
+    /// The glob.
     #[schemars(length(min = 1, max = 1024))]
     pub pattern: String,
-    /// Directory to search, relative to the workspace root; default the root.
+    /// Workspace-relative directory; default the root.
     pub path: Option<WorkspacePath>,
-    /// Include entries whose name starts with `.`; default false.
+    /// Include names starting with `.`.
     #[serde(default)]
     pub include_hidden: bool,
-    /// Skip what .gitignore and .ignore files exclude; default true.
+    /// Skip what .gitignore and .ignore exclude.
     #[serde(default = "super::yes")]
     pub respect_gitignore: bool,
-    /// Match directories too, not only files; default false.
+    /// Match directories too.
     #[serde(default)]
     pub include_directories: bool,
-    /// Most paths to return; default 1000, at most 10000.
+    /// Most paths; default 1000.
     #[schemars(range(min = 1, max = 10000))]
     pub limit: Option<u32>,
 }

@@ -9,40 +9,38 @@ use super::walk::WalkOptions;
 
 const DEFAULT_MAX_RESULTS: u32 = 200;
 
-/// Search file contents for a regular expression (or a fixed string), like ripgrep.
-///
-/// Returns matching lines with their path, 1-based line number and optional context lines.
-/// Respects .gitignore and skips hidden and binary files by default.
+/// Search file contents like ripgrep: matching lines with path, line number and context.
+/// Skips ignored, hidden and binary files by default.
 #[tool(name = "grep", title = "Search file contents", category = "files", effect = "read", aliases = ["search_text"], task = "optional")]
 pub struct Grep {
-    /// Regular expression (Rust `regex` syntax), or the literal text with `fixed_strings`.
+    /// Regex (Rust syntax), or text with `fixed_strings`.
     #[schemars(length(min = 1, max = 4096))]
     pub pattern: String,
-    /// File or directory to search, relative to the workspace root; default the root.
+    /// Workspace-relative file or directory; default the root.
     pub path: Option<WorkspacePath>,
-    /// Treat the pattern as literal text; default false.
+    /// The pattern is literal text.
     #[serde(default)]
     pub fixed_strings: bool,
-    /// Letter case: `sensitive` (default), `insensitive`, or `smart` (insensitive unless the
-    /// pattern has an uppercase letter).
+    /// `sensitive` (default), `insensitive` or `smart` (insensitive unless the pattern has
+    /// uppercase).
     #[serde(default)]
     pub case: Case,
-    /// Lines of context before and after each match; default 0, at most 20.
+    /// Context lines per match; default 0.
     #[schemars(range(max = 20))]
     pub context: Option<u32>,
-    /// Only search files whose path matches one of these globs (`*.rs`, `src/**`).
+    /// Only files matching one of these globs (`*.rs`, `src/**`).
     #[serde(default)]
     pub include: Vec<String>,
-    /// Skip files whose path matches one of these globs.
+    /// Skip files matching these globs.
     #[serde(default)]
     pub exclude: Vec<String>,
-    /// Include entries whose name starts with `.`; default false.
+    /// Include names starting with `.`.
     #[serde(default)]
     pub include_hidden: bool,
-    /// Skip what .gitignore and .ignore files exclude; default true.
+    /// Skip what .gitignore and .ignore exclude.
     #[serde(default = "super::yes")]
     pub respect_gitignore: bool,
-    /// Most matching lines to return; default 200, at most 5000.
+    /// Most lines; default 200.
     #[schemars(range(min = 1, max = 5000))]
     pub max_results: Option<u32>,
 }

@@ -3,9 +3,9 @@
 use kyro_core::policy::Access;
 use kyro_core::{Execute, ToolContext, ToolError, tool};
 
-/// List the directories this call may read or write: the workspace and any other roots the
-/// policy grants, each with its access. Relative paths resolve against the first; absolute
-/// paths must lie inside one. Writes into `.git` and `.kyro` are refused in every root.
+/// List the roots this call may read or write, with their access.
+/// Relative paths resolve against the first; absolute ones must lie inside one. Writes into `.git`
+/// and `.kyro` are refused.
 #[tool(
     name = "list_allowed_directories",
     title = "List allowed directories",

@@ -6,10 +6,8 @@ use serde::Serialize;
 
 const DEFAULT_LIMIT: u32 = 500;
 
-/// List the entries of a workspace directory, sorted by name.
-///
-/// Returns each entry's name, kind (file, directory, symlink, other) and size in bytes for
-/// files. Symlinks are reported as symlinks, never followed.
+/// List a directory's entries by name: kind, and size of files.
+/// Symlinks are not followed.
 #[tool(
     name = "list_directory",
     title = "List directory",
@@ -18,12 +16,12 @@ const DEFAULT_LIMIT: u32 = 500;
     aliases = ["ls"]
 )]
 pub struct ListDirectory {
-    /// Directory to list, relative to the workspace root; default the root itself.
+    /// Workspace-relative directory; default the root.
     pub path: Option<WorkspacePath>,
-    /// Include entries whose name starts with `.`; default false.
+    /// Include names starting with `.`.
     #[serde(default)]
     pub include_hidden: bool,
-    /// Most entries to return; default 500, at most 5000.
+    /// Most entries; default 500.
     #[schemars(range(min = 1, max = 5000))]
     pub limit: Option<u32>,
 }

@@ -2,14 +2,13 @@
 
 use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
 
-/// Create a directory in the workspace, with its missing parents unless `parents` is false.
-///
-/// An existing directory is not an error: `created` says whether anything was made.
+/// Create a directory, and its missing parents unless `parents` is false.
+/// An existing one is not an error (`created` says whether anything was made).
 #[tool(name = "make_directory", title = "Make directory", category = "files", effect = "write", aliases = ["mkdir"], destructive = false, idempotent = true)]
 pub struct MakeDirectory {
-    /// The directory, relative to the workspace root.
+    /// Workspace-relative directory.
     pub path: WorkspacePath,
-    /// Create missing parent directories too; default true.
+    /// Create missing parents.
     #[serde(default = "super::yes")]
     pub parents: bool,
 }

@@ -2,17 +2,15 @@
 
 use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
 
-/// Move or rename a file or directory inside the workspace.
-///
-/// Refuses to replace an existing destination unless `overwrite` is set. Missing parent
-/// directories of the destination are not created.
+/// Move or rename a file or directory.
+/// Refuses an existing destination unless `overwrite`; missing parents are not created.
 #[tool(name = "move_path", title = "Move path", category = "files", effect = "write", aliases = ["mv", "rename_path"])]
 pub struct MovePath {
-    /// What to move, relative to the workspace root.
+    /// Workspace-relative path to move.
     pub source: WorkspacePath,
-    /// Where to put it, relative to the workspace root.
+    /// Workspace-relative new path.
     pub destination: WorkspacePath,
-    /// Replace an existing destination; default false.
+    /// Replace an existing destination.
     #[serde(default)]
     pub overwrite: bool,
 }

@@ -5,11 +5,8 @@ use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
 use super::edit_file::Edited;
 use super::text_file::replace;
 
-/// Apply several exact text replacements to one file, in order, all or none.
-///
-/// Each edit sees the text as the previous edits left it; if any edit does not match
-/// (or matches more than once without `replace_all`), the file is left unchanged and the
-/// error names the edit.
+/// Apply exact text replacements to one file in order, all or none; each edit sees the previous result.
+/// One that misses (or is not unique without `replace_all`) is named.
 #[tool(
     name = "multi_edit",
     title = "Edit file (several changes)",
@@ -17,31 +14,31 @@ use super::text_file::replace;
     effect = "write"
 )]
 pub struct MultiEdit {
-    /// Path of the file, relative to the workspace root.
+    /// Workspace-relative path.
     #[tool(alias = "file_path")]
     pub path: WorkspacePath,
-    /// The edits, applied in order; 1 to 100.
+    /// The edits, in order.
     #[schemars(length(min = 1, max = 100))]
     pub edits: Vec<Replacement>,
-    /// SHA-256 (lowercase hex) of the file as last read; refuses the edits if it changed.
+    /// SHA-256 from the last read; refused if the file changed.
     #[schemars(regex(pattern = "^[0-9a-f]{64}$"))]
     pub expected_sha256: Option<String>,
-    /// Only show the diff the edits would make; nothing is written. Default false.
+    /// Only return the diff; write nothing.
     #[serde(default)]
     pub dry_run: bool,
 }
 
-/// One replacement.
+/// One edit.
 #[kyro_core::input]
 #[derive(Debug)]
 #[serde(deny_unknown_fields)]
 pub struct Replacement {
-    /// The exact text to replace.
+    /// Exact text to replace.
     #[schemars(length(min = 1))]
     pub old_text: String,
-    /// The text to put in its place.
+    /// Replacement text.
     pub new_text: String,
-    /// Replace every occurrence; default false.
+    /// Replace every occurrence.
     #[serde(default)]
     pub replace_all: bool,
 }

@@ -7,10 +7,8 @@ use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
 
 const DEFAULT_LIMIT: u64 = 2000;
 
-/// Read a UTF-8 text file from the workspace, a window of lines at a time.
-///
-/// Returns the lines exactly as stored (line endings kept), the 1-based window, the total
-/// line count and the SHA-256 of the whole file, to pass as `expected_sha256` when writing.
+/// Read a UTF-8 text file, a window of lines at a time, with the line count and the file's SHA-256
+/// (for `expected_sha256` when writing).
 #[tool(
     name = "read_file",
     title = "Read file",
@@ -19,19 +17,19 @@ const DEFAULT_LIMIT: u64 = 2000;
     aliases = ["cat", "read_text_file"]
 )]
 pub struct ReadFile {
-    /// Path of the file, relative to the workspace root.
+    /// Workspace-relative path.
     #[tool(alias = "file_path")]
     pub path: WorkspacePath,
-    /// First line to return, 1-based; default 1.
+    /// First line, 1-based.
     #[schemars(range(min = 1))]
     pub offset: Option<u64>,
-    /// Most lines to return; default 2000, at most 20000.
+    /// Most lines; default 2000.
     #[schemars(range(min = 1, max = 20000))]
     pub limit: Option<u64>,
-    /// Only the first N lines (instead of offset and limit).
+    /// Only the first N lines.
     #[schemars(range(min = 1, max = 20000))]
     pub head: Option<u64>,
-    /// Only the last N lines (instead of offset and limit).
+    /// Only the last N lines.
     #[schemars(range(min = 1, max = 20000))]
     pub tail: Option<u64>,
 }

@@ -8,13 +8,9 @@ use super::whole::read_prefix;
 
 const DEFAULT_MAX_BYTES: u64 = 256 * 1024;
 
-/// Read several UTF-8 text files from the workspace in one call.
-///
-/// Each file comes back with its content and SHA-256, or with its own error (missing,
-/// binary, not a file); one failure does not fail the others. Every path is checked
-/// against the workspace roots before anything is read: a path outside them denies the
-/// whole call, naming it, and nothing is read. Content past `max_bytes_per_file` is cut at
-/// a character boundary and marked truncated.
+/// Read several UTF-8 text files, each with its content and SHA-256 or its own error.
+/// A path outside the workspace denies the whole call. Content past `max_bytes_per_file` is cut and
+/// marked.
 #[tool(
     name = "read_many_files",
     title = "Read several files",
@@ -22,10 +18,10 @@ const DEFAULT_MAX_BYTES: u64 = 256 * 1024;
     effect = "read"
 )]
 pub struct ReadManyFiles {
-    /// Paths of the files, relative to the workspace root; 1 to 100.
+    /// Workspace-relative paths.
     #[schemars(length(min = 1, max = 100))]
     pub paths: Vec<WorkspacePath>,
-    /// Most bytes of each file to return; default 262144, at most 1048576.
+    /// Most bytes per file; default 262144.
     #[schemars(range(min = 1, max = 1048576))]
     pub max_bytes_per_file: Option<u64>,
 }

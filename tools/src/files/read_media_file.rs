@@ -9,9 +9,8 @@ use crate::Failure;
 /// Most bytes of a media file read (its base64 is a third larger).
 const MAX_MEDIA_BYTES: u64 = 8 * 1024 * 1024;
 
-/// Read an image (PNG, JPEG, GIF, WebP) or audio file (MP3, WAV, OGG, FLAC, M4A) from the
-/// workspace, at most 8 MiB, its bytes checked to be what its name says. Over MCP it is an
-/// image or audio content block.
+/// Read an image (PNG, JPEG, GIF, WebP) or audio file (MP3, WAV, OGG, FLAC, M4A) of at most 8 MiB,
+/// as an MCP image or audio content block.
 #[tool(
     name = "read_media_file",
     title = "Read media file",
@@ -19,7 +18,7 @@ const MAX_MEDIA_BYTES: u64 = 8 * 1024 * 1024;
     effect = "read"
 )]
 pub struct ReadMediaFile {
-    /// Path of the file, relative to the workspace root.
+    /// Workspace-relative path.
     #[tool(alias = "file_path")]
     pub path: WorkspacePath,
 }

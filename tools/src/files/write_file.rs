@@ -3,11 +3,7 @@
 use crate::Failure;
 use kyro_core::{EntryType, Execute, ToolContext, ToolError, WorkspacePath, sha256_hex, tool};
 
-/// Create or overwrite a UTF-8 text file in the workspace.
-///
-/// The content is written exactly as given, through a temporary file renamed into place, so
-/// a reader never sees half a file. With `expected_sha256`, the write is refused when the
-/// file changed since it was read.
+/// Create or overwrite a UTF-8 text file, atomically.
 #[tool(
     name = "write_file",
     title = "Write file",
@@ -16,15 +12,15 @@ use kyro_core::{EntryType, Execute, ToolContext, ToolError, WorkspacePath, sha25
     idempotent = true
 )]
 pub struct WriteFile {
-    /// Path of the file, relative to the workspace root.
+    /// Workspace-relative path.
     #[tool(alias = "file_path")]
     pub path: WorkspacePath,
-    /// The complete new content.
+    /// The full new content.
     pub content: String,
-    /// SHA-256 (lowercase hex) of the file as last read; refuses the write if it changed.
+    /// SHA-256 from the last read; refused if the file changed.
     #[schemars(regex(pattern = "^[0-9a-f]{64}$"))]
     pub expected_sha256: Option<String>,
-    /// Create missing parent directories; default false.
+    /// Create missing parent directories.
     #[serde(default)]
     pub create_dirs: bool,
 }

@@ -7,9 +7,9 @@ use super::runner::Repo;
 /// Stage paths for the next commit (`["."]` stages everything).
 #[tool(name = "git_add", title = "Git add", category = "git", effect = "write", capabilities = ["git.write"], destructive = false, idempotent = true)]
 pub struct GitAdd {
-    /// The repository, relative to the workspace root; default the root.
+    /// Workspace-relative repo; default the root.
     pub repo: Option<WorkspacePath>,
-    /// Paths relative to the repository; 1 to 1000.
+    /// Repo-relative paths.
     #[schemars(length(min = 1, max = 1000))]
     pub paths: Vec<String>,
 }

@@ -6,21 +6,21 @@ use serde::Serialize;
 
 use super::runner::{Repo, revision};
 
-/// Show, for each line of a file (or a range), the commit and author that last changed it.
+/// For each line of a file (or range), the commit and author that last changed it.
 #[tool(name = "git_blame", title = "Git blame", category = "git", effect = "read", capabilities = ["fs.read"])]
 pub struct GitBlame {
-    /// The repository, relative to the workspace root; default the root.
+    /// Workspace-relative repo; default the root.
     pub repo: Option<WorkspacePath>,
-    /// The file, relative to the repository.
+    /// Repo-relative file.
     #[schemars(length(min = 1, max = 4096))]
     pub path: String,
-    /// Blame as of this revision; default the work tree.
+    /// Revision; default the work tree.
     #[schemars(regex(pattern = "^[^-\\s][^\\s]*$"))]
     pub revision: Option<String>,
     /// First line, 1-based.
     #[schemars(range(min = 1))]
     pub start_line: Option<u32>,
-    /// Last line, 1-based.
+    /// Last line.
     #[schemars(range(min = 1))]
     pub end_line: Option<u32>,
 }

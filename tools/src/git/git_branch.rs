@@ -7,11 +7,10 @@ use serde::Serialize;
 
 use super::runner::Repo;
 
-/// List the local branches, the commit each points to and its upstream, and the current
-/// branch. Changes nothing (`git_create_branch`, `git_delete_branch` and `git_checkout` do).
+/// List local branches (commit, upstream) and the current one.
 #[tool(name = "git_branch", title = "Git branches", category = "git", effect = "read")]
 pub struct GitBranch {
-    /// The repository, relative to the workspace root; default the root.
+    /// Workspace-relative repo; default the root.
     pub repo: Option<WorkspacePath>,
 }
 

@@ -4,8 +4,8 @@ use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
 
 use super::runner::{Repo, revision};
 
-/// Switch to a branch (or create it with `create`). Refuses when local changes would be
-/// overwritten. Needs approval by default.
+/// Switch to a branch (or create it with `create`); refused when local changes would be overwritten.
+/// Needs approval by default.
 #[tool(
     name = "git_checkout",
     title = "Git checkout",
@@ -16,12 +16,12 @@ use super::runner::{Repo, revision};
     idempotent = true,
 )]
 pub struct GitCheckout {
-    /// The repository, relative to the workspace root; default the root.
+    /// Workspace-relative repo; default the root.
     pub repo: Option<WorkspacePath>,
-    /// The branch to switch to.
+    /// Branch to switch to.
     #[schemars(regex(pattern = "^[^-\\s][^\\s]*$"))]
     pub branch: String,
-    /// Create the branch from HEAD first; default false.
+    /// Create it from HEAD first.
     #[serde(default)]
     pub create: bool,
 }

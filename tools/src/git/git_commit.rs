@@ -4,7 +4,8 @@ use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
 
 use super::runner::Repo;
 
-/// Commit what is staged, with a message. Hooks never run. Needs approval by default.
+/// Commit what is staged.
+/// Hooks never run. Needs approval by default.
 #[tool(
     name = "git_commit",
     title = "Git commit",
@@ -15,12 +16,12 @@ use super::runner::Repo;
     destructive = false,
 )]
 pub struct GitCommit {
-    /// The repository, relative to the workspace root; default the root.
+    /// Workspace-relative repo; default the root.
     pub repo: Option<WorkspacePath>,
-    /// The commit message.
+    /// Commit message.
     #[schemars(length(min = 1, max = 20000))]
     pub message: String,
-    /// Allow a commit with no changes; default false.
+    /// Allow a commit with no changes.
     #[serde(default)]
     pub allow_empty: bool,
 }

@@ -5,8 +5,7 @@ use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
 use super::git_branch::{Branches, branches};
 use super::runner::{Repo, revision};
 
-/// Create a local branch at a commit (default HEAD). It does not switch to it (see
-/// `git_checkout`). Returns the branches after.
+/// Create a local branch without switching to it.
 #[tool(
     name = "git_create_branch",
     title = "Create a git branch",
@@ -16,12 +15,12 @@ use super::runner::{Repo, revision};
     destructive = false,
 )]
 pub struct GitCreateBranch {
-    /// The repository, relative to the workspace root; default the root.
+    /// Workspace-relative repo; default the root.
     pub repo: Option<WorkspacePath>,
-    /// The new branch's name.
+    /// New branch name.
     #[schemars(regex(pattern = "^[^-\\s][^\\s]*$"))]
     pub name: String,
-    /// Where it starts (a branch, tag or commit); default HEAD.
+    /// Branch, tag or commit to start at; default HEAD.
     #[schemars(regex(pattern = "^[^-\\s][^\\s]*$"))]
     pub start_point: Option<String>,
 }

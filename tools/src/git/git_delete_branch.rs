@@ -5,8 +5,7 @@ use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
 use super::git_branch::{Branches, branches};
 use super::runner::{Repo, revision};
 
-/// Delete a local branch, only when it is merged (git refuses otherwise, and so does this
-/// tool). Returns the branches after.
+/// Delete a local branch, only if merged.
 #[tool(
     name = "git_delete_branch",
     title = "Delete a git branch",
@@ -16,9 +15,9 @@ use super::runner::{Repo, revision};
     idempotent = true,
 )]
 pub struct GitDeleteBranch {
-    /// The repository, relative to the workspace root; default the root.
+    /// Workspace-relative repo; default the root.
     pub repo: Option<WorkspacePath>,
-    /// The branch to delete.
+    /// Branch to delete.
     #[schemars(regex(pattern = "^[^-\\s][^\\s]*$"))]
     pub name: String,
 }

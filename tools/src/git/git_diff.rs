@@ -5,26 +5,26 @@ use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
 use super::diff_parse::{FileDiff, parse};
 use super::runner::{Repo, revision};
 
-/// Show changes as a diff per file with hunks: the work tree against the index (default),
-/// the index against HEAD (`staged`), or between revisions (`base`, `target`).
+/// Diff per file with hunks: work tree vs index (default), index vs HEAD (`staged`), or between
+/// revisions (`base`, `target`).
 #[tool(name = "git_diff", title = "Git diff", category = "git", effect = "read", capabilities = ["fs.read"])]
 pub struct GitDiff {
-    /// The repository, relative to the workspace root; default the root.
+    /// Workspace-relative repo; default the root.
     pub repo: Option<WorkspacePath>,
-    /// Compare the index with HEAD instead of the work tree with the index; default false.
+    /// Compare the index with HEAD.
     #[serde(default)]
     pub staged: bool,
-    /// A revision to compare from.
+    /// Revision to compare from.
     #[schemars(regex(pattern = "^[^-\\s][^\\s]*$"))]
     pub base: Option<String>,
-    /// A revision to compare to (with `base`).
+    /// Revision to compare to (with `base`).
     #[schemars(regex(pattern = "^[^-\\s][^\\s]*$"))]
     pub target: Option<String>,
-    /// Only these paths (relative to the repository).
+    /// Only these repo-relative paths.
     #[serde(default)]
     #[schemars(length(max = 1000))]
     pub paths: Vec<String>,
-    /// Lines of context; default 3, at most 100.
+    /// Context lines; default 3.
     #[schemars(range(max = 100))]
     pub context: Option<u32>,
 }

@@ -9,15 +9,15 @@ use super::runner::{Repo, revision};
 /// List commits reachable from a revision, newest first, optionally only those touching paths.
 #[tool(name = "git_log", title = "Git log", category = "git", effect = "read", capabilities = ["fs.read"])]
 pub struct GitLog {
-    /// The repository, relative to the workspace root; default the root.
+    /// Workspace-relative repo; default the root.
     pub repo: Option<WorkspacePath>,
-    /// Where to start; default HEAD.
+    /// Start; default HEAD.
     #[schemars(regex(pattern = "^[^-\\s][^\\s]*$"))]
     pub revision: Option<String>,
-    /// Most commits; default 20, at most 500.
+    /// Most commits; default 20.
     #[schemars(range(min = 1, max = 500))]
     pub max_count: Option<u32>,
-    /// Only commits touching these paths (relative to the repository).
+    /// Only commits touching these repo-relative paths.
     #[serde(default)]
     #[schemars(length(max = 1000))]
     pub paths: Vec<String>,

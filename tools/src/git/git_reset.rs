@@ -6,12 +6,8 @@ use kyro_core::{Effect, Execute, ToolContext, ToolError, WorkspacePath, input, t
 use super::runner::{Repo, revision};
 use crate::Failure;
 
-/// Unstage paths (`paths`, the index only: nothing in the work tree or HEAD moves), or
-/// move the current branch to `target` with `mode`: `mixed` keeps the work tree and
-/// resets the index, `soft` keeps both, `keep` updates the files that differ and refuses
-/// when local changes would be lost, `hard` discards every change to tracked files.
-/// Unstaging follows the policy's write rule, as `git_add` does; moving HEAD needs
-/// approval.
+/// Unstage `paths` (index only), or move the current branch to `target` by `mode`.
+/// Unstaging follows the write rule, as `git_add`; moving HEAD needs approval.
 #[tool(
     name = "git_reset",
     title = "Git reset",
@@ -22,17 +18,19 @@ use crate::Failure;
     destructive = true,
 )]
 pub struct GitReset {
-    /// The repository, relative to the workspace root; default the root.
+    /// Workspace-relative repo; default the root.
     pub repo: Option<WorkspacePath>,
-    /// Paths relative to the repository to unstage (their index entries set from
-    /// `target`); when given, nothing else changes and `mode` must be `mixed`.
+    /// Repo-relative paths to unstage (index entries set from `target`); then nothing else changes
+    /// and `mode` must be `mixed`.
     #[schemars(length(max = 1000))]
     #[serde(default)]
     pub paths: Vec<String>,
-    /// The commit to reset to; default `HEAD`.
+    /// Commit to reset to; default `HEAD`.
     #[schemars(regex(pattern = "^[^-\\s][^\\s]*$"))]
     pub target: Option<String>,
-    /// How far the reset reaches; default `mixed`.
+    /// `mixed` (default: HEAD and index), `soft` (HEAD only), `keep` (also changed files, refusing
+    /// to lose local changes) or `hard` (also the work tree: local changes to tracked files are
+    /// lost).
     #[serde(default)]
     pub mode: ResetMode,
 }

@@ -7,10 +7,10 @@ use super::diff_parse::{FileDiff, parse};
 use super::git_log::{Commit, FORMAT, parse_commits};
 use super::runner::{Repo, revision};
 
-/// Show one commit: its metadata, full message and changes per file.
+/// Show one commit: metadata, full message and changes per file.
 #[tool(name = "git_show", title = "Git show", category = "git", effect = "read", capabilities = ["fs.read"])]
 pub struct GitShow {
-    /// The repository, relative to the workspace root; default the root.
+    /// Workspace-relative repo; default the root.
     pub repo: Option<WorkspacePath>,
     /// The commit.
     #[schemars(regex(pattern = "^[^-\\s][^\\s]*$"))]

@@ -8,10 +8,8 @@ use serde::Serialize;
 use super::runner::Repo;
 use crate::Failure;
 
-/// Set local changes aside (`push`, with `message` and `include_untracked`), `list` the
-/// stashes, bring one back (`pop`: apply it and drop it) or `drop` it. `index` picks a
-/// stash for pop and drop (0 is the newest). A pop that conflicts keeps the stash. A drop
-/// loses the stash's changes and needs approval.
+/// Stash local changes (`push`), `list` stashes, `pop` one (apply and drop) or `drop` it.
+/// A conflicting pop keeps the stash; a drop loses its changes and needs approval.
 #[tool(
     name = "git_stash",
     title = "Git stash",
@@ -21,17 +19,17 @@ use crate::Failure;
     destructive = true,
 )]
 pub struct GitStash {
-    /// The repository, relative to the workspace root; default the root.
+    /// Workspace-relative repo; default the root.
     pub repo: Option<WorkspacePath>,
-    /// What to do.
+    /// `push`, `list`, `pop` or `drop`.
     pub action: StashAction,
-    /// The stash's message, for push.
+    /// Stash message (push).
     #[schemars(length(max = 1000))]
     pub message: Option<String>,
-    /// Stash untracked files too, for push; default false.
+    /// Stash untracked files too (push).
     #[serde(default)]
     pub include_untracked: bool,
-    /// Which stash, for pop and drop: 0 (the default) is the newest.
+    /// Stash for pop and drop; default 0, the newest.
     #[schemars(range(max = 10000))]
     pub index: Option<u32>,
 }

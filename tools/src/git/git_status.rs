@@ -6,10 +6,10 @@ use serde::Serialize;
 
 use super::runner::Repo;
 
-/// Show the repository's branch, upstream and changed files (staged, unstaged, untracked).
+/// Show the branch, upstream and changed files (staged, unstaged, untracked).
 #[tool(name = "git_status", title = "Git status", category = "git", effect = "read", capabilities = ["fs.read"])]
 pub struct GitStatus {
-    /// The repository, relative to the workspace root; default the root.
+    /// Workspace-relative repo; default the root.
     pub repo: Option<WorkspacePath>,
 }
 

@@ -7,9 +7,8 @@ use serde::Serialize;
 use super::runner::{Repo, revision};
 use crate::Failure;
 
-/// List the tags (`list`, filtered by a glob `pattern`), or `create` one named `name` at
-/// `target` (default HEAD): annotated when `message` is given, lightweight otherwise. An
-/// existing tag is never moved.
+/// List tags (filtered by glob `pattern`) or create one at `target` (annotated with `message`, else lightweight).
+/// An existing tag is never moved.
 #[tool(
     name = "git_tag",
     title = "Git tag",
@@ -19,21 +18,21 @@ use crate::Failure;
     destructive = false,
 )]
 pub struct GitTag {
-    /// The repository, relative to the workspace root; default the root.
+    /// Workspace-relative repo; default the root.
     pub repo: Option<WorkspacePath>,
-    /// What to do; default list.
+    /// `list` (default) or `create`.
     #[serde(default)]
     pub action: TagAction,
-    /// The tag to create.
+    /// Tag to create.
     #[schemars(regex(pattern = "^[^-\\s][^\\s]*$"))]
     pub name: Option<String>,
-    /// The commit to tag; default HEAD.
+    /// Commit to tag; default HEAD.
     #[schemars(regex(pattern = "^[^-\\s][^\\s]*$"))]
     pub target: Option<String>,
-    /// The message of an annotated tag.
+    /// Annotated tag message.
     #[schemars(length(max = 10000))]
     pub message: Option<String>,
-    /// For list: a glob the names must match (`v1.*`).
+    /// Glob the names match, for list (`v1.*`).
     #[schemars(regex(pattern = "^[^-\\s][^\\s]*$"))]
     pub pattern: Option<String>,
 }

@@ -227,23 +227,21 @@ pub enum ListMethod {
 #[input]
 #[derive(Debug, Default)]
 pub struct RunsFilter {
-    /// Only runs started by this login.
+    /// Started by this login.
     #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9-]+(\\[bot\\])?$"))]
     pub actor: Option<String>,
-    /// Only runs of this branch.
+    /// Of this branch.
     #[schemars(length(min = 1, max = 256), regex(pattern = "^[^\\s?#&]+$"))]
     pub branch: Option<String>,
-    /// Only runs started by this event (`push`, `pull_request`, ...).
+    /// Started by this event (`push`, `pull_request`, ...).
     #[schemars(length(min = 1, max = 64), regex(pattern = "^[a-z_]+$"))]
     pub event: Option<String>,
-    /// Only runs in this status (`completed`, `in_progress`, `failure`, ...).
+    /// In this status (`completed`, `in_progress`, `failure`, ...).
     #[schemars(length(min = 1, max = 32), regex(pattern = "^[a-z_]+$"))]
     pub status: Option<String>,
 }
 
-/// List a GitHub repository's Actions by `method`: `list_workflows`,
-/// `list_workflow_runs` (of one workflow, `resource_id` its id or file name, or all),
-/// `list_workflow_jobs` or `list_workflow_run_artifacts` (of the run `resource_id`).
+/// List a repository's GitHub Actions workflows, runs, jobs or artifacts by `method`.
 #[tool(
     name = "github_actions_list",
     title = "List GitHub Actions",
@@ -254,33 +252,34 @@ pub struct RunsFilter {
     aliases = ["actions_list"]
 )]
 pub struct GitHubActionsList {
-    /// What to list.
+    /// `list_workflows`, `list_workflow_runs` (of workflow `resource_id`, or all),
+    /// `list_workflow_jobs` or `list_workflow_run_artifacts` (of run `resource_id`).
     pub method: ListMethod,
-    /// Repository owner.
+    /// Repo owner.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub owner: String,
-    /// Repository name.
+    /// Repo name.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub repo: String,
-    /// A workflow's id or file name (runs), or a run's id (jobs, artifacts).
+    /// Workflow id or file name (runs), or run id (jobs, artifacts).
     #[schemars(length(min = 1, max = 256), regex(pattern = "^[A-Za-z0-9_.-]+$"))]
     pub resource_id: Option<String>,
     /// Filters on runs.
     #[serde(default)]
     pub workflow_runs_filter: RunsFilter,
-    /// Jobs of the latest attempt only (the default), or of every attempt.
+    /// Jobs of every attempt, not only the latest.
     #[serde(default)]
     pub all_attempts: bool,
-    /// Page, 1-based; default 1.
+    /// Page; default 1.
     #[schemars(range(min = 1, max = 1000))]
     pub page: Option<u32>,
-    /// Per page; default 30, at most 100.
+    /// Per page; default 30.
     #[tool(alias = "perPage")]
     #[schemars(range(min = 1, max = 100))]
     pub per_page: Option<u32>,
@@ -408,8 +407,7 @@ pub enum GetMethod {
     GetWorkflowJob,
 }
 
-/// Get one GitHub Actions workflow (`resource_id`: its id or file name), run or job (its
-/// id) by `method`.
+/// Get one GitHub Actions workflow, run or job by `method` and `resource_id`.
 #[tool(
     name = "github_actions_get",
     title = "Get a GitHub Actions workflow, run or job",
@@ -420,21 +418,21 @@ pub enum GetMethod {
     aliases = ["actions_get"]
 )]
 pub struct GitHubActionsGet {
-    /// What to get.
+    /// `get_workflow` (by id or file name), `get_workflow_run` or `get_workflow_job` (by id).
     pub method: GetMethod,
-    /// Repository owner.
+    /// Repo owner.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub owner: String,
-    /// Repository name.
+    /// Repo name.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub repo: String,
-    /// The workflow's id or file name, or the run's or job's id.
+    /// Workflow id or file name, or run or job id.
     #[schemars(length(min = 1, max = 256), regex(pattern = "^[A-Za-z0-9_.-]+$"))]
     pub resource_id: String,
 }

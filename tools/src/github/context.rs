@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use super::client::{GitHub, encode, paging};
 use super::wire::{User, list};
 
-/// Get the GitHub user the token belongs to: login, name, profile and counts. Call it
-/// first to learn whose issues, pull requests and repositories "my" means.
+/// Get the token's GitHub user (login, name, profile, counts): whose issues, pull requests and
+/// repositories "my" means.
 #[tool(
     name = "github_get_me",
     title = "Get my GitHub user",
@@ -87,7 +87,7 @@ impl Execute for GitHubGetMe {
     }
 }
 
-/// List the teams the token's user belongs to, in every organization.
+/// List the token user's teams in every organization.
 #[tool(
     name = "github_get_teams",
     title = "Get my GitHub teams",
@@ -98,10 +98,10 @@ impl Execute for GitHubGetMe {
     aliases = ["get_teams"]
 )]
 pub struct GitHubGetTeams {
-    /// Page, 1-based; default 1.
+    /// Page; default 1.
     #[schemars(range(min = 1, max = 1000))]
     pub page: Option<u32>,
-    /// Teams per page; default 30, at most 100.
+    /// Per page; default 30.
     #[tool(alias = "perPage")]
     #[schemars(range(min = 1, max = 100))]
     pub per_page: Option<u32>,
@@ -166,7 +166,7 @@ impl Execute for GitHubGetTeams {
     }
 }
 
-/// List the members of a team of a GitHub organization, by login.
+/// List a GitHub team's members by login.
 #[tool(
     name = "github_get_team_members",
     title = "Get GitHub team members",
@@ -177,16 +177,16 @@ impl Execute for GitHubGetTeams {
     aliases = ["get_team_members"]
 )]
 pub struct GitHubGetTeamMembers {
-    /// The organization's login.
+    /// Organization login.
     #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9][A-Za-z0-9-]*$"))]
     pub org: String,
-    /// The team's slug.
+    /// Team slug.
     #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9_][A-Za-z0-9_.-]*$"))]
     pub team_slug: String,
-    /// Page, 1-based; default 1.
+    /// Page; default 1.
     #[schemars(range(min = 1, max = 1000))]
     pub page: Option<u32>,
-    /// Members per page; default 30, at most 100.
+    /// Per page; default 30.
     #[tool(alias = "perPage")]
     #[schemars(range(min = 1, max = 100))]
     pub per_page: Option<u32>,

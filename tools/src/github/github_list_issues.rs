@@ -6,7 +6,7 @@ use super::client::{GitHub, encode};
 use super::issue_read::Issue;
 use super::wire::{IssueWire, list};
 
-/// List a repository's issues, a page at a time, newest first.
+/// List a repository's issues, newest first.
 #[tool(
     name = "github_list_issues",
     title = "List GitHub issues",
@@ -17,13 +17,13 @@ use super::wire::{IssueWire, list};
     aliases = ["list_issues"]
 )]
 pub struct GitHubListIssues {
-    /// Repository owner.
+    /// Repo owner.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub owner: String,
-    /// Repository name.
+    /// Repo name.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
@@ -36,16 +36,16 @@ pub struct GitHubListIssues {
     #[serde(default)]
     #[schemars(length(max = 20), inner(regex(pattern = "^[^,]{1,100}$")))]
     pub labels: Vec<String>,
-    /// Page, 1-based; default 1.
+    /// Page; default 1.
     #[schemars(range(min = 1, max = 1000))]
     pub page: Option<u32>,
-    /// Issues per page; default 30, at most 100.
+    /// Per page; default 30.
     #[tool(alias = "perPage")]
     #[schemars(range(min = 1, max = 100))]
     pub per_page: Option<u32>,
 }
 
-/// Which issues.
+/// `open`, `closed` or `all`.
 #[kyro_core::input]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]

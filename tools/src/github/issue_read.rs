@@ -8,8 +8,8 @@ use serde::Serialize;
 use super::client::{GitHub, paging};
 use super::wire::{IssueCommentWire, IssueWire, LabelWire, author, list as items};
 
-/// Read a GitHub issue (or a pull request seen as one) by `method`: `get` (title, state,
-/// body, labels), `get_comments`, `get_sub_issues` or `get_labels`; lists a page at a time.
+/// Read a GitHub issue (or a pull request as one), or a page of its comments, sub-issues or labels,
+/// by `method`.
 #[tool(
     name = "github_issue_read",
     title = "Read a GitHub issue",
@@ -20,29 +20,30 @@ use super::wire::{IssueCommentWire, IssueWire, LabelWire, author, list as items}
     aliases = ["issue_read", "github_get_issue"]
 )]
 pub struct GitHubIssueRead {
-    /// What to read; default `get`.
+    /// `get` (default: title, state, body, labels), `get_comments`, `get_sub_issues` or
+    /// `get_labels`.
     #[serde(default)]
     pub method: IssueReadMethod,
-    /// Repository owner (user or organization).
+    /// Repo owner.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub owner: String,
-    /// Repository name.
+    /// Repo name.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub repo: String,
-    /// The issue's number.
+    /// Issue number.
     #[tool(alias = "number")]
     #[schemars(range(min = 1))]
     pub issue_number: u64,
-    /// Page of a list, 1-based; default 1.
+    /// Page; default 1.
     #[schemars(range(min = 1, max = 1000))]
     pub page: Option<u32>,
-    /// Items per page; default 30, at most 100.
+    /// Per page; default 30.
     #[tool(alias = "perPage")]
     #[schemars(range(min = 1, max = 100))]
     pub per_page: Option<u32>,

@@ -8,9 +8,8 @@ use super::client::{GitHub, invalid};
 use super::issue_read::Issue;
 use super::wire::{CommentWire, IssueWire};
 
-/// Create a GitHub issue (`method: create`, with `title`) or update one (`method: update`,
-/// with `issue_number` and the fields to change; `state: closed` with a `state_reason`
-/// closes it).
+/// Create a GitHub issue (`method: create`, with `title`) or update one (`update`, with
+/// `issue_number` and the fields to change).
 #[tool(
     name = "github_issue_write",
     title = "Create or update a GitHub issue",
@@ -25,19 +24,19 @@ pub struct GitHubIssueWrite {
     /// `create` (the default) or `update`.
     #[serde(default)]
     pub method: IssueWriteMethod,
-    /// Repository owner.
+    /// Repo owner.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub owner: String,
-    /// Repository name.
+    /// Repo name.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub repo: String,
-    /// The issue to update.
+    /// Issue to update.
     #[tool(alias = "number")]
     #[schemars(range(min = 1))]
     pub issue_number: Option<u64>,
@@ -47,21 +46,21 @@ pub struct GitHubIssueWrite {
     /// Body (markdown).
     #[schemars(length(max = 65536))]
     pub body: Option<String>,
-    /// Logins to assign (replacing those assigned, on update).
+    /// Logins to assign (replacing, on update).
     #[schemars(length(max = 10))]
     pub assignees: Option<Vec<String>>,
-    /// Label names (replacing the labels, on update).
+    /// Label names (replacing, on update).
     #[schemars(length(max = 20))]
     pub labels: Option<Vec<String>>,
     /// Milestone number.
     #[schemars(range(min = 1))]
     pub milestone: Option<u64>,
-    /// The issue type's name (an organization's, see `github_list_issue_types`).
+    /// Issue type name (see `github_list_issue_types`).
     #[schemars(length(min = 1, max = 100))]
     pub r#type: Option<String>,
-    /// `open` or `closed` (update).
+    /// New state (update).
     pub state: Option<IssueStateChange>,
-    /// Why it is closed: `completed`, `not_planned` or `duplicate` (update).
+    /// Why it is closed (update).
     pub state_reason: Option<StateReason>,
 }
 
@@ -77,7 +76,7 @@ pub enum IssueWriteMethod {
     Update,
 }
 
-/// An issue's state.
+/// `open` or `closed`.
 #[input]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
@@ -88,7 +87,7 @@ pub enum IssueStateChange {
     Closed,
 }
 
-/// Why an issue is closed.
+/// `completed`, `not_planned` or `duplicate`.
 #[input]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
@@ -176,23 +175,23 @@ impl Execute for GitHubIssueWrite {
     aliases = ["add_issue_comment", "github_comment"]
 )]
 pub struct GitHubAddIssueComment {
-    /// Repository owner.
+    /// Repo owner.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub owner: String,
-    /// Repository name.
+    /// Repo name.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub repo: String,
-    /// The issue's or pull request's number.
+    /// Issue or PR number.
     #[tool(alias = "number")]
     #[schemars(range(min = 1))]
     pub issue_number: u64,
-    /// The comment (markdown).
+    /// Markdown.
     #[schemars(length(min = 1, max = 65536))]
     pub body: String,
 }
@@ -225,10 +224,8 @@ impl Execute for GitHubAddIssueComment {
     }
 }
 
-/// Add a sub-issue to a GitHub issue (`add`, `replace_parent` to move it from another),
-/// remove one (`remove`), or move one among its siblings (`reprioritize`, with `after_id`
-/// or `before_id`). Sub-issues are named by their numeric `id` (`github_issue_read` gives
-/// it), not their number.
+/// Add a sub-issue to a GitHub issue, remove one, or reorder one (`reprioritize` with `after_id` or `before_id`).
+/// Sub-issues are named by numeric `id` (from `github_issue_read`), not number.
 #[tool(
     name = "github_sub_issue_write",
     title = "Change a GitHub issue's sub-issues",
@@ -240,33 +237,33 @@ impl Execute for GitHubAddIssueComment {
     aliases = ["sub_issue_write"]
 )]
 pub struct GitHubSubIssueWrite {
-    /// What to do.
+    /// `add`, `remove` or `reprioritize`.
     pub method: SubIssueMethod,
-    /// Repository owner.
+    /// Repo owner.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub owner: String,
-    /// Repository name.
+    /// Repo name.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub repo: String,
-    /// The parent issue's number.
+    /// Parent issue number.
     #[schemars(range(min = 1))]
     pub issue_number: u64,
-    /// The sub-issue's id.
+    /// Sub-issue id.
     #[schemars(range(min = 1))]
     pub sub_issue_id: u64,
-    /// With add: take it from the parent it has; default false.
+    /// With `add`: move it from its current parent.
     #[serde(default)]
     pub replace_parent: bool,
-    /// With reprioritize: put it after this sub-issue (its id).
+    /// With `reprioritize`: after this sub-issue id.
     #[schemars(range(min = 1))]
     pub after_id: Option<u64>,
-    /// With reprioritize: put it before this sub-issue (its id).
+    /// With `reprioritize`: before this sub-issue id.
     #[schemars(range(min = 1))]
     pub before_id: Option<u64>,
 }

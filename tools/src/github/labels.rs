@@ -9,7 +9,7 @@ use super::client::{GitHub, encode};
 use super::issue_read::Label;
 use super::wire::{LabelWire, list};
 
-/// Get one label of a GitHub repository: its color and description.
+/// Get a repository label: its color and description.
 #[tool(
     name = "github_get_label",
     title = "Get a GitHub label",
@@ -20,19 +20,19 @@ use super::wire::{LabelWire, list};
     aliases = ["get_label"]
 )]
 pub struct GitHubGetLabel {
-    /// Repository owner.
+    /// Repo owner.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub owner: String,
-    /// Repository name.
+    /// Repo name.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub repo: String,
-    /// The label's name.
+    /// Label name.
     #[schemars(length(min = 1, max = 100))]
     pub name: String,
 }
@@ -52,7 +52,7 @@ impl Execute for GitHubGetLabel {
     }
 }
 
-/// List the issue types an organization defines (for `github_issue_write`'s `type`).
+/// List an organization's issue types (for `github_issue_write`'s `type`).
 #[tool(
     name = "github_list_issue_types",
     title = "List GitHub issue types",
@@ -63,7 +63,7 @@ impl Execute for GitHubGetLabel {
     aliases = ["list_issue_types"]
 )]
 pub struct GitHubListIssueTypes {
-    /// The organization's login.
+    /// Organization login.
     #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9][A-Za-z0-9-]*$"))]
     pub owner: String,
 }

@@ -41,10 +41,7 @@ pub struct PullRequest {
     pub html_url: String,
 }
 
-/// Read a GitHub pull request by `method`: `get` (the default), `get_diff` (the unified
-/// diff), `get_status` (the head's combined status), `get_files`, `get_commits`,
-/// `get_review_comments` (comments on lines), `get_reviews`, `get_comments` (the
-/// conversation) or `get_check_runs`; lists a page at a time.
+/// Read a GitHub pull request, or a page of one of its lists, by `method`.
 #[tool(
     name = "github_pull_request_read",
     title = "Read a GitHub pull request",
@@ -55,29 +52,31 @@ pub struct PullRequest {
     aliases = ["pull_request_read", "github_get_pull_request"]
 )]
 pub struct GitHubPullRequestRead {
-    /// What to read; default `get`.
+    /// `get` (default), `get_diff`, `get_status` (head's combined status), `get_files`,
+    /// `get_commits`, `get_review_comments` (on lines), `get_reviews`, `get_comments`
+    /// (conversation) or `get_check_runs`.
     #[serde(default)]
     pub method: PullReadMethod,
-    /// Repository owner.
+    /// Repo owner.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub owner: String,
-    /// Repository name.
+    /// Repo name.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub repo: String,
-    /// The pull request's number.
+    /// PR number.
     #[tool(alias = "pullNumber", alias = "number")]
     #[schemars(range(min = 1))]
     pub pull_number: u64,
-    /// Page of a list, 1-based; default 1.
+    /// Page; default 1.
     #[schemars(range(min = 1, max = 1000))]
     pub page: Option<u32>,
-    /// Items per page; default 30, at most 100.
+    /// Per page; default 30.
     #[tool(alias = "perPage")]
     #[schemars(range(min = 1, max = 100))]
     pub per_page: Option<u32>,
@@ -377,7 +376,7 @@ impl Execute for GitHubPullRequestRead {
     }
 }
 
-/// List a GitHub repository's pull requests, a page at a time.
+/// List a repository's pull requests.
 #[tool(
     name = "github_list_pull_requests",
     title = "List GitHub pull requests",
@@ -388,40 +387,40 @@ impl Execute for GitHubPullRequestRead {
     aliases = ["list_pull_requests"]
 )]
 pub struct GitHubListPullRequests {
-    /// Repository owner.
+    /// Repo owner.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub owner: String,
-    /// Repository name.
+    /// Repo name.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub repo: String,
-    /// `open` (the default), `closed` or `all`.
+    /// Default `open`.
     pub state: Option<super::github_list_issues::IssueState>,
-    /// Only from this branch, as `user:branch`.
+    /// Only from this branch (`user:branch`).
     #[schemars(length(min = 1, max = 256), regex(pattern = "^[^\\s?#&]+$"))]
     pub head: Option<String>,
     /// Only into this branch.
     #[schemars(length(min = 1, max = 256), regex(pattern = "^[^\\s?#&]+$"))]
     pub base: Option<String>,
-    /// Sort by; default `created`.
+    /// Default `created`.
     pub sort: Option<PullSort>,
-    /// `asc` or `desc`.
+    /// Order.
     pub direction: Option<Order>,
-    /// Page, 1-based; default 1.
+    /// Page; default 1.
     #[schemars(range(min = 1, max = 1000))]
     pub page: Option<u32>,
-    /// Per page; default 30, at most 100.
+    /// Per page; default 30.
     #[tool(alias = "perPage")]
     #[schemars(range(min = 1, max = 100))]
     pub per_page: Option<u32>,
 }
 
-/// What pull requests are sorted by.
+/// `created`, `updated`, `popularity` (comments) or `long-running` (open longest).
 #[input]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PullSort {
@@ -499,8 +498,8 @@ impl Execute for GitHubListPullRequests {
     }
 }
 
-/// Search GitHub pull requests with GitHub's query syntax (`is:open review:required`);
-/// `is:pr` is added. `owner` and `repo` narrow it to one repository.
+/// Search GitHub pull requests with GitHub's query syntax (`is:open review:required`; `is:pr` is
+/// added); `owner` and `repo` narrow it to one repository.
 #[tool(
     name = "github_search_pull_requests",
     title = "Search GitHub pull requests",
@@ -514,7 +513,7 @@ pub struct GitHubSearchPullRequests {
     /// The query.
     #[schemars(length(min = 1, max = 256))]
     pub query: String,
-    /// Only this owner's repositories (or, with `repo`, one repository).
+    /// Only this owner's repositories.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
@@ -526,14 +525,14 @@ pub struct GitHubSearchPullRequests {
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub repo: Option<String>,
-    /// Sort by: default best match.
+    /// Default best match.
     pub sort: Option<IssueSort>,
-    /// `asc` or `desc` (the default).
+    /// Default `desc`.
     pub order: Option<Order>,
-    /// Page, 1-based; default 1.
+    /// Page; default 1.
     #[schemars(range(min = 1, max = 100))]
     pub page: Option<u32>,
-    /// Results per page; default 30, at most 100.
+    /// Per page; default 30.
     #[tool(alias = "perPage")]
     #[schemars(range(min = 1, max = 100))]
     pub per_page: Option<u32>,

@@ -26,8 +26,8 @@ fn request_reviewers(github: &GitHub, cx: &ToolContext, pull: &str, reviewers: &
         .map(drop)
 }
 
-/// Open a GitHub pull request from `head` into `base`, as a draft if asked, and ask for
-/// reviews (`reviewers`: logins, or `org/team-slug`).
+/// Open a GitHub pull request from `head` into `base`, optionally as a draft and asking for
+/// reviews.
 #[tool(
     name = "github_create_pull_request",
     title = "Create a GitHub pull request",
@@ -39,37 +39,37 @@ fn request_reviewers(github: &GitHub, cx: &ToolContext, pull: &str, reviewers: &
     aliases = ["create_pull_request"]
 )]
 pub struct GitHubCreatePullRequest {
-    /// Repository owner.
+    /// Repo owner.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub owner: String,
-    /// Repository name.
+    /// Repo name.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub repo: String,
-    /// Its title.
+    /// Title.
     #[schemars(length(min = 1, max = 256))]
     pub title: String,
-    /// The branch with the changes (`user:branch` from a fork).
+    /// Branch with the changes (`user:branch` from a fork).
     #[schemars(length(min = 1, max = 256), regex(pattern = "^[^\\s?#&]+$"))]
     pub head: String,
-    /// The branch they go into.
+    /// Branch to merge into.
     #[schemars(length(min = 1, max = 256), regex(pattern = "^[^\\s?#&]+$"))]
     pub base: String,
-    /// Its description (markdown).
+    /// Description (markdown).
     #[schemars(length(max = 65536))]
     pub body: Option<String>,
-    /// Open it as a draft; default false.
+    /// Open as a draft.
     #[serde(default)]
     pub draft: bool,
-    /// Let maintainers push to the head branch; default false.
+    /// Let maintainers push to the head branch.
     #[serde(default)]
     pub maintainer_can_modify: bool,
-    /// Reviewers: logins, or `org/team-slug`.
+    /// Logins or `org/team-slug`s.
     #[serde(default)]
     #[schemars(length(max = 20))]
     pub reviewers: Vec<String>,
@@ -102,9 +102,8 @@ impl Execute for GitHubCreatePullRequest {
     }
 }
 
-/// Update a GitHub pull request: its title, description, state (`closed` closes it
-/// unmerged), base branch, whether maintainers may push, and reviewers asked. (Draft or
-/// ready is GraphQL-only on GitHub, and not offered.)
+/// Update a GitHub pull request's title, description, state (`closed` closes it unmerged), base,
+/// maintainer pushes or reviewers. Draft status is not offered.
 #[tool(
     name = "github_update_pull_request",
     title = "Update a GitHub pull request",
@@ -116,36 +115,36 @@ impl Execute for GitHubCreatePullRequest {
     aliases = ["update_pull_request"]
 )]
 pub struct GitHubUpdatePullRequest {
-    /// Repository owner.
+    /// Repo owner.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub owner: String,
-    /// Repository name.
+    /// Repo name.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub repo: String,
-    /// The pull request's number.
+    /// PR number.
     #[tool(alias = "pullNumber")]
     #[schemars(range(min = 1))]
     pub pull_number: u64,
-    /// A new title.
+    /// New title.
     #[schemars(length(min = 1, max = 256))]
     pub title: Option<String>,
-    /// A new description.
+    /// New description.
     #[schemars(length(max = 65536))]
     pub body: Option<String>,
-    /// `open` or `closed`.
+    /// New state.
     pub state: Option<IssueStateChange>,
-    /// A new base branch.
+    /// New base branch.
     #[schemars(length(min = 1, max = 256), regex(pattern = "^[^\\s?#&]+$"))]
     pub base: Option<String>,
     /// Let maintainers push to the head branch.
     pub maintainer_can_modify: Option<bool>,
-    /// Reviewers to ask: logins, or `org/team-slug`.
+    /// Reviewers to ask: logins or `org/team-slug`s.
     #[serde(default)]
     #[schemars(length(max = 20))]
     pub reviewers: Vec<String>,
@@ -190,9 +189,8 @@ impl Execute for GitHubUpdatePullRequest {
     }
 }
 
-/// Bring a GitHub pull request's branch up to date with its base (a merge of the base
-/// into it), only if its head is still `expected_head_sha` when given. GitHub does it in
-/// the background.
+/// Merge a GitHub pull request's base into its branch (in the background), only if its head is
+/// still `expected_head_sha` when given.
 #[tool(
     name = "github_update_pull_request_branch",
     title = "Update a GitHub pull request's branch",
@@ -204,23 +202,23 @@ impl Execute for GitHubUpdatePullRequest {
     aliases = ["update_pull_request_branch"]
 )]
 pub struct GitHubUpdatePullRequestBranch {
-    /// Repository owner.
+    /// Repo owner.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub owner: String,
-    /// Repository name.
+    /// Repo name.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub repo: String,
-    /// The pull request's number.
+    /// PR number.
     #[tool(alias = "pullNumber")]
     #[schemars(range(min = 1))]
     pub pull_number: u64,
-    /// The head commit it must still have.
+    /// Head commit it must still have.
     #[tool(alias = "expectedHeadSha")]
     #[schemars(regex(pattern = "^[0-9a-f]{40,64}$"))]
     pub expected_head_sha: Option<String>,
@@ -264,7 +262,7 @@ impl Execute for GitHubUpdatePullRequestBranch {
     }
 }
 
-/// How to merge.
+/// `merge`, `squash` or `rebase`.
 #[input]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
@@ -277,9 +275,8 @@ pub enum MergeMethod {
     Rebase,
 }
 
-/// Merge a GitHub pull request (`merge_method`: the repository's default, or `merge`,
-/// `squash`, `rebase`). With `sha`, only if its head is still that commit, so what was
-/// reviewed is what is merged.
+/// Merge a GitHub pull request; with `sha`, only if its head is still that commit (what was
+/// reviewed is what is merged).
 #[tool(
     name = "github_merge_pull_request",
     title = "Merge a GitHub pull request",
@@ -291,31 +288,31 @@ pub enum MergeMethod {
     aliases = ["merge_pull_request"]
 )]
 pub struct GitHubMergePullRequest {
-    /// Repository owner.
+    /// Repo owner.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub owner: String,
-    /// Repository name.
+    /// Repo name.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub repo: String,
-    /// The pull request's number.
+    /// PR number.
     #[tool(alias = "pullNumber")]
     #[schemars(range(min = 1))]
     pub pull_number: u64,
-    /// How to merge.
+    /// Default the repository's.
     pub merge_method: Option<MergeMethod>,
-    /// The merge commit's title.
+    /// Merge commit title.
     #[schemars(length(min = 1, max = 256))]
     pub commit_title: Option<String>,
-    /// The merge commit's message.
+    /// Merge commit message.
     #[schemars(length(max = 65536))]
     pub commit_message: Option<String>,
-    /// The head commit it must still have.
+    /// Head commit it must still have.
     #[schemars(regex(pattern = "^[0-9a-f]{40,64}$"))]
     pub sha: Option<String>,
 }

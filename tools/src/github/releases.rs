@@ -124,7 +124,7 @@ impl Release {
     }
 }
 
-/// List a GitHub repository's releases, newest first, a page at a time.
+/// List a repository's releases, newest first.
 #[tool(
     name = "github_list_releases",
     title = "List GitHub releases",
@@ -135,22 +135,22 @@ impl Release {
     aliases = ["list_releases"]
 )]
 pub struct GitHubListReleases {
-    /// Repository owner.
+    /// Repo owner.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub owner: String,
-    /// Repository name.
+    /// Repo name.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub repo: String,
-    /// Page, 1-based; default 1.
+    /// Page; default 1.
     #[schemars(range(min = 1, max = 1000))]
     pub page: Option<u32>,
-    /// Per page; default 30, at most 100.
+    /// Per page; default 30.
     #[tool(alias = "perPage")]
     #[schemars(range(min = 1, max = 100))]
     pub per_page: Option<u32>,
@@ -191,7 +191,7 @@ impl Execute for GitHubListReleases {
     }
 }
 
-/// Get a GitHub repository's latest published release (not a draft or pre-release).
+/// Get a repository's latest published release (not draft or pre-release).
 #[tool(
     name = "github_get_latest_release",
     title = "Get the latest GitHub release",
@@ -202,13 +202,13 @@ impl Execute for GitHubListReleases {
     aliases = ["get_latest_release"]
 )]
 pub struct GitHubGetLatestRelease {
-    /// Repository owner.
+    /// Repo owner.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub owner: String,
-    /// Repository name.
+    /// Repo name.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
@@ -230,7 +230,7 @@ impl Execute for GitHubGetLatestRelease {
     }
 }
 
-/// Get a GitHub repository's release of one tag (`v1.0.0`).
+/// Get a repository's release by tag (`v1.0.0`).
 #[tool(
     name = "github_get_release_by_tag",
     title = "Get a GitHub release by tag",
@@ -241,13 +241,13 @@ impl Execute for GitHubGetLatestRelease {
     aliases = ["get_release_by_tag"]
 )]
 pub struct GitHubGetReleaseByTag {
-    /// Repository owner.
+    /// Repo owner.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub owner: String,
-    /// Repository name.
+    /// Repo name.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
@@ -277,8 +277,7 @@ impl Execute for GitHubGetReleaseByTag {
     }
 }
 
-/// Get one tag of a GitHub repository: the commit it names, and an annotated tag's
-/// message and tagger.
+/// Get a tag: its commit, and an annotated tag's message and tagger.
 #[tool(
     name = "github_get_tag",
     title = "Get a GitHub tag",
@@ -289,13 +288,13 @@ impl Execute for GitHubGetReleaseByTag {
     aliases = ["get_tag"]
 )]
 pub struct GitHubGetTag {
-    /// Repository owner.
+    /// Repo owner.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub owner: String,
-    /// Repository name.
+    /// Repo name.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")

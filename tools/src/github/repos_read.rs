@@ -26,10 +26,9 @@ pub(crate) fn encode_path(path: &str) -> String {
         .join("/")
 }
 
-/// Get a file's content (as text, or base64 when it is not UTF-8) or a folder's entries
-/// from a GitHub repository, at a branch, tag or commit (`ref`; default the default
-/// branch). A file over 1 MB is read through its blob (up to about 7 MB); a content that
-/// cannot be read whole is a failure, never an empty text.
+/// Get a file's content (text, or base64 if not UTF-8) or a folder's entries from a GitHub
+/// repository; files over 1 MB via their blob (to about 7 MB). Content not readable whole is an
+/// error.
 #[tool(
     name = "github_get_file_contents",
     title = "Get GitHub file contents",
@@ -40,29 +39,28 @@ pub(crate) fn encode_path(path: &str) -> String {
     aliases = ["get_file_contents"]
 )]
 pub struct GitHubGetFileContents {
-    /// Repository owner.
+    /// Repo owner.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub owner: String,
-    /// Repository name.
+    /// Repo name.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub repo: String,
-    /// The path in the repository; default the root folder (`""` or `/`). No `.` or `..`
-    /// segment; a leading or trailing `/` is allowed.
+    /// Path; default the root (`""` or `/`). No `.` or `..` segment.
     #[schemars(
         length(max = 4096),
         regex(pattern = "^/?(([^/.][^/]*|\\.[^/.][^/]*|\\.\\.[^/]+)(/([^/.][^/]*|\\.[^/.][^/]*|\\.\\.[^/]+))*/?)?$")
     )]
     pub path: Option<String>,
-    /// A branch, tag or commit; default the default branch.
+    /// Branch, tag or commit; default the default branch.
     #[schemars(length(min = 1, max = 256), regex(pattern = "^[^\\s?#&]+$"))]
     pub r#ref: Option<String>,
-    /// A commit sha, in place of `ref`.
+    /// Commit sha, instead of `ref`.
     #[schemars(regex(pattern = "^[0-9a-fA-F]{7,64}$"))]
     pub sha: Option<String>,
 }
@@ -252,7 +250,7 @@ impl Execute for GitHubGetFileContents {
     }
 }
 
-/// List a GitHub repository's branches, a page at a time.
+/// List a repository's branches.
 #[tool(
     name = "github_list_branches",
     title = "List GitHub branches",
@@ -263,22 +261,22 @@ impl Execute for GitHubGetFileContents {
     aliases = ["list_branches"]
 )]
 pub struct GitHubListBranches {
-    /// Repository owner.
+    /// Repo owner.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub owner: String,
-    /// Repository name.
+    /// Repo name.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub repo: String,
-    /// Page, 1-based; default 1.
+    /// Page; default 1.
     #[schemars(range(min = 1, max = 1000))]
     pub page: Option<u32>,
-    /// Per page; default 30, at most 100.
+    /// Per page; default 30.
     #[tool(alias = "perPage")]
     #[schemars(range(min = 1, max = 100))]
     pub per_page: Option<u32>,
@@ -355,7 +353,7 @@ impl Execute for GitHubListBranches {
     }
 }
 
-/// List a GitHub repository's tags, a page at a time.
+/// List a repository's tags.
 #[tool(
     name = "github_list_tags",
     title = "List GitHub tags",
@@ -366,22 +364,22 @@ impl Execute for GitHubListBranches {
     aliases = ["list_tags"]
 )]
 pub struct GitHubListTags {
-    /// Repository owner.
+    /// Repo owner.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub owner: String,
-    /// Repository name.
+    /// Repo name.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub repo: String,
-    /// Page, 1-based; default 1.
+    /// Page; default 1.
     #[schemars(range(min = 1, max = 1000))]
     pub page: Option<u32>,
-    /// Per page; default 30, at most 100.
+    /// Per page; default 30.
     #[tool(alias = "perPage")]
     #[schemars(range(min = 1, max = 100))]
     pub per_page: Option<u32>,
@@ -410,7 +408,7 @@ impl Execute for GitHubListTags {
     }
 }
 
-/// List the collaborators of a GitHub repository with their role, a page at a time.
+/// List a repository's collaborators with their role.
 #[tool(
     name = "github_list_repository_collaborators",
     title = "List GitHub collaborators",
@@ -421,22 +419,22 @@ impl Execute for GitHubListTags {
     aliases = ["list_repository_collaborators"]
 )]
 pub struct GitHubListRepositoryCollaborators {
-    /// Repository owner.
+    /// Repo owner.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub owner: String,
-    /// Repository name.
+    /// Repo name.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub repo: String,
-    /// Page, 1-based; default 1.
+    /// Page; default 1.
     #[schemars(range(min = 1, max = 1000))]
     pub page: Option<u32>,
-    /// Per page; default 30, at most 100.
+    /// Per page; default 30.
     #[tool(alias = "perPage")]
     #[schemars(range(min = 1, max = 100))]
     pub per_page: Option<u32>,

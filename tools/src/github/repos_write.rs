@@ -94,9 +94,9 @@ pub struct FileCommit {
     pub commit_url: String,
 }
 
-/// Create a file in a GitHub repository, or replace one (then `sha`, its blob sha from
-/// `github_get_file_contents`, is needed: a file changed since is not overwritten), as one
-/// commit on `branch`.
+/// Create or replace a file in a GitHub repository as one commit on `branch`.
+/// Replacing needs `sha` (the blob sha from `github_get_file_contents`): a file changed since is
+/// not overwritten.
 #[tool(
     name = "github_create_or_update_file",
     title = "Create or update a GitHub file",
@@ -108,34 +108,34 @@ pub struct FileCommit {
     aliases = ["create_or_update_file"]
 )]
 pub struct GitHubCreateOrUpdateFile {
-    /// Repository owner.
+    /// Repo owner.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub owner: String,
-    /// Repository name.
+    /// Repo name.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub repo: String,
-    /// The file's path (no `.`, `..` or empty segment, no leading `/`).
+    /// File path (no `.`, `..` or empty segment, no leading `/`).
     #[schemars(
         length(min = 1, max = 4096),
         regex(pattern = "^([^/.][^/]*|\\.[^/.][^/]*|\\.\\.[^/]+)(/([^/.][^/]*|\\.[^/.][^/]*|\\.\\.[^/]+))*$")
     )]
     pub path: String,
-    /// Its whole new content (text).
+    /// Whole new content (text).
     #[schemars(length(max = 10485760))]
     pub content: String,
-    /// The commit message.
+    /// Commit message.
     #[schemars(length(min = 1, max = 10000))]
     pub message: String,
-    /// The branch to commit to.
+    /// Branch to commit to.
     #[schemars(length(min = 1, max = 256), regex(pattern = "^[^\\s?#&]+$"))]
     pub branch: String,
-    /// The blob sha of the file it replaces.
+    /// Blob sha of the file it replaces.
     #[schemars(regex(pattern = "^[0-9a-f]{40,64}$"))]
     pub sha: Option<String>,
 }
@@ -198,7 +198,7 @@ impl Execute for GitHubCreateOrUpdateFile {
     }
 }
 
-/// Delete a file from a GitHub repository, as one commit on `branch`.
+/// Delete a file from a GitHub repository as one commit on `branch`.
 #[tool(
     name = "github_delete_file",
     title = "Delete a GitHub file",
@@ -210,28 +210,28 @@ impl Execute for GitHubCreateOrUpdateFile {
     aliases = ["delete_file"]
 )]
 pub struct GitHubDeleteFile {
-    /// Repository owner.
+    /// Repo owner.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub owner: String,
-    /// Repository name.
+    /// Repo name.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub repo: String,
-    /// The file's path (no `.`, `..` or empty segment, no leading `/`).
+    /// File path (no `.`, `..` or empty segment, no leading `/`).
     #[schemars(
         length(min = 1, max = 4096),
         regex(pattern = "^([^/.][^/]*|\\.[^/.][^/]*|\\.\\.[^/]+)(/([^/.][^/]*|\\.[^/.][^/]*|\\.\\.[^/]+))*$")
     )]
     pub path: String,
-    /// The commit message.
+    /// Commit message.
     #[schemars(length(min = 1, max = 10000))]
     pub message: String,
-    /// The branch to commit to.
+    /// Branch to commit to.
     #[schemars(length(min = 1, max = 256), regex(pattern = "^[^\\s?#&]+$"))]
     pub branch: String,
 }
@@ -277,24 +277,23 @@ impl Execute for GitHubDeleteFile {
     }
 }
 
-/// A file to push.
+/// A file.
 #[kyro_core::input]
 #[derive(Debug)]
 #[serde(deny_unknown_fields)]
 pub struct PushedFile {
-    /// Its path (no `.`, `..` or empty segment, no leading `/`).
+    /// Path (no `.`, `..` or empty segment, no leading `/`).
     #[schemars(
         length(min = 1, max = 4096),
         regex(pattern = "^([^/.][^/]*|\\.[^/.][^/]*|\\.\\.[^/]+)(/([^/.][^/]*|\\.[^/.][^/]*|\\.\\.[^/]+))*$")
     )]
     pub path: String,
-    /// Its whole content (text).
+    /// Whole content (text).
     #[schemars(length(max = 10485760))]
     pub content: String,
 }
 
-/// Write several files to a GitHub repository as one commit on `branch` (which must
-/// exist: `github_create_branch` makes one).
+/// Write several files to a GitHub repository as one commit on an existing `branch`.
 #[tool(
     name = "github_push_files",
     title = "Push files to GitHub",
@@ -306,25 +305,25 @@ pub struct PushedFile {
     aliases = ["push_files"]
 )]
 pub struct GitHubPushFiles {
-    /// Repository owner.
+    /// Repo owner.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub owner: String,
-    /// Repository name.
+    /// Repo name.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub repo: String,
-    /// The branch to commit to.
+    /// Branch to commit to.
     #[schemars(length(min = 1, max = 256), regex(pattern = "^[^\\s?#&]+$"))]
     pub branch: String,
     /// The files.
     #[schemars(length(min = 1, max = 100))]
     pub files: Vec<PushedFile>,
-    /// The commit message.
+    /// Commit message.
     #[schemars(length(min = 1, max = 10000))]
     pub message: String,
 }
@@ -391,7 +390,7 @@ impl Execute for GitHubPushFiles {
     }
 }
 
-/// Create a branch in a GitHub repository from another (default the default branch).
+/// Create a branch in a GitHub repository.
 #[tool(
     name = "github_create_branch",
     title = "Create a GitHub branch",
@@ -403,22 +402,22 @@ impl Execute for GitHubPushFiles {
     aliases = ["create_branch"]
 )]
 pub struct GitHubCreateBranch {
-    /// Repository owner.
+    /// Repo owner.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub owner: String,
-    /// Repository name.
+    /// Repo name.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub repo: String,
-    /// The new branch.
+    /// New branch.
     #[schemars(length(min = 1, max = 256), regex(pattern = "^[^\\s?#&~^:]+$"))]
     pub branch: String,
-    /// The branch it starts from; default the default branch.
+    /// Start branch; default the default branch.
     #[schemars(length(min = 1, max = 256), regex(pattern = "^[^\\s?#&]+$"))]
     pub from_branch: Option<String>,
 }
@@ -493,8 +492,7 @@ impl Repository {
     }
 }
 
-/// Create a GitHub repository, the token user's or an organization's; private unless
-/// `private: false`.
+/// Create a GitHub repository for the token's user or an organization.
 #[tool(
     name = "github_create_repository",
     title = "Create a GitHub repository",
@@ -506,22 +504,22 @@ impl Repository {
     aliases = ["create_repository"]
 )]
 pub struct GitHubCreateRepository {
-    /// Its name.
+    /// Name.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub name: String,
-    /// Its description.
+    /// Description.
     #[schemars(length(max = 350))]
     pub description: Option<String>,
-    /// The organization to create it in; default the token's user.
+    /// Organization; default the token's user.
     #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9][A-Za-z0-9-]*$"))]
     pub organization: Option<String>,
-    /// Private; default true.
+    /// Private.
     #[serde(default = "crate::files::yes")]
     pub private: bool,
-    /// Start it with a README commit; default false.
+    /// Start with a README commit.
     #[tool(alias = "autoInit")]
     #[serde(default)]
     pub auto_init: bool,
@@ -550,8 +548,8 @@ impl Execute for GitHubCreateRepository {
     }
 }
 
-/// Fork a GitHub repository to the token's user or an organization. GitHub makes the fork
-/// in the background: it can take a moment before its content is there.
+/// Fork a GitHub repository to the token's user or an organization; the fork's content can take a
+/// moment to appear.
 #[tool(
     name = "github_fork_repository",
     title = "Fork a GitHub repository",
@@ -563,19 +561,19 @@ impl Execute for GitHubCreateRepository {
     aliases = ["fork_repository"]
 )]
 pub struct GitHubForkRepository {
-    /// Repository owner.
+    /// Repo owner.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub owner: String,
-    /// Repository name.
+    /// Repo name.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub repo: String,
-    /// The organization to fork into; default the token's user.
+    /// Organization; default the token's user.
     #[schemars(length(min = 1, max = 100), regex(pattern = "^[A-Za-z0-9][A-Za-z0-9-]*$"))]
     pub organization: Option<String>,
 }

@@ -23,7 +23,7 @@ pub enum ReviewMethod {
     DeletePending,
 }
 
-/// A review's verdict.
+/// `APPROVE`, `REQUEST_CHANGES` or `COMMENT`.
 #[input]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReviewEvent {
@@ -48,9 +48,7 @@ impl ReviewEvent {
     }
 }
 
-/// Review a GitHub pull request: `create` a review (pending without `event`, so comments
-/// can be added with `github_add_comment_to_pending_review`; submitted at once with it),
-/// `submit_pending` your pending review with an `event`, or `delete_pending` it.
+/// Review a GitHub pull request: create, submit or delete your pending review.
 #[tool(
     name = "github_pull_request_review_write",
     title = "Review a GitHub pull request",
@@ -62,30 +60,31 @@ impl ReviewEvent {
     aliases = ["pull_request_review_write"]
 )]
 pub struct GitHubPullRequestReviewWrite {
-    /// What to do.
+    /// `create` (pending without `event`, for `github_add_comment_to_pending_review`; submitted
+    /// with it), `submit_pending` (with `event`) or `delete_pending`.
     pub method: ReviewMethod,
-    /// Repository owner.
+    /// Repo owner.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub owner: String,
-    /// Repository name.
+    /// Repo name.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub repo: String,
-    /// The pull request's number.
+    /// PR number.
     #[tool(alias = "pullNumber")]
     #[schemars(range(min = 1))]
     pub pull_number: u64,
-    /// The review's text.
+    /// Review text.
     #[schemars(length(max = 65536))]
     pub body: Option<String>,
-    /// The verdict: `APPROVE`, `REQUEST_CHANGES` or `COMMENT`.
+    /// The verdict.
     pub event: Option<ReviewEvent>,
-    /// The commit reviewed; default the head.
+    /// Commit reviewed; default the head.
     #[tool(alias = "commitID")]
     #[schemars(regex(pattern = "^[0-9a-f]{40,64}$"))]
     pub commit_id: Option<String>,
@@ -152,7 +151,7 @@ impl Execute for GitHubPullRequestReviewWrite {
     }
 }
 
-/// Which side of a diff a line is on.
+/// `LEFT` (old file) or `RIGHT` (new file).
 #[input]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {
@@ -176,9 +175,8 @@ pub enum SubjectType {
     Line,
 }
 
-/// Add a comment on a file or lines to your pending review of a GitHub pull request
-/// (start one with `github_pull_request_review_write`, `method: create`, no `event`); it
-/// is published when the review is submitted.
+/// Add a file or line comment to your pending review of a GitHub pull request (see
+/// `github_pull_request_review_write`); published on submit.
 #[tool(
     name = "github_add_comment_to_pending_review",
     title = "Comment in a pending GitHub review",
@@ -190,41 +188,41 @@ pub enum SubjectType {
     aliases = ["add_comment_to_pending_review"]
 )]
 pub struct GitHubAddCommentToPendingReview {
-    /// Repository owner.
+    /// Repo owner.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub owner: String,
-    /// Repository name.
+    /// Repo name.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub repo: String,
-    /// The pull request's number.
+    /// PR number.
     #[tool(alias = "pullNumber")]
     #[schemars(range(min = 1))]
     pub pull_number: u64,
-    /// The file's path.
+    /// File path.
     #[schemars(length(min = 1, max = 4096))]
     pub path: String,
     /// The comment.
     #[schemars(length(min = 1, max = 65536))]
     pub body: String,
-    /// On the file or on lines.
+    /// `FILE` or `LINE` (a line, or `start_line` to `line`).
     #[tool(alias = "subjectType")]
     pub subject_type: SubjectType,
     /// The (last) line.
     #[schemars(range(min = 1))]
     pub line: Option<u64>,
-    /// Its side; default `RIGHT`.
+    /// Default `RIGHT`.
     pub side: Option<Side>,
-    /// The first line of a range.
+    /// First line of a range.
     #[tool(alias = "startLine")]
     #[schemars(range(min = 1))]
     pub start_line: Option<u64>,
-    /// The first line's side.
+    /// First line's side.
     #[tool(alias = "startSide")]
     pub start_side: Option<Side>,
 }
@@ -363,23 +361,23 @@ impl Execute for GitHubAddCommentToPendingReview {
     aliases = ["add_reply_to_pull_request_comment"]
 )]
 pub struct GitHubAddReplyToPullRequestComment {
-    /// Repository owner.
+    /// Repo owner.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub owner: String,
-    /// Repository name.
+    /// Repo name.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub repo: String,
-    /// The pull request's number.
+    /// PR number.
     #[tool(alias = "pullNumber")]
     #[schemars(range(min = 1))]
     pub pull_number: u64,
-    /// The comment replied to (its id, from `get_review_comments`).
+    /// Comment id (from `get_review_comments`).
     #[tool(alias = "commentId")]
     #[schemars(range(min = 1))]
     pub comment_id: u64,

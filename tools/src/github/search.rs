@@ -10,7 +10,7 @@ use super::client::{GitHub, encode, paging};
 use super::issue_read::Issue;
 use super::wire::{Found, IssueWire};
 
-/// The order of results.
+/// `asc` or `desc`.
 #[input]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
@@ -34,9 +34,8 @@ fn sorted(path: &mut String, sort: Option<&str>, order: Option<Order>) {
     }
 }
 
-/// Search GitHub issues with GitHub's query syntax (`is:open label:bug author:me`);
-/// `is:issue` is added unless the query says `is:pr`. `owner` and `repo` narrow it to one
-/// repository.
+/// Search GitHub issues with GitHub's query syntax (`is:open label:bug author:me`; `is:issue` is
+/// added unless `is:pr`); `owner` and `repo` narrow it to one repository.
 #[tool(
     name = "github_search_issues",
     title = "Search GitHub issues",
@@ -50,7 +49,7 @@ pub struct GitHubSearchIssues {
     /// The query.
     #[schemars(length(min = 1, max = 256))]
     pub query: String,
-    /// Only this owner's repositories (or, with `repo`, one repository).
+    /// Only this owner's repositories.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
@@ -62,20 +61,20 @@ pub struct GitHubSearchIssues {
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub repo: Option<String>,
-    /// Sort by: default best match.
+    /// Default best match.
     pub sort: Option<IssueSort>,
-    /// `asc` or `desc` (the default).
+    /// Default `desc`.
     pub order: Option<Order>,
-    /// Page, 1-based; default 1.
+    /// Page; default 1.
     #[schemars(range(min = 1, max = 100))]
     pub page: Option<u32>,
-    /// Results per page; default 30, at most 100.
+    /// Per page; default 30.
     #[tool(alias = "perPage")]
     #[schemars(range(min = 1, max = 100))]
     pub per_page: Option<u32>,
 }
 
-/// What issues are sorted by.
+/// `comments`, `reactions`, `created` or `updated`.
 #[input]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
@@ -143,8 +142,8 @@ impl Execute for GitHubSearchIssues {
     }
 }
 
-/// Search GitHub users with GitHub's query syntax (`location:Lisbon language:rust`);
-/// `type:user` is added unless the query names a type (`type:org`).
+/// Search GitHub users with GitHub's query syntax (`location:Lisbon language:rust`; `type:user` is
+/// added unless a type is named).
 #[tool(
     name = "github_search_users",
     title = "Search GitHub users",
@@ -158,20 +157,20 @@ pub struct GitHubSearchUsers {
     /// The query.
     #[schemars(length(min = 1, max = 256))]
     pub query: String,
-    /// Sort by: default best match.
+    /// Default best match.
     pub sort: Option<UserSort>,
-    /// `asc` or `desc` (the default).
+    /// Default `desc`.
     pub order: Option<Order>,
-    /// Page, 1-based; default 1.
+    /// Page; default 1.
     #[schemars(range(min = 1, max = 100))]
     pub page: Option<u32>,
-    /// Results per page; default 30, at most 100.
+    /// Per page; default 30.
     #[tool(alias = "perPage")]
     #[schemars(range(min = 1, max = 100))]
     pub per_page: Option<u32>,
 }
 
-/// What users are sorted by.
+/// `followers`, `repositories` or `joined`.
 #[input]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
@@ -278,8 +277,8 @@ struct RepositoryName {
     full_name: String,
 }
 
-/// Search code across GitHub with GitHub's code-search syntax (`fn main repo:o/r
-/// language:rust`): the files that match, by repository and path.
+/// Search code across GitHub with GitHub's code-search syntax (`fn main repo:o/r language:rust`):
+/// matching files by repository and path.
 #[tool(
     name = "github_search_code",
     title = "Search GitHub code",
@@ -293,12 +292,12 @@ pub struct GitHubSearchCode {
     /// The query.
     #[schemars(length(min = 1, max = 256))]
     pub query: String,
-    /// `asc` or `desc` (the default).
+    /// Default `desc`.
     pub order: Option<Order>,
-    /// Page, 1-based; default 1.
+    /// Page; default 1.
     #[schemars(range(min = 1, max = 100))]
     pub page: Option<u32>,
-    /// Results per page; default 30, at most 100.
+    /// Per page; default 30.
     #[tool(alias = "perPage")]
     #[schemars(range(min = 1, max = 100))]
     pub per_page: Option<u32>,
@@ -364,8 +363,7 @@ impl Execute for GitHubSearchCode {
     }
 }
 
-/// Search commits across GitHub with GitHub's query syntax (`fix crash repo:o/r
-/// author:me`).
+/// Search commits across GitHub with GitHub's query syntax (`fix crash repo:o/r author:me`).
 #[tool(
     name = "github_search_commits",
     title = "Search GitHub commits",
@@ -379,20 +377,20 @@ pub struct GitHubSearchCommits {
     /// The query.
     #[schemars(length(min = 1, max = 256))]
     pub query: String,
-    /// Sort by: default best match.
+    /// Default best match.
     pub sort: Option<CommitSort>,
-    /// `asc` or `desc` (the default).
+    /// Default `desc`.
     pub order: Option<Order>,
-    /// Page, 1-based; default 1.
+    /// Page; default 1.
     #[schemars(range(min = 1, max = 100))]
     pub page: Option<u32>,
-    /// Results per page; default 30, at most 100.
+    /// Per page; default 30.
     #[tool(alias = "perPage")]
     #[schemars(range(min = 1, max = 100))]
     pub per_page: Option<u32>,
 }
 
-/// What commits are sorted by.
+/// `author-date` or `committer-date`.
 #[input]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CommitSort {
@@ -465,8 +463,7 @@ impl Execute for GitHubSearchCommits {
     }
 }
 
-/// Search GitHub repositories with GitHub's query syntax (`kyro language:rust
-/// stars:>10`).
+/// Search GitHub repositories with GitHub's query syntax (`kyro language:rust stars:>10`).
 #[tool(
     name = "github_search_repositories",
     title = "Search GitHub repositories",
@@ -480,20 +477,20 @@ pub struct GitHubSearchRepositories {
     /// The query.
     #[schemars(length(min = 1, max = 256))]
     pub query: String,
-    /// Sort by: default best match.
+    /// Default best match.
     pub sort: Option<RepositorySort>,
-    /// `asc` or `desc` (the default).
+    /// Default `desc`.
     pub order: Option<Order>,
-    /// Page, 1-based; default 1.
+    /// Page; default 1.
     #[schemars(range(min = 1, max = 100))]
     pub page: Option<u32>,
-    /// Results per page; default 30, at most 100.
+    /// Per page; default 30.
     #[tool(alias = "perPage")]
     #[schemars(range(min = 1, max = 100))]
     pub per_page: Option<u32>,
 }
 
-/// What repositories are sorted by.
+/// `stars`, `forks`, `help-wanted-issues` or `updated`.
 #[input]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RepositorySort {

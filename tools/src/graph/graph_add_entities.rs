@@ -5,18 +5,16 @@ use rusqlite::params;
 
 use crate::state::{Store, state_error};
 
-/// Add entities to the knowledge graph, each with a type and initial observations.
-///
-/// Idempotent: an entity whose name exists already is skipped, not changed; the result
-/// lists only the names created.
+/// Add entities to the knowledge graph, with a type and initial observations.
+/// An existing name is skipped, not changed; only names created are returned.
 #[tool(name = "graph_add_entities", title = "Add graph entities", category = "graph", effect = "state", aliases = ["create_entities"], idempotent = true)]
 pub struct GraphAddEntities {
-    /// The entities; 1 to 100.
+    /// The entities.
     #[schemars(length(min = 1, max = 100))]
     pub entities: Vec<NewEntity>,
 }
 
-/// An entity to create.
+/// An entity.
 #[kyro_core::input]
 #[derive(Debug)]
 #[serde(deny_unknown_fields)]
@@ -27,7 +25,7 @@ pub struct NewEntity {
     /// Its type (person, project, service...).
     #[schemars(length(min = 1, max = 64))]
     pub entity_type: String,
-    /// Initial facts about it.
+    /// Initial facts.
     #[serde(default)]
     #[schemars(length(max = 100))]
     pub observations: Vec<String>,

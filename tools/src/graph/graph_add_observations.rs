@@ -7,23 +7,21 @@ use serde::Serialize;
 
 use crate::state::{Store, state_error};
 
-/// Add observations (facts) to existing entities.
-///
-/// Idempotent: an observation an entity already has is skipped. Every entity must exist,
-/// or nothing is added and the error names it.
+/// Add observations (facts) to existing entities; ones already there are skipped.
+/// Every entity must exist, or nothing is added and the error names it.
 #[tool(name = "graph_add_observations", title = "Add graph observations", category = "graph", effect = "state", aliases = ["add_observations"], idempotent = true)]
 pub struct GraphAddObservations {
-    /// Observations per entity; 1 to 100 entries.
+    /// Facts per entity.
     #[schemars(length(min = 1, max = 100))]
     pub observations: Vec<NewObservations>,
 }
 
-/// Facts for one entity.
+/// One entity's facts.
 #[kyro_core::input]
 #[derive(Debug, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct NewObservations {
-    /// The entity's name.
+    /// Entity name.
     #[schemars(length(min = 1, max = 256))]
     pub entity: String,
     /// The facts.

@@ -7,13 +7,11 @@ use rusqlite::params;
 use super::Relation;
 use crate::state::{Store, state_error};
 
-/// Add typed, directed relations between existing entities (`alice works_at acme`).
-///
-/// Idempotent: a relation that exists is skipped. Both ends must exist, or nothing is
-/// added and the error names the missing entity.
+/// Add typed, directed relations between existing entities (`alice works_at acme`); existing ones are skipped.
+/// A missing end adds nothing and the error names it.
 #[tool(name = "graph_add_relations", title = "Add graph relations", category = "graph", effect = "state", aliases = ["create_relations"], idempotent = true)]
 pub struct GraphAddRelations {
-    /// The relations; 1 to 200.
+    /// The relations.
     #[schemars(length(min = 1, max = 200))]
     pub relations: Vec<Relation>,
 }

@@ -7,33 +7,33 @@ use rusqlite::params;
 use super::Relation;
 use crate::state::{Store, state_error};
 
-/// Delete from the knowledge graph: entities (their observations and every relation
-/// touching them go too), single observations, or relations. What does not exist is skipped.
+/// Delete entities (with their observations and relations), observations or relations from the
+/// knowledge graph; what does not exist is skipped.
 #[tool(name = "graph_delete", title = "Delete from the graph", category = "graph", effect = "state", aliases = ["delete_entities"], destructive = true, idempotent = true)]
 pub struct GraphDelete {
-    /// Entity names to delete.
+    /// Entity names.
     #[serde(default)]
     #[schemars(length(max = 100))]
     pub entities: Vec<String>,
-    /// Observations to delete, per entity.
+    /// Observations per entity.
     #[serde(default)]
     #[schemars(length(max = 100))]
     pub observations: Vec<ObservationsToDelete>,
-    /// Relations to delete.
+    /// Relations.
     #[serde(default)]
     #[schemars(length(max = 200))]
     pub relations: Vec<Relation>,
 }
 
-/// Observations of one entity to delete.
+/// One entity's observations.
 #[kyro_core::input]
 #[derive(Debug)]
 #[serde(deny_unknown_fields)]
 pub struct ObservationsToDelete {
-    /// The entity's name.
+    /// Entity name.
     #[schemars(length(min = 1, max = 256))]
     pub entity: String,
-    /// The facts to delete.
+    /// Facts to delete.
     #[schemars(length(min = 1, max = 100))]
     pub contents: Vec<String>,
 }

@@ -5,11 +5,11 @@ use kyro_core::{Execute, ToolContext, ToolError, tool};
 use super::{Subgraph, subgraph};
 use crate::state::Store;
 
-/// Open entities by name, with their observations and the relations among them. Names
-/// that do not exist are left out.
+/// Open entities by name, with their observations and the relations among them; unknown names are
+/// left out.
 #[tool(name = "graph_open", title = "Open graph entities", category = "graph", effect = "read", aliases = ["open_nodes"], capabilities = ["state"])]
 pub struct GraphOpen {
-    /// Entity names; 1 to 100.
+    /// Entity names.
     #[schemars(length(min = 1, max = 100))]
     pub names: Vec<String>,
 }

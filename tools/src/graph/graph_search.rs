@@ -6,14 +6,14 @@ use rusqlite::params;
 use super::{Subgraph, subgraph};
 use crate::state::{Store, state_error};
 
-/// Search the knowledge graph: entities whose name, type or observations contain the
-/// query (case-insensitive), with the relations among them.
+/// Search the knowledge graph: entities whose name, type or observations contain the query (any
+/// case), with the relations among them.
 #[tool(name = "graph_search", title = "Search the graph", category = "graph", effect = "read", aliases = ["search_nodes"], capabilities = ["state"])]
 pub struct GraphSearch {
-    /// Text to look for.
+    /// Text to find.
     #[schemars(length(min = 1, max = 512))]
     pub query: String,
-    /// Most entities to return; default 20, at most 200.
+    /// Most entities; default 20.
     #[schemars(range(min = 1, max = 200))]
     pub limit: Option<u32>,
 }

@@ -35,18 +35,18 @@ pub struct Entity {
     pub observations: Vec<String>,
 }
 
-/// A directed, typed relation between two entities.
+/// A relation.
 #[kyro_core::input]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Relation {
-    /// The entity it starts from.
+    /// From this entity.
     #[schemars(length(min = 1, max = 256))]
     pub source: String,
-    /// The entity it points to.
+    /// To this entity.
     #[schemars(length(min = 1, max = 256))]
     pub target: String,
-    /// The relation, in active voice (`works_at`, `depends_on`).
+    /// In active voice (`works_at`, `depends_on`).
     #[schemars(length(min = 1, max = 64))]
     pub relation_type: String,
 }

@@ -8,11 +8,8 @@ use super::guard::send;
 use super::untrusted::shown;
 use crate::settings::NetworkSettings;
 
-/// Send an HTTP request (GET, POST, PUT, PATCH, DELETE, HEAD) and return status, headers
-/// and body (text, capped).
-///
-/// The same network rules as `web_fetch`: http(s) only, policy-checked hosts and
-/// addresses, redirects checked hop by hop.
+/// Send an HTTP request and return status, headers and body (text, capped).
+/// Network rules as `web_fetch`: http(s) only, hosts policy-checked, redirects checked per hop.
 #[tool(
     name = "http_request",
     title = "HTTP request",
@@ -21,10 +18,10 @@ use crate::settings::NetworkSettings;
     destructive = true
 )]
 pub struct HttpRequest {
-    /// The method; default GET.
+    /// `GET` (default), `POST`, `PUT`, `PATCH`, `DELETE` or `HEAD`.
     #[serde(default)]
     pub method: HttpMethod,
-    /// The URL, http or https.
+    /// The URL.
     #[schemars(length(min = 1, max = 8192), regex(pattern = "^https?://"))]
     pub url: String,
     /// Request headers.
@@ -34,10 +31,10 @@ pub struct HttpRequest {
     /// Request body.
     #[schemars(length(max = 4194304))]
     pub body: Option<String>,
-    /// Most bytes of the response body kept; default 1048576, at most 8388608.
+    /// Most response body bytes kept; default 1048576.
     #[schemars(range(min = 1, max = 8388608))]
     pub max_bytes: Option<u64>,
-    /// Time limit in milliseconds; default 30000, 100 to 120000.
+    /// Time limit in ms; default 30000.
     #[schemars(range(min = 100, max = 120000))]
     pub timeout_ms: Option<u64>,
 }

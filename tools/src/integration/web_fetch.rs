@@ -10,23 +10,20 @@ use super::guard::send;
 const DEFAULT_MAX_CHARS: u64 = 20_000;
 const MAX_BYTES: u64 = 5 * 1024 * 1024;
 
-/// Fetch a web page and return it as markdown (HTML converted) or text, a window at a time.
-///
-/// Only http(s); hosts and addresses are checked against the policy (loopback and private
-/// addresses are refused unless allowed), redirects are followed up to five hops and
-/// checked each time, and at most 5 MiB is read. Control, bidi and invisible characters
-/// in the page show as pictures or escapes.
+/// Fetch a web page as markdown (HTML converted) or text, a window at a time.
+/// http(s) only; hosts policy-checked (loopback and private refused unless allowed); up to 5
+/// redirects, each checked; at most 5 MiB read.
 #[tool(name = "web_fetch", title = "Fetch a web page", category = "integration", effect = "network", aliases = ["fetch"], task = "optional", read_only = true, idempotent = true)]
 pub struct WebFetch {
-    /// The URL, http or https.
+    /// The URL.
     #[schemars(length(min = 1, max = 8192), regex(pattern = "^https?://"))]
     pub url: String,
-    /// Most characters to return; default 20000, at most 1000000.
+    /// Most characters; default 20000.
     #[schemars(range(min = 1, max = 1000000))]
     pub max_chars: Option<u64>,
-    /// Character offset to start from, for the next window; default 0.
+    /// Character offset to start at (the next window); default 0.
     pub start_index: Option<u64>,
-    /// Return the body as is, without converting HTML; default false.
+    /// Return the body as is, without converting HTML.
     #[serde(default)]
     pub raw: bool,
 }

@@ -6,13 +6,13 @@ use rusqlite::params;
 use super::DEFAULT_NAMESPACE;
 use crate::state::{Store, state_error};
 
-/// Forget the note stored under a key. Forgetting a key that holds nothing is not an error.
+/// Forget the note under a key (a missing key is not an error).
 #[tool(name = "memory_forget", title = "Forget", category = "memory", effect = "state", aliases = ["forget"], destructive = true, idempotent = true)]
 pub struct MemoryForget {
     /// The key.
     #[schemars(length(min = 1, max = 256))]
     pub key: String,
-    /// The namespace; default `default`.
+    /// Namespace; default `default`.
     #[schemars(regex(pattern = "^[a-z0-9_-]{1,64}$"))]
     pub namespace: Option<String>,
 }

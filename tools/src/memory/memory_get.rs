@@ -13,7 +13,7 @@ pub struct MemoryGet {
     /// The key.
     #[schemars(length(min = 1, max = 256))]
     pub key: String,
-    /// The namespace; default `default`.
+    /// Namespace; default `default`.
     #[schemars(regex(pattern = "^[a-z0-9_-]{1,64}$"))]
     pub namespace: Option<String>,
 }

@@ -10,19 +10,17 @@ use crate::state::{Store, state_error};
 
 const DEFAULT_LIMIT: u32 = 10;
 
-/// Search stored notes by words (full text over keys, notes and tags), best first.
-///
-/// Every word must appear (any order, any case); returns each note's key, a snippet with
-/// the matches in `[brackets]`, its tags and rank.
+/// Full-text search of notes (keys, notes, tags), best first; every word must appear, any order or case.
+/// Returns keys, snippets (matches in `[brackets]`), tags and rank.
 #[tool(name = "memory_search", title = "Search memory", category = "memory", effect = "read", capabilities = ["state"])]
 pub struct MemorySearch {
     /// Words to look for.
     #[schemars(length(min = 1, max = 512))]
     pub query: String,
-    /// Only this namespace; default every namespace.
+    /// Only this namespace; default all.
     #[schemars(regex(pattern = "^[a-z0-9_-]{1,64}$"))]
     pub namespace: Option<String>,
-    /// Most notes to return; default 10, at most 100.
+    /// Most notes; default 10.
     #[schemars(range(min = 1, max = 100))]
     pub limit: Option<u32>,
 }

@@ -6,22 +6,20 @@ use rusqlite::params;
 use super::{DEFAULT_NAMESPACE, tags_column};
 use crate::state::{Store, now, state_error};
 
-/// Store a note under a key (replacing any note already there), with optional tags.
-///
-/// Notes persist in the workspace's state database across restarts and are found again by
-/// `memory_search` (full text) or `memory_get` (by key).
+/// Store a note under a key (replacing any there), with optional tags.
+/// Notes persist across restarts; find them with `memory_search` or `memory_get`.
 #[tool(name = "memory_store", title = "Remember", category = "memory", effect = "state", aliases = ["remember"], destructive = true, idempotent = true)]
 pub struct MemoryStore {
-    /// The key, unique within its namespace.
+    /// Key, unique within its namespace.
     #[schemars(length(min = 1, max = 256))]
     pub key: String,
     /// The note.
     #[schemars(length(max = 65536))]
     pub value: String,
-    /// A namespace to keep notes apart; default `default`.
+    /// Namespace; default `default`.
     #[schemars(regex(pattern = "^[a-z0-9_-]{1,64}$"))]
     pub namespace: Option<String>,
-    /// Tags, single words; at most 16.
+    /// Single-word tags.
     #[serde(default)]
     #[schemars(length(max = 16), inner(regex(pattern = "^[^\\s]{1,64}$")))]
     pub tags: Vec<String>,

@@ -9,25 +9,22 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-/// Run several tool calls, one after another or all together, each through the runtime's
-/// boundary under the caller's scope (validated, authorized, receipted on its own).
-///
-/// Each call gets its own outcome; a call needing approval comes back `approval_required`
-/// and is not run. Receipts of the calls are linked to this one.
+/// Run tool calls in sequence or in parallel, each through the boundary under the caller's scope
+/// with its own outcome; one needing approval returns `approval_required`, unrun.
 #[tool(name = "run_batch", title = "Run a batch of calls", category = "orchestration", effect = "state", capabilities = ["orchestrate"], destructive = true, open_world = true)]
 pub struct RunBatch {
-    /// The calls; 1 to 25.
+    /// The calls.
     #[schemars(length(min = 1, max = 25))]
     pub calls: Vec<BatchCall>,
     /// `sequential` (default) or `parallel`.
     #[serde(default)]
     pub mode: BatchMode,
-    /// Sequential mode: stop at the first call whose outcome is not ok; default false.
+    /// Sequential: stop at the first call not ok.
     #[serde(default)]
     pub stop_on_error: bool,
 }
 
-/// One call of a batch.
+/// One call.
 #[kyro_core::input]
 #[derive(Debug, Clone)]
 #[serde(deny_unknown_fields)]
@@ -35,7 +32,7 @@ pub struct BatchCall {
     /// Tool name or alias.
     #[schemars(length(min = 1, max = 128))]
     pub tool: String,
-    /// The call's arguments object, as the tool's inputSchema describes.
+    /// Its arguments.
     #[serde(default)]
     pub arguments: Map<String, Value>,
 }

@@ -5,35 +5,32 @@ use kyro_core::{Capability, Execute, ToolContext, ToolError, tool};
 
 use super::run_batch::{BatchCall, BatchMode, CallResult, run_calls};
 
-/// Run calls as a sub-agent: under a child scope that keeps at most the caller's
-/// capabilities and roots (never more), one level deeper, with receipts linked to this call.
-///
-/// No model is called: the sub-agent executes the calls it is given, in order. Asking for a
-/// capability or a root the caller does not hold, or nesting past the policy's depth, is
-/// refused before any call runs.
+/// Run calls in order as a sub-agent, one level deeper, under a child scope within the caller's
+/// capabilities and roots (receipts linked). No model is called. Asking for more than the caller
+/// holds, or nesting too deep, is refused before any call runs.
 #[tool(name = "spawn_subagent", title = "Run calls as a sub-agent", category = "orchestration", effect = "state", capabilities = ["orchestrate"], destructive = true, open_world = true)]
 pub struct SpawnSubagent {
-    /// What the sub-agent is for.
+    /// What it is for.
     #[schemars(length(min = 1, max = 200))]
     pub description: String,
-    /// The calls, run in order; 1 to 25.
+    /// The calls, run in order.
     #[schemars(length(min = 1, max = 25))]
     pub calls: Vec<BatchCall>,
-    /// Capabilities to keep, a subset of the caller's; default all of the caller's.
+    /// Capabilities to keep (a subset of the caller's); default all.
     pub capabilities: Option<Vec<Capability>>,
-    /// Roots to keep, each inside one of the caller's; default the caller's.
+    /// Roots to keep, each inside the caller's; default the caller's.
     pub roots: Option<Vec<SubagentRoot>>,
-    /// Stop at the first call whose outcome is not ok; default false.
+    /// Stop at the first call not ok.
     #[serde(default)]
     pub stop_on_error: bool,
 }
 
-/// A root for the sub-agent.
+/// A root.
 #[kyro_core::input]
 #[derive(Debug, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct SubagentRoot {
-    /// A directory inside one of the caller's roots.
+    /// A directory inside the caller's roots.
     #[schemars(length(min = 1, max = 4096))]
     pub path: String,
     /// `read` or `read_write` (only where the caller may write).

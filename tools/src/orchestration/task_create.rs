@@ -6,7 +6,7 @@ use rusqlite::params;
 use super::{Task, TaskStatus, load_task, place};
 use crate::state::{Store, now, state_error};
 
-/// Add a task to the workspace's task list, at the end or at a given position.
+/// Add a task to the workspace's task list, at the end or at `position`.
 #[tool(
     name = "task_create",
     title = "Create task",

@@ -6,10 +6,10 @@ use rusqlite::params;
 use super::{Task, TaskStatus, row_task};
 use crate::state::{Store, state_error};
 
-/// List the workspace's tasks in order, optionally only those with one status.
+/// List the workspace's tasks in order, optionally of one status.
 #[tool(name = "task_list", title = "List tasks", category = "orchestration", effect = "read", capabilities = ["state"])]
 pub struct TaskList {
-    /// Only tasks with this status.
+    /// Only this status.
     pub status: Option<TaskStatus>,
 }
 

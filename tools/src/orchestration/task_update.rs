@@ -6,7 +6,7 @@ use rusqlite::params;
 use super::{Task, TaskStatus, load_task, place};
 use crate::state::{Store, now, state_error};
 
-/// Change a task's status, title, notes or place in the list. Only the fields given change.
+/// Change a task's status, title, notes or place; only fields given change.
 #[tool(
     name = "task_update",
     title = "Update task",
@@ -16,7 +16,7 @@ use crate::state::{Store, now, state_error};
     idempotent = true
 )]
 pub struct TaskUpdate {
-    /// The task's id.
+    /// Task id.
     #[schemars(range(min = 1))]
     pub id: i64,
     /// New status.
@@ -24,10 +24,10 @@ pub struct TaskUpdate {
     /// New title.
     #[schemars(length(min = 1, max = 500))]
     pub title: Option<String>,
-    /// New notes (replacing the old ones).
+    /// New notes (replacing the old).
     #[schemars(length(max = 10000))]
     pub notes: Option<String>,
-    /// New place in the list, 1-based.
+    /// New place, 1-based.
     #[schemars(range(min = 1))]
     pub position: Option<u32>,
 }

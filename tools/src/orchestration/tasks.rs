@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::state::state_error;
 
-/// Where a task stands.
+/// `pending`, `in_progress`, `completed` or `cancelled`.
 #[kyro_core::input]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -9,11 +9,8 @@ use kyro_core::{Execute, ToolContext, ToolError, input, tool};
 use super::process::visible;
 use super::process_table::{Background, get, remove};
 
-/// Read what a background process printed since the last read, and whether it has exited.
-///
-/// Optionally waits up to `wait_ms` first: for it to exit (`until: exit`, the default), or
-/// for new output that then pauses (`until: output`, for a prompt). Once an exited
-/// process has been read, its id is forgotten.
+/// Read a background process's output since the last read and whether it exited, optionally waiting up to `wait_ms`.
+/// An exited process's id is forgotten once read.
 #[tool(
     name = "read_process_output",
     title = "Read process output",
@@ -23,13 +20,13 @@ use super::process_table::{Background, get, remove};
     open_world = false
 )]
 pub struct ReadProcessOutput {
-    /// The id from `start_process`.
+    /// Id from `start_process`.
     #[schemars(length(min = 1, max = 64))]
     pub id: String,
-    /// Wait up to this many milliseconds first; default 0, at most 30000.
+    /// Most ms to wait first; default 0.
     #[schemars(range(max = 30000))]
     pub wait_ms: Option<u64>,
-    /// What the wait is for; default `exit`.
+    /// Wait for `exit` (default), or `output` (new output, then 100 ms of quiet).
     #[serde(default)]
     pub until: Until,
 }

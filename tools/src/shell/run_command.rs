@@ -13,33 +13,30 @@ use crate::settings::ShellSettings;
 const DEFAULT_TIMEOUT_MS: u64 = 60_000;
 const DEFAULT_MAX_OUTPUT: u64 = 1024 * 1024;
 
-/// Run a program and wait for it: argv by default, a `/bin/sh -c` script only with
-/// `shell: true`.
-///
-/// Runs in the workspace (or `cwd` inside it) with a filtered environment, in its own
-/// process group; past `timeout_ms` the whole group is killed. Returns the exit code or
-/// signal, and stdout and stderr capped at `max_output_bytes` each with a truncation marker.
+/// Run a program and wait: argv, or a `/bin/sh -c` script with `shell`.
+/// Filtered environment; own process group, killed past `timeout_ms`; stdout and stderr capped at
+/// `max_output_bytes` each.
 #[tool(name = "run_command", title = "Run command", category = "shell", effect = "exec", aliases = ["bash", "exec"], task = "optional")]
 pub struct RunCommand {
-    /// The program and its arguments (`["cargo", "test"]`); with `shell`, one script string.
+    /// Program and arguments (`["cargo", "test"]`); with `shell`, one script.
     #[schemars(length(min = 1, max = 256))]
     pub argv: Vec<String>,
-    /// Run `argv[0]` as a `/bin/sh -c` script; default false.
+    /// Run `argv[0]` as a `/bin/sh -c` script.
     #[serde(default)]
     pub shell: bool,
-    /// Working directory, relative to the workspace root; default the root.
+    /// Workspace-relative working directory; default the root.
     pub cwd: Option<WorkspacePath>,
-    /// Extra environment variables (the environment is otherwise filtered).
+    /// Extra environment variables (the rest is filtered).
     #[serde(default)]
     #[schemars(length(max = 256))]
     pub env: Vec<EnvVar>,
-    /// Text written to the program's standard input.
+    /// Text for standard input.
     #[schemars(length(max = 1048576))]
     pub stdin: Option<String>,
-    /// Time limit in milliseconds; default 60000, 100 to 600000.
+    /// Time limit in ms; default 60000.
     #[schemars(range(min = 100, max = 600000))]
     pub timeout_ms: Option<u64>,
-    /// Most bytes kept of stdout and of stderr each; default 1048576.
+    /// Cap on stdout and on stderr each; default 1048576.
     #[schemars(range(min = 1, max = 8388608))]
     pub max_output_bytes: Option<u64>,
 }

@@ -3,7 +3,7 @@
 
 use kyro_core::WorkspacePath;
 
-/// An environment variable to set for the program.
+/// An environment variable.
 #[kyro_core::input]
 #[derive(Debug, Clone)]
 #[serde(deny_unknown_fields)]

@@ -11,12 +11,9 @@ use super::process::{EnvVar, Spawn, spawn_detached};
 use super::process_table::{BUFFER, Background, Output, insert};
 use crate::settings::ShellSettings;
 
-/// Start a program in the background (a server, a watcher) and return its id at once.
-///
-/// Same rules as `run_command` (argv, a shell only when asked, filtered environment, own
-/// process group). Read its output with `read_process_output`, end it with `stop_process`;
-/// it is reaped when it exits. With `tty`, it runs under a terminal (a REPL, a prompt):
-/// type into it with `write_process_input`; its output is one stream, as `stdout`.
+/// Start a program in the background (rules as `run_command`) and return its id.
+/// Read output with `read_process_output`, stop it with `stop_process`. With `tty` it gets a
+/// terminal: type with `write_process_input`; output is one stream, `stdout`.
 #[tool(
     name = "start_process",
     title = "Start background process",
@@ -24,19 +21,19 @@ use crate::settings::ShellSettings;
     effect = "exec"
 )]
 pub struct StartProcess {
-    /// The program and its arguments; with `shell`, one script string.
+    /// Program and arguments; with `shell`, one script string.
     #[schemars(length(min = 1, max = 256))]
     pub argv: Vec<String>,
-    /// Run `argv[0]` as a `/bin/sh -c` script; default false.
+    /// Run `argv[0]` as a `/bin/sh -c` script.
     #[serde(default)]
     pub shell: bool,
-    /// Working directory, relative to the workspace root; default the root.
+    /// Workspace-relative working directory; default the root.
     pub cwd: Option<WorkspacePath>,
-    /// Extra environment variables (the environment is otherwise filtered).
+    /// Extra environment variables (the rest is filtered).
     #[serde(default)]
     #[schemars(length(max = 256))]
     pub env: Vec<EnvVar>,
-    /// Run under a pseudo-terminal (80x24, `TERM=dumb` unless `env` sets it); default false.
+    /// Run under a pseudo-terminal (80x24, `TERM=dumb` unless `env` sets it).
     #[serde(default)]
     pub tty: bool,
 }

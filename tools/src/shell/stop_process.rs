@@ -6,8 +6,8 @@ use rustix::process::{Pid, Signal, kill_process_group};
 
 use super::process_table::{get, remove};
 
-/// Stop a background process: SIGTERM to its whole process group, then SIGKILL if it is
-/// still running after `grace_ms`. Returns how it ended.
+/// Stop a background process: SIGTERM to its process group, then SIGKILL after `grace_ms`.
+/// Returns how it ended.
 #[tool(
     name = "stop_process",
     title = "Stop background process",
@@ -17,10 +17,10 @@ use super::process_table::{get, remove};
     open_world = false
 )]
 pub struct StopProcess {
-    /// The id from `start_process`.
+    /// Id from `start_process`.
     #[schemars(length(min = 1, max = 64))]
     pub id: String,
-    /// Milliseconds to wait after SIGTERM before SIGKILL; default 2000, at most 30000.
+    /// Ms from SIGTERM to SIGKILL; default 2000.
     #[schemars(range(max = 30000))]
     pub grace_ms: Option<u64>,
 }

@@ -8,10 +8,8 @@ use kyro_core::{Execute, ToolContext, ToolError, input, tool};
 
 use super::read_process_output::{ProcessOutput, Until, collect, find};
 
-/// Type into a process started with `tty: true`: `text` as typed, then `keys` in order
-/// (`enter`, `ctrl_c`, arrows, ...). Then waits up to `wait_ms` for its answer (new output
-/// that pauses for 100 ms, or its exit) and returns what it printed since the last read,
-/// as `read_process_output` does.
+/// Type `text`, then `keys`, into a `tty` process; wait up to `wait_ms` for its answer (output that
+/// pauses 100 ms, or exit) and return what it printed since the last read.
 #[tool(
     name = "write_process_input",
     title = "Write process input",
@@ -20,22 +18,23 @@ use super::read_process_output::{ProcessOutput, Until, collect, find};
     open_world = false
 )]
 pub struct WriteProcessInput {
-    /// The id from `start_process`.
+    /// Id from `start_process`.
     #[schemars(length(min = 1, max = 64))]
     pub id: String,
-    /// Text typed as it is (a newline in it is Enter).
+    /// Text typed as is (a newline is Enter).
     #[schemars(length(max = 65536))]
     pub text: Option<String>,
-    /// Keys pressed after the text, in order.
+    /// Keys pressed after the text.
     #[serde(default)]
     #[schemars(length(max = 64))]
     pub keys: Vec<Key>,
-    /// Milliseconds to wait for the answer; default 1000, at most 30000.
+    /// Most ms to wait for the answer; default 1000.
     #[schemars(range(max = 30000))]
     pub wait_ms: Option<u64>,
 }
 
-/// A key, as a terminal sends it.
+/// `enter`, `tab`, `escape`, `backspace`, `up`, `down`, `left`, `right`, `ctrl_c`, `ctrl_d`,
+/// `ctrl_z` or `ctrl_l`.
 #[input]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]

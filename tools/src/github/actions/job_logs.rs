@@ -24,12 +24,9 @@ const MAX_FAILED_JOBS: usize = 10;
 /// The longest reading one log may take.
 const LOG_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
-/// Read the end of GitHub Actions job logs: one job's (`job_id`), or every failed job's of
-/// a run (`run_id` with `failed_only`, at most 10), the last `tail_lines` lines each
-/// (default 500; at most 2 MiB of them, each line at most 64 KiB). The whole log is read
-/// (up to 256 MiB) and every line counted; `truncated` says when less than the whole log
-/// is shown. The logs come from the signed address GitHub redirects to, fetched without
-/// the token and under the network policy.
+/// Read the last `tail_lines` lines of GitHub Actions job logs: one job's (`job_id`) or each failed
+/// job's of a run (`run_id` with `failed_only`, at most 10); at most 2 MiB per log, 64 KiB per
+/// line. Fetched without the token, under the network policy.
 #[tool(
     name = "github_get_job_logs",
     title = "Get GitHub job logs",
@@ -40,13 +37,13 @@ const LOG_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
     aliases = ["get_job_logs"]
 )]
 pub struct GitHubGetJobLogs {
-    /// Repository owner.
+    /// Repo owner.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub owner: String,
-    /// Repository name.
+    /// Repo name.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
@@ -58,10 +55,10 @@ pub struct GitHubGetJobLogs {
     /// A run, with `failed_only`.
     #[schemars(range(min = 1))]
     pub run_id: Option<u64>,
-    /// Every failed job of `run_id`; default false.
+    /// Every failed job of `run_id`.
     #[serde(default)]
     pub failed_only: bool,
-    /// Lines from the end of each log; default 500, at most 5000.
+    /// Lines from the end of each log; default 500.
     #[schemars(range(min = 1, max = 5000))]
     pub tail_lines: Option<u32>,
 }

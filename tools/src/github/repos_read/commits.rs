@@ -9,8 +9,7 @@ use serde_json::Value;
 
 use crate::github::client::{GitHub, encode, paging, text};
 
-/// List a GitHub repository's commits, newest first, from a branch, tag or commit (`sha`;
-/// default the default branch), optionally by one author.
+/// List a repository's commits, newest first, optionally by author, path or time.
 #[tool(
     name = "github_list_commits",
     title = "List GitHub commits",
@@ -21,40 +20,40 @@ use crate::github::client::{GitHub, encode, paging, text};
     aliases = ["list_commits"]
 )]
 pub struct GitHubListCommits {
-    /// Repository owner.
+    /// Repo owner.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub owner: String,
-    /// Repository name.
+    /// Repo name.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub repo: String,
-    /// Where to start: a branch, tag or commit.
+    /// Start: branch, tag or commit; default the default branch.
     #[schemars(length(min = 1, max = 256), regex(pattern = "^[^\\s?#&]+$"))]
     pub sha: Option<String>,
-    /// Only commits by this login or email.
+    /// Only by this login or email.
     #[schemars(length(min = 1, max = 256), regex(pattern = "^[^\\s?#&]+$"))]
     pub author: Option<String>,
-    /// Only commits touching this path (no `.` or `..` segment).
+    /// Only touching this path (no `.` or `..` segment).
     #[schemars(
         length(min = 1, max = 4096),
         regex(pattern = "^/?(([^/.][^/]*|\\.[^/.][^/]*|\\.\\.[^/]+)(/([^/.][^/]*|\\.[^/.][^/]*|\\.\\.[^/]+))*/?)?$")
     )]
     pub path: Option<String>,
-    /// Only commits after this time (ISO 8601, `2026-01-31` or `2026-01-31T12:00:00Z`).
+    /// Only after this time (ISO 8601: `2026-01-31` or `2026-01-31T12:00:00Z`).
     #[schemars(regex(pattern = "^[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9:]{8}Z)?$"))]
     pub since: Option<String>,
-    /// Only commits before this time (ISO 8601).
+    /// Only before this time (ISO 8601).
     #[schemars(regex(pattern = "^[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9:]{8}Z)?$"))]
     pub until: Option<String>,
-    /// Page, 1-based; default 1.
+    /// Page; default 1.
     #[schemars(range(min = 1, max = 1000))]
     pub page: Option<u32>,
-    /// Per page; default 30, at most 100.
+    /// Per page; default 30.
     #[tool(alias = "perPage")]
     #[schemars(range(min = 1, max = 100))]
     pub per_page: Option<u32>,
@@ -202,9 +201,7 @@ impl Execute for GitHubListCommits {
     }
 }
 
-/// Get one commit of a GitHub repository: its message, author, and (`detail`) the files
-/// it changed with their line counts (`stats`, the default), with their patches too
-/// (`full_patch`), or neither (`none`).
+/// Get a commit: message, author and, by `detail`, its changed files.
 #[tool(
     name = "github_get_commit",
     title = "Get a GitHub commit",
@@ -215,22 +212,22 @@ impl Execute for GitHubListCommits {
     aliases = ["get_commit"]
 )]
 pub struct GitHubGetCommit {
-    /// Repository owner.
+    /// Repo owner.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub owner: String,
-    /// Repository name.
+    /// Repo name.
     #[schemars(
         length(min = 1, max = 100),
         regex(pattern = "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     )]
     pub repo: String,
-    /// The commit: a sha, branch or tag.
+    /// Sha, branch or tag.
     #[schemars(length(min = 1, max = 256), regex(pattern = "^[^\\s?#&]+$"))]
     pub sha: String,
-    /// How much of the change; default `stats`.
+    /// `stats` (default: files with line counts), `full_patch` (with patches) or `none`.
     #[serde(default)]
     pub detail: Detail,
 }
