@@ -14,6 +14,7 @@ use crate::approver::{ApproverHandle, Asked};
 use crate::arguments::{json_type, rewrite_aliases};
 use crate::authorize::{access_for, authorize, grant_for};
 use crate::caller::Caller;
+use crate::checked::Verdict;
 use crate::confined::ConfinedPath;
 use crate::context::{CallParts, ToolContext};
 use crate::error::ToolError;
@@ -133,13 +134,32 @@ impl Runtime {
             call_id,
             caller: &caller,
         };
-        let (checked, authorized) = self
-            .authorize(checked, &fingerprint, approval, approver.as_ref(), &parties)
-            .await;
+        // The caller may go while a grant is looked up or a person is asked: then nothing
+        // runs, whatever the person answers later.
+        let mut cancel = std::pin::pin!(cancel);
+        let authorizing = self.authorize(checked, &fingerprint, approval, approver.as_ref(), &parties);
+        let Some((checked, authorized)) = first_of(authorizing, cancel.as_mut()).await else {
+            let outcome = Outcome::Cancelled { tool: name.clone() };
+            return Staged::decided(name, canonical, Decision::NotReached, outcome);
+        };
         let authorized = match authorized {
             Ok(authorized) => authorized,
             Err((decision, outcome)) => return Staged::decided(name, canonical, decision, outcome),
         };
+        // A person may have taken minutes: the receipt log must still take the receipt, and
+        // the caller must still be there, before anything runs.
+        if let Err(message) = self.observers_ready() {
+            let reason = Denial::ReceiptsUnwritable { message };
+            let outcome = Outcome::Denied {
+                tool: name.clone(),
+                reason: reason.clone(),
+            };
+            return Staged::decided(name, canonical, Decision::Denied { reason }, outcome);
+        }
+        if settled(cancel.as_mut()).await {
+            let outcome = Outcome::Cancelled { tool: name.clone() };
+            return Staged::decided(name, canonical, authorized.decision, outcome);
+        }
         // A call that may become a task becomes one now, before the tool runs.
         if let Some(task) = &task {
             task.authorized();
@@ -174,7 +194,7 @@ impl Runtime {
             Arc::new(self.clone()),
         );
         let cancelled = async {
-            first_of(cancel, stop.stopped()).await;
+            first_of(cancel.as_mut(), stop.stopped()).await;
         };
         let (ended, work_stopped) = if tool.executor().inline() {
             // Never blocks: run here; stopping it is dropping it.
@@ -274,19 +294,24 @@ impl Runtime {
             return Err(invalid(violations));
         }
         let arguments = Value::Object(arguments);
-        let by_serde = match crate::checked::violations(&registered, &arguments) {
-            Ok(Some(violations)) if violations.is_empty() => false,
-            Ok(Some(violations)) => return Err(invalid(violations)),
-            Ok(None) => true,
+        let by_serde = match crate::checked::verdict(&registered, &arguments) {
+            Ok(Verdict::Typed(typed)) => Ok(Prepared::Typed(typed)),
+            Ok(Verdict::Refused(violations)) => return Err(invalid(violations)),
+            Ok(Verdict::Valid) => Err(false),
+            Ok(Verdict::BySerde) => Err(true),
             Err(error) => return Err(failed(error.into())),
         };
-        let (prepared, arguments) = match registered.executor().prepare(arguments) {
+        let prepared = match by_serde {
             Ok(prepared) => prepared,
-            // Checked by nothing else: serde's refusal is the arguments' fault.
-            Err(ToolError::ArgumentsDisagree { message }) if by_serde => {
-                return Err(invalid(vec![Violation::new("", message)]));
-            }
-            Err(error) => return Err(failed(error)),
+            Err(by_serde) => match registered.executor().prepare(&arguments) {
+                Ok(prepared) => prepared,
+                // Checked by nothing else: serde's refusal is the arguments' fault; after
+                // the schema's validator, the schema and the type disagree.
+                Err(ToolError::ArgumentsDisagree { message }) if by_serde => {
+                    return Err(invalid(vec![Violation::new("", message)]));
+                }
+                Err(error) => return Err(failed(error)),
+            },
         };
         Ok(Checked {
             tool: registered,
@@ -329,7 +354,9 @@ impl Runtime {
                     fingerprint: fingerprint.as_str(),
                     summary: &text,
                 };
-                let answer = approver.0.approve(asked).await;
+                // Nobody is waited for longer than an approval lasts.
+                let asking = tokio::time::timeout(crate::policy::APPROVAL_LIFETIME, approver.0.approve(asked));
+                let answer = asking.await.ok().flatten();
                 if let Some(answer) = answer {
                     confined.clear();
                     decided = self.decide(&checked, parties.scope, fingerprint, Some(&answer), &mut confined);
@@ -412,4 +439,9 @@ impl Runtime {
         }
         summary
     }
+}
+
+/// Whether `future` has completed, polled once without waiting.
+async fn settled(mut future: std::pin::Pin<&mut impl Future<Output = ()>>) -> bool {
+    std::future::poll_fn(|cx| std::task::Poll::Ready(future.as_mut().poll(cx).is_ready())).await
 }

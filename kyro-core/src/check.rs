@@ -95,8 +95,13 @@ impl Checker {
         self.found.push(Violation::new(self.pointer.clone(), message));
     }
 
+    /// How many violations were found so far.
+    pub fn found(&self) -> usize {
+        self.found.len()
+    }
+
     /// Runs `check` one step down, at `/key` (escaped as a JSON pointer).
-    pub fn at(&mut self, key: &str, check: impl FnOnce(&mut Checker)) {
+    pub fn at<R>(&mut self, key: &str, check: impl FnOnce(&mut Checker) -> R) -> R {
         let len = self.pointer.len();
         if self.pointer.capacity() == 0 {
             self.pointer.reserve(64);
@@ -109,17 +114,19 @@ impl Checker {
                 c => self.pointer.push(c),
             }
         }
-        check(self);
+        let taken = check(self);
         self.pointer.truncate(len);
+        taken
     }
 
     /// Runs `check` at `/index`.
-    pub fn at_index(&mut self, index: usize, check: impl FnOnce(&mut Checker)) {
+    pub fn at_index<R>(&mut self, index: usize, check: impl FnOnce(&mut Checker) -> R) -> R {
         let len = self.pointer.len();
         self.pointer.push('/');
         self.pointer.push_str(&index.to_string());
-        check(self);
+        let taken = check(self);
         self.pointer.truncate(len);
+        taken
     }
 
     /// `value` as an object, or a type violation.
@@ -199,6 +206,17 @@ pub trait Check {
 
     /// Checks `value` as this type under the field's `rules`, recording every violation.
     fn check(value: &Value, rules: &Rules, c: &mut Checker);
+
+    /// Checks `value` as [`Check::check`] does and reads it as this type in the same pass:
+    /// the typed arguments, made once. What it returns counts only when it recorded no
+    /// violation; `None` also when it cannot read the type (serde then reads the whole).
+    fn take(value: &Value, rules: &Rules, c: &mut Checker) -> Option<Self>
+    where
+        Self: Sized,
+    {
+        Self::check(value, rules, c);
+        None
+    }
 }
 
 /// The largest integer a JSON number holds exactly (2^53 - 1): 64-bit integers are bounded
@@ -236,6 +254,17 @@ macro_rules! integers {
             fn check(value: &Value, rules: &Rules, c: &mut Checker) {
                 integer(value, rules, c, $low, $high);
             }
+
+            fn take(value: &Value, rules: &Rules, c: &mut Checker) -> Option<$ty> {
+                integer(value, rules, c, $low, $high);
+                match value {
+                    Value::Number(n) => n
+                        .as_u64()
+                        .and_then(|u| <$ty>::try_from(u).ok())
+                        .or_else(|| n.as_i64().and_then(|i| <$ty>::try_from(i).ok())),
+                    _ => None,
+                }
+            }
         }
     )*};
 }
@@ -262,6 +291,11 @@ macro_rules! floats {
                     other => c.refuse(message::wrong_type(other, &Value::from("number"))),
                 }
             }
+
+            fn take(value: &Value, rules: &Rules, c: &mut Checker) -> Option<$ty> {
+                Self::check(value, rules, c);
+                value.as_f64().map(|f| f as $ty)
+            }
         }
     )*};
 }
@@ -273,6 +307,11 @@ impl Check for bool {
         if !value.is_boolean() {
             c.refuse(message::wrong_type(value, &Value::from("boolean")));
         }
+    }
+
+    fn take(value: &Value, rules: &Rules, c: &mut Checker) -> Option<bool> {
+        Self::check(value, rules, c);
+        value.as_bool()
     }
 }
 
@@ -296,6 +335,11 @@ impl Check for String {
     fn check(value: &Value, rules: &Rules, c: &mut Checker) {
         string(value, rules, c);
     }
+
+    fn take(value: &Value, rules: &Rules, c: &mut Checker) -> Option<String> {
+        string(value, rules, c);
+        value.as_str().map(str::to_owned)
+    }
 }
 
 impl Check for crate::effect::Capability {
@@ -309,11 +353,25 @@ impl Check for crate::effect::Capability {
         };
         string(value, &own, c);
     }
+
+    fn take(value: &Value, rules: &Rules, c: &mut Checker) -> Option<Self> {
+        Self::check(value, rules, c);
+        crate::effect::Capability::try_from(value.as_str()?.to_owned()).ok()
+    }
 }
 
 impl Check for crate::denial::Access {
     fn check(value: &Value, _: &Rules, c: &mut Checker) {
         c.choice(value, &["read", "read_write"]);
+    }
+
+    fn take(value: &Value, rules: &Rules, c: &mut Checker) -> Option<Self> {
+        Self::check(value, rules, c);
+        match value.as_str()? {
+            "read" => Some(crate::denial::Access::Read),
+            "read_write" => Some(crate::denial::Access::ReadWrite),
+            _ => None,
+        }
     }
 }
 
@@ -321,10 +379,19 @@ impl Check for std::path::PathBuf {
     fn check(value: &Value, rules: &Rules, c: &mut Checker) {
         string(value, rules, c);
     }
+
+    fn take(value: &Value, rules: &Rules, c: &mut Checker) -> Option<Self> {
+        string(value, rules, c);
+        value.as_str().map(std::path::PathBuf::from)
+    }
 }
 
 impl Check for Value {
     fn check(_: &Value, _: &Rules, _: &mut Checker) {}
+
+    fn take(value: &Value, _: &Rules, _: &mut Checker) -> Option<Value> {
+        Some(value.clone())
+    }
 }
 
 impl Check for Map<String, Value> {
@@ -332,6 +399,11 @@ impl Check for Map<String, Value> {
         if !value.is_object() {
             c.refuse(message::wrong_type(value, &Value::from("object")));
         }
+    }
+
+    fn take(value: &Value, rules: &Rules, c: &mut Checker) -> Option<Self> {
+        Self::check(value, rules, c);
+        value.as_object().cloned()
     }
 }
 
@@ -345,6 +417,13 @@ impl<T: Check> Check for Option<T> {
             T::check(value, rules, c);
         }
     }
+
+    fn take(value: &Value, rules: &Rules, c: &mut Checker) -> Option<Option<T>> {
+        if value.is_null() {
+            return Some(None);
+        }
+        T::take(value, rules, c).map(Some)
+    }
 }
 
 impl<T: Check> Check for Box<T> {
@@ -354,6 +433,10 @@ impl<T: Check> Check for Box<T> {
 
     fn check(value: &Value, rules: &Rules, c: &mut Checker) {
         T::check(value, rules, c);
+    }
+
+    fn take(value: &Value, rules: &Rules, c: &mut Checker) -> Option<Box<T>> {
+        T::take(value, rules, c).map(Box::new)
     }
 }
 
@@ -374,6 +457,24 @@ impl<T: Check> Check for Vec<T> {
             c.at_index(i, |c| T::check(item, inner, c));
         }
     }
+
+    fn take(value: &Value, rules: &Rules, c: &mut Checker) -> Option<Vec<T>> {
+        let Value::Array(items) = value else {
+            c.refuse(message::wrong_type(value, &Value::from("array")));
+            return None;
+        };
+        c.size(items.len(), "items", rules);
+        let inner = rules.inner.unwrap_or(&Rules::NONE);
+        let mut taken = Some(Vec::with_capacity(items.len()));
+        for (i, item) in items.iter().enumerate() {
+            let item = c.at_index(i, |c| T::take(item, inner, c));
+            match (&mut taken, item) {
+                (Some(all), Some(item)) => all.push(item),
+                _ => taken = None,
+            }
+        }
+        taken
+    }
 }
 
 impl<T: Check> Check for std::collections::BTreeMap<String, T> {
@@ -390,6 +491,24 @@ impl<T: Check> Check for std::collections::BTreeMap<String, T> {
             c.at(key, |c| T::check(item, &Rules::NONE, c));
         }
     }
+
+    fn take(value: &Value, _: &Rules, c: &mut Checker) -> Option<Self> {
+        let Value::Object(map) = value else {
+            c.refuse(message::wrong_type(value, &Value::from("object")));
+            return None;
+        };
+        let mut taken = Some(std::collections::BTreeMap::new());
+        for (key, item) in map {
+            let item = c.at(key, |c| T::take(item, &Rules::NONE, c));
+            match (&mut taken, item) {
+                (Some(all), Some(item)) => {
+                    all.insert(key.clone(), item);
+                }
+                _ => taken = None,
+            }
+        }
+        taken
+    }
 }
 
 impl<T: Check> Check for std::collections::HashMap<String, T> {
@@ -400,17 +519,44 @@ impl<T: Check> Check for std::collections::HashMap<String, T> {
     fn check(value: &Value, rules: &Rules, c: &mut Checker) {
         <std::collections::BTreeMap<String, T> as Check>::check(value, rules, c);
     }
+
+    fn take(value: &Value, rules: &Rules, c: &mut Checker) -> Option<Self> {
+        <std::collections::BTreeMap<String, T> as Check>::take(value, rules, c).map(|map| map.into_iter().collect())
+    }
 }
 
-/// A tool's generated check ([`crate::Tool::CHECK`]): `None` when its check is incomplete
-/// and its schema's validator decides.
-pub type CheckFn = fn(&Value) -> Option<Vec<Violation>>;
+/// Whether JSON Schema's interpreter is compiled in (the `interpreter` feature): a tool
+/// whose generated check is incomplete is then checked by its schema's validator; without
+/// it, by its generated check as far as it goes and by serde for the rest.
+pub const INTERPRETS: bool = cfg!(feature = "interpreter");
+
+/// A tool's generated check ([`crate::Tool::CHECK`]): its arguments typed in the one pass
+/// that checked them, or every violation; `None` when its check is incomplete and its
+/// schema's validator (or serde) decides.
+pub type CheckFn = fn(&Value) -> Option<Result<crate::tool::Typed, Vec<Violation>>>;
 
 /// The check of a whole arguments object.
 pub fn arguments<T: Check>(value: &Value) -> Vec<Violation> {
     let mut c = Checker::new();
     T::check(value, &Rules::NONE, &mut c);
     c.into_violations()
+}
+
+/// The check of a tool's whole arguments object, and the arguments typed in the same pass
+/// (serde reads them when a part cannot be taken; it agrees with the check, which the
+/// catalog tests hold).
+pub fn tool_arguments<T: crate::Tool + Check>(value: &Value) -> Result<crate::tool::Typed, Vec<Violation>> {
+    let mut c = Checker::new();
+    let taken = T::take(value, &Rules::NONE, &mut c);
+    if c.found() > 0 {
+        return Err(c.into_violations());
+    }
+    match taken {
+        Some(typed) => Ok(crate::tool::Typed::new(typed)),
+        None => T::deserialize(value)
+            .map(crate::tool::Typed::new)
+            .map_err(|e| vec![Violation::new("", e.to_string())]),
+    }
 }
 
 /// A field type, probed for a check: `Checked` is picked when it has one, `Unchecked`
@@ -433,13 +579,19 @@ impl<T: ?Sized> Default for CheckProbe<T> {
 
 /// Picked for a type with a check.
 pub trait Checked {
+    /// The probed type.
+    type Target;
     /// The type's [`Check::complete`].
     fn complete(&self) -> bool;
     /// The type's [`Check::check`].
     fn check(&self, value: &Value, rules: &Rules, c: &mut Checker);
+    /// The type's [`Check::take`].
+    fn take(&self, value: &Value, rules: &Rules, c: &mut Checker) -> Option<Self::Target>;
 }
 
 impl<T: Check> Checked for CheckProbe<T> {
+    type Target = T;
+
     fn complete(&self) -> bool {
         T::complete()
     }
@@ -447,16 +599,28 @@ impl<T: Check> Checked for CheckProbe<T> {
     fn check(&self, value: &Value, rules: &Rules, c: &mut Checker) {
         T::check(value, rules, c);
     }
+
+    fn take(&self, value: &Value, rules: &Rules, c: &mut Checker) -> Option<T> {
+        T::take(value, rules, c)
+    }
 }
 
 /// Picked for a type without one: the check is incomplete.
 pub trait Unchecked {
+    /// The probed type.
+    type Target;
     /// Always false.
     fn complete(&self) -> bool {
         false
     }
     /// Checks nothing (never called: an incomplete tool is checked by its schema).
     fn check(&self, _: &Value, _: &Rules, _: &mut Checker) {}
+    /// Takes nothing (serde reads an incomplete tool's arguments).
+    fn take(&self, _: &Value, _: &Rules, _: &mut Checker) -> Option<Self::Target> {
+        None
+    }
 }
 
-impl<T: ?Sized> Unchecked for &CheckProbe<T> {}
+impl<T> Unchecked for &CheckProbe<T> {
+    type Target = T;
+}

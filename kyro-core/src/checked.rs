@@ -1,21 +1,40 @@
 //! The check a call's arguments go through: the tool's generated check when it has a
-//! complete one ([`crate::check`]), else its schema's validator (JSON Schema's interpreter,
-//! the `interpreter` feature); without either, deserializing into the tool's type is the
-//! check (serde's error, as one violation).
+//! complete one ([`crate::check`]), which also makes the typed arguments; else its schema's
+//! validator (JSON Schema's interpreter, the `interpreter` feature); without either,
+//! deserializing into the tool's type is the check (serde's error, as one violation).
 
 use serde_json::Value;
 
 use crate::registry::RegisteredTool;
 use crate::schema::{SchemaError, Violation};
+use crate::tool::Typed;
 
-/// Every violation of `arguments` (after aliases are rewritten), sorted by pointer; `None`
-/// when no check states the tool's whole schema and serde's deserialization decides.
-pub(crate) fn violations(tool: &RegisteredTool, arguments: &Value) -> Result<Option<Vec<Violation>>, SchemaError> {
-    if let Some(found) = tool.executor().check(arguments) {
-        return Ok(Some(found));
+/// What the check found.
+pub(crate) enum Verdict {
+    /// Valid, and typed in the same pass.
+    Typed(Typed),
+    /// Every violation, sorted by pointer.
+    Refused(Vec<Violation>),
+    /// Valid by the schema's validator: serde makes the typed arguments.
+    #[cfg_attr(not(feature = "interpreter"), allow(dead_code))]
+    Valid,
+    /// Nothing checked the whole: serde's deserialization decides.
+    #[cfg_attr(feature = "interpreter", allow(dead_code))]
+    BySerde,
+}
+
+/// The verdict on `arguments` (after aliases are rewritten).
+pub(crate) fn verdict(tool: &RegisteredTool, arguments: &Value) -> Result<Verdict, SchemaError> {
+    match tool.executor().check(arguments) {
+        Some(Ok(typed)) => return Ok(Verdict::Typed(typed)),
+        Some(Err(violations)) => return Ok(Verdict::Refused(violations)),
+        None => {}
     }
     #[cfg(feature = "interpreter")]
-    return Ok(Some(tool.input()?.violations(arguments)));
+    return Ok(match tool.input()?.violations(arguments) {
+        violations if violations.is_empty() => Verdict::Valid,
+        violations => Verdict::Refused(violations),
+    });
     #[cfg(not(feature = "interpreter"))]
-    Ok(None)
+    Ok(Verdict::BySerde)
 }

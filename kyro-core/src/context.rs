@@ -72,6 +72,10 @@ impl crate::check::Check for WorkspacePath {
             c,
         );
     }
+    fn take(value: &serde_json::Value, rules: &crate::check::Rules, c: &mut crate::check::Checker) -> Option<Self> {
+        Self::check(value, rules, c);
+        value.as_str().map(WorkspacePath::new)
+    }
 }
 
 /// The workspace: the directory relative paths and policy roots are resolved against.

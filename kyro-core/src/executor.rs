@@ -54,23 +54,24 @@ impl Executor {
         matches!(self, Executor::Builtin(Native { inline: true, .. }))
     }
 
-    /// The generated check, when the tool has a complete one: every violation, or none.
-    pub(crate) fn check(&self, arguments: &Value) -> Option<Vec<Violation>> {
+    /// The generated check, when the tool has a complete one: the typed arguments, or every
+    /// violation.
+    pub(crate) fn check(&self, arguments: &Value) -> Option<Result<Typed, Vec<Violation>>> {
         match self {
             Executor::Builtin(Native { check: Some(check), .. }) => check(arguments),
             _ => None,
         }
     }
 
-    /// The checked arguments as the executor takes them: deserialized once, here.
-    pub(crate) fn prepare(&self, arguments: Value) -> Result<(Prepared, Value), ToolError> {
+    /// The checked arguments as the executor takes them, when the check did not type them:
+    /// deserialized once, here.
+    pub(crate) fn prepare(&self, arguments: &Value) -> Result<Prepared, ToolError> {
         match self {
-            Executor::Builtin(native) => match (native.prepare)(&arguments) {
-                Ok(typed) => Ok((Prepared::Typed(typed), arguments)),
-                // The check passed and serde refused: the catalog tests rule this out.
+            Executor::Builtin(native) => match (native.prepare)(arguments) {
+                Ok(typed) => Ok(Prepared::Typed(typed)),
                 Err(message) => Err(ToolError::ArgumentsDisagree { message }),
             },
-            Executor::Custom(_) => Ok((Prepared::Json(arguments.clone()), arguments)),
+            Executor::Custom(_) => Ok(Prepared::Json(arguments.clone())),
         }
     }
 

@@ -158,6 +158,10 @@ impl std::fmt::Debug for Typed {
 }
 
 impl Typed {
+    pub(crate) fn new<T: Tool>(typed: T) -> Typed {
+        Typed(Box::new(typed))
+    }
+
     fn of<T: Tool>(&self) -> Option<&T> {
         self.0.downcast_ref()
     }

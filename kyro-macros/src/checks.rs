@@ -89,13 +89,13 @@ pub fn emit(item: &DeriveInput, kc: &TokenStream) -> TokenStream {
     let plain = serde.only(SERDE_CONTAINER) && schemars.only(SCHEMARS_QUIET) && item.generics.params.is_empty();
     let body = match &item.data {
         syn::Data::Struct(data) if plain => match &data.fields {
-            Fields::Named(named) => Some(object(named, &serde, kc)),
+            Fields::Named(named) => object(named, &serde, kc),
             _ => None,
         },
-        syn::Data::Enum(data) if plain => choices(data, &serde),
+        syn::Data::Enum(data) if plain => choices(data, &serde, kc),
         _ => None,
     };
-    let (complete, check) = body.unwrap_or_else(|| (quote!(false), quote!()));
+    let (complete, check, take) = body.unwrap_or_else(|| (quote!(false), quote!(), quote!()));
     quote! {
         impl #impl_generics #kc::__private::Check for #ident #type_generics #where_clause {
             fn complete() -> bool {
@@ -114,6 +114,8 @@ pub fn emit(item: &DeriveInput, kc: &TokenStream) -> TokenStream {
                 use #kc::__private::{Checked as _, Unchecked as _};
                 #check
             }
+
+            #take
         }
     }
 }
@@ -124,29 +126,63 @@ pub fn tool_check(ident: &syn::Ident, kc: &TokenStream) -> TokenStream {
         const CHECK: ::core::option::Option<#kc::check::CheckFn> = ::core::option::Option::Some({
             fn generated(
                 value: &#kc::__private::Json,
-            ) -> ::core::option::Option<::std::vec::Vec<#kc::Violation>> {
+            ) -> ::core::option::Option<::core::result::Result<#kc::Typed, ::std::vec::Vec<#kc::Violation>>> {
                 static COMPLETE: ::std::sync::OnceLock<bool> = ::std::sync::OnceLock::new();
-                if !*COMPLETE.get_or_init(<#ident as #kc::__private::Check>::complete) {
+                // Incomplete: the schema's validator decides where there is one; without,
+                // the check does what it can, and serde the rest.
+                if !*COMPLETE.get_or_init(<#ident as #kc::__private::Check>::complete) && #kc::check::INTERPRETS {
                     return ::core::option::Option::None;
                 }
-                ::core::option::Option::Some(#kc::check::arguments::<#ident>(value))
+                ::core::option::Option::Some(#kc::check::tool_arguments::<#ident>(value))
             }
             generated
         });
     }
 }
 
-fn object(named: &syn::FieldsNamed, serde: &Keys, kc: &TokenStream) -> (TokenStream, TokenStream) {
+fn object(named: &syn::FieldsNamed, serde: &Keys, kc: &TokenStream) -> Option<(TokenStream, TokenStream, TokenStream)> {
+    // Keys a check cannot tell from the field names (a flattened field's, a rename per
+    // direction): no check, serde (or the schema's validator) decides.
+    if named.named.iter().any(|f| {
+        let fs = keys(&f.attrs, "serde");
+        fs.unreadable || fs.has("flatten") || (fs.has("rename") && fs.string("rename").is_none())
+    }) {
+        return None;
+    }
     let rename_all = serde.string("rename_all");
     let all_default = serde.has("default");
     let mut complete = vec![quote!(true)];
     let mut names = Vec::new();
     let mut checks = Vec::new();
     let mut missing = Vec::new();
+    // The take: each field's value (`None` until seen), its arm, and how the struct is made.
+    let mut slots = Vec::new();
+    let mut takes = Vec::new();
+    let mut made = Vec::new();
     for field in &named.named {
         let fs = keys(&field.attrs, "serde");
         let fschemars = keys(&field.attrs, "schemars");
+        let member = field.ident.as_ref().expect("named");
+        // What serde puts in a field it did not read: the container's default's, the
+        // field's default, `None` for an `Option`.
+        let absent = if let Some(path) = fs.string("default") {
+            match syn::parse_str::<syn::ExprPath>(&path) {
+                Ok(path) => quote!(#path()),
+                Err(_) => quote!(return ::core::option::Option::None),
+            }
+        } else if fs.has("default") {
+            quote!(::core::default::Default::default())
+        } else if all_default {
+            quote!(container.#member)
+        } else if fs.has("skip") || fs.has("skip_deserializing") {
+            quote!(::core::default::Default::default())
+        } else if is_option(&field.ty) {
+            quote!(::core::option::Option::None)
+        } else {
+            quote!(return ::core::option::Option::None)
+        };
         if fs.has("skip") || fs.has("skip_deserializing") {
+            made.push(quote!(#member: #absent));
             continue;
         }
         let ty = &field.ty;
@@ -155,17 +191,42 @@ fn object(named: &syn::FieldsNamed, serde: &Keys, kc: &TokenStream) -> (TokenStr
             .string("rename")
             .unwrap_or_else(|| rename_field(&ident, rename_all.as_deref()));
         let rules = rules(&fschemars, kc);
-        if !fs.only(SERDE_FIELD) || (fs.has("rename") && fs.string("rename").is_none()) || rules.is_none() {
+        // A field serde reads its own way (`with`, `deserialize_with`, ...) or whose schema
+        // rules the check does not follow: the key is known, the value left to serde (and,
+        // with the `interpreter` feature, the whole call to the schema's validator).
+        let opaque = !fs.only(SERDE_FIELD) || rules.is_none();
+        if opaque {
             complete.push(quote!(false));
         }
         let rules = rules.unwrap_or_else(|| quote!(&#kc::__private::Rules::NONE));
         complete.push(quote!((&#kc::__private::CheckProbe::<#ty>::new()).complete()));
         let required = !all_default && !fs.has("default") && !is_option(ty);
         let index = names.len();
-        checks.push(quote! {
-            #name => {
-                seen[#index] = true;
-                c.at(#name, |c| (&#kc::__private::CheckProbe::<#ty>::new()).check(v, #rules, c))
+        let slot = quote::format_ident!("field_{}", index);
+        slots.push(quote!(let mut #slot: ::core::option::Option<#ty> = ::core::option::Option::None;));
+        if opaque {
+            checks.push(quote!(#name => seen[#index] = true,));
+            takes.push(quote!(#name => seen[#index] = true,));
+        } else {
+            checks.push(quote! {
+                #name => {
+                    seen[#index] = true;
+                    c.at(#name, |c| (&#kc::__private::CheckProbe::<#ty>::new()).check(v, #rules, c))
+                }
+            });
+            takes.push(quote! {
+                #name => {
+                    seen[#index] = true;
+                    #slot = c.at(#name, |c| (&#kc::__private::CheckProbe::<#ty>::new()).take(v, #rules, c));
+                }
+            });
+        }
+        made.push(quote! {
+            #member: match (#slot, seen[#index]) {
+                (::core::option::Option::Some(taken), _) => taken,
+                // Sent and not read (a part serde reads): serde reads the whole.
+                (::core::option::Option::None, true) => return ::core::option::Option::None,
+                (::core::option::Option::None, false) => #absent,
             }
         });
         if required {
@@ -191,12 +252,45 @@ fn object(named: &syn::FieldsNamed, serde: &Keys, kc: &TokenStream) -> (TokenStr
         c.unknown(&unknown, &[#(#names),*]);
         #(#missing)*
     };
-    (quote!(#(#complete)&&*), check)
+    let container = all_default.then(|| quote!(let container: Self = ::core::default::Default::default();));
+    let take = quote! {
+        #[allow(unused_variables, unused_mut, unreachable_code, clippy::needless_return)]
+        fn take(
+            value: &#kc::__private::Json,
+            rules: &#kc::__private::Rules,
+            c: &mut #kc::__private::Checker,
+        ) -> ::core::option::Option<Self> {
+            #[allow(unused_imports)]
+            use #kc::__private::{Checked as _, Unchecked as _};
+            let before = c.found();
+            let ::core::option::Option::Some(map) = c.object(value) else {
+                return ::core::option::Option::None;
+            };
+            let mut seen = [false; #count];
+            #(#slots)*
+            let mut unknown: ::std::vec::Vec<&str> = ::std::vec::Vec::new();
+            for (key, v) in map {
+                match key.as_str() {
+                    #(#takes)*
+                    other => unknown.push(other),
+                }
+            }
+            c.unknown(&unknown, &[#(#names),*]);
+            #(#missing)*
+            if c.found() > before {
+                return ::core::option::Option::None;
+            }
+            #container
+            ::core::option::Option::Some(Self { #(#made,)* })
+        }
+    };
+    Some((quote!(#(#complete)&&*), check, take))
 }
 
-fn choices(data: &syn::DataEnum, serde: &Keys) -> Option<(TokenStream, TokenStream)> {
+fn choices(data: &syn::DataEnum, serde: &Keys, kc: &TokenStream) -> Option<(TokenStream, TokenStream, TokenStream)> {
     let rename_all = serde.string("rename_all");
     let mut names = Vec::new();
+    let mut variants = Vec::new();
     for variant in &data.variants {
         let vs = keys(&variant.attrs, "serde");
         if !matches!(variant.fields, Fields::Unit) || !vs.only(SERDE_VARIANT) {
@@ -211,8 +305,22 @@ fn choices(data: &syn::DataEnum, serde: &Keys) -> Option<(TokenStream, TokenStre
             None if vs.has("rename") => return None,
             None => rename_variant(&ident, rename_all.as_deref()),
         });
+        variants.push(&variant.ident);
     }
-    Some((quote!(true), quote!(c.choice(value, &[#(#names),*]);)))
+    let take = quote! {
+        fn take(
+            value: &#kc::__private::Json,
+            rules: &#kc::__private::Rules,
+            c: &mut #kc::__private::Checker,
+        ) -> ::core::option::Option<Self> {
+            c.choice(value, &[#(#names),*]);
+            match value.as_str() {
+                #(::core::option::Option::Some(#names) => ::core::option::Option::Some(Self::#variants),)*
+                _ => ::core::option::Option::None,
+            }
+        }
+    };
+    Some((quote!(true), quote!(c.choice(value, &[#(#names),*]);), take))
 }
 
 /// The field's `#[schemars(length, range, regex, inner)]` as `&Rules`; `None` for a key

@@ -66,7 +66,15 @@ fn compare(entry: &ToolEntry, registry: &Registry, extra: &[Value], tally: &mut 
     cases.extend(extra.iter().cloned());
     tally.tools += 1;
     for args in &cases {
-        let generated = check(args).expect("a complete check stays complete");
+        let generated = violations(check(args).expect("a complete check stays complete"));
+        // What the check accepts (and typed in its pass), serde accepts too.
+        if generated.is_empty()
+            && let Err(refused) = (entry.deserializes)(args)
+        {
+            tally
+                .disagreements
+                .push(format!("{name}: accepted {args}, which serde refuses: {refused}"));
+        }
         let expected = oracle.violations(args);
         let (g, s) = (pointers(&generated), pointers(&expected));
         tally.cases += 1;
@@ -83,6 +91,11 @@ fn compare(entry: &ToolEntry, registry: &Registry, extra: &[Value], tally: &mut 
             "{name}: arguments {compact}\n  generated check: {g:?} {generated:?}\n  schema:          {s:?} {expected:?}"
         ));
     }
+}
+
+/// The violations of a generated check's answer (none when it typed the arguments).
+fn violations(answer: Result<kyro_core::Typed, Vec<kyro_core::Violation>>) -> Vec<kyro_core::Violation> {
+    answer.err().unwrap_or_default()
 }
 
 fn report(tally: &Tally) {
@@ -124,7 +137,10 @@ fn builtin_checks_agree_with_their_schemas() {
         }
         compare(entry, &registry, &[], &mut tally);
     }
-    eprintln!(
+    // Every built-in is checked (and typed) by its generated code: none is left to a
+    // schema interpreter, which the `kyro` binary compiles only for upstream tools.
+    assert!(
+        incomplete.is_empty(),
         "{} of {} tools have an incomplete check (their schema decides): {}",
         incomplete.len(),
         kyro_tools::BUILTINS.len(),
@@ -332,7 +348,7 @@ fn probe_check_agrees_with_its_schema() {
     let oracle = tool.input().expect("compiles");
     for (args, expected) in &hand {
         let expected: BTreeSet<String> = expected.iter().map(|p| (*p).to_owned()).collect();
-        let generated = pointers(&check(args).expect("complete"));
+        let generated = pointers(&violations(check(args).expect("complete")));
         let schema_says = pointers(&oracle.violations(args));
         assert_eq!(schema_says, expected, "the schema on {args}");
         assert_eq!(generated, expected, "the generated check on {args}");
