@@ -1,6 +1,6 @@
 //! How a tool is listed over MCP: its descriptor as an MCP tool, the input schema without
-//! the bounds that only guard the server, the output schema without what only restates a
-//! Rust type.
+//! the bounds that only guard the server and without what it says twice, the output schema
+//! without what only restates a Rust type.
 
 use std::sync::Arc;
 
@@ -32,10 +32,20 @@ pub(crate) fn mcp_tool(d: &ToolDescriptor) -> Tool {
     )
     .with_raw_output_schema(Arc::new(object(&listed_output(&d.output_schema))))
     .with_annotations(annotations);
-    if let Some(title) = &d.title {
+    if let Some(title) = d.title.as_ref().filter(|title| !in_words(&d.name, title)) {
         tool = tool.with_title(title.clone());
     }
     tool
+}
+
+/// Whether a title is only its tool's name in words ("Git add" for `git_add`, "Read file"
+/// for `read_file`): the same words, `_` read as a space, case aside. Such a title is not
+/// listed: a client shows the name where a tool has no title, and the name says the same
+/// to a person and a model (about 0.7 KB of the whole catalog's listing). A title that
+/// says more ("Search file contents" for `grep`) is listed; `tool_describe` and
+/// `kyro://tools/NAME` give every title.
+fn in_words(name: &str, title: &str) -> bool {
+    title.to_lowercase() == name.replace('_', " ").to_lowercase()
 }
 
 /// The MCP tools asked for one by one (rmcp asks for a tool's on every 2026-07-28
@@ -123,14 +133,16 @@ fn listed_output(schema: &Value) -> Value {
 
 /// An input schema as listed: each choice among strings (`oneOf` of `const`s, one per
 /// variant of a Rust enum) as one `enum`, the choices' descriptions read after the
-/// field's own (about 40 bytes less a choice), an optional property without its `null`,
-/// and without the bounds that guard the server rather than shape a call (see
-/// [`guard_bound`]). Every other keyword is kept. The tool checks its whole schema, so a
-/// call past a bound the listing leaves out is refused with `invalid_arguments` naming the
-/// field and the bound, and `tool_describe` and `kyro://tools/NAME` state every bound.
+/// field's own (about 40 bytes less a choice), a description that only names the values
+/// of its `enum` left out (see [`restated`]), an optional property without its `null` (see
+/// [`not_null`]), and without the bounds and patterns that guard the server rather than
+/// shape a call (see [`guard_bound`] and [`guard_pattern`]). Every other keyword is kept.
+/// The tool checks its whole schema, so a call past a bound or a pattern the listing
+/// leaves out is refused with `invalid_arguments` naming the field and the bound or the
+/// pattern, and `tool_describe` and `kyro://tools/NAME` state every one.
 fn listed_input(schema: &Value) -> Value {
     match schema {
-        Value::Object(map) => choices(Value::Object(
+        Value::Object(map) => restated(choices(Value::Object(
             map.iter()
                 .filter(|(k, v)| !guard_bound(map, k, v))
                 .map(|(k, v)| {
@@ -146,8 +158,8 @@ fn listed_input(schema: &Value) -> Value {
                             props
                                 .iter()
                                 .map(|(name, sub)| {
-                                    let sub = if required(name) { sub.clone() } else { not_null(sub) };
-                                    (name.clone(), listed_input(&sub))
+                                    let sub = listed_input(sub);
+                                    (name.clone(), if required(name) { sub } else { not_null(sub) })
                                 })
                                 .collect(),
                         ),
@@ -163,7 +175,7 @@ fn listed_input(schema: &Value) -> Value {
                     (k.clone(), kept)
                 })
                 .collect(),
-        )),
+        ))),
         Value::Array(items) => Value::Array(items.iter().map(listed_input).collect()),
         other => other.clone(),
     }
@@ -173,9 +185,10 @@ fn listed_input(schema: &Value) -> Value {
 /// than shapes a call: a most length of [`GUARD`] or more (`maxLength`, `maxItems`: what a
 /// path, a body or a list may cost the server, far past what a call means to send), a
 /// least length of one (a model does not send an empty name) unless the most is one too,
-/// and the range of a JSON-safe integer (what a 64-bit field holds). A tuple's lengths
+/// the range of a JSON-safe integer (what a 64-bit field holds), and a pattern that only
+/// keeps a few characters out of a name (see [`guard_pattern`]). A tuple's lengths
 /// (`prefixItems`) and a smaller most length (a title's 256, a post's 280) shape the call
-/// and stay. About 5 KB of the whole catalog's listing.
+/// and stay. The lengths and ranges are about 5 KB of the whole catalog's listing.
 fn guard_bound(schema: &Map<String, Value>, keyword: &str, value: &Value) -> bool {
     const SAFE: i64 = (1 << 53) - 1;
     if schema.contains_key("prefixItems") {
@@ -189,6 +202,7 @@ fn guard_bound(schema: &Map<String, Value>, keyword: &str, value: &Value) -> boo
         "minLength" | "minItems" => value.as_u64() == Some(1) && !most_is_one,
         "maximum" => value.as_i64() == Some(SAFE) || value.as_u64() == Some(u64::MAX),
         "minimum" => value.as_i64() == Some(-SAFE),
+        "pattern" => value.as_str().is_some_and(guard_pattern),
         _ => false,
     }
 }
@@ -196,17 +210,151 @@ fn guard_bound(schema: &Map<String, Value>, keyword: &str, value: &Value) -> boo
 /// The least most length [`guard_bound`] takes for a guard.
 const GUARD: u64 = 1000;
 
-/// `{"type": ["string", "null"]}` as `{"type": "string"}`; anything else unchanged.
-fn not_null(schema: &Value) -> Value {
-    let mut schema = schema.clone();
-    if let Some(Value::Array(types)) = schema.get("type")
+/// An optional property's schema without its `null`: `{"type": ["string", "null"]}` as
+/// `{"type": "string"}`, and `{"anyOf": [S, {"type": "null"}], "description": "..."}` (an
+/// `Option` of a described type, an enum's) as S with the property's keywords beside its
+/// own, the property's description first (about 0.7 KB of the whole catalog's listing). A
+/// property whose keywords would overwrite S's, or whose `default` is `null`, is left as
+/// it is; anything else unchanged.
+fn not_null(schema: Value) -> Value {
+    let Value::Object(mut map) = schema else {
+        return schema;
+    };
+    if let Some(Value::Array(types)) = map.get("type")
         && types.len() == 2
         && let Some(other) = types.iter().find(|t| *t != "null")
         && types.iter().any(|t| t == "null")
     {
-        schema["type"] = other.clone();
+        let other = other.clone();
+        map.insert("type".to_owned(), other);
+        return Value::Object(map);
     }
-    schema
+    let null = Value::Object(Map::from_iter([("type".to_owned(), Value::from("null"))]));
+    let Some(Value::Array(branches)) = map.get("anyOf") else {
+        return Value::Object(map);
+    };
+    let one = match branches.as_slice() {
+        [one, other] | [other, one] if *other == null && *one != null => one,
+        _ => return Value::Object(map),
+    };
+    let Value::Object(one) = one else {
+        return Value::Object(map);
+    };
+    let clashes = map
+        .iter()
+        .any(|(k, v)| k != "anyOf" && ((k != "description" && one.contains_key(k)) || (k == "default" && v.is_null())));
+    if clashes {
+        return Value::Object(map);
+    }
+    let mut merged = one.clone();
+    map.remove("anyOf");
+    for (k, v) in map {
+        let v = match (k.as_str(), v, merged.get(&k)) {
+            ("description", Value::String(own), Some(Value::String(its))) => Value::String(format!("{own} {its}")),
+            (_, v, _) => v,
+        };
+        merged.insert(k, v);
+    }
+    Value::Object(merged)
+}
+
+/// A schema without a description that only names the values of its `enum` ("`asc` or
+/// `desc`.": each value in backticks, joined by commas, `or` and `and`): the `enum` lists
+/// them (about 1.2 KB of the whole catalog's listing). A description that says anything
+/// more ("`png` (default) or `jpeg`.") is kept whole.
+fn restated(schema: Value) -> Value {
+    let Value::Object(mut map) = schema else {
+        return schema;
+    };
+    let (Some(Value::String(description)), Some(Value::Array(values))) = (map.get("description"), map.get("enum"))
+    else {
+        return Value::Object(map);
+    };
+    let mut values: Vec<&str> = values.iter().filter_map(Value::as_str).collect();
+    // The longest first, so that `in_progress` is not read as `in` and `_progress`.
+    values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+    let mut rest = description.clone();
+    for value in values {
+        rest = rest.replace(&format!("`{value}`"), " ");
+    }
+    let only_names = rest
+        .split(|c: char| c.is_whitespace() || c == ',' || c == '.')
+        .all(|word| matches!(word, "" | "or" | "and"));
+    if only_names && rest != *description {
+        map.remove("description");
+    }
+    Value::Object(map)
+}
+
+/// Whether a pattern only keeps a few characters out of a name, guarding the server rather
+/// than shaping a call: an alphabet (character classes between `^` and `$`, each once or
+/// repeated with `*` or `+`; no literal, count or alternative) whose every class either
+/// keeps out only whitespace, control characters or punctuation (`[^\s?#&]`, `\S`) or lets
+/// in every letter and digit (`[A-Za-z0-9_.-]`, `\w`). GitHub's owner and repository names
+/// (`^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$`, 4 KB of the whole catalog's listing
+/// alone), organizations, branches (`^[^\s?#&]+$`), git revisions (`^[^-\s][^\s]*$`): such
+/// a field names something the model read where it lives, which holds those characters by
+/// being a name there, and the pattern keeps out what would change the request the name is
+/// put into (a `/` or `..` in an API path, `?#&` in a query, a leading `-` read as an
+/// option, a control character in a header), not anything a call means to send. It is not
+/// listed (about 5 KB of the whole catalog's listing). A pattern that says what a value
+/// looks like is listed: a snapshot ref's `e12` (a literal), a SHA's 40 to 64 hex digits or
+/// a label's at most 100 characters (a count), a relative path's segments (an alternative),
+/// digits only or lower case only (`^[0-9]+$`, `^[a-z_]+$`: a class narrower than letters
+/// and digits).
+fn guard_pattern(pattern: &str) -> bool {
+    let Some(body) = pattern.strip_prefix('^').and_then(|p| p.strip_suffix('$')) else {
+        return false;
+    };
+    let mut chars = body.chars().peekable();
+    let mut classes = 0;
+    while let Some(c) = chars.next() {
+        let broad = match c {
+            '[' => {
+                let negated = chars.next_if_eq(&'^').is_some();
+                // To the first `]` not escaped and not first in the class: the ranges it
+                // names, and whether it names a letter or a digit (`\x7F` names neither).
+                let (mut class, mut alphanumeric) = (String::new(), false);
+                loop {
+                    match chars.next() {
+                        None => return false,
+                        Some(']') if !class.is_empty() => break,
+                        Some('\\') => match chars.next() {
+                            Some('x') => {
+                                class.push_str("\\x");
+                                class.extend(chars.next_if(char::is_ascii_hexdigit));
+                                class.extend(chars.next_if(char::is_ascii_hexdigit));
+                            }
+                            Some(e) => {
+                                alphanumeric |= matches!(e, 'd' | 'w' | 'D' | 'W' | 'S');
+                                class.extend(['\\', e]);
+                            }
+                            None => return false,
+                        },
+                        Some(c) => {
+                            alphanumeric |= c.is_alphanumeric();
+                            class.push(c);
+                        }
+                    }
+                }
+                if negated {
+                    // Keeps out only whitespace, control characters or punctuation.
+                    !alphanumeric
+                } else {
+                    class.contains("\\w") || ["A-Z", "a-z", "0-9"].iter().all(|range| class.contains(range))
+                }
+            }
+            // Not whitespace; a letter, a digit or `_`.
+            '\\' => matches!(chars.next(), Some('S' | 'w')),
+            _ => return false,
+        };
+        if !broad {
+            return false;
+        }
+        chars.next_if(|c| matches!(c, '*' | '+'));
+        classes += 1;
+    }
+    classes > 0
 }
 
 /// `{"oneOf": [{"type": "string", "const": "a", "description": "..."}, ...], ...}` as
@@ -294,11 +442,14 @@ mod tests {
         );
         assert_eq!(listed["properties"]["either"], input["properties"]["either"]);
         // A field that names its choices already is not told them twice.
-        let named = json!({"description": "`soft` or `mixed`.", "oneOf": [
+        let named = json!({"description": "`soft` (HEAD only) or `mixed`.", "oneOf": [
             {"type": "string", "const": "soft", "description": "HEAD only."},
             {"type": "string", "const": "mixed", "description": "And the index."},
         ]});
-        assert_eq!(super::listed_input(&named)["description"], "`soft` or `mixed`.");
+        assert_eq!(
+            super::listed_input(&named)["description"],
+            "`soft` (HEAD only) or `mixed`."
+        );
         assert_eq!(listed["properties"]["properties"], input["properties"]["properties"]);
         assert_eq!(
             listed["properties"]["optional"],
@@ -375,5 +526,155 @@ mod tests {
             listed.get("required").is_none() && listed.get("additionalProperties").is_none(),
             "{listed}"
         );
+    }
+
+    #[test]
+    fn a_pattern_that_only_keeps_a_few_characters_out_of_a_name_is_left_to_the_tool() {
+        for guard in [
+            // GitHub's owner and repository names, organizations, branches; a git revision.
+            "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$",
+            "^[A-Za-z0-9][A-Za-z0-9-]*$",
+            r"^[^\s?#&]+$",
+            r"^[^-\s][^\s]*$",
+            r"^[^\x00-\x08\x0A-\x1F\x7F]*$",
+            r"^[^\]]+$",
+            r"^\S+$",
+            r"^[\w.-]+$",
+        ] {
+            assert!(super::guard_pattern(guard), "{guard}");
+        }
+        for shape in [
+            r"^(f[0-9]{1,4})?e[0-9]{1,9}$",
+            "^e[0-9]{1,9}$",
+            "^[0-9a-f]{40,64}$",
+            "^[^,]{1,100}$",
+            "^https?://",
+            "^[A-Za-z0-9-]+(\\[bot\\])?$",
+            "^[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9:]{8}Z)?$",
+            r"^\.[a-z]+$",
+            // Narrower than letters and digits: what a value looks like.
+            "^[0-9]+$",
+            "^[a-z_]+$",
+            "^[A-Z][A-Z][A-Z]$",
+            r"^\d+$",
+            "^[^0-9]+$",
+            r"^[^\d]+$",
+            r"^\D+$",
+            "[a-z]+",
+            "^[A-Za-z0-9]+",
+            "^$",
+            "^[^a$",
+        ] {
+            assert!(!super::guard_pattern(shape), "{shape}");
+        }
+        let input = json!({"type": "object", "properties": {
+            "owner": {"type": "string", "maxLength": 100, "pattern": "^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"},
+            "ref": {"type": "string", "pattern": "^e[0-9]{1,9}$"},
+            // A property named `pattern` is data.
+            "pattern": {"type": "string"},
+        }, "required": ["owner"]});
+        assert_eq!(
+            super::listed_input(&input),
+            json!({"type": "object", "properties": {
+                "owner": {"type": "string", "maxLength": 100},
+                "ref": {"type": "string", "pattern": "^e[0-9]{1,9}$"},
+                "pattern": {"type": "string"},
+            }, "required": ["owner"]})
+        );
+    }
+
+    #[test]
+    fn an_optional_described_enum_is_listed_as_its_enum_under_the_fields_description() {
+        let choice = |description: &str| {
+            json!({"description": description, "oneOf": [
+                {"type": "string", "const": "LEFT", "description": "Old file."},
+                {"type": "string", "const": "RIGHT", "description": "New file."},
+            ]})
+        };
+        let input = json!({"type": "object", "properties": {
+            "order": {"anyOf": [choice("`LEFT` or `RIGHT`."), {"type": "null"}], "description": "Default `RIGHT`."},
+            "side": {"anyOf": [{"type": "null"}, choice("`LEFT` (old file) or `RIGHT` (new file).")], "description": "Its side."},
+            "bare": {"anyOf": [choice("A side."), {"type": "null"}]},
+            // Required: its `null` is part of the call.
+            "needed": {"anyOf": [choice("A side."), {"type": "null"}], "description": "Or none."},
+            // A `null` default, or a keyword the choice has too: left as they are.
+            "unset": {"anyOf": [{"type": "string", "enum": ["a"]}, {"type": "null"}], "default": null},
+            "typed": {"anyOf": [{"type": "string"}, {"type": "null"}], "type": "string"},
+            "either": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+        }, "required": ["needed"]});
+        let listed = super::listed_input(&input);
+        let enumeration = json!(["LEFT", "RIGHT"]);
+        assert_eq!(
+            listed["properties"]["order"],
+            json!({"type": "string", "enum": enumeration, "description": "Default `RIGHT`."})
+        );
+        assert_eq!(
+            listed["properties"]["side"],
+            json!({"type": "string", "enum": enumeration,
+                   "description": "Its side. `LEFT` (old file) or `RIGHT` (new file)."})
+        );
+        assert_eq!(
+            listed["properties"]["bare"],
+            json!({"type": "string", "enum": enumeration,
+                   "description": "A side.\n`LEFT`: Old file.\n`RIGHT`: New file."})
+        );
+        assert!(listed["properties"]["needed"]["anyOf"].is_array(), "{listed}");
+        for kept in ["unset", "typed", "either"] {
+            assert_eq!(listed["properties"][kept], input["properties"][kept], "{kept}");
+        }
+        // What a call may send is the same but for the optional property's `null`.
+        let validator = |schema: &serde_json::Value| jsonschema::validator_for(schema).unwrap();
+        for value in [
+            json!({"needed": null, "order": "LEFT", "side": "RIGHT", "bare": "LEFT"}),
+            json!({"needed": "LEFT", "order": "UP"}),
+            json!({"needed": null, "side": 1}),
+            json!({"needed": null}),
+        ] {
+            assert_eq!(
+                validator(&input).is_valid(&value),
+                validator(&listed).is_valid(&value),
+                "{value}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_description_that_only_names_its_enums_values_is_not_listed() {
+        let input = json!({"type": "object", "properties": {
+            "action": {"type": "string", "enum": ["push", "list", "pop"], "description": "`push`, `list` or `pop`."},
+            "status": {"type": "string", "enum": ["in_progress", "in"], "description": "`in_progress` and\n`in`."},
+            "format": {"type": "string", "enum": ["png", "jpeg"], "description": "`png` (default) or `jpeg`."},
+            "other": {"type": "string", "enum": ["a", "b"], "description": "`a`, `b` or `c`."},
+            "none": {"type": "string", "enum": ["a"], "description": "Or."},
+        }});
+        let listed = super::listed_input(&input);
+        for (name, kept) in [
+            ("action", false),
+            ("status", false),
+            ("format", true),
+            ("other", true),
+            ("none", true),
+        ] {
+            assert_eq!(
+                listed["properties"][name].get("description").is_some(),
+                kept,
+                "{name}: {listed}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_title_that_is_only_the_name_in_words_is_not_listed() {
+        let registry = kyro_core::Registry::with_catalog(kyro_tools::BUILTINS).unwrap();
+        let title = |name: &str| {
+            let tool = super::mcp_tool(registry.snapshot().get(name).unwrap().descriptor());
+            tool.title.as_deref().map(str::to_owned)
+        };
+        assert_eq!(title("read_file"), None, "Read file");
+        assert_eq!(title("grep").as_deref(), Some("Search file contents"));
+        assert!(super::in_words("git_add", "Git add"));
+        assert!(super::in_words("read_file", "READ FILE"));
+        assert!(!super::in_words("git_branch", "Git branches"));
+        assert!(!super::in_words("read_file", "Read a file"));
     }
 }
