@@ -1042,6 +1042,17 @@ fn a_current_client_is_asked_by_input_required_and_its_answer_runs_the_call_once
             "declined"
         ]
     );
+    // Each request passed the boundary once: one receipt each, and the approved retry's
+    // says `approved` (not `approval_required` and then `approved`).
+    let decisions: Vec<String> = std::fs::read_to_string(ws.path().join(".kyro/receipts.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap()["decision"]["kind"].to_string())
+        .collect();
+    assert_eq!(
+        decisions.join(" ").replace('"', ""),
+        "approval_required denied denied approved denied approval_required denied"
+    );
     // A client that cannot be asked by a form keeps the text that says how to approve.
     drop(server);
     let mut server = Server::spawn(ws.path(), &[]);

@@ -11,7 +11,7 @@ use serde_json::Value;
 /// floats (a literal with a point, or a power with a negative or float exponent), `+ - * / % ^`,
 /// comparisons, `&& || !`, functions like `math::sqrt`, `math::sin`, `math::ln`, `min`, `max`,
 /// `floor`, `round`. No variables; a non-finite result is an error.
-#[tool(name = "calculate", title = "Calculate", category = "calculation", effect = "none", aliases = ["calc"])]
+#[tool(name = "calculate", title = "Calculate", category = "calculation", effect = "none", aliases = ["calc"], inline = true)]
 pub struct Calculate {
     /// Like `(2 + 3) * 7` or `math::sqrt(2.0)`.
     #[schemars(length(min = 1, max = 4096))]
