@@ -292,9 +292,18 @@ macro_rules! floats {
                 }
             }
 
+            /// An integer straight to the type, rounded once, as serde reads it (through
+            /// `f64` first, an `f32` could round twice and differ).
             fn take(value: &Value, rules: &Rules, c: &mut Checker) -> Option<$ty> {
                 Self::check(value, rules, c);
-                value.as_f64().map(|f| f as $ty)
+                let Value::Number(n) = value else {
+                    return None;
+                };
+                match (n.as_u64(), n.as_i64()) {
+                    (Some(u), _) => Some(u as $ty),
+                    (None, Some(i)) => Some(i as $ty),
+                    (None, None) => n.as_f64().map(|f| f as $ty),
+                }
             }
         }
     )*};

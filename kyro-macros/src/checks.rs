@@ -71,17 +71,30 @@ impl Keys {
     }
 
     fn string(&self, key: &str) -> Option<String> {
-        self.found.iter().find_map(|(k, v, _)| match v {
-            Some(Expr::Lit(syn::ExprLit {
-                lit: syn::Lit::Str(s), ..
-            })) if k == key => Some(s.value()),
-            _ => None,
-        })
+        self.found
+            .iter()
+            .find_map(|(k, v, _)| v.as_ref().filter(|_| k == key).and_then(lit_str))
+            .map(LitStr::value)
     }
 }
 
-/// `impl Check` for an `#[input]` or `#[tool]` type.
-pub fn emit(item: &DeriveInput, kc: &TokenStream) -> TokenStream {
+/// `value` as a string literal, seen through the invisible groups a `macro_rules!`
+/// fragment (`$name:literal`, `$e:expr`) leaves around it, as serde sees through them.
+fn lit_str(mut value: &Expr) -> Option<&LitStr> {
+    while let Expr::Group(group) = value {
+        value = &group.expr;
+    }
+    match value {
+        Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(s), ..
+        }) => Some(s),
+        _ => None,
+    }
+}
+
+/// `impl Check` for an `#[input]` or `#[tool]` type; `closed` when unknown fields are
+/// refused whatever the type says (`#[tool]` adds `deny_unknown_fields`).
+pub fn emit(item: &DeriveInput, kc: &TokenStream, closed: bool) -> TokenStream {
     let ident = &item.ident;
     let (impl_generics, type_generics, where_clause) = item.generics.split_for_impl();
     let serde = keys(&item.attrs, "serde");
@@ -89,7 +102,7 @@ pub fn emit(item: &DeriveInput, kc: &TokenStream) -> TokenStream {
     let plain = serde.only(SERDE_CONTAINER) && schemars.only(SCHEMARS_QUIET) && item.generics.params.is_empty();
     let body = match &item.data {
         syn::Data::Struct(data) if plain => match &data.fields {
-            Fields::Named(named) => object(named, &serde, kc),
+            Fields::Named(named) => object(named, &serde, closed, kc),
             _ => None,
         },
         syn::Data::Enum(data) if plain => choices(data, &serde, kc),
@@ -140,7 +153,12 @@ pub fn tool_check(ident: &syn::Ident, kc: &TokenStream) -> TokenStream {
     }
 }
 
-fn object(named: &syn::FieldsNamed, serde: &Keys, kc: &TokenStream) -> Option<(TokenStream, TokenStream, TokenStream)> {
+fn object(
+    named: &syn::FieldsNamed,
+    serde: &Keys,
+    closed: bool,
+    kc: &TokenStream,
+) -> Option<(TokenStream, TokenStream, TokenStream)> {
     // Keys a check cannot tell from the field names (a flattened field's, a rename per
     // direction): no check, serde (or the schema's validator) decides.
     if named.named.iter().any(|f| {
@@ -149,8 +167,16 @@ fn object(named: &syn::FieldsNamed, serde: &Keys, kc: &TokenStream) -> Option<(T
     }) {
         return None;
     }
-    let rename_all = serde.string("rename_all");
+    let rename_all = rename_all(serde)?;
     let all_default = serde.has("default");
+    // serde's default for what it did not read: `default = "path"`'s, else `Default`'s.
+    let container_default = match serde.string("default") {
+        Some(path) => {
+            let path = syn::parse_str::<syn::ExprPath>(&path).ok()?;
+            quote!(#path())
+        }
+        None => quote!(::core::default::Default::default()),
+    };
     let mut complete = vec![quote!(true)];
     let mut names = Vec::new();
     let mut checks = Vec::new();
@@ -176,7 +202,8 @@ fn object(named: &syn::FieldsNamed, serde: &Keys, kc: &TokenStream) -> Option<(T
             quote!(container.#member)
         } else if fs.has("skip") || fs.has("skip_deserializing") {
             quote!(::core::default::Default::default())
-        } else if is_option(&field.ty) {
+        } else if is_option(&field.ty) && !fs.has("with") && !fs.has("deserialize_with") {
+            // (serde requires a field it reads `with` its own deserializer, `Option` or not.)
             quote!(::core::option::Option::None)
         } else {
             quote!(return ::core::option::Option::None)
@@ -235,8 +262,12 @@ fn object(named: &syn::FieldsNamed, serde: &Keys, kc: &TokenStream) -> Option<(T
         names.push(name);
     }
     // One pass over the object's own entries: each key matched against the fields' names
-    // (no lookup per field), then the required ones not seen.
+    // (no lookup per field), then the required ones not seen. Unknown keys are refused as
+    // serde refuses them (`deny_unknown_fields`) and as the canonical schema does (closed
+    // where it lists properties); a type with neither takes any.
     let count = names.len();
+    let closed = closed || serde.has("deny_unknown_fields") || count > 0;
+    let refuse_unknown = closed.then(|| quote!(c.unknown(&unknown, &[#(#names),*]);));
     let check = quote! {
         let ::core::option::Option::Some(map) = c.object(value) else {
             return;
@@ -249,10 +280,10 @@ fn object(named: &syn::FieldsNamed, serde: &Keys, kc: &TokenStream) -> Option<(T
                 other => unknown.push(other),
             }
         }
-        c.unknown(&unknown, &[#(#names),*]);
+        #refuse_unknown
         #(#missing)*
     };
-    let container = all_default.then(|| quote!(let container: Self = ::core::default::Default::default();));
+    let container = all_default.then(|| quote!(let container: Self = #container_default;));
     let take = quote! {
         #[allow(unused_variables, unused_mut, unreachable_code, clippy::needless_return)]
         fn take(
@@ -275,7 +306,7 @@ fn object(named: &syn::FieldsNamed, serde: &Keys, kc: &TokenStream) -> Option<(T
                     other => unknown.push(other),
                 }
             }
-            c.unknown(&unknown, &[#(#names),*]);
+            #refuse_unknown
             #(#missing)*
             if c.found() > before {
                 return ::core::option::Option::None;
@@ -288,7 +319,7 @@ fn object(named: &syn::FieldsNamed, serde: &Keys, kc: &TokenStream) -> Option<(T
 }
 
 fn choices(data: &syn::DataEnum, serde: &Keys, kc: &TokenStream) -> Option<(TokenStream, TokenStream, TokenStream)> {
-    let rename_all = serde.string("rename_all");
+    let rename_all = rename_all(serde)?;
     let mut names = Vec::new();
     let mut variants = Vec::new();
     for variant in &data.variants {
@@ -366,12 +397,10 @@ fn rules(schemars: &Keys, kc: &TokenStream) -> Option<TokenStream> {
                 }
             }
             "regex" => {
-                let pattern = inner.found.iter().find_map(|(k, v, _)| match v {
-                    Some(Expr::Lit(syn::ExprLit {
-                        lit: syn::Lit::Str(s), ..
-                    })) if k == "pattern" => Some(s.clone()),
-                    _ => None,
-                });
+                let pattern = inner
+                    .found
+                    .iter()
+                    .find_map(|(k, v, _)| v.as_ref().filter(|_| k == "pattern").and_then(lit_str).cloned());
                 let pattern: LitStr = pattern.filter(|_| inner.found.len() == 1)?;
                 fields.push(quote!(pattern: ::core::option::Option::Some({
                     static PATTERN: #kc::__private::Pattern = #kc::__private::Pattern::new(#pattern);
@@ -399,12 +428,40 @@ fn keys_of(args: &TokenStream) -> Option<Keys> {
     (!found.unreadable).then_some(found)
 }
 
-/// Whether a field's type is `Option<..>`: serde and schemars treat it as not required.
+/// Whether a field's type is `Option<..>`: serde and schemars treat it as not required
+/// (seen through the invisible group a `macro_rules!` `$t:ty` leaves, and parentheses).
 fn is_option(ty: &Type) -> bool {
-    matches!(ty, Type::Path(p) if p.qself.is_none() && p.path.segments.last().is_some_and(|s| s.ident == "Option"))
+    match ty {
+        Type::Group(group) => is_option(&group.elem),
+        Type::Paren(paren) => is_option(&paren.elem),
+        Type::Path(p) => p.qself.is_none() && p.path.segments.last().is_some_and(|s| s.ident == "Option"),
+        _ => false,
+    }
 }
 
-/// A field's name under `rename_all`, as serde renames a field.
+/// The rule serde renames by when it deserializes: `rename_all = "rule"`, or the
+/// `deserialize` one of `rename_all(serialize = "..", deserialize = "..")` (none when only
+/// `serialize` is given); `None` when it cannot be read (no check is generated).
+fn rename_all(serde: &Keys) -> Option<Option<String>> {
+    let Some((_, value, args)) = serde.found.iter().find(|(k, ..)| k == "rename_all") else {
+        return Some(None);
+    };
+    match (value, args) {
+        (Some(_), _) => serde.string("rename_all").map(Some),
+        (None, Some(args)) => {
+            let inner = keys_of(args)?;
+            if !inner.only(&["serialize", "deserialize"])
+                || (inner.has("deserialize") && inner.string("deserialize").is_none())
+            {
+                return None;
+            }
+            Some(inner.string("deserialize"))
+        }
+        (None, None) => None,
+    }
+}
+
+/// A field's name under `rename_all`, as serde renames a field (ASCII case only).
 fn rename_field(field: &str, rule: Option<&str>) -> String {
     let pascal = || {
         let mut out = String::new();
@@ -413,7 +470,7 @@ fn rename_field(field: &str, rule: Option<&str>) -> String {
             if c == '_' {
                 upper = true;
             } else if upper {
-                out.extend(c.to_uppercase());
+                out.push(c.to_ascii_uppercase());
                 upper = false;
             } else {
                 out.push(c);
@@ -429,7 +486,7 @@ fn rename_field(field: &str, rule: Option<&str>) -> String {
             let mut chars = p.chars();
             chars
                 .next()
-                .map(|f| f.to_lowercase().chain(chars).collect())
+                .map(|f| std::iter::once(f.to_ascii_lowercase()).chain(chars).collect())
                 .unwrap_or_default()
         }
         Some("kebab-case") => field.replace('_', "-"),
@@ -438,7 +495,7 @@ fn rename_field(field: &str, rule: Option<&str>) -> String {
     }
 }
 
-/// A variant's name under `rename_all`, as serde renames a variant.
+/// A variant's name under `rename_all`, as serde renames a variant (ASCII case only).
 fn rename_variant(variant: &str, rule: Option<&str>) -> String {
     let snake = || {
         let mut out = String::new();
@@ -446,7 +503,7 @@ fn rename_variant(variant: &str, rule: Option<&str>) -> String {
             if c.is_uppercase() && i > 0 {
                 out.push('_');
             }
-            out.extend(c.to_lowercase());
+            out.push(c.to_ascii_lowercase());
         }
         out
     };
@@ -457,7 +514,7 @@ fn rename_variant(variant: &str, rule: Option<&str>) -> String {
             let mut chars = variant.chars();
             chars
                 .next()
-                .map(|f| f.to_lowercase().chain(chars).collect())
+                .map(|f| std::iter::once(f.to_ascii_lowercase()).chain(chars).collect())
                 .unwrap_or_default()
         }
         Some("snake_case") => snake(),

@@ -66,7 +66,7 @@ pub fn emit(tool: &Tool) -> TokenStream {
         .flatten()
         .filter(|f| crate::check::holds_workspace_path(&f.field.ty))
         .map(|f| f.ident.unraw().to_string());
-    let check_impl = crate::checks::emit(tool.item, kc);
+    let check_impl = crate::checks::emit(tool.item, kc, true);
     let tool_check = crate::checks::tool_check(ident, kc);
     // Spanned at the struct's name, so a missing `Execute` impl is reported there.
     let tool_impl = quote_spanned! {ident.span()=>

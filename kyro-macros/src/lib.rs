@@ -93,7 +93,7 @@ pub fn input(args: TokenStream, item: TokenStream) -> TokenStream {
     let kc = &core.tokens;
     let serde_crate = format!("{}::__private::serde", core.text);
     let schemars_crate = format!("{}::__private::schemars", core.text);
-    let check = checks::emit(&item, kc);
+    let check = checks::emit(&item, kc, false);
     quote::quote! {
         #[derive(#kc::__private::serde::Deserialize, #kc::__private::schemars::JsonSchema)]
         #[serde(crate = #serde_crate)]

@@ -178,6 +178,12 @@ struct ProbePart {
     line: Option<u64>,
 }
 
+/// A marker without fields: serde and the schema (which closes only an object that lists
+/// properties) take any field in it.
+#[kyro_core::input]
+#[derive(Debug)]
+struct ProbeMarker {}
+
 /// Options of the probe, with serde's renames (which `#[tool]` refuses on its own
 /// struct but an `#[input]` struct may use).
 #[kyro_core::input]
@@ -234,6 +240,8 @@ struct ZzProbe {
     ratio: Option<f64>,
     /// A small number.
     small: Option<u8>,
+    /// A marker.
+    marker: Option<ProbeMarker>,
 }
 
 /// What the probe saw.
@@ -335,6 +343,9 @@ fn probe_check_agrees_with_its_schema() {
             &["/main_part/kind", "/main_part/line", "/main_part/path"],
         ),
         (with(json!({"main_part": {}})), &["/main_part"]),
+        (with(json!({"marker": {}})), &[]),
+        (with(json!({"marker": {"any": 1}})), &[]),
+        (with(json!({"marker": []})), &["/marker"]),
         (with(json!({"main_part": null})), &[]),
         (
             with(json!({"parts": [{"path": "a"}, {"path": "b", "extra": 1}, 3]})),
