@@ -49,6 +49,15 @@ impl Staged {
         }
     }
 
+    /// Denied at authorization for `reason`.
+    fn denied(name: String, canonical: CanonicalCall, reason: Denial) -> Staged {
+        let outcome = Outcome::Denied {
+            tool: name.clone(),
+            reason: reason.clone(),
+        };
+        Staged::decided(name, canonical, Decision::Denied { reason }, outcome)
+    }
+
     /// Refused at authorization.
     fn decided(name: String, canonical: CanonicalCall, decision: Decision, outcome: Outcome) -> Staged {
         Staged {
@@ -122,12 +131,7 @@ impl Runtime {
         // 4. Authorization, only for a call that can be recorded: no approval is spent, no
         // person asked and nothing run while the receipt log cannot be written.
         if let Err(message) = self.observers_ready() {
-            let reason = Denial::ReceiptsUnwritable { message };
-            let outcome = Outcome::Denied {
-                tool: name.clone(),
-                reason: reason.clone(),
-            };
-            return Staged::decided(name, canonical, Decision::Denied { reason }, outcome);
+            return Staged::denied(name, canonical, Denial::ReceiptsUnwritable { message });
         }
         let parties = Parties {
             scope,
@@ -149,12 +153,7 @@ impl Runtime {
         // A person may have taken minutes: the receipt log must still take the receipt, and
         // the caller must still be there, before anything runs.
         if let Err(message) = self.observers_ready() {
-            let reason = Denial::ReceiptsUnwritable { message };
-            let outcome = Outcome::Denied {
-                tool: name.clone(),
-                reason: reason.clone(),
-            };
-            return Staged::decided(name, canonical, Decision::Denied { reason }, outcome);
+            return Staged::denied(name, canonical, Denial::ReceiptsUnwritable { message });
         }
         if settled(cancel.as_mut()).await {
             let outcome = Outcome::Cancelled { tool: name.clone() };

@@ -4,6 +4,7 @@
 //! lengths, ranges, patterns). No schema is interpreted for a native tool whose types all
 //! have one; the schema's validator is the oracle the generated checks are tested against.
 
+use std::fmt::Write as _;
 use std::sync::OnceLock;
 
 use serde_json::{Map, Value};
@@ -76,6 +77,22 @@ pub struct Checker {
     found: Vec<Violation>,
 }
 
+thread_local! {
+    /// A pointer buffer kept between checks on this thread (a check that finds nothing
+    /// then allocates nothing for its pointers).
+    static POINTERS: std::cell::Cell<String> = const { std::cell::Cell::new(String::new()) };
+}
+
+impl Drop for Checker {
+    fn drop(&mut self) {
+        let mut pointer = std::mem::take(&mut self.pointer);
+        if (1..=1024).contains(&pointer.capacity()) {
+            pointer.clear();
+            POINTERS.with(|kept| kept.set(pointer));
+        }
+    }
+}
+
 impl Checker {
     /// A checker at the root.
     pub fn new() -> Checker {
@@ -83,8 +100,8 @@ impl Checker {
     }
 
     /// Every violation, sorted by pointer, as the schema's validator reports them.
-    pub fn into_violations(self) -> Vec<Violation> {
-        let mut found = self.found;
+    pub fn into_violations(mut self) -> Vec<Violation> {
+        let mut found = std::mem::take(&mut self.found);
         found.sort_by(|a, b| a.pointer.cmp(&b.pointer));
         found.dedup();
         found
@@ -104,15 +121,19 @@ impl Checker {
     pub fn at<R>(&mut self, key: &str, check: impl FnOnce(&mut Checker) -> R) -> R {
         let len = self.pointer.len();
         if self.pointer.capacity() == 0 {
-            self.pointer.reserve(64);
+            self.pointer = POINTERS.with(|kept| kept.take());
         }
         self.pointer.push('/');
-        for c in key.chars() {
-            match c {
-                '~' => self.pointer.push_str("~0"),
-                '/' => self.pointer.push_str("~1"),
-                c => self.pointer.push(c),
+        if key.contains(['~', '/']) {
+            for c in key.chars() {
+                match c {
+                    '~' => self.pointer.push_str("~0"),
+                    '/' => self.pointer.push_str("~1"),
+                    c => self.pointer.push(c),
+                }
             }
+        } else {
+            self.pointer.push_str(key);
         }
         let taken = check(self);
         self.pointer.truncate(len);
@@ -122,8 +143,7 @@ impl Checker {
     /// Runs `check` at `/index`.
     pub fn at_index<R>(&mut self, index: usize, check: impl FnOnce(&mut Checker) -> R) -> R {
         let len = self.pointer.len();
-        self.pointer.push('/');
-        self.pointer.push_str(&index.to_string());
+        let _ = write!(self.pointer, "/{index}");
         let taken = check(self);
         self.pointer.truncate(len);
         taken
@@ -330,7 +350,11 @@ pub(crate) fn string(value: &Value, rules: &Rules, c: &mut Checker) {
         c.refuse(message::wrong_type(value, &Value::from("string")));
         return;
     };
-    if rules.min_length.is_some() || rules.max_length.is_some() {
+    // Characters are counted only when the bytes leave the bounds in doubt (a character
+    // is one to four bytes).
+    let (bytes, min, max) = (text.len() as u64, rules.min_length, rules.max_length);
+    let doubt = min.is_some_and(|min| bytes.div_ceil(4) < min) || max.is_some_and(|max| bytes > max);
+    if doubt {
         c.size(text.chars().count(), "characters", rules);
     }
     if let Some(pattern) = rules.pattern
