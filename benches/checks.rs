@@ -67,7 +67,7 @@ fn main() {
             }));
             // One pass: the check makes the typed arguments as it reads them.
             compiled.push(timed(|| {
-                std::hint::black_box(generated(std::hint::black_box(args)).unwrap());
+                let _ = std::hint::black_box(generated(std::hint::black_box(args)).unwrap());
             }));
         }
         let (i, c) = (median_ns(interpreted), median_ns(compiled));
