@@ -19,10 +19,13 @@ use kyro_core::{
 };
 use serde_json::json;
 
+/// How a test's person answers a question.
+type Answer = Box<dyn Fn(&Asked<'_>) -> Option<ApprovalToken> + Send + Sync>;
+
 /// An approver that counts its questions and answers with `answer`.
 struct Person {
     asked: AtomicUsize,
-    answer: Box<dyn Fn(&Asked<'_>) -> Option<ApprovalToken> + Send + Sync>,
+    answer: Answer,
     /// Never answers.
     silent: bool,
 }

@@ -285,7 +285,7 @@ fn object(
     };
     let container = all_default.then(|| quote!(let container: Self = #container_default;));
     let take = quote! {
-        #[allow(unused_variables, unused_mut, unreachable_code, clippy::needless_return)]
+        #[allow(unused_variables, unused_mut, unreachable_code, clippy::needless_return, clippy::question_mark)]
         fn take(
             value: &#kc::__private::Json,
             rules: &#kc::__private::Rules,
