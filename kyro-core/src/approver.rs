@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use crate::caller::Caller;
 use crate::policy::ApprovalToken;
-use crate::tool::BoxFuture;
 
 /// What the person is asked about: the call's tool and fingerprint, and the text they
 /// read (every argument, then the tool's preview).
@@ -29,7 +28,10 @@ pub trait Approver: Send + Sync {
     /// The person's answer as a token bound to the call's fingerprint (a refusal is a
     /// token too), or `None`: nobody could be asked now, and the call is answered
     /// `approval_required`.
-    fn approve<'a>(&'a self, asked: Asked<'a>) -> BoxFuture<'a, Option<ApprovalToken>>;
+    fn approve<'a>(
+        &'a self,
+        asked: Asked<'a>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<ApprovalToken>> + Send + 'a>>;
 }
 
 /// A call's approver; compared by identity.

@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::check::{Check, Checker, Rules};
 use crate::context::ToolContext;
 use crate::descriptor::Hints;
 use crate::effect::{Approval, Capability, Effect};
@@ -259,4 +260,26 @@ fn rule_native<T: Tool>(typed: &Typed, scope: &crate::policy::Scope) -> Option<c
 
 fn deserializes<T: Tool>(arguments: &Value) -> Result<(), String> {
     T::deserialize(arguments).map(drop).map_err(|e| e.to_string())
+}
+
+/// A tool's generated check ([`crate::Tool::CHECK`]): its arguments typed in the one pass
+/// that checked them, or every violation; `None` when its check is incomplete and its
+/// schema's validator (or serde) decides.
+pub type CheckFn = fn(&Value) -> Option<Result<Typed, Vec<crate::schema::Violation>>>;
+
+/// The check of a tool's whole arguments object, and the arguments typed in the same pass
+/// (serde reads them when a part cannot be taken; it agrees with the check, which the
+/// catalog tests hold).
+pub fn tool_arguments<T: Tool + Check>(value: &Value) -> Result<Typed, Vec<crate::schema::Violation>> {
+    let mut c = Checker::new();
+    let taken = T::take(value, &Rules::NONE, &mut c);
+    if c.found() > 0 {
+        return Err(c.into_violations());
+    }
+    match taken {
+        Some(typed) => Ok(Typed::new(typed)),
+        None => T::deserialize(value)
+            .map(Typed::new)
+            .map_err(|e| vec![crate::schema::Violation::new("", e.to_string())]),
+    }
 }

@@ -196,8 +196,10 @@ pub fn of_error(error: &jsonschema::ValidationError<'_>, schema: &Value) -> Stri
     }
 }
 
-#[cfg(all(test, feature = "interpreter"))]
+#[cfg(test)]
+#[cfg(feature = "interpreter")]
 mod tests {
+
     use serde_json::{Value, json};
 
     use crate::schema::CompiledSchema;
