@@ -171,6 +171,7 @@ impl Runtime {
             tool,
             snapshot,
             prepared,
+            arguments,
             ..
         } = checked;
         let descriptor = tool.descriptor();
@@ -198,14 +199,14 @@ impl Runtime {
         let (ended, work_stopped) = if tool.executor().inline() {
             // Never blocks: run here; stopping it is dropping it.
             let run = async {
-                let result = tool.executor().run(prepared, &cx).await?;
+                let result = tool.executor().run(prepared, arguments, &cx).await?;
                 crate::offload::checked(&tool, result, cx.output_limit())
             };
             let ended = first_of(tokio::time::timeout(limit, run), cancelled).await;
             let stopped = (!matches!(ended, Some(Ok(_)))).then_some(true);
             (ended, stopped)
         } else {
-            let mut work = Offloaded::start(tool.clone(), prepared, cx);
+            let mut work = Offloaded::start(tool.clone(), (prepared, arguments), cx);
             let ended = first_of(tokio::time::timeout(limit, work.finish()), cancelled).await;
             let stopped = match ended {
                 Some(Ok(_)) => None,

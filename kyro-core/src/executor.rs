@@ -38,14 +38,14 @@ pub(crate) struct Native {
 pub(crate) type CustomFn =
     dyn for<'a> Fn(Value, &'a ToolContext) -> BoxFuture<'a, Result<Value, ToolError>> + Send + Sync;
 
-/// A call's arguments as its executor takes them: a catalog tool's typed once, a custom
-/// tool's as JSON.
+/// A call's arguments as its executor takes them: a catalog tool's typed once; a custom
+/// tool takes the checked JSON object itself, handed to [`Executor::run`] (never copied).
 #[derive(Debug)]
 pub(crate) enum Prepared {
     /// Deserialized into the tool's type.
     Typed(Typed),
-    /// The checked JSON object.
-    Json(Value),
+    /// The checked JSON object, as it is.
+    Json,
 }
 
 impl Executor {
@@ -71,7 +71,7 @@ impl Executor {
                 Ok(typed) => Ok(Prepared::Typed(typed)),
                 Err(message) => Err(ToolError::ArgumentsDisagree { message }),
             },
-            Executor::Custom(_) => Ok(Prepared::Json(arguments.clone())),
+            Executor::Custom(_) => Ok(Prepared::Json),
         }
     }
 
@@ -94,11 +94,12 @@ impl Executor {
     pub(crate) fn run<'a>(
         &'a self,
         prepared: Prepared,
+        arguments: Value,
         cx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         match (self, prepared) {
             (Executor::Builtin(native), Prepared::Typed(typed)) => (native.run)(typed, cx),
-            (Executor::Custom(f), Prepared::Json(arguments)) => f(arguments, cx),
+            (Executor::Custom(f), Prepared::Json) => f(arguments, cx),
             _ => Box::pin(async {
                 Err(ToolError::ArgumentsDisagree {
                     message: "the arguments were prepared for another executor".into(),

@@ -32,7 +32,11 @@ pub(crate) struct Offloaded {
 
 impl Offloaded {
     /// Starts the executor.
-    pub(crate) fn start(tool: Arc<RegisteredTool>, arguments: Prepared, cx: ToolContext) -> Offloaded {
+    pub(crate) fn start(
+        tool: Arc<RegisteredTool>,
+        (prepared, arguments): (Prepared, Value),
+        cx: ToolContext,
+    ) -> Offloaded {
         let handle = tokio::runtime::Handle::current();
         let (stop, stopped) = oneshot::channel::<()>();
         let work = tokio::task::spawn_blocking(move || {
@@ -42,7 +46,7 @@ impl Offloaded {
                     let _ = stopped.await;
                 };
                 let run = async {
-                    let result = tool.executor().run(arguments, &cx).await?;
+                    let result = tool.executor().run(prepared, arguments, &cx).await?;
                     checked(&tool, result, cx.output_limit())
                 };
                 first_of(run, stopped).await

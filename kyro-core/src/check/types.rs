@@ -292,22 +292,25 @@ impl<T: Check> Check for std::collections::BTreeMap<String, T> {
     }
 
     fn take(value: &Value, _: &Rules, c: &mut Checker) -> Option<Self> {
-        let Value::Object(map) = value else {
-            c.refuse(message::wrong_type(value, &Value::from("object")));
-            return None;
-        };
-        let mut taken = Some(std::collections::BTreeMap::new());
-        for (key, item) in map {
-            let item = c.at(key, |c| T::take(item, &Rules::NONE, c));
-            match (&mut taken, item) {
-                (Some(all), Some(item)) => {
-                    all.insert(key.clone(), item);
-                }
-                _ => taken = None,
-            }
-        }
-        taken
+        take_entries(value, c)
     }
+}
+
+/// A map's entries, each taken as `T`, into whichever map the field is.
+fn take_entries<T: Check, M: Default + Extend<(String, T)>>(value: &Value, c: &mut Checker) -> Option<M> {
+    let Value::Object(map) = value else {
+        c.refuse(message::wrong_type(value, &Value::from("object")));
+        return None;
+    };
+    let mut taken = Some(M::default());
+    for (key, item) in map {
+        let item = c.at(key, |c| T::take(item, &Rules::NONE, c));
+        match (&mut taken, item) {
+            (Some(all), Some(item)) => all.extend([(key.clone(), item)]),
+            _ => taken = None,
+        }
+    }
+    taken
 }
 
 impl<T: Check> Check for std::collections::HashMap<String, T> {
@@ -319,7 +322,7 @@ impl<T: Check> Check for std::collections::HashMap<String, T> {
         <std::collections::BTreeMap<String, T> as Check>::check(value, rules, c);
     }
 
-    fn take(value: &Value, rules: &Rules, c: &mut Checker) -> Option<Self> {
-        <std::collections::BTreeMap<String, T> as Check>::take(value, rules, c).map(|map| map.into_iter().collect())
+    fn take(value: &Value, _: &Rules, c: &mut Checker) -> Option<Self> {
+        take_entries(value, c)
     }
 }
