@@ -13,6 +13,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::caller::Caller;
+use crate::review::{DecideError, Decided, MOST_PENDING, NewReview, PENDING_PER_CALLER, Review, ReviewState};
 
 /// A person's standing approval of a tool for one caller, until it expires or is revoked.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -93,6 +94,24 @@ pub trait ApprovalStore: Send + Sync + 'static {
     fn grants(&self, caller: Option<&Caller>, now_ms: u64) -> Result<Vec<Grant>, String>;
     /// Revokes grant `id`; `Ok(false)` when there is none.
     fn revoke_grant(&self, id: &str) -> Result<bool, String>;
+    /// The review still standing for `new`'s caller and fingerprint at `now_ms`
+    /// ([`Review::stands_at`]), else `new` put in the queue, pending, with a new id
+    /// ([`crate::review::new_id`]). Refused when the caller holds
+    /// [`PENDING_PER_CALLER`](crate::review::PENDING_PER_CALLER) pending reviews, or the store
+    /// [`MOST_PENDING`](crate::review::MOST_PENDING). Reviews expired
+    /// [`KEPT_AFTER_MS`](crate::review::KEPT_AFTER_MS) ago may go.
+    fn request_review(&self, new: NewReview, now_ms: u64) -> Result<Review, String>;
+    /// Review `id`, its state as of `now_ms` ([`Review::state_at`]).
+    fn review(&self, id: &str, now_ms: u64) -> Result<Option<Review>, String>;
+    /// The reviews kept, oldest first: only those pending at `now_ms` (the inbox), or all.
+    fn reviews(&self, pending_only: bool, now_ms: u64) -> Result<Vec<Review>, String>;
+    /// Decides review `id` when it is pending at `now_ms` (one decision, whichever process
+    /// asks first): the review as decided. Who may decide is checked before
+    /// ([`crate::review::decide`]).
+    fn decide_review(&self, id: &str, decided: Decided, now_ms: u64) -> Result<Review, DecideError>;
+    /// Takes review `id` from approved (and unexpired at `now_ms`) to ran, in one step:
+    /// `Ok(true)` for the one process that takes it, `Ok(false)` for any other.
+    fn spend_review(&self, id: &str, now_ms: u64) -> Result<bool, String>;
 }
 
 /// Milliseconds since the Unix epoch.
@@ -117,6 +136,7 @@ struct Memory {
     nonces: HashMap<String, u64>,
     grants: Vec<Grant>,
     next: u64,
+    reviews: Vec<Review>,
 }
 
 impl MemoryApprovalStore {
@@ -176,6 +196,90 @@ impl ApprovalStore for MemoryApprovalStore {
         memory.grants.retain(|g| g.id != id);
         Ok(memory.grants.len() != before)
     }
+
+    fn request_review(&self, new: NewReview, now_ms: u64) -> Result<Review, String> {
+        let mut memory = self.lock();
+        memory
+            .reviews
+            .retain(|r| r.expires_at_ms.saturating_add(crate::review::KEPT_AFTER_MS) > now_ms);
+        let standing = memory
+            .reviews
+            .iter()
+            .find(|r| r.caller == new.caller && r.fingerprint == new.fingerprint && r.stands_at(now_ms));
+        if let Some(review) = standing {
+            let mut review = review.clone();
+            review.state = review.state_at(now_ms);
+            return Ok(review);
+        }
+        let pending = |r: &&Review| r.state_at(now_ms) == ReviewState::Pending;
+        let mine = memory.reviews.iter().filter(pending).filter(|r| r.caller == new.caller).count();
+        if mine >= PENDING_PER_CALLER {
+            return Err(format!(
+                "{} has {PENDING_PER_CALLER} calls pending review already; wait for an approver",
+                new.caller
+            ));
+        }
+        if memory.reviews.iter().filter(pending).count() >= MOST_PENDING {
+            return Err(format!("{MOST_PENDING} calls are pending review already; wait for an approver"));
+        }
+        let review = new.into_review(crate::review::new_id()?, now_ms);
+        memory.reviews.push(review.clone());
+        Ok(review)
+    }
+
+    fn review(&self, id: &str, now_ms: u64) -> Result<Option<Review>, String> {
+        Ok(self.lock().reviews.iter().find(|r| r.id == id).map(|r| {
+            let mut review = r.clone();
+            review.state = review.state_at(now_ms);
+            review
+        }))
+    }
+
+    fn reviews(&self, pending_only: bool, now_ms: u64) -> Result<Vec<Review>, String> {
+        Ok(self
+            .lock()
+            .reviews
+            .iter()
+            .map(|r| {
+                let mut review = r.clone();
+                review.state = review.state_at(now_ms);
+                review
+            })
+            .filter(|r| !pending_only || r.state == ReviewState::Pending)
+            .collect())
+    }
+
+    fn decide_review(&self, id: &str, decided: Decided, now_ms: u64) -> Result<Review, DecideError> {
+        let mut memory = self.lock();
+        let Some(review) = memory.reviews.iter_mut().find(|r| r.id == id) else {
+            return Err(DecideError::Unknown(id.to_owned()));
+        };
+        let state = review.state_at(now_ms);
+        if state != ReviewState::Pending {
+            return Err(DecideError::NotPending { id: id.to_owned(), state });
+        }
+        review.state = if decided.approve {
+            ReviewState::Approved
+        } else {
+            ReviewState::Denied
+        };
+        review.approver = Some(decided.approver);
+        review.reason = decided.reason;
+        review.decided_at_ms = Some(now_ms);
+        Ok(review.clone())
+    }
+
+    fn spend_review(&self, id: &str, now_ms: u64) -> Result<bool, String> {
+        let mut memory = self.lock();
+        let Some(review) = memory.reviews.iter_mut().find(|r| r.id == id) else {
+            return Ok(false);
+        };
+        if review.state_at(now_ms) != ReviewState::Approved {
+            return Ok(false);
+        }
+        review.state = ReviewState::Ran;
+        Ok(true)
+    }
 }
 
 #[cfg(test)]
@@ -228,6 +332,11 @@ mod tests {
         let list = grant(Some(json!({"entities": ["tmp"]})));
         assert!(!list.covers(&alice, "run_command", &json!({"entities": ["tmp", "customers"]}), 0));
         assert!(!grant(Some(json!({"argv": []}))).covers(&alice, "run_command", &json!({"argv": ["rm"]}), 0));
+    }
+
+    #[test]
+    fn memory_keeps_the_review_queue_as_every_store_does() {
+        crate::review::conformance(&MemoryApprovalStore::default());
     }
 
     #[test]

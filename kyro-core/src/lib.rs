@@ -41,6 +41,7 @@ pub mod policy;
 mod prepared;
 pub mod receipt;
 mod registry;
+pub mod review;
 mod runtime;
 pub mod sandbox;
 pub mod schema;

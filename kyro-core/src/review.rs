@@ -1,0 +1,337 @@
+//! Reviews: approvals the agent cannot give itself. A call whose rule is `review` runs only
+//! after a named approver decides it, in an inbox outside the client (the HTTP server's
+//! `/approvals`, `kyro approvals`); the client's own answer never approves it.
+//!
+//! The queue lives in the [`ApprovalStore`] every replica shares. A call is reviewed by
+//! its caller and fingerprint: the same call asked again finds its review (pending,
+//! approved and not yet run, or denied until the review expires) instead of a new one.
+//! An approved review runs once ([`ApprovalStore::spend_review`] takes it from `approved`
+//! to `ran` in one step, whichever process waits for it), and a review nobody decides
+//! expires and is then denied: silence is never consent.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::caller::Caller;
+use crate::grants::ApprovalStore;
+
+/// How long a review waits for an approver unless the policy says otherwise
+/// (`[approvals] review_expiry_s`): a day.
+pub const REVIEW_LIFETIME_S: u64 = 24 * 60 * 60;
+
+/// Reviews pending at once for one caller, at most: a caller past it is refused until an
+/// approver catches up.
+pub const PENDING_PER_CALLER: usize = 64;
+
+/// Reviews pending at once in a store, at most.
+pub const MOST_PENDING: usize = 1024;
+
+/// How long a decided, ran or expired review is kept to be shown, after it expires.
+pub const KEPT_AFTER_MS: u64 = 24 * 60 * 60 * 1000;
+
+/// Where a review stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReviewState {
+    /// Waiting for an approver.
+    Pending,
+    /// Approved; the call runs at its next pass (once).
+    Approved,
+    /// Denied by an approver.
+    Denied,
+    /// Approved and run.
+    Ran,
+    /// Nobody decided it in time (or it was approved and never run): denied.
+    Expired,
+}
+
+impl ReviewState {
+    /// The state's word, as the stores keep it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReviewState::Pending => "pending",
+            ReviewState::Approved => "approved",
+            ReviewState::Denied => "denied",
+            ReviewState::Ran => "ran",
+            ReviewState::Expired => "expired",
+        }
+    }
+
+    /// The state a store's word names.
+    pub fn parse(word: &str) -> Option<ReviewState> {
+        Some(match word {
+            "pending" => ReviewState::Pending,
+            "approved" => ReviewState::Approved,
+            "denied" => ReviewState::Denied,
+            "ran" => ReviewState::Ran,
+            "expired" => ReviewState::Expired,
+            _ => return None,
+        })
+    }
+}
+
+/// One call waiting for (or decided by) an approver.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Review {
+    /// The review's id (`/approvals/{id}`, `kyro approvals approve ID`): 16 random hex
+    /// digits.
+    pub id: String,
+    /// Who made the call.
+    pub caller: Caller,
+    /// The canonical tool name.
+    pub tool: String,
+    /// The call's fingerprint.
+    pub fingerprint: String,
+    /// The call's arguments, canonical keys.
+    pub arguments: Value,
+    /// What the approver reads: every argument, then the tool's preview (a diff, a command
+    /// line).
+    pub summary: String,
+    /// When it was asked, in milliseconds since the Unix epoch.
+    pub created_at_ms: u64,
+    /// When it expires unless decided and run, in milliseconds since the Unix epoch.
+    pub expires_at_ms: u64,
+    /// Where it stands at the time it was read.
+    pub state: ReviewState,
+    /// Who decided it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approver: Option<Caller>,
+    /// The approver's reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// When it was decided, in milliseconds since the Unix epoch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decided_at_ms: Option<u64>,
+}
+
+impl Review {
+    /// The state as of `now_ms`: a pending or approved review past its expiry has expired.
+    pub fn state_at(&self, now_ms: u64) -> ReviewState {
+        match self.state {
+            ReviewState::Pending | ReviewState::Approved if now_ms >= self.expires_at_ms => ReviewState::Expired,
+            state => state,
+        }
+    }
+
+    /// Whether this review still stands for its call at `now_ms`: the same call asked
+    /// again finds it instead of a new one (pending, approved not yet run, or denied until
+    /// it expires).
+    pub fn stands_at(&self, now_ms: u64) -> bool {
+        match self.state {
+            ReviewState::Pending | ReviewState::Approved | ReviewState::Denied => now_ms < self.expires_at_ms,
+            ReviewState::Ran | ReviewState::Expired => false,
+        }
+    }
+}
+
+/// A call to put in the queue (the store gives it its id and state).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewReview {
+    /// Who made the call.
+    pub caller: Caller,
+    /// The canonical tool name.
+    pub tool: String,
+    /// The call's fingerprint.
+    pub fingerprint: String,
+    /// The call's arguments.
+    pub arguments: Value,
+    /// What the approver reads.
+    pub summary: String,
+    /// When it expires, in milliseconds since the Unix epoch.
+    pub expires_at_ms: u64,
+}
+
+impl NewReview {
+    /// The review it becomes, pending, with `id`, asked at `now_ms`.
+    pub fn into_review(self, id: String, now_ms: u64) -> Review {
+        Review {
+            id,
+            caller: self.caller,
+            tool: self.tool,
+            fingerprint: self.fingerprint,
+            arguments: self.arguments,
+            summary: self.summary,
+            created_at_ms: now_ms,
+            expires_at_ms: self.expires_at_ms,
+            state: ReviewState::Pending,
+            approver: None,
+            reason: None,
+            decided_at_ms: None,
+        }
+    }
+}
+
+/// An approver's decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decided {
+    /// Approved (true) or denied.
+    pub approve: bool,
+    /// Who decided.
+    pub approver: Caller,
+    /// Why, in their words.
+    pub reason: Option<String>,
+}
+
+/// Why a decision was not taken.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecideError {
+    /// No review has that id (or it is no longer kept).
+    #[error("no approval `{0}` (decided ones are kept a day after they expire)")]
+    Unknown(String),
+    /// It was decided already, ran or expired.
+    #[error("approval `{id}` is {} already; only a pending one can be decided", state.as_str())]
+    NotPending {
+        /// The review.
+        id: String,
+        /// Where it stands.
+        state: ReviewState,
+    },
+    /// The approver made the call, and the policy does not let approvers review their own.
+    #[error("`{0}` made this call and cannot approve it themselves (the policy's `[approvals] self_review` is off)")]
+    OwnCall(Caller),
+    /// The store failed.
+    #[error("{0}")]
+    Store(String),
+}
+
+/// A new review id: 16 random hex digits.
+pub fn new_id() -> Result<String, String> {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes).map_err(|e| format!("no randomness for an approval id: {e}"))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Decides review `id` in `store` at `now_ms`: refused when it is not pending, and when the
+/// approver made the call unless `self_review`. The approver's right to decide at all is
+/// the edge's to check (`--approvers`, the `kyro:approve` scope).
+pub fn decide(
+    store: &dyn ApprovalStore,
+    id: &str,
+    decided: Decided,
+    self_review: bool,
+    now_ms: u64,
+) -> Result<Review, DecideError> {
+    let review = store
+        .review(id, now_ms)
+        .map_err(DecideError::Store)?
+        .ok_or_else(|| DecideError::Unknown(id.to_owned()))?;
+    if review.caller == decided.approver && !self_review {
+        return Err(DecideError::OwnCall(decided.approver));
+    }
+    store.decide_review(id, decided, now_ms)
+}
+
+/// The reason a person writes, kept to a line's worth: control characters become spaces,
+/// at most 500 characters.
+pub fn clean_reason(reason: Option<&str>) -> Option<String> {
+    let reason: String = reason?
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(500)
+        .collect();
+    let reason = reason.trim();
+    (!reason.is_empty()).then(|| reason.to_owned())
+}
+
+/// The behaviour every store's queue keeps, run by each store's tests against a store of
+/// its own (`conformance(&store)`): asked twice, one review; decided once; run once;
+/// expiry; bounds.
+#[doc(hidden)]
+pub fn conformance(store: &dyn ApprovalStore) {
+    let now = crate::grants::now_ms();
+    let alice = Caller::named("alice").unwrap();
+    let bob = Caller::named("bob").unwrap();
+    let new = |caller: &Caller, fingerprint: &str, expires: u64| NewReview {
+        caller: caller.clone(),
+        tool: "write_file".into(),
+        fingerprint: fingerprint.into(),
+        arguments: serde_json::json!({"path": "a.txt", "content": "x"}),
+        summary: "write_file\n  path: a.txt".into(),
+        expires_at_ms: expires,
+    };
+    let day = now + REVIEW_LIFETIME_S * 1000;
+    // Asked twice: one review; another caller's same fingerprint is another review.
+    let one = store.request_review(new(&alice, "f1", day), now).unwrap();
+    assert_eq!(one.state, ReviewState::Pending);
+    assert_eq!(one.id.len(), 16, "{}", one.id);
+    let again = store.request_review(new(&alice, "f1", day), now + 1).unwrap();
+    assert_eq!(again.id, one.id, "the same call finds its review");
+    let bobs = store.request_review(new(&bob, "f1", day), now).unwrap();
+    assert_ne!(bobs.id, one.id);
+    assert_eq!(store.review(&one.id, now).unwrap().as_ref(), Some(&one));
+    assert_eq!(store.review("0000000000000000", now).unwrap(), None);
+    let pending = store.reviews(true, now).unwrap();
+    assert_eq!(pending.iter().map(|r| &r.id).collect::<Vec<_>>(), [&one.id, &bobs.id]);
+    // Not spent while pending; decided once; an approval is spent once.
+    assert!(!store.spend_review(&one.id, now).unwrap());
+    let yes = |who: &Caller| Decided {
+        approve: true,
+        approver: who.clone(),
+        reason: Some("looks right".into()),
+    };
+    assert_eq!(
+        decide(store, &one.id, yes(&alice), false, now),
+        Err(DecideError::OwnCall(alice.clone())),
+        "nobody approves their own call unless the policy says so"
+    );
+    let approved = decide(store, &one.id, yes(&bob), false, now + 5).unwrap();
+    assert_eq!(approved.state, ReviewState::Approved);
+    assert_eq!(approved.approver.as_ref(), Some(&bob));
+    assert_eq!(approved.reason.as_deref(), Some("looks right"));
+    assert_eq!(approved.decided_at_ms, Some(now + 5));
+    assert_eq!(
+        decide(store, &one.id, yes(&bob), false, now + 6),
+        Err(DecideError::NotPending {
+            id: one.id.clone(),
+            state: ReviewState::Approved
+        })
+    );
+    assert_eq!(
+        store.request_review(new(&alice, "f1", day), now + 7).unwrap().id,
+        one.id,
+        "approved and not yet run, it still stands"
+    );
+    assert!(store.spend_review(&one.id, now + 8).unwrap());
+    assert!(!store.spend_review(&one.id, now + 9).unwrap(), "run once");
+    assert_eq!(store.review(&one.id, now + 9).unwrap().unwrap().state, ReviewState::Ran);
+    let fresh = store.request_review(new(&alice, "f1", day), now + 10).unwrap();
+    assert_ne!(fresh.id, one.id, "a ran review no longer stands: the call is asked anew");
+    // Denied: it stands (denied) until it expires.
+    let no = Decided {
+        approve: false,
+        approver: alice.clone(),
+        reason: None,
+    };
+    let denied = decide(store, &bobs.id, no, false, now + 11).unwrap();
+    assert_eq!(denied.state, ReviewState::Denied);
+    assert_eq!(store.request_review(new(&bob, "f1", day), now + 12).unwrap().id, bobs.id);
+    assert!(!store.spend_review(&bobs.id, now + 12).unwrap());
+    // Expiry: pending past its time reads as expired, cannot be decided, and the call is
+    // asked anew.
+    let short = store.request_review(new(&bob, "f2", now + 100), now).unwrap();
+    assert_eq!(store.review(&short.id, now + 100).unwrap().unwrap().state, ReviewState::Expired);
+    assert!(matches!(
+        decide(store, &short.id, yes(&alice), false, now + 100),
+        Err(DecideError::NotPending {
+            state: ReviewState::Expired,
+            ..
+        })
+    ));
+    assert!(!store.reviews(true, now + 100).unwrap().iter().any(|r| r.id == short.id));
+    assert_ne!(store.request_review(new(&bob, "f2", now + 200), now + 101).unwrap().id, short.id);
+    // An approval not run in time expires too.
+    let late = store.request_review(new(&bob, "f3", now + 100), now).unwrap();
+    decide(store, &late.id, yes(&alice), false, now + 1).unwrap();
+    assert!(!store.spend_review(&late.id, now + 100).unwrap());
+    // Self-review when the policy allows it.
+    let own = store.request_review(new(&alice, "f4", day), now).unwrap();
+    assert_eq!(decide(store, &own.id, yes(&alice), true, now).unwrap().state, ReviewState::Approved);
+    // Bounded: a caller holds at most PENDING_PER_CALLER pending.
+    let carol = Caller::named("carol").unwrap();
+    for i in 0..PENDING_PER_CALLER {
+        store.request_review(new(&carol, &format!("c{i}"), day), now).unwrap();
+    }
+    let refused = store.request_review(new(&carol, "one-more", day), now).unwrap_err();
+    assert!(refused.contains("pending"), "{refused}");
+    assert!(store.request_review(new(&carol, "c0", day), now).is_ok(), "asked again, not anew");
+}
