@@ -91,6 +91,11 @@ pub(crate) fn authorize(
                 effect: descriptor.effect,
             },
         }),
+        // A named approver decides it, in the queue; no answer the call carries does. The
+        // queue gives the id ([`crate::boundary`]).
+        (ApprovalRule::Review, _) => Err(Decision::ReviewPending {
+            approval_id: String::new(),
+        }),
         (ApprovalRule::Ask, None) => Err(Decision::ApprovalRequired),
         (ApprovalRule::Ask, Some(token)) => match token.refusal() {
             Some(refusal) => denied(refusal.denial(fingerprint.as_str())),

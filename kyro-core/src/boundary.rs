@@ -28,6 +28,8 @@ use crate::runtime::Runtime;
 use crate::schema::Violation;
 use crate::stop::StopSignal;
 
+mod reviewed;
+
 /// What the steps decided: the receipt's facts and the answer.
 pub(crate) struct Staged {
     pub(crate) tool: Option<String>,
@@ -93,6 +95,8 @@ struct Parties<'a> {
     scope: &'a Scope,
     call_id: &'a str,
     caller: &'a Caller,
+    /// The task the call may become: one waiting for a review becomes it at once.
+    task: Option<&'a crate::outcome::TaskHook>,
 }
 
 impl Runtime {
@@ -137,6 +141,7 @@ impl Runtime {
             scope,
             call_id,
             caller: &caller,
+            task: task.as_ref(),
         };
         // The caller may go while a grant is looked up or a person is asked: then nothing
         // runs, whatever the person answers later.
@@ -337,6 +342,15 @@ impl Runtime {
         let mut confined = HashMap::new();
         let mut token = approval;
         let mut decided = self.decide(&checked, parties.scope, fingerprint, token.as_ref(), &mut confined);
+        if let Err(Decision::ReviewPending { .. }) = decided {
+            let request = self.review_request(&checked, fingerprint, parties);
+            let reviewed = self.review(request, fingerprint, parties).await;
+            return (checked, reviewed.map(|decision| Authorized {
+                decision,
+                confined,
+                approved_exactly: false,
+            }));
+        }
         if decided == Err(Decision::ApprovalRequired) {
             // Asked for, unless the person granted this caller the tool (never past a deny).
             let (name, arguments) = (checked.name.clone(), checked.arguments.clone());

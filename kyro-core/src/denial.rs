@@ -176,6 +176,27 @@ pub enum Denial {
         /// What is wrong with the log.
         message: String,
     },
+    /// An approver denied the reviewed call.
+    ReviewDenied {
+        /// The review's id.
+        approval_id: String,
+        /// Who denied it.
+        approver: String,
+        /// Their reason.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// Nobody decided the reviewed call in time (or its approval was not used in time).
+    ReviewExpired {
+        /// The review's id.
+        approval_id: String,
+    },
+    /// The call needs a review the server cannot keep now (no queue, the queue full or
+    /// unreadable).
+    ReviewUnavailable {
+        /// Why.
+        message: String,
+    },
     /// A sub-agent asked for a scope wider than its caller's, or nested too deep.
     Scope {
         /// Why.
@@ -224,6 +245,25 @@ impl std::fmt::Display for Denial {
                 f,
                 "the person declined this call ({fingerprint}); nothing ran. Do not retry it unless they ask for it"
             ),
+            Denial::ReviewDenied {
+                approval_id,
+                approver,
+                reason,
+            } => {
+                write!(f, "{approver} denied this call (approval {approval_id})")?;
+                match reason {
+                    Some(reason) => write!(f, ": {reason}"),
+                    None => Ok(()),
+                }?;
+                write!(f, "; nothing ran. Do not retry it")
+            }
+            Denial::ReviewExpired { approval_id } => write!(
+                f,
+                "nobody approved this call in time (approval {approval_id} expired); nothing ran. Calling it again asks anew"
+            ),
+            Denial::ReviewUnavailable { message } => {
+                write!(f, "this call needs an approver's review, which cannot be asked now: {message}")
+            }
             Denial::ApprovalUnverified { fingerprint, message } => write!(
                 f,
                 "the approval for {fingerprint} does not verify ({message}); nothing ran. Call again to be asked anew"

@@ -174,6 +174,8 @@ pub enum OutcomeKind {
     Denied,
     /// The call needs an approval bound to its fingerprint.
     ApprovalRequired,
+    /// The call waits for a named approver's review; nothing ran.
+    ApprovalPending,
     /// The tool ran and failed.
     ExecutionFailed,
     /// The tool ran past its time limit and was stopped.
@@ -225,6 +227,21 @@ pub enum Outcome {
         /// What the call would do, for the human.
         summary: String,
     },
+    /// Nothing ran; the call waits for a named approver's review, and runs once when the
+    /// same call comes again after it was approved.
+    ApprovalPending {
+        /// Canonical tool name.
+        tool: String,
+        /// The call's fingerprint.
+        fingerprint: String,
+        /// The review's id.
+        approval_id: String,
+        /// Where an approver decides it (the inbox page), when the server serves one.
+        inbox: Option<String>,
+        /// When the review expires and the call is denied, in milliseconds since the
+        /// Unix epoch.
+        expires_at_ms: u64,
+    },
     /// The executor failed.
     ExecutionFailed {
         /// Canonical tool name.
@@ -255,6 +272,7 @@ impl Outcome {
             Outcome::UnknownTool { .. } => OutcomeKind::UnknownTool,
             Outcome::Denied { .. } => OutcomeKind::Denied,
             Outcome::ApprovalRequired { .. } => OutcomeKind::ApprovalRequired,
+            Outcome::ApprovalPending { .. } => OutcomeKind::ApprovalPending,
             Outcome::ExecutionFailed { .. } => OutcomeKind::ExecutionFailed,
             Outcome::TimedOut { .. } => OutcomeKind::TimedOut,
             Outcome::Cancelled { .. } => OutcomeKind::Cancelled,
@@ -268,6 +286,7 @@ impl Outcome {
             | Outcome::InvalidArguments { tool, .. }
             | Outcome::Denied { tool, .. }
             | Outcome::ApprovalRequired { tool, .. }
+            | Outcome::ApprovalPending { tool, .. }
             | Outcome::ExecutionFailed { tool, .. }
             | Outcome::TimedOut { tool, .. }
             | Outcome::Cancelled { tool } => tool,
@@ -314,6 +333,35 @@ impl Outcome {
                     "summary": summary,
                 },
             }),
+            Outcome::ApprovalPending {
+                tool,
+                fingerprint,
+                approval_id,
+                inbox,
+                expires_at_ms,
+            } => {
+                let place = match inbox {
+                    Some(inbox) => format!("at {inbox} or with `kyro approvals approve {approval_id}`"),
+                    None => format!("with `kyro approvals approve {approval_id}`"),
+                };
+                let hours = expires_at_ms.saturating_sub(crate::grants::now_ms()).div_ceil(3_600_000);
+                json!({
+                    "outcome": kind,
+                    "tool": tool,
+                    "error": {
+                        "message": format!(
+                            "`{tool}` waits for an approver's review (approval {approval_id}); nothing ran. \
+                             An approver decides it {place}; the user cannot approve it through this client. \
+                             Once it is approved, call `{tool}` again with exactly the same arguments: it runs once. \
+                             Unless decided within {hours} h it is denied"
+                        ),
+                        "approval_id": approval_id,
+                        "fingerprint": fingerprint,
+                        "inbox": inbox,
+                        "expires_at_ms": expires_at_ms,
+                    },
+                })
+            }
             Outcome::ExecutionFailed { tool, error } => json!({
                 "outcome": kind,
                 "tool": tool,

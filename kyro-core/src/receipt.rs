@@ -35,6 +35,23 @@ pub enum Decision {
     },
     /// Needs an approval.
     ApprovalRequired,
+    /// Waits for a named approver's review (the rule `review`); nothing ran.
+    ReviewPending {
+        /// The review's id.
+        approval_id: String,
+    },
+    /// Allowed by a named approver's review.
+    Reviewed {
+        /// The review's id.
+        approval_id: String,
+        /// Who approved it.
+        approver: String,
+        /// Their reason.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        /// How long the call waited for the approver, in milliseconds (asked to approved).
+        waited_ms: u64,
+    },
     /// Refused.
     Denied {
         /// Why.
@@ -47,7 +64,11 @@ impl Decision {
     pub fn let_through(&self) -> bool {
         matches!(
             self,
-            Decision::Allowed | Decision::AllowedByRule { .. } | Decision::Approved | Decision::Granted { .. }
+            Decision::Allowed
+                | Decision::AllowedByRule { .. }
+                | Decision::Approved
+                | Decision::Granted { .. }
+                | Decision::Reviewed { .. }
         )
     }
 }

@@ -38,6 +38,8 @@ struct Shared {
     observers: Vec<Arc<dyn Observer>>,
     used_approvals: Arc<Mutex<UsedApprovals>>,
     approval_store: Option<Arc<dyn ApprovalStore>>,
+    /// The inbox page's address (`http://HOST/approvals`), named to a call pending review.
+    review_inbox: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -66,6 +68,7 @@ impl Runtime {
                 observers: Vec::new(),
                 used_approvals: Arc::default(),
                 approval_store: None,
+                review_inbox: None,
             }),
         })
     }
@@ -91,6 +94,18 @@ impl Runtime {
     /// The store of grants and spent approvals, when there is one.
     pub fn approval_store(&self) -> Option<&Arc<dyn ApprovalStore>> {
         self.shared.approval_store.as_ref()
+    }
+
+    /// Where an approver decides a call pending review (the HTTP server's
+    /// `http://HOST/approvals`): named in the call's `approval_pending` answer.
+    pub fn with_review_inbox(mut self, inbox: &str) -> Runtime {
+        Arc::make_mut(&mut self.shared).review_inbox = Some(inbox.into());
+        self
+    }
+
+    /// The inbox page's address, when the server serves one.
+    pub fn review_inbox(&self) -> Option<&str> {
+        self.shared.review_inbox.as_deref()
     }
 
     /// Adds an observer of every receipt.

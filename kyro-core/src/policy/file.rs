@@ -17,19 +17,27 @@ pub enum ApprovalRule {
     Auto,
     /// Needs an approval bound to the call's fingerprint.
     Ask,
+    /// Runs only after a named approver decides it (`--approvers`, the inbox); the
+    /// client's own answer never approves it.
+    Review,
     /// Never runs.
     Deny,
 }
 
 impl ApprovalRule {
-    /// The stricter of two rules: `deny` over `ask` over `auto`.
+    /// The stricter of two rules: `deny` over `review` over `ask` over `auto`.
     pub fn strictest(self, other: ApprovalRule) -> ApprovalRule {
-        let rank = |rule| match rule {
+        if self.rank() >= other.rank() { self } else { other }
+    }
+
+    /// How strict the rule is: `auto` 0, `ask` 1, `review` 2, `deny` 3.
+    pub fn rank(self) -> u8 {
+        match self {
             ApprovalRule::Auto => 0,
             ApprovalRule::Ask => 1,
-            ApprovalRule::Deny => 2,
-        };
-        if rank(self) >= rank(other) { self } else { other }
+            ApprovalRule::Review => 2,
+            ApprovalRule::Deny => 3,
+        }
     }
 }
 
@@ -67,6 +75,11 @@ pub struct ApprovalRules {
     /// argument rules (`[[tools.shell.rules]]`) decide within them: see
     /// [`ApprovalRules::decide`].
     pub tools: BTreeMap<String, ApprovalRule>,
+    /// How long a call under `review` waits for an approver before it is denied, in
+    /// seconds (default a day).
+    pub review_expiry_s: u64,
+    /// Whether an approver may approve their own call under `review` (default not).
+    pub self_review: bool,
 }
 
 impl Default for ApprovalRules {
@@ -80,6 +93,8 @@ impl Default for ApprovalRules {
             state: ApprovalRule::Auto,
             none: ApprovalRule::Auto,
             tools: BTreeMap::new(),
+            review_expiry_s: crate::review::REVIEW_LIFETIME_S,
+            self_review: false,
         }
     }
 }
@@ -96,6 +111,7 @@ impl ApprovalRules {
             state: rule,
             none: rule,
             tools: BTreeMap::new(),
+            ..ApprovalRules::default()
         }
     }
 
@@ -136,6 +152,8 @@ impl ApprovalRules {
                 }
                 tools
             },
+            review_expiry_s: self.review_expiry_s.min(other.review_expiry_s),
+            self_review: self.self_review && other.self_review,
         }
     }
 
