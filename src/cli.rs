@@ -21,6 +21,7 @@ macro_rules! out {
     }};
 }
 
+mod approvals;
 mod grants;
 mod pending;
 mod receipts;
@@ -93,6 +94,26 @@ enum Command {
         #[command(flatten)]
         serve: Box<kyro::ServeArgs>,
     },
+    /// The calls waiting for a named approver (the policy's `review`): list, show, approve
+    /// and deny them.
+    Approvals {
+        #[command(subcommand)]
+        command: Option<approvals::ApprovalsCommand>,
+        /// The workspace root; default the current directory.
+        #[arg(long, global = true, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+        /// The queue of the PostgreSQL state a team's replicas share (`kyro mcp --state`),
+        /// instead of the workspace's.
+        #[arg(
+            long,
+            global = true,
+            value_name = "URL",
+            env = "KYRO_STATE",
+            hide_env_values = true,
+            conflicts_with = "workspace"
+        )]
+        state: Option<String>,
+    },
     /// List, add and revoke grants: tools a caller may run without being asked, for a
     /// while (what a person's "allow this tool for an hour" leaves).
     Grants {
@@ -164,7 +185,9 @@ pub(crate) fn run() -> ExitCode {
     // What only describes the catalog needs its registry, not a server (which makes its own).
     let registry = || Registry::with_prepared_catalog(&usable, PREPARED_SCHEMAS);
     let registry = match &cli.command {
-        Command::Call { .. } | Command::Mcp { .. } | Command::Receipts { .. } => Registry::default(),
+        Command::Call { .. } | Command::Mcp { .. } | Command::Receipts { .. } | Command::Approvals { .. } => {
+            Registry::default()
+        }
         _ => match registry() {
             Ok(registry) => registry,
             Err(e) => return fail(&format!("the built-in catalog does not register: {e}")),
@@ -189,6 +212,15 @@ pub(crate) fn run() -> ExitCode {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::FAILURE,
             Err(message) => fail(&message),
+        },
+        Command::Approvals {
+            command,
+            workspace,
+            state,
+        } => match approvals::run(command, workspace, state) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(grants::Refused::Usage(message)) => usage(&message),
+            Err(grants::Refused::Failed(message)) => fail(&message),
         },
         Command::Grants {
             command,

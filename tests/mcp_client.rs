@@ -16,6 +16,8 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ServiceExt, model::ErrorCode};
 use serde_json::{Map, Value, json};
 
+#[path = "mcp_client/inbox.rs"]
+mod inbox;
 #[path = "mcp_client/oauth.rs"]
 mod oauth;
 #[path = "mcp_client/ops.rs"]
@@ -24,6 +26,8 @@ mod ops;
 mod postgres;
 #[path = "mcp_client/replicas.rs"]
 mod replicas;
+#[path = "mcp_client/reviews.rs"]
+mod reviews;
 #[path = "mcp_client/shared_state.rs"]
 mod shared_state;
 #[path = "mcp_client/store_outage.rs"]

@@ -80,14 +80,10 @@ pub(super) enum Refused {
     Failed(String),
 }
 
-/// Runs `kyro grants` in `workspace`; `registry` names the tools a grant may be for.
-pub(super) fn run(
-    command: Option<GrantsCommand>,
-    workspace: Option<PathBuf>,
-    state: Option<String>,
-    registry: &Registry,
-) -> Result<(), Refused> {
-    let store: Box<dyn ApprovalStore> = match state {
+/// The approval store of `workspace` (its database in the user's state directory), or of
+/// the PostgreSQL state at `state`.
+pub(super) fn store(workspace: Option<PathBuf>, state: Option<String>) -> Result<Box<dyn ApprovalStore>, Refused> {
+    Ok(match state {
         Some(url) => Box::new(PgState::new(&url).map_err(|e| Refused::Usage(format!("--state: {e}")))?),
         None => {
             let root = workspace.unwrap_or_else(|| PathBuf::from("."));
@@ -96,7 +92,17 @@ pub(super) fn run(
                 .map_err(|e| Refused::Failed(format!("the workspace {}: {e}", root.display())))?;
             Box::new(SqliteApprovalStore::in_workspace(&root))
         }
-    };
+    })
+}
+
+/// Runs `kyro grants` in `workspace`; `registry` names the tools a grant may be for.
+pub(super) fn run(
+    command: Option<GrantsCommand>,
+    workspace: Option<PathBuf>,
+    state: Option<String>,
+    registry: &Registry,
+) -> Result<(), Refused> {
+    let store = store(workspace, state)?;
     let command = command.unwrap_or(GrantsCommand::List {
         caller: None,
         json: false,

@@ -192,10 +192,20 @@ pub struct HttpAuthFlags {
     /// duration, call id, trace id).
     #[arg(long)]
     pub log_json: bool,
+    /// With --http: the callers who decide calls the policy puts under `review`, in the
+    /// inbox at `/approvals` (names of the token file, or OAuth subjects; a token with the
+    /// scope `kyro:approve` makes its subject one too).
+    #[arg(long, value_name = "NAME,...", value_delimiter = ',', value_parser = approver)]
+    pub approvers: Vec<kyro_core::Caller>,
     #[cfg(feature = "oauth")]
     #[command(flatten)]
     #[allow(missing_docs)]
     pub oauth: super::oauth::OAuthFlags,
+}
+
+/// An approver's name: a caller's.
+fn approver(value: &str) -> Result<kyro_core::Caller, String> {
+    kyro_core::Caller::named(value)
 }
 
 /// A host name or address as a `Host` header names it, with or without a port.
@@ -357,6 +367,16 @@ pub(crate) async fn require_token(State(gate): State<Arc<Gate>>, mut request: Re
 /// The caller the credentials in `headers` name (and the policy key they give), or the
 /// answer refusing them.
 pub(crate) async fn identify(gate: &Gate, headers: &HeaderMap) -> Result<(Caller, Option<Role>), Response> {
+    identified(gate, headers).await.map(|(caller, role, _)| (caller, role))
+}
+
+/// The caller the credentials in `headers` name, and whether an OAuth token of theirs
+/// holds the scope `kyro:approve` (the approvals inbox).
+pub(crate) async fn identify_approving(gate: &Gate, headers: &HeaderMap) -> Result<(Caller, bool), Response> {
+    identified(gate, headers).await.map(|(caller, _, approves)| (caller, approves))
+}
+
+async fn identified(gate: &Gate, headers: &HeaderMap) -> Result<(Caller, Option<Role>, bool), Response> {
     let given = headers
         .get(AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
@@ -371,7 +391,7 @@ pub(crate) async fn identify(gate: &Gate, headers: &HeaderMap) -> Result<(Caller
             .own_policies
             .contains(&caller)
             .then(|| Role(format!("caller:{caller}").into()));
-        return Ok((caller, role));
+        return Ok((caller, role, false));
     }
     #[cfg(feature = "oauth")]
     if let Some(verifier) = &gate.oauth {
@@ -380,7 +400,7 @@ pub(crate) async fn identify(gate: &Gate, headers: &HeaderMap) -> Result<(Caller
             None => Refusal::Missing,
             Some(token) => match verifier.verify(token).await {
                 Ok(verified) => match gate.subject(&verified.subject) {
-                    Ok(caller) => return Ok((caller, verified.role.map(Role))),
+                    Ok(caller) => return Ok((caller, verified.role.map(Role), verified.approves)),
                     Err(why) => Refusal::Invalid(why),
                 },
                 Err(refusal) => refusal,

@@ -21,6 +21,8 @@ pub(crate) struct Access {
     pub oauth: Option<super::oauth::OAuth>,
     /// The metrics `/metrics` serves, observing the runtime's calls.
     pub metrics: Arc<super::ops::Metrics>,
+    /// Who decides calls under `review` in the inbox (`--approvers`).
+    pub approvers: Vec<kyro_core::Caller>,
 }
 
 /// How long in-flight requests may take to finish after SIGTERM before they are cancelled.
@@ -36,7 +38,7 @@ impl KyroServer {
     /// `--no-auth`, any web page open in the user's browser could otherwise call tools. The
     /// bound address is announced on stderr (so `:0` picks a free port), then the token
     /// when kyro made it.
-    pub(crate) async fn serve_http(self, addr: SocketAddr, access: Access) -> Result<(), crate::ServeError> {
+    pub(crate) async fn serve_http(mut self, addr: SocketAddr, access: Access) -> Result<(), crate::ServeError> {
         let Access { auth, hosts, .. } = &access;
         let gate = auth::Gate {
             tokens: auth.tokens(),
@@ -49,6 +51,21 @@ impl KyroServer {
         }
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let bound = listener.local_addr()?;
+        // Where an approver decides a call under review: the address clients reach the
+        // server by (the OAuth resource's origin), else the bound one.
+        #[cfg_attr(not(feature = "oauth"), allow(unused_mut))]
+        let mut public = format!("http://{bound}");
+        #[cfg(feature = "oauth")]
+        if let Some(origin) = access.oauth.as_ref().and_then(|o| origin_of(&o.audience())) {
+            public = origin;
+        }
+        self.runtime = self.runtime.clone().with_review_inbox(&format!("{public}/approvals"));
+        let mut page_origins = own_origins(bound);
+        page_origins.push(public.clone());
+        for host in hosts {
+            page_origins.push(format!("https://{host}"));
+            page_origins.push(format!("http://{host}"));
+        }
         let mut origins = own_origins(bound);
         origins.extend(self.allowed_origins.iter().cloned());
         let mut allowed_hosts: Vec<String> = ["localhost", "127.0.0.1", "[::1]"].map(String::from).into();
@@ -135,7 +152,32 @@ impl KyroServer {
                 );
             }
         }
-        let gate = (!gate.is_open()).then(|| Arc::new(gate));
+        let gate = Arc::new(gate);
+        let inbox = Arc::new(super::inbox::Inbox {
+            store: runtime
+                .approval_store()
+                .cloned()
+                .unwrap_or_else(|| Arc::new(kyro_core::grants::MemoryApprovalStore::default())),
+            gate: gate.clone(),
+            approvers: access.approvers.iter().cloned().collect(),
+            self_review: runtime.scope().approvals().self_review,
+            codec: super::inbox::Inbox::codec(
+                std::env::var(super::elicit::STATE_KEY_VARIABLE)
+                    .ok()
+                    .as_deref()
+                    .map(str::as_bytes),
+            )
+            .map_err(crate::ServeError::StateKey)?,
+            origins: page_origins,
+            secure: public.starts_with("https://"),
+        });
+        if !access.approvers.is_empty() {
+            announce.push_str(&format!(
+                "kyro: approvals inbox at {public}/approvals (approvers: {})\n",
+                access.approvers.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ")
+            ));
+        }
+        let gate = (!gate.is_open()).then_some(gate);
         if let Some(gate) = &gate {
             endpoint = endpoint.layer(axum::middleware::from_fn_with_state(gate.clone(), auth::require_token));
         }
@@ -153,9 +195,20 @@ impl KyroServer {
                 "/metrics",
                 axum::routing::get(ops::metrics).with_state((metrics.clone(), gate)),
             );
+        use super::inbox;
+        let approvals = axum::Router::new()
+            .route("/approvals", axum::routing::get(inbox::list_page))
+            .route("/approvals.json", axum::routing::get(inbox::list_json))
+            .route("/approvals/sign-in", axum::routing::post(inbox::sign_in_post))
+            .route("/approvals/sign-out", axum::routing::post(inbox::sign_out_post))
+            .route("/approvals/{id}", axum::routing::get(inbox::one_page))
+            .route("/approvals/{id}/{verb}", axum::routing::post(inbox::decide_post))
+            .layer(axum::extract::DefaultBodyLimit::max(64 * 1024))
+            .with_state(inbox);
         let router = router
             .merge(endpoint)
             .merge(operations)
+            .merge(approvals)
             .layer(axum::middleware::from_fn_with_state(
                 (Arc::new(allowed_hosts), metrics),
                 guard_host,
@@ -241,6 +294,14 @@ fn host_allowed(host: &str, allowed: &[String]) -> bool {
         let (allowed_name, allowed_port) = split(entry);
         allowed_name == name && allowed_port.is_none_or(|p| Some(p) == port)
     })
+}
+
+/// The origin (`https://tools.example.com`) of an address (`https://tools.example.com/mcp`).
+#[cfg(feature = "oauth")]
+fn origin_of(address: &str) -> Option<String> {
+    let (scheme, rest) = address.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    (!authority.is_empty()).then(|| format!("{scheme}://{authority}"))
 }
 
 /// The origins of pages the server itself would serve at `bound`: its address as given,

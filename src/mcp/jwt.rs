@@ -57,6 +57,8 @@ pub(crate) enum Refusal {
 pub(crate) struct Verified {
     pub subject: String,
     pub role: Option<Arc<str>>,
+    /// The token holds the scope `kyro:approve`: its subject decides calls under review.
+    pub approves: bool,
 }
 
 /// The claims kyro reads; `iss`, `aud`, `exp` and `nbf` are checked by jsonwebtoken.
@@ -148,6 +150,7 @@ impl Verifier {
         Ok(Verified {
             subject: claims.sub,
             role,
+            approves: scopes.contains(super::inbox::APPROVE_SCOPE),
         })
     }
 

@@ -11,6 +11,8 @@ mod elicit;
 mod http;
 #[cfg(feature = "http")]
 mod http_limits;
+#[cfg(feature = "http")]
+mod inbox;
 #[cfg(feature = "oauth")]
 mod jwt;
 mod listing;
@@ -485,7 +487,10 @@ impl KyroServer {
         // The grant the person chose stands once the call it came with passed.
         let passed = match &ran {
             Ran::Task(_) => true,
-            Ran::Outcome(o) => !matches!(o, Outcome::Denied { .. } | Outcome::ApprovalRequired { .. }),
+            Ran::Outcome(o) => !matches!(
+                o,
+                Outcome::Denied { .. } | Outcome::ApprovalRequired { .. } | Outcome::ApprovalPending { .. }
+            ),
         };
         if let (true, Some(grant), Some(approvals)) = (passed, person.grant(), &self.approvals) {
             approvals.keep(grant).await;

@@ -60,7 +60,7 @@ fn reading(runtime: &Runtime, scope: &Scope) -> Reading {
     match approvals.decide(&descriptor.name, effect, None).0 {
         ApprovalRule::Auto => Reading::Free,
         ApprovalRule::Ask => Reading::Asks,
-        ApprovalRule::Deny => Reading::Hidden,
+        ApprovalRule::Review | ApprovalRule::Deny => Reading::Hidden,
     }
 }
 

@@ -24,6 +24,7 @@ pub(super) struct HttpAccess {
     #[cfg(feature = "oauth")]
     pub oauth: Option<OAuth>,
     pub log_json: bool,
+    pub approvers: Vec<kyro_core::Caller>,
 }
 
 impl Server {
@@ -60,6 +61,13 @@ impl Server {
         self
     }
 
+    /// The callers who decide calls the policy puts under `review`, in the HTTP server's
+    /// inbox at `/approvals` (`--approvers`): names of the token file, or OAuth subjects.
+    pub fn approvers(mut self, approvers: impl IntoIterator<Item = kyro_core::Caller>) -> Server {
+        self.http_access.approvers.extend(approvers);
+        self
+    }
+
     /// `--http` and its flags.
     pub(super) fn http_args(mut self, http: Option<SocketAddr>, flags: &HttpAuthFlags) -> Result<Server, ServeError> {
         self = self
@@ -70,6 +78,7 @@ impl Server {
             self = self.oauth(oauth);
         }
         self.http_access.log_json |= flags.log_json;
+        self = self.approvers(flags.approvers.iter().cloned());
         if http.is_some() {
             self.http = http;
             self.http_access.auth = Some(flags.resolve().map_err(|e| ServeError::HttpToken(e.to_string()))?);
@@ -98,6 +107,7 @@ impl Server {
             #[cfg(feature = "oauth")]
             oauth: self.http_access.oauth.take(),
             metrics,
+            approvers: std::mem::take(&mut self.http_access.approvers),
         };
         // The upstreams stop when `started` is dropped, after serving.
         let started = self.started(false).await?;

@@ -44,11 +44,7 @@ pub(crate) fn ruling<'a>(shell: &'a ShellSettings, what: &Spawn) -> Option<Rulin
     };
     let views = views(what.argv);
     let holds_back = |rule: &CommandRule| rule.decision != ApprovalRule::Auto && names_a_view(rule, &views);
-    let strictness = |rule: ApprovalRule| match rule {
-        ApprovalRule::Auto => 0,
-        ApprovalRule::Ask => 1,
-        ApprovalRule::Deny => 2,
-    };
+    let strictness = ApprovalRule::rank;
     let rule = shell
         .rules
         .iter()

@@ -1,0 +1,502 @@
+//! The approvals inbox of `kyro mcp --http`: where a named approver decides the calls the
+//! policy puts under `review`, outside the client that made them.
+//!
+//! - `GET /approvals` and `GET /approvals/{id}`: an HTML page (no script; forms only, so
+//!   the keyboard does everything) listing each pending call with its caller, age, every
+//!   argument and the tool's preview, and approve and deny buttons with a reason.
+//! - `GET /approvals.json`, `POST /approvals/{id}/approve` and `/deny` (JSON body
+//!   `{"reason": ...}`, optional): for an approver's bearer token.
+//! - `POST /approvals/sign-in` (a form with the approver's token) and `/sign-out`: the page
+//!   signs an approver in with a cookie sealed under the server's key (`KYRO_STATE_KEY`
+//!   for replicas), `HttpOnly`, `SameSite=Strict`, good for eight hours; every form the
+//!   page posts carries the session's CSRF token, and a post from another origin is
+//!   refused.
+//!
+//! An approver is a caller `--approvers` names, or the holder of an OAuth access token
+//! with the scope `kyro:approve`; anyone else gets 403. Nobody approves their own call
+//! unless the policy says so (`[approvals] self_review`).
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, COOKIE, LOCATION, SET_COOKIE};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use kyro_core::Caller;
+use kyro_core::grants::{ApprovalStore, now_ms};
+use kyro_core::review::{DecideError, Decided, Review, clean_reason, decide};
+use rmcp::model::{RequestStateCodec, SealOptions};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use super::auth::{Gate, identify_approving};
+
+/// The cookie of a signed-in approver.
+const COOKIE_NAME: &str = "kyro_inbox";
+/// How long a sign-in lasts.
+const SESSION: Duration = Duration::from_secs(8 * 60 * 60);
+/// What the page's forms may do, and that nothing loads from anywhere.
+const CSP: &str =
+    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+/// The OAuth scope that makes a token's subject an approver.
+pub(crate) const APPROVE_SCOPE: &str = "kyro:approve";
+/// Associated data of a sealed session: no other sealed value opens as one.
+const SEALED_FOR: &[u8] = b"kyro approvals inbox session";
+
+/// The inbox's state.
+pub(crate) struct Inbox {
+    pub store: Arc<dyn ApprovalStore>,
+    pub gate: Arc<Gate>,
+    /// Callers who may decide (`--approvers`).
+    pub approvers: HashSet<Caller>,
+    /// Whether an approver may approve their own call.
+    pub self_review: bool,
+    /// Seals sessions.
+    pub codec: RequestStateCodec,
+    /// The origins a page's post may come from (the server's own).
+    pub origins: Vec<String>,
+    /// Cookies only over HTTPS (the server is reached by an `https` address).
+    pub secure: bool,
+}
+
+/// A signed-in approver, sealed in their cookie.
+#[derive(Serialize, Deserialize)]
+struct Session {
+    caller: String,
+    /// Approver by an OAuth token's scope (checked at sign-in) rather than by name.
+    scoped: bool,
+    csrf: String,
+}
+
+impl Inbox {
+    /// The key that seals sessions: derived from the server's state key (`KYRO_STATE_KEY`,
+    /// shared by replicas) so a session is good on each, and never the key that seals
+    /// approval states.
+    pub(crate) fn codec(key: Option<&[u8]>) -> Result<RequestStateCodec, String> {
+        let mut derived = Sha256::new();
+        derived.update(b"kyro approvals inbox\0");
+        match key {
+            Some(key) => derived.update(key),
+            None => {
+                let mut random = [0u8; 32];
+                getrandom::fill(&mut random).map_err(|e| format!("cannot make a key for the inbox: {e}"))?;
+                derived.update(random);
+            }
+        }
+        RequestStateCodec::try_new(derived.finalize().to_vec()).map_err(|e| e.to_string())
+    }
+
+    fn is_approver(&self, caller: &Caller, scoped: bool) -> bool {
+        scoped || self.approvers.contains(caller)
+    }
+
+    /// The approver a bearer token names, or the refusal.
+    async fn bearer(&self, headers: &HeaderMap) -> Result<Caller, Response> {
+        let (caller, scoped) = identify_approving(&self.gate, headers).await?;
+        if !self.is_approver(&caller, scoped) {
+            return Err(refused(StatusCode::FORBIDDEN, &format!("{caller} is not an approver")));
+        }
+        Ok(caller)
+    }
+
+    /// The signed-in approver of a page request's cookie.
+    fn session(&self, headers: &HeaderMap) -> Option<(Caller, Session)> {
+        let sealed = cookie(headers)?;
+        let session: Session = self.codec.open_json_with(&sealed, SEALED_FOR).ok()?;
+        let caller = Caller::named(&session.caller).ok()?;
+        self.is_approver(&caller, session.scoped).then_some((caller, session))
+    }
+
+    /// Whether a post came from the server's own pages: no `Origin` (not a browser's page)
+    /// or one of the server's, and not marked cross-site.
+    fn same_origin(&self, headers: &HeaderMap) -> bool {
+        let site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok());
+        if matches!(site, Some("cross-site" | "same-site")) {
+            return false;
+        }
+        match headers.get("origin").map(|v| v.to_str()) {
+            None => true,
+            Some(Ok(origin)) => self.origins.iter().any(|own| own.eq_ignore_ascii_case(origin)),
+            Some(Err(_)) => false,
+        }
+    }
+
+    fn reviews(&self) -> Result<Vec<Review>, Response> {
+        self.store
+            .reviews(true, now_ms())
+            .map_err(|e| refused(StatusCode::SERVICE_UNAVAILABLE, &format!("the approval queue: {e}")))
+    }
+
+    fn decide(&self, id: &str, approve: bool, approver: Caller, reason: Option<&str>) -> Result<Review, Response> {
+        let decided = Decided {
+            approve,
+            approver,
+            reason: clean_reason(reason),
+        };
+        decide(self.store.as_ref(), id, decided, self.self_review, now_ms()).map_err(|e| {
+            let status = match &e {
+                DecideError::Unknown(_) => StatusCode::NOT_FOUND,
+                DecideError::NotPending { .. } => StatusCode::CONFLICT,
+                DecideError::OwnCall(_) => StatusCode::FORBIDDEN,
+                DecideError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
+            };
+            refused(status, &e.to_string())
+        })
+    }
+}
+
+/// A refusal as JSON `{"error": ...}`.
+fn refused(status: StatusCode, message: &str) -> Response {
+    json(status, &serde_json::json!({ "error": message }))
+}
+
+/// `value` as a JSON answer.
+fn json(status: StatusCode, value: &impl Serialize) -> Response {
+    let body = serde_json::to_string(value).unwrap_or_default();
+    (status, [(CONTENT_TYPE, "application/json"), (CACHE_CONTROL, "no-store")], body).into_response()
+}
+
+/// The sealed session in the request's `Cookie` headers.
+fn cookie(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == COOKIE_NAME)
+        .map(|(_, value)| value.to_owned())
+}
+
+/// The fields of a form body.
+fn form(body: &[u8]) -> Vec<(String, String)> {
+    form_urlencoded::parse(body).into_owned().collect()
+}
+
+fn field<'a>(fields: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    fields.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+}
+
+/// `GET /approvals.json`: the pending calls, for an approver's bearer token.
+pub(crate) async fn list_json(State(inbox): State<Arc<Inbox>>, headers: HeaderMap) -> Response {
+    let approver = match inbox.bearer(&headers).await {
+        Ok(approver) => approver,
+        Err(refusal) => return refusal,
+    };
+    match inbox.reviews() {
+        Ok(reviews) => json(
+            StatusCode::OK,
+            &serde_json::json!({ "approver": approver, "approvals": reviews }),
+        ),
+        Err(refusal) => refusal,
+    }
+}
+
+/// `POST /approvals/{id}/approve` or `/deny`: with a bearer token, a JSON body and a JSON
+/// answer; from the page, a form carrying the session's CSRF token, answered by the page.
+pub(crate) async fn decide_post(
+    State(inbox): State<Arc<Inbox>>,
+    Path((id, verb)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let approve = match verb.as_str() {
+        "approve" => true,
+        "deny" => false,
+        _ => return refused(StatusCode::NOT_FOUND, "post to /approvals/ID/approve or /approvals/ID/deny"),
+    };
+    if headers.contains_key(axum::http::header::AUTHORIZATION) {
+        let approver = match inbox.bearer(&headers).await {
+            Ok(approver) => approver,
+            Err(refusal) => return refusal,
+        };
+        #[derive(Deserialize, Default)]
+        #[serde(deny_unknown_fields)]
+        struct Body {
+            reason: Option<String>,
+        }
+        let body: Body = if body.iter().all(u8::is_ascii_whitespace) {
+            Body::default()
+        } else {
+            match serde_json::from_slice(&body) {
+                Ok(body) => body,
+                Err(e) => return refused(StatusCode::BAD_REQUEST, &format!("the body must be {{\"reason\": TEXT}}: {e}")),
+            }
+        };
+        return match inbox.decide(&id, approve, approver, body.reason.as_deref()) {
+            Ok(review) => json(StatusCode::OK, &review),
+            Err(refusal) => refusal,
+        };
+    }
+    // From the page: same origin, signed in, the session's CSRF token.
+    let Some((approver, session)) = inbox.session(&headers) else {
+        return page(StatusCode::FORBIDDEN, "Not signed in", &sign_in(None));
+    };
+    let fields = form(&body);
+    if !inbox.same_origin(&headers) || !csrf_ok(&session, field(&fields, "csrf")) {
+        return page(
+            StatusCode::FORBIDDEN,
+            "Refused",
+            "<p>This form did not come from this inbox's own page. Nothing was decided.</p>",
+        );
+    }
+    match inbox.decide(&id, approve, approver, field(&fields, "reason")) {
+        Ok(_) => see_other("/approvals"),
+        Err(refusal) => {
+            let status = refusal.status();
+            let message = match status {
+                StatusCode::CONFLICT => "It was decided already, ran or expired.",
+                StatusCode::NOT_FOUND => "No such approval.",
+                StatusCode::FORBIDDEN => "You made this call; another approver decides it.",
+                _ => "The approval queue cannot be reached now.",
+            };
+            page(
+                status,
+                "Not decided",
+                &format!("<p>{message}</p><p><a href=\"/approvals\">Back to the inbox</a></p>"),
+            )
+        }
+    }
+}
+
+fn csrf_ok(session: &Session, given: Option<&str>) -> bool {
+    given.is_some_and(|given| bool::from(given.as_bytes().ct_eq(session.csrf.as_bytes())))
+}
+
+/// `POST /approvals/sign-in`: a form with an approver's token; a fresh sealed session in
+/// the cookie (never one the browser brought).
+pub(crate) async fn sign_in_post(State(inbox): State<Arc<Inbox>>, headers: HeaderMap, body: Bytes) -> Response {
+    if !inbox.same_origin(&headers) {
+        return page(StatusCode::FORBIDDEN, "Refused", "<p>Sign in from this inbox's own page.</p>");
+    }
+    let fields = form(&body);
+    let token = field(&fields, "token").unwrap_or_default().trim();
+    let mut bearer = HeaderMap::new();
+    let Ok(value) = HeaderValue::from_str(&format!("Bearer {token}")) else {
+        return page(StatusCode::FORBIDDEN, "Not signed in", &sign_in(Some("That token is not one.")));
+    };
+    bearer.insert(axum::http::header::AUTHORIZATION, value);
+    let Ok((caller, scoped)) = identify_approving(&inbox.gate, &bearer).await else {
+        return page(StatusCode::FORBIDDEN, "Not signed in", &sign_in(Some("That token is not one.")));
+    };
+    if token.is_empty() || !inbox.is_approver(&caller, scoped) {
+        return page(
+            StatusCode::FORBIDDEN,
+            "Not signed in",
+            &sign_in(Some("That token's holder is not an approver.")),
+        );
+    }
+    let Ok(csrf) = kyro_core::review::new_id() else {
+        return refused(StatusCode::SERVICE_UNAVAILABLE, "no randomness");
+    };
+    let session = Session {
+        caller: caller.name().to_owned(),
+        scoped,
+        csrf: format!("{csrf}{}", kyro_core::review::new_id().unwrap_or_default()),
+    };
+    let options = SealOptions::new().associated_data(SEALED_FOR).ttl(SESSION);
+    let Ok(sealed) = inbox.codec.seal_json_with(&session, &options) else {
+        return refused(StatusCode::SERVICE_UNAVAILABLE, "the session cannot be sealed");
+    };
+    let secure = if inbox.secure { "; Secure" } else { "" };
+    let cookie = format!(
+        "{COOKIE_NAME}={sealed}; Path=/approvals; HttpOnly; SameSite=Strict; Max-Age={}{secure}",
+        SESSION.as_secs()
+    );
+    let mut answer = see_other("/approvals");
+    if let Ok(cookie) = HeaderValue::from_str(&cookie) {
+        answer.headers_mut().insert(SET_COOKIE, cookie);
+    }
+    answer
+}
+
+/// `POST /approvals/sign-out`: the cookie cleared.
+pub(crate) async fn sign_out_post(State(inbox): State<Arc<Inbox>>, headers: HeaderMap, body: Bytes) -> Response {
+    let fields = form(&body);
+    let valid = inbox
+        .session(&headers)
+        .is_some_and(|(_, session)| csrf_ok(&session, field(&fields, "csrf")));
+    if !inbox.same_origin(&headers) || !valid {
+        return page(StatusCode::FORBIDDEN, "Refused", "<p>Sign out from this inbox's own page.</p>");
+    }
+    let mut answer = see_other("/approvals");
+    answer.headers_mut().insert(
+        SET_COOKIE,
+        HeaderValue::from_static("kyro_inbox=; Path=/approvals; HttpOnly; SameSite=Strict; Max-Age=0"),
+    );
+    answer
+}
+
+/// `GET /approvals`: the pending calls, or the sign-in form.
+pub(crate) async fn list_page(State(inbox): State<Arc<Inbox>>, headers: HeaderMap) -> Response {
+    let Some((approver, session)) = inbox.session(&headers) else {
+        return page(StatusCode::OK, "Sign in", &sign_in(None));
+    };
+    let reviews = match inbox.reviews() {
+        Ok(reviews) => reviews,
+        Err(refusal) => return refusal,
+    };
+    let mut body = signed_in(&approver, &session);
+    if reviews.is_empty() {
+        body.push_str("<p>No calls are waiting for review.</p>");
+    }
+    for review in &reviews {
+        body.push_str(&card(review, &approver, &session, &inbox));
+    }
+    page(StatusCode::OK, "Calls waiting for review", &body)
+}
+
+/// `GET /approvals/{id}`: one call (the address a waiting call's answer names).
+pub(crate) async fn one_page(State(inbox): State<Arc<Inbox>>, Path(id): Path<String>, headers: HeaderMap) -> Response {
+    let Some((approver, session)) = inbox.session(&headers) else {
+        return page(StatusCode::OK, "Sign in", &sign_in(None));
+    };
+    match inbox.store.review(&id, now_ms()) {
+        Ok(Some(review)) => {
+            let mut body = signed_in(&approver, &session);
+            body.push_str(&card(&review, &approver, &session, &inbox));
+            body.push_str("<p><a href=\"/approvals\">Every waiting call</a></p>");
+            page(StatusCode::OK, &format!("{} by {}", review.tool, review.caller), &body)
+        }
+        Ok(None) => page(StatusCode::NOT_FOUND, "No such approval", "<p><a href=\"/approvals\">Back</a></p>"),
+        Err(e) => refused(StatusCode::SERVICE_UNAVAILABLE, &format!("the approval queue: {e}")),
+    }
+}
+
+fn signed_in(approver: &Caller, session: &Session) -> String {
+    format!(
+        "<form class=\"who\" method=\"post\" action=\"/approvals/sign-out\">Signed in as <b>{}</b> \
+         <input type=\"hidden\" name=\"csrf\" value=\"{}\"><button>Sign out</button></form>",
+        escape(approver.name()),
+        escape(&session.csrf)
+    )
+}
+
+/// One call: who, what, how long ago, its summary, and the forms that decide it.
+fn card(review: &Review, approver: &Caller, session: &Session, inbox: &Inbox) -> String {
+    let now = now_ms();
+    let id = escape(&review.id);
+    let mut html = String::new();
+    let _ = write!(
+        html,
+        "<section aria-labelledby=\"h-{id}\"><h2 id=\"h-{id}\"><code>{}</code> by {}</h2>\
+         <p class=\"meta\">Asked {} min ago; {}; approval <code>{id}</code></p><pre>{}</pre>",
+        escape(&review.tool),
+        escape(review.caller.name()),
+        now.saturating_sub(review.created_at_ms) / 60_000,
+        match review.state_at(now) {
+            kyro_core::review::ReviewState::Pending => format!(
+                "denied unless decided within {} h",
+                review.expires_at_ms.saturating_sub(now).div_ceil(3_600_000)
+            ),
+            state => state.as_str().to_owned(),
+        },
+        escape(&review.summary),
+    );
+    let pending = review.state_at(now) == kyro_core::review::ReviewState::Pending;
+    if pending && &review.caller == approver && !inbox.self_review {
+        html.push_str("<p>You made this call: another approver decides it.</p>");
+    } else if pending {
+        for (verb, label) in [("approve", "Approve"), ("deny", "Deny")] {
+            let _ = write!(
+                html,
+                "<form method=\"post\" action=\"/approvals/{id}/{verb}\">\
+                 <input type=\"hidden\" name=\"csrf\" value=\"{}\">\
+                 <label>Reason <input name=\"reason\" maxlength=\"500\" autocomplete=\"off\"></label> \
+                 <button class=\"{verb}\">{label}</button></form>",
+                escape(&session.csrf)
+            );
+        }
+    }
+    html.push_str("</section>");
+    html
+}
+
+fn sign_in(problem: Option<&str>) -> String {
+    let problem = problem.map(|p| format!("<p role=\"alert\">{}</p>", escape(p))).unwrap_or_default();
+    format!(
+        "{problem}<form method=\"post\" action=\"/approvals/sign-in\">\
+         <label>Approver's token <input type=\"password\" name=\"token\" autocomplete=\"off\" required autofocus></label> \
+         <button>Sign in</button></form>"
+    )
+}
+
+fn see_other(to: &'static str) -> Response {
+    (StatusCode::SEE_OTHER, [(LOCATION, to), (CACHE_CONTROL, "no-store")]).into_response()
+}
+
+/// A whole page: no script, nothing loaded from elsewhere, never framed or cached.
+fn page(status: StatusCode, title: &str, body: &str) -> Response {
+    let html = format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{} · kyro approvals</title><style>{STYLE}</style></head>\
+         <body><h1>{}</h1>{body}</body></html>",
+        escape(title),
+        escape(title)
+    );
+    (
+        status,
+        [
+            (CONTENT_TYPE, "text/html; charset=utf-8"),
+            (CACHE_CONTROL, "no-store"),
+            (axum::http::header::CONTENT_SECURITY_POLICY, CSP),
+            (axum::http::header::X_FRAME_OPTIONS, "DENY"),
+            (axum::http::header::REFERRER_POLICY, "no-referrer"),
+            (axum::http::header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        ],
+        html,
+    )
+        .into_response()
+}
+
+const STYLE: &str = "body{font:16px/1.4 system-ui,sans-serif;max-width:60rem;margin:1rem auto;padding:0 1rem}\
+pre{white-space:pre-wrap;background:#f4f4f4;padding:.5rem;overflow-x:auto}\
+section{border-top:1px solid #ccc;padding:.5rem 0}form{display:inline-block;margin:.25rem .5rem .25rem 0}\
+.who{display:block}.meta{color:#555}button.approve{font-weight:bold}\
+button:focus,input:focus{outline:3px solid #1a73e8}";
+
+/// `text` for HTML text and attribute values.
+pub(crate) fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn escaping_leaves_no_markup() {
+        let hostile = "<script>alert(1)</script>\"' onmouseover=x &amp;";
+        let escaped = super::escape(hostile);
+        assert!(!escaped.contains(['<', '>', '"', '\'']), "{escaped}");
+        assert_eq!(
+            escaped,
+            "&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#39; onmouseover=x &amp;amp;"
+        );
+    }
+
+    #[test]
+    fn the_session_cookie_is_read_among_others_and_by_its_exact_name() {
+        let mut headers = axum::http::HeaderMap::new();
+        headers.insert(
+            axum::http::header::COOKIE,
+            "a=1; kyro_inbox_x=2; kyro_inbox=sealed; b=3".parse().unwrap(),
+        );
+        assert_eq!(super::cookie(&headers).as_deref(), Some("sealed"));
+    }
+}

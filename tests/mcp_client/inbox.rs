@@ -1,0 +1,285 @@
+//! Approvals the agent cannot give itself (issue 47), over HTTP with a token file: a call
+//! under `review` is answered `approval_pending` and nothing runs; only a named approver
+//! decides it, through `/approvals.json` with their bearer token or the inbox page with a
+//! sealed cookie and its CSRF token; the retry runs once, a second does not; the receipt
+//! names the approver; the caller's own approval, another caller's token, a post from
+//! another origin or without the CSRF token, and a forged cookie decide nothing.
+
+use super::{HttpServer, post_as, workspace};
+use serde_json::{Value, json};
+
+const ALICE: &str = "alice-token-0123456789abcdef";
+const BOB: &str = "bob-token-0123456789abcdef00";
+const CAROL: &str = "carol-token-0123456789abcdef0";
+
+/// An HTTP exchange with the server at `url` (`http://ADDR/mcp`): the status line and
+/// headers (lowercased), and the body.
+fn exchange(url: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (String, String) {
+    use std::io::Write;
+    let address = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(body.as_bytes()).unwrap();
+    // The head as sent (a sealed cookie is case-sensitive), then the body.
+    let mut answer = String::new();
+    let _ = std::io::Read::read_to_string(&mut stream, &mut answer);
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    (format!("{head}\r\n\r\n"), body.to_owned())
+}
+
+fn status(head: &str) -> u16 {
+    head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0)
+}
+
+/// `write_file` of `out.txt` by `token`'s caller, a 2026-07-28 request; its result.
+fn write(url: &str, token: &str) -> Value {
+    post_as(
+        url,
+        token,
+        "tools/call",
+        json!({"name": "write_file", "arguments": {"path": "out.txt", "content": "hello\n"},
+               "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                         "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}}}),
+    )
+}
+
+fn pending_id(result: &Value) -> String {
+    assert_eq!(result["isError"], true, "{result}");
+    let error = &result["_meta"]["kyro/error"];
+    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.starts_with("approval_pending (write_file)"), "{text}");
+    let id = error["approval_id"].as_str().expect("an approval id").to_owned();
+    let inbox = error["inbox"].as_str().unwrap();
+    assert!(inbox.ends_with(&format!("/approvals/{id}")), "{inbox}");
+    id
+}
+
+struct Setup {
+    ws: tempfile::TempDir,
+    _policy_dir: tempfile::TempDir,
+    server: HttpServer,
+}
+
+fn setup() -> Setup {
+    let ws = workspace();
+    // Nothing that grants authority comes from the workspace: the policy and the tokens
+    // live beside it.
+    let policy_dir = tempfile::tempdir().unwrap();
+    let policy = policy_dir.path().join("policy.toml");
+    std::fs::write(&policy, "[approvals]\nwrite = \"review\"\n").unwrap();
+    let tokens = policy_dir.path().join("tokens");
+    std::fs::write(&tokens, format!("alice {ALICE}\nbob {BOB}\ncarol {CAROL}\n")).unwrap();
+    let server = HttpServer::start_with(
+        ws.path(),
+        &[
+            "--token-file",
+            tokens.to_str().unwrap(),
+            "--policy",
+            policy.to_str().unwrap(),
+            "--approvers",
+            "bob,alice",
+        ],
+        None,
+    );
+    Setup {
+        ws,
+        _policy_dir: policy_dir,
+        server,
+    }
+}
+
+fn receipts(ws: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(ws.join(".kyro/receipts.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn http_a_reviewed_call_runs_once_after_a_named_approver_approves_it_by_token() {
+    let s = setup();
+    let url = &s.server.url;
+    let out = s.ws.path().join("out.txt");
+    let id = pending_id(&write(url, ALICE));
+    assert!(!out.exists(), "written before the decision");
+    // The client's own form answer is not asked for, and its retry changes nothing.
+    assert_eq!(pending_id(&write(url, ALICE)), id);
+    let bearer = |token: &str| format!("Bearer {token}");
+    // Carol is no approver; alice may not approve her own call; nobody without a token.
+    let (head, _) = exchange(url, "GET", "/approvals.json", &[("Authorization", &bearer(CAROL))], "");
+    assert_eq!(status(&head), 403, "{head}");
+    let (head, _) = exchange(url, "GET", "/approvals.json", &[], "");
+    assert_eq!(status(&head), 401, "{head}");
+    let path = format!("/approvals/{id}/approve");
+    let (head, body) = exchange(url, "POST", &path, &[("Authorization", &bearer(ALICE))], "");
+    assert_eq!(status(&head), 403, "{head}{body}");
+    assert!(body.contains("cannot approve it themselves"), "{body}");
+    assert!(!out.exists());
+    // Bob sees it, with every argument, and approves it with a reason.
+    let (head, listed) = exchange(url, "GET", "/approvals.json", &[("Authorization", &bearer(BOB))], "");
+    assert_eq!(status(&head), 200, "{head}");
+    let listed: Value = serde_json::from_str(&listed).unwrap();
+    assert_eq!(listed["approvals"][0]["id"], id.as_str(), "{listed}");
+    assert_eq!(listed["approvals"][0]["caller"], "alice");
+    assert!(listed["approvals"][0]["summary"].as_str().unwrap().contains("hello"), "{listed}");
+    let (head, body) = exchange(
+        url,
+        "POST",
+        &path,
+        &[("Authorization", &bearer(BOB)), ("Content-Type", "application/json")],
+        r#"{"reason": "ship it"}"#,
+    );
+    assert_eq!(status(&head), 200, "{head}{body}");
+    assert!(!out.exists(), "the decision itself runs nothing for a caller that did not wait");
+    // Decided once.
+    let (head, _) = exchange(url, "POST", &path, &[("Authorization", &bearer(BOB))], "");
+    assert_eq!(status(&head), 409, "{head}");
+    // The retry runs, once; the next one is a new review.
+    let ran = write(url, ALICE);
+    assert_eq!(ran["isError"], false, "{ran}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "hello\n");
+    std::fs::remove_file(&out).unwrap();
+    let again = pending_id(&write(url, ALICE));
+    assert_ne!(again, id);
+    assert!(!out.exists(), "ran twice on one approval");
+    let decisions: Vec<Value> = receipts(s.ws.path()).iter().map(|r| r["decision"].clone()).collect();
+    let reviewed = decisions.iter().find(|d| d["kind"] == "reviewed").expect("a reviewed receipt");
+    assert_eq!(reviewed["approval_id"], id.as_str());
+    assert_eq!(reviewed["approver"], "bob");
+    assert_eq!(reviewed["reason"], "ship it");
+    assert!(reviewed["waited_ms"].is_u64());
+    assert_eq!(decisions.iter().filter(|d| d["kind"] == "reviewed").count(), 1, "{decisions:?}");
+}
+
+/// The sealed session in a sign-in answer's `Set-Cookie`.
+fn session_cookie(head: &str) -> String {
+    let line = head
+        .lines()
+        .find(|l| l.to_ascii_lowercase().starts_with("set-cookie: kyro_inbox="))
+        .unwrap_or_else(|| panic!("no session cookie: {head}"));
+    let lower = line.to_ascii_lowercase();
+    assert!(lower.contains("httponly") && lower.contains("samesite=strict"), "{line}");
+    line["set-cookie: ".len()..].split(';').next().unwrap().to_owned()
+}
+
+fn csrf_of(page: &str) -> String {
+    let at = page.find("name=\"csrf\" value=\"").expect("a CSRF field") + "name=\"csrf\" value=\"".len();
+    page[at..].split('"').next().unwrap().to_owned()
+}
+
+#[test]
+fn http_the_inbox_page_signs_an_approver_in_and_refuses_csrf_cross_origin_and_forged_sessions() {
+    let s = setup();
+    let url = &s.server.url;
+    let origin = url.trim_end_matches("/mcp").to_owned();
+    let out = s.ws.path().join("out.txt");
+    let id = pending_id(&write(url, ALICE));
+    let form = [("Content-Type", "application/x-www-form-urlencoded")];
+    // Signed out: the page is the sign-in form and shows no call.
+    let (head, page) = exchange(url, "GET", "/approvals", &[], "");
+    assert_eq!(status(&head), 200);
+    assert!(page.contains("action=\"/approvals/sign-in\"") && !page.contains(&id), "{page}");
+    assert!(
+        head.to_ascii_lowercase().contains("content-security-policy: default-src 'none'"),
+        "{head}"
+    );
+    assert!(!page.contains("<script"), "{page}");
+    // A non-approver's token, a wrong token, a sign-in from another origin: no session.
+    for (token, from) in [(CAROL, origin.as_str()), ("nope-0123456789abcdef", origin.as_str()), (BOB, "http://evil.example")] {
+        let mut headers = form.to_vec();
+        headers.push(("Origin", from));
+        let (head, _) = exchange(url, "POST", "/approvals/sign-in", &headers, &format!("token={token}"));
+        assert_eq!(status(&head), 403, "{token} from {from}: {head}");
+        assert!(!head.to_ascii_lowercase().contains("set-cookie: kyro_inbox="), "{head}");
+    }
+    // Bob signs in: a fresh sealed session, whatever cookie the browser brought.
+    let mut headers = form.to_vec();
+    headers.push(("Origin", origin.as_str()));
+    headers.push(("Cookie", "kyro_inbox=planted-by-someone"));
+    let (head, _) = exchange(url, "POST", "/approvals/sign-in", &headers, &format!("token={BOB}"));
+    assert_eq!(status(&head), 303, "{head}");
+    let cookie = session_cookie(&head);
+    assert_ne!(cookie, "kyro_inbox=planted-by-someone");
+    let (head, page) = exchange(url, "GET", "/approvals", &[("Cookie", &cookie)], "");
+    assert_eq!(status(&head), 200);
+    assert!(page.contains(&id) && page.contains("out.txt") && page.contains("hello"), "{page}");
+    let csrf = csrf_of(&page);
+    let approve = format!("/approvals/{id}/approve");
+    let with = |cookie: &str, origin: Option<&str>| {
+        let mut headers: Vec<(&str, String)> =
+            vec![("Content-Type", form[0].1.to_owned()), ("Cookie", cookie.to_owned())];
+        if let Some(origin) = origin {
+            headers.push(("Origin", origin.to_owned()));
+        }
+        headers
+    };
+    let post = |headers: Vec<(&str, String)>, body: String| {
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        exchange(url, "POST", &approve, &headers, &body)
+    };
+    // Without the CSRF token, with another's, from another origin, with a forged cookie:
+    // refused, and nothing decided.
+    let refusals = [
+        (with(&cookie, Some(&origin)), "reason=x".to_owned()),
+        (with(&cookie, Some(&origin)), "csrf=0000&reason=x".to_owned()),
+        (with(&cookie, Some("http://evil.example")), format!("csrf={csrf}")),
+        (with("kyro_inbox=forged", Some(&origin)), format!("csrf={csrf}")),
+    ];
+    for (headers, body) in refusals {
+        let (head, _) = post(headers, body);
+        assert_eq!(status(&head), 403, "{head}");
+    }
+    let (_, listed) = exchange(url, "GET", "/approvals.json", &[("Authorization", &format!("Bearer {BOB}"))], "");
+    assert!(listed.contains("\"state\":\"pending\""), "decided by a refused post: {listed}");
+    // From the page, with its token: approved, and the retry runs.
+    let (head, _) = post(with(&cookie, Some(&origin)), format!("csrf={csrf}&reason=fine+by+me"));
+    assert_eq!(status(&head), 303, "{head}");
+    assert!(!out.exists());
+    let ran = write(url, ALICE);
+    assert_eq!(ran["isError"], false, "{ran}");
+    assert!(out.exists());
+    let reviewed = receipts(s.ws.path())
+        .into_iter()
+        .find(|r| r["decision"]["kind"] == "reviewed")
+        .expect("a reviewed receipt");
+    assert_eq!(reviewed["decision"]["reason"], "fine by me");
+}
+
+#[test]
+fn http_arguments_reach_the_page_as_text_never_as_markup() {
+    let s = setup();
+    let url = &s.server.url;
+    let hostile = "<script>alert(1)</script><img src=x onerror=alert(2)>\"'";
+    let result = post_as(
+        url,
+        ALICE,
+        "tools/call",
+        json!({"name": "write_file", "arguments": {"path": "x.html", "content": hostile},
+               "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                         "io.modelcontextprotocol/clientCapabilities": {}}}),
+    );
+    assert_eq!(result["isError"], true, "{result}");
+    let origin = url.trim_end_matches("/mcp").to_owned();
+    let (head, _) = exchange(
+        url,
+        "POST",
+        "/approvals/sign-in",
+        &[("Content-Type", "application/x-www-form-urlencoded"), ("Origin", &origin)],
+        &format!("token={BOB}"),
+    );
+    let cookie = session_cookie(&head);
+    let (_, page) = exchange(url, "GET", "/approvals", &[("Cookie", &cookie)], "");
+    assert!(page.contains("x.html"), "{page}");
+    assert!(!page.contains("<script>alert") && !page.contains("<img src=x"), "{page}");
+    assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{page}");
+}
