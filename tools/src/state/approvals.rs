@@ -7,8 +7,10 @@ use std::sync::Mutex;
 
 use kyro_core::Caller;
 use kyro_core::grants::{ApprovalStore, Grant, MemoryApprovalStore, NewGrant, now_ms};
+use kyro_core::review::{DecideError, Decided, NewReview, Review};
 use rusqlite::{OptionalExtension, params};
 
+use super::reviews;
 use super::store::Store;
 
 /// The workspace's grants and spent approvals, in `authority.db` of its directory in the
@@ -74,7 +76,7 @@ impl SqliteApprovalStore {
 /// another: a grant holds only in the workspace it was given for, even when the file is
 /// copied into another workspace's directory. A workspace directory made anew at the same
 /// path (deleted, and another repository cloned there) is another workspace too: its
-/// grants are forgotten.
+/// grants and reviews are forgotten.
 fn bind(store: &mut Store, root: &Path) -> Result<(), String> {
     use std::os::unix::fs::MetadataExt;
     let workspace = root.canonicalize().map_err(failed)?;
@@ -104,7 +106,7 @@ fn bind(store: &mut Store, root: &Path) -> Result<(), String> {
                     .map_err(super::state_error)?;
                 }
                 Some((path, was)) if *path == workspace && *was != identity => {
-                    tx.execute_batch("DELETE FROM grants; DELETE FROM bound;")
+                    tx.execute_batch("DELETE FROM grants; DELETE FROM reviews; DELETE FROM bound;")
                         .map_err(super::state_error)?;
                     tx.execute(
                         "INSERT INTO bound (workspace, identity) VALUES (?1, ?2)",
@@ -126,10 +128,11 @@ fn bind(store: &mut Store, root: &Path) -> Result<(), String> {
 }
 
 /// The authority database's schema, one migration per entry: the grants and spent
-/// nonces, and the workspace the database is bound to.
+/// nonces, the workspace the database is bound to, the review queue.
 const AUTHORITY: &[&str] = &[
     super::store::GRANTS,
     "CREATE TABLE bound (workspace TEXT NOT NULL, identity TEXT NOT NULL);",
+    super::reviews::TABLE,
 ];
 
 fn grant_of(row: &rusqlite::Row) -> rusqlite::Result<(i64, String, String, Option<String>, i64, i64)> {
@@ -239,6 +242,38 @@ impl ApprovalStore for SqliteApprovalStore {
             Ok(gone.is_some())
         })
     }
+
+    fn request_review(&self, new: NewReview, now_ms: u64) -> Result<Review, String> {
+        let (arguments, id) = (reviews::arguments_text(&new)?, kyro_core::review::new_id()?);
+        // Found or inserted in the store's immediate transaction: one writer at a time, of
+        // every process sharing the file.
+        self.with(|tx| reviews::request(tx, &new, &arguments, &id, now_ms))??
+            .read(now_ms)
+    }
+
+    fn review(&self, id: &str, now_ms: u64) -> Result<Option<Review>, String> {
+        self.with(|tx| reviews::get(tx, id))?
+            .map(|row| row.read(now_ms))
+            .transpose()
+    }
+
+    fn reviews(&self, pending_only: bool, now_ms: u64) -> Result<Vec<Review>, String> {
+        let rows = self.with(|tx| reviews::list(tx, pending_only, now_ms))?;
+        // A row that does not read back (edited by hand) is left out, not the whole list.
+        Ok(rows.into_iter().filter_map(|row| row.read(now_ms).ok()).collect())
+    }
+
+    fn decide_review(&self, id: &str, decided: Decided, now_ms: u64) -> Result<Review, DecideError> {
+        let (state, reason) = (reviews::decided_state(decided.approve), decided.reason.as_deref());
+        let updated = self
+            .with(|tx| reviews::decide(tx, id, state, &decided.approver, reason, now_ms))
+            .map_err(DecideError::Store)?;
+        reviews::decision(id, updated, now_ms)
+    }
+
+    fn spend_review(&self, id: &str, now_ms: u64) -> Result<bool, String> {
+        self.with(|tx| reviews::spend(tx, id, now_ms))
+    }
 }
 
 #[cfg(test)]
@@ -286,6 +321,53 @@ mod tests {
         assert_eq!(one.revoke_grant(&given.id), Ok(false));
         assert_eq!(one.revoke_grant("not-a-number"), Ok(false));
         assert!(one.grants(None, now_ms()).unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_review_queue_keeps_what_every_store_keeps() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        kyro_core::review::conformance(&SqliteApprovalStore::with_state_home(dir.path(), home.path()));
+    }
+
+    #[test]
+    fn two_processes_sharing_the_database_decide_a_review_once_and_run_it_once() {
+        use kyro_core::review::{DecideError, Decided, NewReview, ReviewState};
+        let dir = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let one = SqliteApprovalStore::with_state_home(dir.path(), home.path());
+        let two = SqliteApprovalStore::with_state_home(dir.path(), home.path());
+        let now = now_ms();
+        let asked = NewReview {
+            caller: Caller::named("alice").unwrap(),
+            tool: "run_command".into(),
+            fingerprint: "f1".into(),
+            arguments: json!({"argv": ["cargo", "publish"]}),
+            summary: "run_command\n  argv: cargo publish".into(),
+            expires_at_ms: now + 60_000,
+        };
+        let review = one.request_review(asked.clone(), now).unwrap();
+        assert_eq!(two.request_review(asked, now).unwrap().id, review.id, "one review");
+        let yes = Decided {
+            approve: true,
+            approver: Caller::named("bob").unwrap(),
+            reason: None,
+        };
+        assert_eq!(
+            one.decide_review(&review.id, yes.clone(), now).unwrap().state,
+            ReviewState::Approved
+        );
+        assert_eq!(
+            two.decide_review(&review.id, yes, now),
+            Err(DecideError::NotPending {
+                id: review.id.clone(),
+                state: ReviewState::Approved
+            })
+        );
+        let spent = [two.spend_review(&review.id, now), one.spend_review(&review.id, now)];
+        assert_eq!(spent.iter().filter(|s| **s == Ok(true)).count(), 1, "{spent:?}");
+        assert_eq!(spent.iter().filter(|s| **s == Ok(false)).count(), 1, "{spent:?}");
+        assert_eq!(two.review(&review.id, now).unwrap().unwrap().state, ReviewState::Ran);
     }
 
     /// A grant whose row another party wrote into the workspace's own `.kyro/state.db`

@@ -6,11 +6,14 @@ mod approvals;
 #[cfg(feature = "postgres")]
 mod pg_receipts;
 #[cfg(feature = "postgres")]
+mod pg_reviews;
+#[cfg(feature = "postgres")]
 mod pg_sessions;
 #[cfg(feature = "postgres")]
 mod pg_tasks;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod reviews;
 mod store;
 
 pub use approvals::SqliteApprovalStore;

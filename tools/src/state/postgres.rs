@@ -12,6 +12,9 @@ use std::time::Duration;
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
 use kyro_core::Caller;
 use kyro_core::grants::{ApprovalStore, Grant, MemoryApprovalStore, NewGrant, now_ms};
+use kyro_core::review::{DecideError, Decided, NewReview, Review};
+
+use super::reviews;
 
 /// The schema, one migration per entry; `kyro_migrations` records those applied.
 const MIGRATIONS: &[&str] = &[
@@ -96,6 +99,25 @@ const MIGRATIONS: &[&str] = &[
         cancel_requested BOOLEAN NOT NULL DEFAULT false
     );
     CREATE INDEX kyro_mcp_tasks_by_end ON kyro_mcp_tasks (ended_at);",
+    // 5: the review queue (pg_reviews.rs): calls waiting for (or decided by) an approver.
+    "CREATE TABLE kyro_reviews (
+        seq BIGSERIAL PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        caller TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        arguments TEXT NOT NULL,
+        summary TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        state TEXT NOT NULL,
+        approver TEXT,
+        reason TEXT,
+        decided_at BIGINT
+    );
+    CREATE INDEX kyro_reviews_by_call ON kyro_reviews (caller, fingerprint);
+    CREATE INDEX kyro_reviews_by_state ON kyro_reviews (state, caller);
+    CREATE INDEX kyro_reviews_by_expiry ON kyro_reviews (expires_at);",
 ];
 
 /// The advisory lock migrations run under, so replicas starting together migrate once.
@@ -366,5 +388,35 @@ impl ApprovalStore for PgState {
                 .map_err(failed)?;
             Ok(gone == 1)
         })
+    }
+
+    fn request_review(&self, new: NewReview, now_ms: u64) -> Result<Review, String> {
+        let (arguments, id) = (reviews::arguments_text(&new)?, kyro_core::review::new_id()?);
+        self.blocking(self.review_request(&new, &arguments, &id, now_ms))?
+            .read(now_ms)
+    }
+
+    fn review(&self, id: &str, now_ms: u64) -> Result<Option<Review>, String> {
+        self.blocking(self.review_get(id))?
+            .map(|row| row.read(now_ms))
+            .transpose()
+    }
+
+    fn reviews(&self, pending_only: bool, now_ms: u64) -> Result<Vec<Review>, String> {
+        let rows = self.blocking(self.review_list(pending_only, now_ms))?;
+        // A row that does not read back (edited by hand) is left out, not the whole list.
+        Ok(rows.into_iter().filter_map(|row| row.read(now_ms).ok()).collect())
+    }
+
+    fn decide_review(&self, id: &str, decided: Decided, now_ms: u64) -> Result<Review, DecideError> {
+        let (state, reason) = (reviews::decided_state(decided.approve), decided.reason.as_deref());
+        let updated = self
+            .blocking(self.review_decide(id, state, &decided.approver, reason, now_ms))
+            .map_err(DecideError::Store)?;
+        reviews::decision(id, updated, now_ms)
+    }
+
+    fn spend_review(&self, id: &str, now_ms: u64) -> Result<bool, String> {
+        self.blocking(self.review_spend(id, now_ms))
     }
 }
