@@ -12,6 +12,8 @@ mod frames;
 mod grants;
 #[path = "mcp/resources.rs"]
 mod resources;
+#[path = "mcp/review.rs"]
+mod review;
 #[path = "mcp/tasks.rs"]
 mod tasks;
 

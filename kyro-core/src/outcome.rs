@@ -104,6 +104,8 @@ impl Call {
 pub struct TaskHook {
     id: Arc<str>,
     authorized: Arc<std::sync::Mutex<Option<tokio::sync::oneshot::Sender<()>>>>,
+    /// What the task waits for before it runs (an approver's review), while it does.
+    waiting: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 impl TaskHook {
@@ -113,6 +115,7 @@ impl TaskHook {
         let hook = TaskHook {
             id: id.into(),
             authorized: Arc::new(std::sync::Mutex::new(Some(sender))),
+            waiting: Arc::default(),
         };
         (hook, receiver)
     }
@@ -120,6 +123,23 @@ impl TaskHook {
     /// The task's id.
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// What the task waits for before it runs (`waits for an approver's review ...`),
+    /// while it waits: the task's status message.
+    pub fn waiting_for(&self) -> Option<String> {
+        self.waiting.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The call becomes its task now, and waits for `what` before it runs.
+    pub(crate) fn waits(&self, what: String) {
+        *self.waiting.lock().unwrap_or_else(|p| p.into_inner()) = Some(what);
+        self.authorized();
+    }
+
+    /// The wait is over: the call runs (or is refused).
+    pub(crate) fn waited(&self) {
+        *self.waiting.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
     /// Tells the receiver the call was authorized (once).

@@ -43,8 +43,6 @@ const SESSION: Duration = Duration::from_secs(8 * 60 * 60);
 /// What the page's forms may do, and that nothing loads from anywhere.
 const CSP: &str =
     "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
-/// The OAuth scope that makes a token's subject an approver.
-pub(crate) const APPROVE_SCOPE: &str = "kyro:approve";
 /// Associated data of a sealed session: no other sealed value opens as one.
 const SEALED_FOR: &[u8] = b"kyro approvals inbox session";
 

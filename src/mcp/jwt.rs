@@ -53,6 +53,9 @@ pub(crate) enum Refusal {
     Unavailable(String),
 }
 
+/// The OAuth scope that makes a token's subject an approver (the approvals inbox).
+pub(crate) const APPROVE_SCOPE: &str = "kyro:approve";
+
 /// A token taken: its subject and the policy its scopes chose (`None`: the server's).
 pub(crate) struct Verified {
     pub subject: String,
@@ -150,7 +153,7 @@ impl Verifier {
         Ok(Verified {
             subject: claims.sub,
             role,
-            approves: scopes.contains(super::inbox::APPROVE_SCOPE),
+            approves: scopes.contains(APPROVE_SCOPE),
         })
     }
 

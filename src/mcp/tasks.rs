@@ -68,6 +68,10 @@ struct Entry {
     ended: Option<Instant>,
     /// A slot held for a call not yet authorized: no task to anyone yet.
     reserved: bool,
+    /// The call's hook: what the task waits for before it runs, while it does.
+    hook: Option<TaskHook>,
+    /// The tool's name.
+    tool: String,
 }
 
 /// What a call that may become a task came to.
@@ -110,6 +114,8 @@ impl Tasks {
                 stop: None,
                 ended: None,
                 reserved: true,
+                hook: None,
+                tool: String::new(),
             },
         );
         Some(id)
@@ -139,7 +145,7 @@ impl Tasks {
         let (caller, tool) = (call.caller.clone(), call.tool.clone());
         let mut work = {
             let runtime = runtime.clone();
-            let call = call.as_task(hook);
+            let call = call.as_task(hook.clone());
             tokio::spawn(async move {
                 let stopped = async {
                     let _ = stopped.await;
@@ -170,7 +176,7 @@ impl Tasks {
         let mut task = Task::new(id.clone(), TaskStatus::Working, now.clone(), now)
             .with_ttl_ms(KEPT.as_millis() as u64)
             .with_poll_interval_ms(POLL_MS);
-        task.status_message = Some(format!("{tool} is running"));
+        task.status_message = Some(hook.waiting_for().unwrap_or_else(|| format!("{tool} is running")));
         #[cfg(feature = "postgres")]
         let shared = shared(runtime);
         #[cfg(feature = "postgres")]
@@ -194,6 +200,8 @@ impl Tasks {
                 stop: Some(stop),
                 ended: None,
                 reserved: false,
+                hook: Some(hook),
+                tool: tool.clone(),
             },
         );
         held.id = None;
@@ -237,7 +245,19 @@ impl Tasks {
     /// when another replica runs it.
     pub(super) async fn get(&self, id: &str, caller: &Caller, runtime: &Runtime) -> Result<DetailedTask, ErrorData> {
         if let Some(entry) = self.lock().get(id).filter(|e| &e.caller == caller && !e.reserved) {
-            return Ok(DetailedTask::new(entry.task.clone(), entry.payload.clone()));
+            let mut task = entry.task.clone();
+            // Waiting for a review, then running: the message says which.
+            if entry.ended.is_none() && entry.stop.is_some() {
+                let tool = &entry.tool;
+                task.status_message = Some(
+                    entry
+                        .hook
+                        .as_ref()
+                        .and_then(TaskHook::waiting_for)
+                        .unwrap_or_else(|| format!("{tool} is running")),
+                );
+            }
+            return Ok(DetailedTask::new(task, entry.payload.clone()));
         }
         #[cfg(feature = "postgres")]
         if let Some(pg) = shared(runtime) {

@@ -27,6 +27,19 @@ impl Runtime {
         fingerprint: &Fingerprint,
         parties: &Parties<'_>,
     ) -> Result<Decision, (Decision, Outcome)> {
+        let decided = self.wait_for_review(new, fingerprint, parties).await;
+        if let Some(task) = parties.task {
+            task.waited();
+        }
+        decided
+    }
+
+    async fn wait_for_review(
+        &self,
+        new: NewReview,
+        fingerprint: &Fingerprint,
+        parties: &Parties<'_>,
+    ) -> Result<Decision, (Decision, Outcome)> {
         let tool = new.tool.clone();
         let denied = |reason: Denial| {
             let outcome = Outcome::Denied {
@@ -103,7 +116,13 @@ impl Runtime {
             };
             if !told {
                 // The client has its task now, and polls it while the approver decides.
-                task.authorized();
+                let place = self
+                    .review_inbox()
+                    .map(|inbox| format!(" at {inbox}/{}", review.id))
+                    .unwrap_or_else(|| format!(" (`kyro approvals approve {}`)", review.id));
+                task.waits(format!(
+                    "{tool} waits for an approver's review{place}; it runs once approved"
+                ));
                 told = true;
             }
             tokio::time::sleep(POLL).await;
@@ -133,7 +152,7 @@ impl Runtime {
             fingerprint: fingerprint.to_string(),
             arguments: checked.arguments.clone(),
             summary: self.approval_summary(checked, parties),
-            expires_at_ms: now_ms().saturating_add(lifetime_ms.max(1000).min(REVIEW_LIFETIME_S * 1000 * 30)),
+            expires_at_ms: now_ms().saturating_add(lifetime_ms.clamp(1000, REVIEW_LIFETIME_S * 1000 * 30)),
         }
     }
 }
