@@ -124,19 +124,42 @@ impl Inbox {
         }
     }
 
-    fn reviews(&self) -> Result<Vec<Review>, Response> {
-        self.store
-            .reviews(true, now_ms())
+    /// `work` on the store, off the async threads (a store blocks; PostgreSQL's runs its
+    /// own runtime).
+    async fn on_store<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&dyn ApprovalStore) -> Result<T, DecideError> + Send + 'static,
+    ) -> Result<T, DecideError> {
+        let store = self.store.clone();
+        tokio::task::spawn_blocking(move || work(store.as_ref()))
+            .await
+            .map_err(|e| DecideError::Store(e.to_string()))?
+    }
+
+    async fn reviews(&self) -> Result<Vec<Review>, Response> {
+        self.on_store(|store| store.reviews(true, now_ms()).map_err(DecideError::Store))
+            .await
             .map_err(|e| refused(StatusCode::SERVICE_UNAVAILABLE, &format!("the approval queue: {e}")))
     }
 
-    fn decide(&self, id: &str, approve: bool, approver: Caller, reason: Option<&str>) -> Result<Review, Response> {
+    async fn review(&self, id: &str) -> Result<Option<Review>, Response> {
+        let id = id.to_owned();
+        self.on_store(move |store| store.review(&id, now_ms()).map_err(DecideError::Store))
+            .await
+            .map_err(|e| refused(StatusCode::SERVICE_UNAVAILABLE, &format!("the approval queue: {e}")))
+    }
+
+    async fn decide(&self, id: &str, approve: bool, approver: Caller, reason: Option<&str>) -> Result<Review, Response> {
         let decided = Decided {
             approve,
             approver,
             reason: clean_reason(reason),
         };
-        decide(self.store.as_ref(), id, decided, self.self_review, now_ms()).map_err(|e| {
+        let (id, self_review) = (id.to_owned(), self.self_review);
+        let decision = self
+            .on_store(move |store| decide(store, &id, decided, self_review, now_ms()))
+            .await;
+        decision.map_err(|e| {
             let status = match &e {
                 DecideError::Unknown(_) => StatusCode::NOT_FOUND,
                 DecideError::NotPending { .. } => StatusCode::CONFLICT,
@@ -186,7 +209,7 @@ pub(crate) async fn list_json(State(inbox): State<Arc<Inbox>>, headers: HeaderMa
         Ok(approver) => approver,
         Err(refusal) => return refusal,
     };
-    match inbox.reviews() {
+    match inbox.reviews().await {
         Ok(reviews) => json(
             StatusCode::OK,
             &serde_json::json!({ "approver": approver, "approvals": reviews }),
@@ -226,7 +249,7 @@ pub(crate) async fn decide_post(
                 Err(e) => return refused(StatusCode::BAD_REQUEST, &format!("the body must be {{\"reason\": TEXT}}: {e}")),
             }
         };
-        return match inbox.decide(&id, approve, approver, body.reason.as_deref()) {
+        return match inbox.decide(&id, approve, approver, body.reason.as_deref()).await {
             Ok(review) => json(StatusCode::OK, &review),
             Err(refusal) => refusal,
         };
@@ -243,7 +266,7 @@ pub(crate) async fn decide_post(
             "<p>This form did not come from this inbox's own page. Nothing was decided.</p>",
         );
     }
-    match inbox.decide(&id, approve, approver, field(&fields, "reason")) {
+    match inbox.decide(&id, approve, approver, field(&fields, "reason")).await {
         Ok(_) => see_other("/approvals"),
         Err(refusal) => {
             let status = refusal.status();
@@ -335,7 +358,7 @@ pub(crate) async fn list_page(State(inbox): State<Arc<Inbox>>, headers: HeaderMa
     let Some((approver, session)) = inbox.session(&headers) else {
         return page(StatusCode::OK, "Sign in", &sign_in(None));
     };
-    let reviews = match inbox.reviews() {
+    let reviews = match inbox.reviews().await {
         Ok(reviews) => reviews,
         Err(refusal) => return refusal,
     };
@@ -354,7 +377,7 @@ pub(crate) async fn one_page(State(inbox): State<Arc<Inbox>>, Path(id): Path<Str
     let Some((approver, session)) = inbox.session(&headers) else {
         return page(StatusCode::OK, "Sign in", &sign_in(None));
     };
-    match inbox.store.review(&id, now_ms()) {
+    match inbox.review(&id).await {
         Ok(Some(review)) => {
             let mut body = signed_in(&approver, &session);
             body.push_str(&card(&review, &approver, &session, &inbox));
@@ -362,7 +385,7 @@ pub(crate) async fn one_page(State(inbox): State<Arc<Inbox>>, Path(id): Path<Str
             page(StatusCode::OK, &format!("{} by {}", review.tool, review.caller), &body)
         }
         Ok(None) => page(StatusCode::NOT_FOUND, "No such approval", "<p><a href=\"/approvals\">Back</a></p>"),
-        Err(e) => refused(StatusCode::SERVICE_UNAVAILABLE, &format!("the approval queue: {e}")),
+        Err(refusal) => refusal,
     }
 }
 
