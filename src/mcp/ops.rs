@@ -69,6 +69,10 @@ pub(crate) struct Metrics {
     latency_of_all: Histogram,
     in_flight: Gauge<i64, AtomicI64>,
     refusals: Family<StatusLabel, Counter>,
+    /// Calls waiting for an approver's review, and how long the oldest has waited: read
+    /// from the shared queue at each scrape (so every replica tells the same).
+    pending: Gauge<i64, AtomicI64>,
+    oldest_pending: Gauge<i64, AtomicI64>,
     /// The tools the registry had when the metrics were made, and any registered since.
     runtime: std::sync::OnceLock<Runtime>,
 }
@@ -87,6 +91,8 @@ impl Metrics {
         let latency_of_all = latency_histogram();
         let in_flight = Gauge::<i64, AtomicI64>::default();
         let refusals = Family::<StatusLabel, Counter>::default();
+        let pending = Gauge::<i64, AtomicI64>::default();
+        let oldest_pending = Gauge::<i64, AtomicI64>::default();
         named.register(CALLS.0, CALLS.1, calls.clone());
         named.register(DURATION.0, DURATION.1, latency.clone());
         summed.register(CALLS.0, "Tool calls by outcome", calls_by_outcome.clone());
@@ -102,6 +108,16 @@ impl Metrics {
                 "Requests refused before a tool saw them, by HTTP status (401 no or bad token, 403 host, origin or scope, 404 unknown session, 413 too large, 429 too many in flight, 503 no session free)",
                 refusals.clone(),
             );
+            registry.register(
+                "kyro_approvals_pending",
+                "Calls waiting for an approver's review (the policy's `review`), in the queue replicas share",
+                pending.clone(),
+            );
+            registry.register(
+                "kyro_approvals_oldest_pending_seconds",
+                "How long the oldest call waiting for review has waited",
+                oldest_pending.clone(),
+            );
         }
         Arc::new(Metrics {
             named,
@@ -112,6 +128,8 @@ impl Metrics {
             latency_of_all,
             in_flight,
             refusals,
+            pending,
+            oldest_pending,
             runtime: std::sync::OnceLock::new(),
         })
     }
@@ -195,6 +213,15 @@ pub(crate) async fn metrics(State((metrics, gate)): State<Scrapers>, request: Re
         None => true,
         Some(gate) => super::auth::identify(gate, request.headers()).await.is_ok(),
     };
+    if let Some(store) = metrics.runtime.get().and_then(|r| r.approval_store()).cloned() {
+        let now = kyro_core::grants::now_ms();
+        let read = tokio::task::spawn_blocking(move || store.reviews(true, now)).await;
+        if let Ok(Ok(pending)) = read {
+            let oldest = pending.iter().map(|r| r.created_at_ms).min().unwrap_or(now);
+            metrics.pending.set(pending.len() as i64);
+            metrics.oldest_pending.set((now.saturating_sub(oldest) / 1000) as i64);
+        }
+    }
     (
         [(
             CONTENT_TYPE,

@@ -125,6 +125,10 @@ fn http_a_reviewed_call_runs_once_after_a_named_approver_approves_it_by_token() 
     assert_eq!(status(&head), 403, "{head}{body}");
     assert!(body.contains("cannot approve it themselves"), "{body}");
     assert!(!out.exists());
+    // The metrics count it, for any scraper.
+    let (_, metrics) = exchange(url, "GET", "/metrics", &[], "");
+    assert!(metrics.contains("kyro_approvals_pending 1"), "{metrics}");
+    assert!(metrics.contains("kyro_approvals_oldest_pending_seconds"), "{metrics}");
     // Bob sees it, with every argument, and approves it with a reason.
     let (head, listed) = exchange(url, "GET", "/approvals.json", &[("Authorization", &bearer(BOB))], "");
     assert_eq!(status(&head), 200, "{head}");
