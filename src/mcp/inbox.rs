@@ -468,7 +468,9 @@ fn page(status: StatusCode, title: &str, body: &str) -> Response {
             (CACHE_CONTROL, "no-store"),
             (axum::http::header::CONTENT_SECURITY_POLICY, CSP),
             (axum::http::header::X_FRAME_OPTIONS, "DENY"),
-            (axum::http::header::REFERRER_POLICY, "no-referrer"),
+            // Not `no-referrer`: a browser then sends `Origin: null` with the page's own
+            // posts, which could not be told from another origin's.
+            (axum::http::header::REFERRER_POLICY, "same-origin"),
             (axum::http::header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
         ],
         html,

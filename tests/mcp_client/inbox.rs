@@ -237,6 +237,7 @@ fn http_the_inbox_page_signs_an_approver_in_and_refuses_csrf_cross_origin_and_fo
         (with(&cookie, Some(&origin)), "reason=x".to_owned()),
         (with(&cookie, Some(&origin)), "csrf=0000&reason=x".to_owned()),
         (with(&cookie, Some("http://evil.example")), format!("csrf={csrf}")),
+        (with(&cookie, Some("null")), format!("csrf={csrf}")),
         (with("kyro_inbox=forged", Some(&origin)), format!("csrf={csrf}")),
     ];
     for (headers, body) in refusals {
@@ -286,4 +287,77 @@ fn http_arguments_reach_the_page_as_text_never_as_markup() {
     assert!(page.contains("x.html"), "{page}");
     assert!(!page.contains("<script>alert") && !page.contains("<img src=x"), "{page}");
     assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{page}");
+}
+
+/// The inbox page in a real headless Chromium, driven by kyro's own browser tools: an
+/// approver signs in with the form, reads the diff of a waiting `write_file`, approves it
+/// with a reason by keyboard-reachable buttons, and the call then runs; after signing out,
+/// a non-approver's token signs nobody in. Needs Chromium (`KYRO_REQUIRE_BROWSER=1` in CI).
+#[test]
+fn http_an_approver_decides_in_a_real_browser_and_a_non_approver_cannot_sign_in() {
+    use kyro_core::policy::{ApprovalRule, ApprovalRules};
+    use kyro_core::{Call, Outcome, Policy, Registry, Runtime, Workspace};
+    use std::sync::Arc;
+    if let Some(reason) = kyro_tools::browser::unavailable() {
+        assert!(
+            std::env::var_os("KYRO_REQUIRE_BROWSER").is_none(),
+            "KYRO_REQUIRE_BROWSER is set but {reason}"
+        );
+        eprintln!("skipped: {reason}");
+        return;
+    }
+    let s = setup();
+    let url = &s.server.url;
+    let out = s.ws.path().join("out.txt");
+    std::fs::write(&out, "old line\n").unwrap();
+    let id = pending_id(&write(url, ALICE));
+    // The browser: kyro's browser tools in a runtime of their own, loopback allowed.
+    let browsing = tempfile::tempdir().unwrap();
+    let policy = Policy {
+        approvals: ApprovalRules::uniform(ApprovalRule::Auto),
+        tools: [("network".to_owned(), json!({ "allow_hosts": ["127.0.0.1"] }))].into(),
+        ..Policy::default()
+    };
+    let registry = Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());
+    let browser = Runtime::new(registry, Workspace::new(browsing.path()).unwrap(), &policy).unwrap();
+    let executor = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let ok = |tool: &str, arguments: Value| match executor.block_on(browser.execute_call(Call::new(tool, arguments.clone()))) {
+        Outcome::Ok { result, .. } => result,
+        other => panic!("{tool} {arguments}: {other:?}"),
+    };
+    let page = || ok("browser_snapshot", json!({}))["snapshot"].as_str().unwrap().to_owned();
+    let inbox = format!("{}/approvals", url.trim_end_matches("/mcp"));
+    ok("browser_navigate", json!({ "url": inbox }));
+    assert!(page().contains("Sign in"), "{}", page());
+    ok("browser_type", json!({ "selector": "input[name=token]", "text": BOB }));
+    ok("browser_click", json!({ "selector": "form[action='/approvals/sign-in'] button" }));
+    let listed = page();
+    assert!(listed.contains("Signed in as") && listed.contains("bob"), "{listed}");
+    assert!(listed.contains(&id), "{listed}");
+    assert!(
+        listed.contains("old line") && listed.contains("hello"),
+        "the diff of the waiting write_file: {listed}"
+    );
+    assert!(!out.exists() || std::fs::read_to_string(&out).unwrap() == "old line\n");
+    let approve = format!("form[action='/approvals/{id}/approve']");
+    ok("browser_type", json!({ "selector": format!("{approve} input[name=reason]"), "text": "checked the diff" }));
+    ok("browser_click", json!({ "selector": format!("{approve} button") }));
+    assert!(page().contains("No calls are waiting for review"), "{}", page());
+    let ran = write(url, ALICE);
+    assert_eq!(ran["isError"], false, "{ran}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "hello\n");
+    let reviewed = receipts(s.ws.path())
+        .into_iter()
+        .find(|r| r["decision"]["kind"] == "reviewed")
+        .expect("a reviewed receipt");
+    assert_eq!(reviewed["decision"]["approver"], "bob");
+    assert_eq!(reviewed["decision"]["reason"], "checked the diff");
+    // Signed out, Carol's token signs nobody in, and the page shows no call.
+    let waiting = pending_id(&write(url, ALICE));
+    ok("browser_click", json!({ "selector": "form[action='/approvals/sign-out'] button" }));
+    assert!(page().contains("Sign in"), "{}", page());
+    ok("browser_type", json!({ "selector": "input[name=token]", "text": CAROL }));
+    ok("browser_click", json!({ "selector": "form[action='/approvals/sign-in'] button" }));
+    let refused = page();
+    assert!(refused.contains("not an approver") && !refused.contains(&waiting), "{refused}");
 }
