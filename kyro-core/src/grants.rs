@@ -112,6 +112,10 @@ pub trait ApprovalStore: Send + Sync + 'static {
     /// Takes review `id` from approved (and unexpired at `now_ms`) to ran, in one step:
     /// `Ok(true)` for the one process that takes it, `Ok(false)` for any other.
     fn spend_review(&self, id: &str, now_ms: u64) -> Result<bool, String>;
+    /// Claims the notice that review `id` is in `state` (`[approvals.notify]`): `Ok(true)`
+    /// for the one process, of all sharing the store, that is to send it. Claims are
+    /// forgotten [`NOTICES_KEPT_MS`](crate::review::NOTICES_KEPT_MS) after `now_ms`.
+    fn claim_notice(&self, id: &str, state: ReviewState, now_ms: u64) -> Result<bool, String>;
 }
 
 /// Milliseconds since the Unix epoch.
@@ -137,6 +141,8 @@ struct Memory {
     grants: Vec<Grant>,
     next: u64,
     reviews: Vec<Review>,
+    /// Claimed notices: review id and state, and when.
+    notices: HashMap<(String, ReviewState), u64>,
 }
 
 impl MemoryApprovalStore {
@@ -202,6 +208,19 @@ impl ApprovalStore for MemoryApprovalStore {
         memory
             .reviews
             .retain(|r| r.expires_at_ms.saturating_add(crate::review::KEPT_AFTER_MS) > now_ms);
+        // The oldest settled ones go past MOST_SETTLED.
+        let settled = |r: &Review| !r.stands_at(now_ms) || r.state == ReviewState::Denied;
+        let mut excess = memory
+            .reviews
+            .iter()
+            .filter(|r| settled(r))
+            .count()
+            .saturating_sub(crate::review::MOST_SETTLED);
+        memory.reviews.retain(|r| {
+            let goes = excess > 0 && settled(r);
+            excess -= usize::from(goes);
+            !goes
+        });
         let standing = memory
             .reviews
             .iter()
@@ -280,6 +299,13 @@ impl ApprovalStore for MemoryApprovalStore {
         review.state = ReviewState::Ran;
         Ok(true)
     }
+
+    fn claim_notice(&self, id: &str, state: ReviewState, now_ms: u64) -> Result<bool, String> {
+        let mut memory = self.lock();
+        let kept = now_ms.saturating_sub(crate::review::NOTICES_KEPT_MS);
+        memory.notices.retain(|_, at| *at > kept);
+        Ok(memory.notices.insert((id.to_owned(), state), now_ms).is_none())
+    }
 }
 
 #[cfg(test)]
@@ -337,6 +363,11 @@ mod tests {
     #[test]
     fn memory_keeps_the_review_queue_as_every_store_does() {
         crate::review::conformance(&MemoryApprovalStore::default());
+    }
+
+    #[test]
+    fn memory_keeps_at_most_so_many_settled_reviews_the_oldest_going_first() {
+        crate::review::settled_bound(&MemoryApprovalStore::default());
     }
 
     #[test]

@@ -113,7 +113,7 @@ fn approve(store: &MemoryApprovalStore, id: &str, approver: Caller) {
         approver,
         reason: Some("fine".into()),
     };
-    decide(store, id, decided, false, now_ms()).unwrap();
+    decide(store, id, decided, now_ms()).unwrap();
 }
 
 #[test]
@@ -135,7 +135,7 @@ fn a_reviewed_call_waits_runs_once_when_approved_and_the_receipt_names_the_appro
         reason: None,
     };
     assert_eq!(
-        decide(s.store.as_ref(), &id, own, false, now_ms()),
+        decide(s.store.as_ref(), &id, own, now_ms()),
         Err(DecideError::OwnCall(alice()))
     );
     approve(&s.store, &id, bob());
@@ -201,7 +201,7 @@ fn a_denial_and_silence_deny_the_call_and_nothing_runs() {
         approver: bob(),
         reason: Some("not today".into()),
     };
-    decide(s.store.as_ref(), &id, no, false, now_ms()).unwrap();
+    decide(s.store.as_ref(), &id, no, now_ms()).unwrap();
     let denied = block_on(s.rt.execute_call(record(alice())));
     match &denied {
         Outcome::Denied {
@@ -230,7 +230,7 @@ fn a_denial_and_silence_deny_the_call_and_nothing_runs() {
         reason: None,
     };
     assert!(matches!(
-        decide(s2.store.as_ref(), &id, late, false, now_ms()),
+        decide(s2.store.as_ref(), &id, late, now_ms()),
         Err(DecideError::NotPending { .. })
     ));
     // Asked again after it expired: a new review, and still nothing ran.
@@ -290,4 +290,66 @@ fn a_policy_file_says_review_wherever_it_says_ask() {
     assert!(policy.approvals.self_review);
     assert_eq!(ApprovalRule::Ask.strictest(ApprovalRule::Review), ApprovalRule::Review);
     assert_eq!(ApprovalRule::Deny.strictest(ApprovalRule::Review), ApprovalRule::Deny);
+}
+
+#[test]
+fn a_rule_naming_the_call_may_tighten_a_review_but_never_loosen_it() {
+    use kyro_core::policy::MatchedRule;
+    let rule = |decision| {
+        Some(MatchedRule {
+            decision,
+            rule: "a command rule".into(),
+        })
+    };
+    let effect_review = ApprovalRules::default();
+    for loose in [ApprovalRule::Auto, ApprovalRule::Ask] {
+        let (decided, _) = effect_review.decide("record", ApprovalRule::Review, rule(loose));
+        assert_eq!(decided, ApprovalRule::Review, "{loose:?} lifted the effect's review");
+    }
+    let (decided, _) = effect_review.decide("record", ApprovalRule::Review, rule(ApprovalRule::Deny));
+    assert_eq!(decided, ApprovalRule::Deny);
+    // An `ask` effect is still the default a command rule replaces, `review` included.
+    let (decided, _) = effect_review.decide("record", ApprovalRule::Ask, rule(ApprovalRule::Review));
+    assert_eq!(decided, ApprovalRule::Review);
+    let (decided, _) = effect_review.decide("record", ApprovalRule::Ask, rule(ApprovalRule::Auto));
+    assert_eq!(decided, ApprovalRule::Auto);
+    let named = reviewing(ApprovalRule::Auto, &[("record", ApprovalRule::Review)]).approvals;
+    let (decided, _) = named.decide("record", ApprovalRule::Auto, rule(ApprovalRule::Ask));
+    assert_eq!(decided, ApprovalRule::Review);
+}
+
+#[test]
+fn whether_a_caller_may_approve_their_own_call_is_their_policys_when_they_call() {
+    let mut own = reviewing(ApprovalRule::Review, &[]);
+    own.approvals.self_review = true;
+    let s = setup(&own);
+    let id = pending_id(&block_on(s.rt.execute_call(record(alice()))));
+    assert!(s.store.review(&id, now_ms()).unwrap().unwrap().self_review);
+    approve(&s.store, &id, alice());
+    let ran = block_on(s.rt.execute_call(record(alice())));
+    assert!(matches!(ran, Outcome::Ok { .. }), "{ran:?}");
+    // A call made under a policy without it keeps that, whatever the server's says later.
+    let strict = setup(&reviewing(ApprovalRule::Review, &[]));
+    let id = pending_id(&block_on(strict.rt.execute_call(record(alice()))));
+    assert!(!strict.store.review(&id, now_ms()).unwrap().unwrap().self_review);
+    let own = Decided {
+        approve: true,
+        approver: alice(),
+        reason: None,
+    };
+    assert_eq!(
+        decide(strict.store.as_ref(), &id, own, now_ms()),
+        Err(DecideError::OwnCall(alice()))
+    );
+}
+
+#[test]
+fn a_review_keeps_a_bounded_summary_and_large_arguments_as_their_digest() {
+    let s = setup(&reviewing(ApprovalRule::Review, &[]));
+    let big = "x".repeat(40_000);
+    let call = Call::new("record", json!({"count": 1, "tags": [big.clone(), big.clone()]})).by(alice());
+    let id = pending_id(&block_on(s.rt.execute_call(call)));
+    let review = s.store.review(&id, now_ms()).unwrap().unwrap();
+    assert!(review.summary.len() <= kyro_core::review::MOST_SUMMARY_BYTES + 100, "{}", review.summary.len());
+    assert!(review.arguments["sha256"].is_string(), "{}", review.arguments);
 }

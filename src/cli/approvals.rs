@@ -36,10 +36,6 @@ pub(super) enum ApprovalsCommand {
         /// Why, recorded in the call's receipt.
         #[arg(long)]
         reason: Option<String>,
-        /// The approver's name, as receipts record it (a caller may not approve their own
-        /// call).
-        #[arg(long = "as", value_name = "NAME", default_value = "local")]
-        approver: String,
     },
     /// Deny a pending call: it is answered `denied` with the reason, and never runs.
     Deny {
@@ -48,9 +44,6 @@ pub(super) enum ApprovalsCommand {
         /// Why, told to the caller.
         #[arg(long)]
         reason: Option<String>,
-        /// The approver's name, as receipts record it.
-        #[arg(long = "as", value_name = "NAME", default_value = "local")]
-        approver: String,
     },
 }
 
@@ -87,8 +80,8 @@ pub(super) fn run(
             out!("{}", review.summary);
             Ok(())
         }
-        ApprovalsCommand::Approve { id, reason, approver } => decided(store.as_ref(), &id, true, reason, &approver),
-        ApprovalsCommand::Deny { id, reason, approver } => decided(store.as_ref(), &id, false, reason, &approver),
+        ApprovalsCommand::Approve { id, reason } => decided(store.as_ref(), &id, true, reason),
+        ApprovalsCommand::Deny { id, reason } => decided(store.as_ref(), &id, false, reason),
     }
 }
 
@@ -99,17 +92,26 @@ fn find(store: &dyn ApprovalStore, id: &str, now: u64) -> Result<Review, Refused
         .ok_or_else(|| Refused::Failed(format!("no approval `{id}` (see `kyro approvals list --all`)")))
 }
 
-fn decided(store: &dyn ApprovalStore, id: &str, approve: bool, reason: Option<String>, approver: &str) -> Result<(), Refused> {
-    let approver = Caller::named(approver).map_err(Refused::Usage)?;
+/// Who decides on the command line: `cli:USER`, the account running `kyro approvals`
+/// (whoever can open the state can decide; receipts name the account, not a name given).
+fn approver() -> Caller {
+    // SAFETY: getuid cannot fail and touches no memory.
+    let uid = unsafe { libc::getuid() };
+    let user = std::env::var("USER").ok().filter(|u| Caller::named(&format!("cli:{u}")).is_ok());
+    let name = user.map_or_else(|| format!("cli:uid{uid}"), |user| format!("cli:{user}"));
+    Caller::named(&name).unwrap_or_else(|_| Caller::local())
+}
+
+fn decided(store: &dyn ApprovalStore, id: &str, approve: bool, reason: Option<String>) -> Result<(), Refused> {
     let decision = Decided {
         approve,
-        approver,
+        approver: approver(),
         reason: clean_reason(reason.as_deref()),
     };
-    // On the command line the policy's `self_review` does not apply: approve as another.
-    let review = decide(store, id, decision, false, now_ms()).map_err(|e| Refused::Failed(e.to_string()))?;
+    let review = decide(store, id, decision, now_ms()).map_err(|e| Refused::Failed(e.to_string()))?;
     let done = if approve { "approved" } else { "denied" };
-    out!("{done} {}: {} by {}", review.id, review.tool, review.caller);
+    let by = review.approver.as_ref().map_or("", |a| a.name());
+    out!("{done} {}: {} by {} ({by})", review.id, review.tool, review.caller);
     Ok(())
 }
 

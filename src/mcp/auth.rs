@@ -370,13 +370,30 @@ pub(crate) async fn identify(gate: &Gate, headers: &HeaderMap) -> Result<(Caller
     identified(gate, headers).await.map(|(caller, role, _)| (caller, role))
 }
 
-/// The caller the credentials in `headers` name, and whether an OAuth token of theirs
-/// holds the scope `kyro:approve` (the approvals inbox).
-pub(crate) async fn identify_approving(gate: &Gate, headers: &HeaderMap) -> Result<(Caller, bool), Response> {
-    identified(gate, headers).await.map(|(caller, _, approves)| (caller, approves))
+/// The caller the credentials in `headers` name, as the approvals inbox sees them.
+pub(crate) struct Approving {
+    pub caller: Caller,
+    /// An OAuth token of theirs holds the scope `kyro:approve`.
+    pub scoped: bool,
+    /// When an OAuth token expires (seconds since the Unix epoch); a static token does not.
+    pub expires_at_s: Option<u64>,
 }
 
-async fn identified(gate: &Gate, headers: &HeaderMap) -> Result<(Caller, Option<Role>, bool), Response> {
+/// Who the credentials in `headers` name, for the approvals inbox.
+pub(crate) async fn identify_approving(gate: &Gate, headers: &HeaderMap) -> Result<Approving, Response> {
+    identified(gate, headers)
+        .await
+        .map(|(caller, _, (scoped, expires_at_s))| Approving {
+            caller,
+            scoped,
+            expires_at_s,
+        })
+}
+
+/// The caller, their policy key, and (OAuth) whether they may approve and until when.
+type Identified = (Caller, Option<Role>, (bool, Option<u64>));
+
+async fn identified(gate: &Gate, headers: &HeaderMap) -> Result<Identified, Response> {
     let given = headers
         .get(AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
@@ -391,7 +408,7 @@ async fn identified(gate: &Gate, headers: &HeaderMap) -> Result<(Caller, Option<
             .own_policies
             .contains(&caller)
             .then(|| Role(format!("caller:{caller}").into()));
-        return Ok((caller, role, false));
+        return Ok((caller, role, (false, None)));
     }
     #[cfg(feature = "oauth")]
     if let Some(verifier) = &gate.oauth {
@@ -400,7 +417,10 @@ async fn identified(gate: &Gate, headers: &HeaderMap) -> Result<(Caller, Option<
             None => Refusal::Missing,
             Some(token) => match verifier.verify(token).await {
                 Ok(verified) => match gate.subject(&verified.subject) {
-                    Ok(caller) => return Ok((caller, verified.role.map(Role), verified.approves)),
+                    Ok(caller) => {
+                        let approving = (verified.approves, Some(verified.expires_at_s));
+                        return Ok((caller, verified.role.map(Role), approving));
+                    }
                     Err(why) => Refusal::Invalid(why),
                 },
                 Err(refusal) => refusal,

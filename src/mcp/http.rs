@@ -160,7 +160,6 @@ impl KyroServer {
                 .unwrap_or_else(|| Arc::new(kyro_core::grants::MemoryApprovalStore::default())),
             gate: gate.clone(),
             approvers: access.approvers.iter().cloned().collect(),
-            self_review: runtime.scope().approvals().self_review,
             codec: super::inbox::Inbox::codec(
                 std::env::var(super::elicit::STATE_KEY_VARIABLE)
                     .ok()

@@ -7,14 +7,16 @@
 //! - `GET /approvals.json`, `POST /approvals/{id}/approve` and `/deny` (JSON body
 //!   `{"reason": ...}`, optional): for an approver's bearer token.
 //! - `POST /approvals/sign-in` (a form with the approver's token) and `/sign-out`: the page
-//!   signs an approver in with a cookie sealed under the server's key (`KYRO_STATE_KEY`
-//!   for replicas), `HttpOnly`, `SameSite=Strict`, good for eight hours; every form the
-//!   page posts carries the session's CSRF token, and a post from another origin is
-//!   refused.
+//!   signs an approver in with a cookie signed under the server's key (`KYRO_STATE_KEY`
+//!   for replicas; signed, not encrypted), `HttpOnly`, `SameSite=Strict`, `Secure` behind
+//!   HTTPS, good for an hour (and no longer than an OAuth token it came from); every form
+//!   the page posts carries the session's CSRF token, and a post from another origin is
+//!   refused. On plain-HTTP loopback a browser sends the cookie to every port of the
+//!   host: sign out when done.
 //!
 //! An approver is a caller `--approvers` names, or the holder of an OAuth access token
 //! with the scope `kyro:approve`; anyone else gets 403. Nobody approves their own call
-//! unless the policy says so (`[approvals] self_review`).
+//! unless the caller's policy said so when the call was made (`[approvals] self_review`).
 
 use std::collections::HashSet;
 use std::fmt::Write as _;
@@ -38,8 +40,10 @@ use super::auth::{Gate, identify_approving};
 
 /// The cookie of a signed-in approver.
 const COOKIE_NAME: &str = "kyro_inbox";
-/// How long a sign-in lasts.
-const SESSION: Duration = Duration::from_secs(8 * 60 * 60);
+/// How long a sign-in lasts at most.
+const SESSION: Duration = Duration::from_secs(60 * 60);
+/// The most pending calls a page or a list shows (the oldest first; the rest are counted).
+const SHOWN: usize = 100;
 /// What the page's forms may do, and that nothing loads from anywhere.
 const CSP: &str =
     "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
@@ -52,8 +56,6 @@ pub(crate) struct Inbox {
     pub gate: Arc<Gate>,
     /// Callers who may decide (`--approvers`).
     pub approvers: HashSet<Caller>,
-    /// Whether an approver may approve their own call.
-    pub self_review: bool,
     /// Seals sessions.
     pub codec: RequestStateCodec,
     /// The origins a page's post may come from (the server's own).
@@ -62,7 +64,7 @@ pub(crate) struct Inbox {
     pub secure: bool,
 }
 
-/// A signed-in approver, sealed in their cookie.
+/// A signed-in approver, signed into their cookie.
 #[derive(Serialize, Deserialize)]
 struct Session {
     caller: String,
@@ -95,7 +97,8 @@ impl Inbox {
 
     /// The approver a bearer token names, or the refusal.
     async fn bearer(&self, headers: &HeaderMap) -> Result<Caller, Response> {
-        let (caller, scoped) = identify_approving(&self.gate, headers).await?;
+        let approving = identify_approving(&self.gate, headers).await?;
+        let (caller, scoped) = (approving.caller, approving.scoped);
         if !self.is_approver(&caller, scoped) {
             return Err(refused(StatusCode::FORBIDDEN, &format!("{caller} is not an approver")));
         }
@@ -155,9 +158,9 @@ impl Inbox {
             approver,
             reason: clean_reason(reason),
         };
-        let (id, self_review) = (id.to_owned(), self.self_review);
+        let id = id.to_owned();
         let decision = self
-            .on_store(move |store| decide(store, &id, decided, self_review, now_ms()))
+            .on_store(move |store| decide(store, &id, decided, now_ms()))
             .await;
         decision.map_err(|e| {
             let status = match &e {
@@ -210,10 +213,14 @@ pub(crate) async fn list_json(State(inbox): State<Arc<Inbox>>, headers: HeaderMa
         Err(refusal) => return refusal,
     };
     match inbox.reviews().await {
-        Ok(reviews) => json(
-            StatusCode::OK,
-            &serde_json::json!({ "approver": approver, "approvals": reviews }),
-        ),
+        Ok(mut reviews) => {
+            let more = reviews.len().saturating_sub(SHOWN);
+            reviews.truncate(SHOWN);
+            json(
+                StatusCode::OK,
+                &serde_json::json!({ "approver": approver, "approvals": reviews, "more": more }),
+            )
+        }
         Err(refusal) => refusal,
     }
 }
@@ -302,9 +309,10 @@ pub(crate) async fn sign_in_post(State(inbox): State<Arc<Inbox>>, headers: Heade
         return page(StatusCode::FORBIDDEN, "Not signed in", &sign_in(Some("That token is not one.")));
     };
     bearer.insert(axum::http::header::AUTHORIZATION, value);
-    let Ok((caller, scoped)) = identify_approving(&inbox.gate, &bearer).await else {
+    let Ok(approving) = identify_approving(&inbox.gate, &bearer).await else {
         return page(StatusCode::FORBIDDEN, "Not signed in", &sign_in(Some("That token is not one.")));
     };
+    let (caller, scoped) = (approving.caller.clone(), approving.scoped);
     if token.is_empty() || !inbox.is_approver(&caller, scoped) {
         return page(
             StatusCode::FORBIDDEN,
@@ -320,14 +328,28 @@ pub(crate) async fn sign_in_post(State(inbox): State<Arc<Inbox>>, headers: Heade
         scoped,
         csrf: format!("{csrf}{}", kyro_core::review::new_id().unwrap_or_default()),
     };
-    let options = SealOptions::new().associated_data(SEALED_FOR).ttl(SESSION);
+    // No longer than an OAuth token it came from.
+    let left = approving
+        .expires_at_s
+        .map(|at| Duration::from_secs(at.saturating_sub(now_ms() / 1000)));
+    let lasting = left.map_or(SESSION, |left| left.min(SESSION));
+    if lasting.is_zero() {
+        return page(StatusCode::FORBIDDEN, "Not signed in", &sign_in(Some("That token has expired.")));
+    }
+    let options = SealOptions::new().associated_data(SEALED_FOR).ttl(lasting);
     let Ok(sealed) = inbox.codec.seal_json_with(&session, &options) else {
-        return refused(StatusCode::SERVICE_UNAVAILABLE, "the session cannot be sealed");
+        return refused(StatusCode::SERVICE_UNAVAILABLE, "the session cannot be signed");
     };
-    let secure = if inbox.secure { "; Secure" } else { "" };
+    // Behind HTTPS (the public address, or a proxy saying so) the cookie is never sent
+    // over plain HTTP.
+    let proxied_https = headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|proto| proto.eq_ignore_ascii_case("https"));
+    let secure = if inbox.secure || proxied_https { "; Secure" } else { "" };
     let cookie = format!(
         "{COOKIE_NAME}={sealed}; Path=/approvals; HttpOnly; SameSite=Strict; Max-Age={}{secure}",
-        SESSION.as_secs()
+        lasting.as_secs()
     );
     let mut answer = see_other("/approvals");
     if let Ok(cookie) = HeaderValue::from_str(&cookie) {
@@ -366,8 +388,11 @@ pub(crate) async fn list_page(State(inbox): State<Arc<Inbox>>, headers: HeaderMa
     if reviews.is_empty() {
         body.push_str("<p>No calls are waiting for review.</p>");
     }
-    for review in &reviews {
-        body.push_str(&card(review, &approver, &session, &inbox));
+    for review in reviews.iter().take(SHOWN) {
+        body.push_str(&card(review, &approver, &session));
+    }
+    if reviews.len() > SHOWN {
+        let _ = write!(body, "<p>{} more calls wait; decide these first.</p>", reviews.len() - SHOWN);
     }
     page(StatusCode::OK, "Calls waiting for review", &body)
 }
@@ -380,7 +405,7 @@ pub(crate) async fn one_page(State(inbox): State<Arc<Inbox>>, Path(id): Path<Str
     match inbox.review(&id).await {
         Ok(Some(review)) => {
             let mut body = signed_in(&approver, &session);
-            body.push_str(&card(&review, &approver, &session, &inbox));
+            body.push_str(&card(&review, &approver, &session));
             body.push_str("<p><a href=\"/approvals\">Every waiting call</a></p>");
             page(StatusCode::OK, &format!("{} by {}", review.tool, review.caller), &body)
         }
@@ -399,7 +424,7 @@ fn signed_in(approver: &Caller, session: &Session) -> String {
 }
 
 /// One call: who, what, how long ago, its summary, and the forms that decide it.
-fn card(review: &Review, approver: &Caller, session: &Session, inbox: &Inbox) -> String {
+fn card(review: &Review, approver: &Caller, session: &Session) -> String {
     let now = now_ms();
     let id = escape(&review.id);
     let mut html = String::new();
@@ -420,7 +445,7 @@ fn card(review: &Review, approver: &Caller, session: &Session, inbox: &Inbox) ->
         escape(&review.summary),
     );
     let pending = review.state_at(now) == kyro_core::review::ReviewState::Pending;
-    if pending && &review.caller == approver && !inbox.self_review {
+    if pending && &review.caller == approver && !review.self_review {
         html.push_str("<p>You made this call: another approver decides it.</p>");
     } else if pending {
         for (verb, label) in [("approve", "Approve"), ("deny", "Deny")] {

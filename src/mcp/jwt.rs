@@ -62,12 +62,16 @@ pub(crate) struct Verified {
     pub role: Option<Arc<str>>,
     /// The token holds the scope `kyro:approve`: its subject decides calls under review.
     pub approves: bool,
+    /// When the token expires, in seconds since the Unix epoch.
+    pub expires_at_s: u64,
 }
 
 /// The claims kyro reads; `iss`, `aud`, `exp` and `nbf` are checked by jsonwebtoken.
 #[derive(serde::Deserialize)]
 struct Claims {
     sub: String,
+    /// When the token expires, in seconds since the Unix epoch (required, checked).
+    exp: u64,
     /// Space-separated scopes (RFC 8693, RFC 9068).
     #[serde(default)]
     scope: Option<String>,
@@ -154,6 +158,7 @@ impl Verifier {
             subject: claims.sub,
             role,
             approves: scopes.contains(APPROVE_SCOPE),
+            expires_at_s: claims.exp,
         })
     }
 

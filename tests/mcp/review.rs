@@ -1,8 +1,8 @@
 //! A call under `review` over stdio, decided on the command line (`kyro approvals`): a
 //! 2026-07-28 client that declared the tasks extension gets its task at once, waiting for
 //! the approver, and the task completes when an approver approves; another client gets
-//! `approval_pending`, and a denial reaches it with the approver's reason. The local user's
-//! own approval of their agent's call is refused: approving takes another name.
+//! `approval_pending`, and a denial reaches it with the approver's reason. A decision on the
+//! command line names the account that took it (`cli:USER`), never a name given.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -69,13 +69,12 @@ fn a_reviewed_call_waits_as_a_task_until_an_approver_decides_on_the_command_line
     assert!(ok && listed.contains(&id) && listed.contains("run_command"), "{listed}");
     let (ok, shown) = approvals(ws.path(), &["show", &id]);
     assert!(ok && shown.contains("echo hi > out"), "{shown}");
-    // The local user made the call (through their agent): not theirs to approve.
-    let (ok, refused) = approvals(ws.path(), &["approve", &id]);
-    assert!(!ok && refused.contains("cannot approve it themselves"), "{refused}");
+    let (ok, refused) = approvals(ws.path(), &["approve", &id, "--as", "bob"]);
+    assert!(!ok && refused.contains("--as"), "an approver's name is not given: {refused}");
     let got = server.request(2, "tasks/get", json!({"taskId": task, "_meta": meta(true)}));
     assert_eq!(got["result"]["status"], "working", "{got}");
     assert!(!ws.path().join("out").exists());
-    let (ok, approved) = approvals(ws.path(), &["approve", &id, "--as", "bob", "--reason", "fine"]);
+    let (ok, approved) = approvals(ws.path(), &["approve", &id, "--reason", "fine"]);
     assert!(ok, "{approved}");
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut n = 3;
@@ -95,7 +94,7 @@ fn a_reviewed_call_waits_as_a_task_until_an_approver_decides_on_the_command_line
     let text = pending["content"][0]["text"].as_str().unwrap().to_owned();
     assert!(text.starts_with("approval_pending (run_command)"), "{text}");
     let second = id_in(&text);
-    let (ok, denied) = approvals(ws.path(), &["deny", &second, "--as", "bob", "--reason", "not now"]);
+    let (ok, denied) = approvals(ws.path(), &["deny", &second, "--reason", "not now"]);
     assert!(ok, "{denied}");
     let refused = script(&mut server, 101, "echo no > never", false);
     let text = refused["content"][0]["text"].as_str().unwrap();
@@ -105,6 +104,7 @@ fn a_reviewed_call_waits_as_a_task_until_an_approver_decides_on_the_command_line
     let receipts = super::receipts(ws.path());
     let reviewed: Vec<&Value> = receipts.iter().filter(|r| r["decision"]["kind"] == "reviewed").collect();
     assert_eq!(reviewed.len(), 1, "{receipts:#?}");
-    assert_eq!(reviewed[0]["decision"]["approver"], "bob");
+    let approver = reviewed[0]["decision"]["approver"].as_str().unwrap();
+    assert!(approver.starts_with("cli:"), "{approver}");
     assert_eq!(reviewed[0]["task_id"], task.as_str());
 }

@@ -28,6 +28,7 @@ fn two_replicas_on_postgres_decide_a_review_once_and_run_it_once() {
         arguments: json!({"argv": ["cargo", "publish"]}),
         summary: "run_command\n  argv: cargo publish".into(),
         expires_at_ms: now + 60_000,
+        self_review: false,
     };
     // Asked through both at once: one review.
     let (first, second) = std::thread::scope(|s| {

@@ -481,3 +481,39 @@ fn unstaging_everything_keeps_a_merge_in_progress() {
         "the merge is still in progress"
     );
 }
+
+/// A tool's own rule never hands a reviewed call back to the client: under `write =
+/// "review"` a stash drop (which `git_stash` itself asks for) waits for an approver too,
+/// and nothing is dropped.
+#[test]
+fn a_tools_own_ask_rule_does_not_loosen_the_policys_review() {
+    let ws = repo_with_history();
+    let registry = Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());
+    let policy = Policy {
+        approvals: ApprovalRules {
+            write: ApprovalRule::Review,
+            ..ApprovalRules::default()
+        },
+        ..Policy::default()
+    };
+    let store = Arc::new(kyro_core::grants::MemoryApprovalStore::default());
+    let runtime = Runtime::new(registry, Workspace::new(ws.path()).unwrap(), &policy)
+        .unwrap()
+        .with_approval_store(store);
+    let run = |args: Value| {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(runtime.execute_call(Call::new("git_stash", args)))
+    };
+    let git = |args: &[&str]| git_out(ws.path(), args);
+    std::fs::write(ws.path().join("a.txt"), "keep me\n").unwrap();
+    ok(ws.path(), "git_stash", json!({"action": "push", "message": "keep"}));
+    assert!(git(&["stash", "list"]).contains("keep"));
+    for args in [json!({"action": "list"}), json!({"action": "drop", "index": 0})] {
+        let outcome = run(args.clone());
+        assert!(matches!(outcome, Outcome::ApprovalPending { .. }), "{args}: {outcome:?}");
+    }
+    assert!(git(&["stash", "list"]).contains("keep"), "dropped without a review");
+}

@@ -150,8 +150,9 @@ impl Runtime {
             caller: parties.caller.clone(),
             tool: checked.name.clone(),
             fingerprint: fingerprint.to_string(),
-            arguments: checked.arguments.clone(),
-            summary: self.approval_summary(checked, parties),
+            arguments: crate::review::kept_arguments(&checked.arguments),
+            summary: crate::review::kept_summary(self.approval_summary(checked, parties)),
+            self_review: parties.scope.approvals().self_review,
             expires_at_ms: now_ms().saturating_add(lifetime_ms.clamp(1000, REVIEW_LIFETIME_S * 1000 * 30)),
         }
     }

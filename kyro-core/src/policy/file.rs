@@ -161,8 +161,11 @@ impl ApprovalRules {
     /// `[approvals.tools]` rule stands in place of its effect's (`effect`); a rule naming
     /// this very call (`call`: a `[[tools.shell.rules]]` command rule) stands in place of
     /// both, except that it never lifts a `deny` (the effect's or the tool's), and against
-    /// a tool rule the stricter of the two holds (`deny` over `ask` over `auto`). An effect's
-    /// `ask` or `auto` is the default a command rule exists to replace.
+    /// a tool rule the stricter of the two holds (`deny` over `review` over `ask` over
+    /// `auto`). An effect's `ask` or `auto` is the default a command rule exists to replace;
+    /// its `review` is not: a rule naming the call may make it `deny`, never looser (a
+    /// tool's own rule, such as `git_stash`'s for a drop, would otherwise hand a reviewed
+    /// call back to the client's approval).
     pub fn decide(
         &self,
         tool: &str,
@@ -176,7 +179,8 @@ impl ApprovalRules {
         let Some(call) = call else {
             return (base, named);
         };
-        let lifted = base == ApprovalRule::Deny || (named.is_some() && base.strictest(call.decision) != call.decision);
+        let loosens = base.strictest(call.decision) != call.decision;
+        let lifted = base == ApprovalRule::Deny || ((named.is_some() || base == ApprovalRule::Review) && loosens);
         if lifted {
             (base, named)
         } else {

@@ -6,20 +6,15 @@ use crate::caller::Caller;
 use crate::grants::ApprovalStore;
 
 /// Decides review `id` in `store` at `now_ms`: refused when it is not pending, and when the
-/// approver made the call unless `self_review`. The approver's right to decide at all is
-/// the edge's to check (`--approvers`, the `kyro:approve` scope).
-pub fn decide(
-    store: &dyn ApprovalStore,
-    id: &str,
-    decided: Decided,
-    self_review: bool,
-    now_ms: u64,
-) -> Result<Review, DecideError> {
+/// approver made the call unless the caller's policy allowed it when the call was asked
+/// ([`Review::self_review`]). The approver's right to decide at all is the edge's to check
+/// (`--approvers`, the `kyro:approve` scope).
+pub fn decide(store: &dyn ApprovalStore, id: &str, decided: Decided, now_ms: u64) -> Result<Review, DecideError> {
     let review = store
         .review(id, now_ms)
         .map_err(DecideError::Store)?
         .ok_or_else(|| DecideError::Unknown(id.to_owned()))?;
-    if review.caller == decided.approver && !self_review {
+    if review.caller == decided.approver && !review.self_review {
         return Err(DecideError::OwnCall(decided.approver));
     }
     store.decide_review(id, decided, now_ms)
@@ -40,6 +35,7 @@ pub fn conformance(store: &dyn ApprovalStore) {
         arguments: serde_json::json!({"path": "a.txt", "content": "x"}),
         summary: "write_file\n  path: a.txt".into(),
         expires_at_ms: expires,
+        self_review: fingerprint == "f4",
     };
     let day = now + REVIEW_LIFETIME_S * 1000;
     // Asked twice: one review; another caller's same fingerprint is another review.
@@ -62,17 +58,17 @@ pub fn conformance(store: &dyn ApprovalStore) {
         reason: Some("looks right".into()),
     };
     assert_eq!(
-        decide(store, &one.id, yes(&alice), false, now),
+        decide(store, &one.id, yes(&alice), now),
         Err(DecideError::OwnCall(alice.clone())),
         "nobody approves their own call unless the policy says so"
     );
-    let approved = decide(store, &one.id, yes(&bob), false, now + 5).unwrap();
+    let approved = decide(store, &one.id, yes(&bob), now + 5).unwrap();
     assert_eq!(approved.state, ReviewState::Approved);
     assert_eq!(approved.approver.as_ref(), Some(&bob));
     assert_eq!(approved.reason.as_deref(), Some("looks right"));
     assert_eq!(approved.decided_at_ms, Some(now + 5));
     assert_eq!(
-        decide(store, &one.id, yes(&bob), false, now + 6),
+        decide(store, &one.id, yes(&bob), now + 6),
         Err(DecideError::NotPending {
             id: one.id.clone(),
             state: ReviewState::Approved
@@ -94,7 +90,7 @@ pub fn conformance(store: &dyn ApprovalStore) {
         approver: alice.clone(),
         reason: None,
     };
-    let denied = decide(store, &bobs.id, no, false, now + 11).unwrap();
+    let denied = decide(store, &bobs.id, no, now + 11).unwrap();
     assert_eq!(denied.state, ReviewState::Denied);
     assert_eq!(store.request_review(new(&bob, "f1", day), now + 12).unwrap().id, bobs.id);
     assert!(!store.spend_review(&bobs.id, now + 12).unwrap());
@@ -103,7 +99,7 @@ pub fn conformance(store: &dyn ApprovalStore) {
     let short = store.request_review(new(&bob, "f2", now + 100), now).unwrap();
     assert_eq!(store.review(&short.id, now + 100).unwrap().unwrap().state, ReviewState::Expired);
     assert!(matches!(
-        decide(store, &short.id, yes(&alice), false, now + 100),
+        decide(store, &short.id, yes(&alice), now + 100),
         Err(DecideError::NotPending {
             state: ReviewState::Expired,
             ..
@@ -113,11 +109,11 @@ pub fn conformance(store: &dyn ApprovalStore) {
     assert_ne!(store.request_review(new(&bob, "f2", now + 200), now + 101).unwrap().id, short.id);
     // An approval not run in time expires too.
     let late = store.request_review(new(&bob, "f3", now + 100), now).unwrap();
-    decide(store, &late.id, yes(&alice), false, now + 1).unwrap();
+    decide(store, &late.id, yes(&alice), now + 1).unwrap();
     assert!(!store.spend_review(&late.id, now + 100).unwrap());
     // Self-review when the policy allows it.
     let own = store.request_review(new(&alice, "f4", day), now).unwrap();
-    assert_eq!(decide(store, &own.id, yes(&alice), true, now).unwrap().state, ReviewState::Approved);
+    assert_eq!(decide(store, &own.id, yes(&alice), now).unwrap().state, ReviewState::Approved);
     // Bounded: a caller holds at most PENDING_PER_CALLER pending.
     let carol = Caller::named("carol").unwrap();
     for i in 0..PENDING_PER_CALLER {
@@ -126,4 +122,43 @@ pub fn conformance(store: &dyn ApprovalStore) {
     let refused = store.request_review(new(&carol, "one-more", day), now).unwrap_err();
     assert!(refused.contains("pending"), "{refused}");
     assert!(store.request_review(new(&carol, "c0", day), now).is_ok(), "asked again, not anew");
+    // A notice is claimed once per review and state.
+    assert!(store.claim_notice(&one.id, ReviewState::Pending, now).unwrap());
+    assert!(!store.claim_notice(&one.id, ReviewState::Pending, now + 1).unwrap());
+    assert!(store.claim_notice(&one.id, ReviewState::Approved, now + 1).unwrap());
+    assert!(store.claim_notice(&bobs.id, ReviewState::Pending, now + 1).unwrap());
+}
+
+/// A store keeps at most [`MOST_SETTLED`](super::MOST_SETTLED) settled reviews, the oldest
+/// going first, and never a pending or approved one for it.
+#[doc(hidden)]
+pub fn settled_bound(store: &dyn ApprovalStore) {
+    let now = crate::grants::now_ms();
+    let bob = Caller::named("bob").unwrap();
+    let new = |caller: &Caller, fingerprint: String| NewReview {
+        caller: caller.clone(),
+        tool: "write_file".into(),
+        fingerprint,
+        arguments: serde_json::json!({}),
+        summary: String::new(),
+        expires_at_ms: now + 60_000,
+        self_review: false,
+    };
+    let keep = store.request_review(new(&bob, "kept".into()), now).unwrap();
+    for i in 0..super::MOST_SETTLED + 8 {
+        let caller = Caller::named(&format!("c{}", i % 16)).unwrap();
+        let review = store.request_review(new(&caller, format!("s{i}")), now).unwrap();
+        let no = Decided {
+            approve: false,
+            approver: bob.clone(),
+            reason: None,
+        };
+        store.decide_review(&review.id, no, now).unwrap();
+    }
+    store.request_review(new(&bob, "last".into()), now).unwrap();
+    let all = store.reviews(false, now).unwrap();
+    let denied = all.iter().filter(|r| r.state == ReviewState::Denied).count();
+    assert!(denied <= super::MOST_SETTLED, "{denied} settled reviews kept");
+    assert!(all.iter().any(|r| r.id == keep.id), "a pending review went");
+    assert!(!all.iter().any(|r| r.fingerprint == "s0"), "the oldest settled stayed");
 }

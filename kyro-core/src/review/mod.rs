@@ -28,8 +28,23 @@ pub const MOST_PENDING: usize = 1024;
 /// How long a decided, ran or expired review is kept to be shown, after it expires.
 pub const KEPT_AFTER_MS: u64 = 24 * 60 * 60 * 1000;
 
+/// Settled reviews (ran, denied, expired) a store keeps at most: past it the oldest go
+/// first, so a caller asking again and again grows no store (receipts keep the record).
+pub const MOST_SETTLED: usize = 2048;
+
+/// The most of a call's summary a review keeps (each argument is already cut to 4,000
+/// characters; a preview, such as a diff, is cut here).
+pub const MOST_SUMMARY_BYTES: usize = 16 * 1024;
+
+/// Arguments larger than this (as JSON) are kept as their size and digest only: the
+/// summary shows each of them, and the fingerprint binds the call.
+pub const MOST_ARGUMENTS_BYTES: usize = 16 * 1024;
+
+/// How long a claimed notice is remembered: longer than any review is kept.
+pub const NOTICES_KEPT_MS: u64 = 32 * 24 * 60 * 60 * 1000;
+
 /// Where a review stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReviewState {
     /// Waiting for an approver.
@@ -92,6 +107,9 @@ pub struct Review {
     pub expires_at_ms: u64,
     /// Where it stands at the time it was read.
     pub state: ReviewState,
+    /// Whether the caller's policy lets an approver approve their own call
+    /// (`[approvals] self_review` of the scope the call was made in).
+    pub self_review: bool,
     /// Who decided it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approver: Option<Caller>,
@@ -138,6 +156,8 @@ pub struct NewReview {
     pub summary: String,
     /// When it expires, in milliseconds since the Unix epoch.
     pub expires_at_ms: u64,
+    /// Whether the caller's policy lets an approver approve their own call.
+    pub self_review: bool,
 }
 
 impl NewReview {
@@ -153,6 +173,7 @@ impl NewReview {
             created_at_ms: now_ms,
             expires_at_ms: self.expires_at_ms,
             state: ReviewState::Pending,
+            self_review: self.self_review,
             approver: None,
             reason: None,
             decided_at_ms: None,
@@ -185,7 +206,8 @@ pub enum DecideError {
         /// Where it stands.
         state: ReviewState,
     },
-    /// The approver made the call, and the policy does not let approvers review their own.
+    /// The approver made the call, and the caller's policy does not let approvers review
+    /// their own.
     #[error("`{0}` made this call and cannot approve it themselves (the policy's `[approvals] self_review` is off)")]
     OwnCall(Caller),
     /// The store failed.
@@ -198,6 +220,32 @@ pub fn new_id() -> Result<String, String> {
     let mut bytes = [0u8; 8];
     getrandom::fill(&mut bytes).map_err(|e| format!("no randomness for an approval id: {e}"))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// `summary` cut to [`MOST_SUMMARY_BYTES`] at a character's boundary, saying so.
+pub fn kept_summary(summary: String) -> String {
+    if summary.len() <= MOST_SUMMARY_BYTES {
+        return summary;
+    }
+    let mut cut = MOST_SUMMARY_BYTES;
+    while !summary.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}\n… ({} bytes more not shown)", &summary[..cut], summary.len() - cut)
+}
+
+/// `arguments` as a review keeps them: whole up to [`MOST_ARGUMENTS_BYTES`] of JSON, else
+/// their size and SHA-256.
+pub fn kept_arguments(arguments: &Value) -> Value {
+    let text = arguments.to_string();
+    if text.len() <= MOST_ARGUMENTS_BYTES {
+        return arguments.clone();
+    }
+    use sha2::Digest;
+    serde_json::json!({
+        "omitted": format!("{} bytes of arguments; the summary shows each", text.len()),
+        "sha256": crate::confined::hex(&sha2::Sha256::digest(text.as_bytes())),
+    })
 }
 
 /// The reason a person writes, kept to a line's worth: control characters become spaces,
@@ -214,4 +262,4 @@ pub fn clean_reason(reason: Option<&str>) -> Option<String> {
 
 mod decide;
 
-pub use decide::{conformance, decide};
+pub use decide::{conformance, decide, settled_bound};

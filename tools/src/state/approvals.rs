@@ -133,6 +133,7 @@ const AUTHORITY: &[&str] = &[
     super::store::GRANTS,
     "CREATE TABLE bound (workspace TEXT NOT NULL, identity TEXT NOT NULL);",
     super::reviews::TABLE,
+    super::reviews::NOTICES,
 ];
 
 fn grant_of(row: &rusqlite::Row) -> rusqlite::Result<(i64, String, String, Option<String>, i64, i64)> {
@@ -274,6 +275,10 @@ impl ApprovalStore for SqliteApprovalStore {
     fn spend_review(&self, id: &str, now_ms: u64) -> Result<bool, String> {
         self.with(|tx| reviews::spend(tx, id, now_ms))
     }
+
+    fn claim_notice(&self, id: &str, state: kyro_core::review::ReviewState, now_ms: u64) -> Result<bool, String> {
+        self.with(|tx| reviews::claim(tx, id, state, now_ms))
+    }
 }
 
 #[cfg(test)]
@@ -331,6 +336,13 @@ mod tests {
     }
 
     #[test]
+    fn the_review_queue_keeps_at_most_so_many_settled_reviews() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        kyro_core::review::settled_bound(&SqliteApprovalStore::with_state_home(dir.path(), home.path()));
+    }
+
+    #[test]
     fn two_processes_sharing_the_database_decide_a_review_once_and_run_it_once() {
         use kyro_core::review::{DecideError, Decided, NewReview, ReviewState};
         let dir = tempfile::tempdir().unwrap();
@@ -345,6 +357,7 @@ mod tests {
             arguments: json!({"argv": ["cargo", "publish"]}),
             summary: "run_command\n  argv: cargo publish".into(),
             expires_at_ms: now + 60_000,
+            self_review: false,
         };
         let review = one.request_review(asked.clone(), now).unwrap();
         assert_eq!(two.request_review(asked, now).unwrap().id, review.id, "one review");

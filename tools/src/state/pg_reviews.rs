@@ -35,6 +35,7 @@ fn row(r: &tokio_postgres::Row) -> Row {
         approver: r.get(9),
         reason: r.get(10),
         decided_at: r.get(11),
+        self_review: r.get(12),
     }
 }
 
@@ -60,6 +61,14 @@ async fn find_or_put(
     tx.execute(
         "DELETE FROM kyro_reviews WHERE expires_at <= $1",
         &[&forgotten_before(now_ms)],
+    )
+    .await
+    .map_err(failed)?;
+    // Past MOST_SETTLED settled reviews (ran, denied, expired), the oldest go.
+    tx.execute(
+        "DELETE FROM kyro_reviews WHERE seq IN (SELECT seq FROM kyro_reviews
+         WHERE state IN ('ran', 'denied') OR expires_at <= $1 ORDER BY seq DESC OFFSET $2)",
+        &[&now, &(kyro_core::review::MOST_SETTLED as i64)],
     )
     .await
     .map_err(failed)?;
@@ -94,8 +103,8 @@ async fn find_or_put(
     let inserted = tx
         .query_one(
             &format!(
-                "INSERT INTO kyro_reviews (id, caller, tool, fingerprint, arguments, summary, created_at, expires_at, state)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending') RETURNING {COLUMNS}"
+                "INSERT INTO kyro_reviews (id, caller, tool, fingerprint, arguments, summary, created_at, expires_at, state, self_review)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9) RETURNING {COLUMNS}"
             ),
             &[
                 &id,
@@ -106,6 +115,7 @@ async fn find_or_put(
                 &new.summary,
                 &now,
                 &ms(new.expires_at_ms),
+                &new.self_review,
             ],
         )
         .await
@@ -209,5 +219,28 @@ impl PgState {
             .await
             .map_err(failed)?;
         Ok(taken == 1)
+    }
+
+    /// Claims the notice of review `id` in `state`: whether this did.
+    pub(super) async fn review_claim_notice(
+        &self,
+        id: &str,
+        state: kyro_core::review::ReviewState,
+        now_ms: u64,
+    ) -> Result<bool, String> {
+        let client = self.client().await?;
+        let forgotten = ms(now_ms).saturating_sub(ms(kyro_core::review::NOTICES_KEPT_MS));
+        client
+            .execute("DELETE FROM kyro_review_notices WHERE claimed_at <= $1", &[&forgotten])
+            .await
+            .map_err(failed)?;
+        let claimed = client
+            .execute(
+                "INSERT INTO kyro_review_notices (id, state, claimed_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+                &[&id, &state.as_str(), &ms(now_ms)],
+            )
+            .await
+            .map_err(failed)?;
+        Ok(claimed == 1)
     }
 }

@@ -113,11 +113,20 @@ const MIGRATIONS: &[&str] = &[
         state TEXT NOT NULL,
         approver TEXT,
         reason TEXT,
-        decided_at BIGINT
+        decided_at BIGINT,
+        self_review BOOLEAN NOT NULL DEFAULT false
     );
     CREATE INDEX kyro_reviews_by_call ON kyro_reviews (caller, fingerprint);
     CREATE INDEX kyro_reviews_by_state ON kyro_reviews (state, caller);
     CREATE INDEX kyro_reviews_by_expiry ON kyro_reviews (expires_at);",
+    // 6: notices of reviews claimed (`[approvals.notify]`): each sent by one replica.
+    "CREATE TABLE kyro_review_notices (
+        id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        claimed_at BIGINT NOT NULL,
+        PRIMARY KEY (id, state)
+    );
+    CREATE INDEX kyro_review_notices_by_time ON kyro_review_notices (claimed_at);",
 ];
 
 /// The advisory lock migrations run under, so replicas starting together migrate once.
@@ -418,5 +427,9 @@ impl ApprovalStore for PgState {
 
     fn spend_review(&self, id: &str, now_ms: u64) -> Result<bool, String> {
         self.blocking(self.review_spend(id, now_ms))
+    }
+
+    fn claim_notice(&self, id: &str, state: kyro_core::review::ReviewState, now_ms: u64) -> Result<bool, String> {
+        self.blocking(self.review_claim_notice(id, state, now_ms))
     }
 }

@@ -25,15 +25,25 @@ pub(super) const TABLE: &str = "CREATE TABLE reviews (
         state TEXT NOT NULL,
         approver TEXT,
         reason TEXT,
-        decided_at INTEGER
+        decided_at INTEGER,
+        self_review INTEGER NOT NULL DEFAULT 0
     );
     CREATE INDEX reviews_by_call ON reviews (caller, fingerprint);
     CREATE INDEX reviews_by_state ON reviews (state, caller);
     CREATE INDEX reviews_by_expiry ON reviews (expires_at);";
 
+/// The claimed notices (the authority database's next migration).
+pub(super) const NOTICES: &str = "CREATE TABLE review_notices (
+        id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        claimed_at INTEGER NOT NULL,
+        PRIMARY KEY (id, state)
+    );
+    CREATE INDEX review_notices_by_time ON review_notices (claimed_at);";
+
 /// The columns a [`Row`] is read from, in its order (both stores).
 pub(super) const COLUMNS: &str =
-    "id, caller, tool, fingerprint, arguments, summary, created_at, expires_at, state, approver, reason, decided_at";
+    "id, caller, tool, fingerprint, arguments, summary, created_at, expires_at, state, approver, reason, decided_at, self_review";
 
 /// A review as a store keeps it, before it is read back.
 pub(super) struct Row {
@@ -49,6 +59,7 @@ pub(super) struct Row {
     pub approver: Option<String>,
     pub reason: Option<String>,
     pub decided_at: Option<i64>,
+    pub self_review: bool,
 }
 
 /// A time as a store keeps it (milliseconds, a signed 64-bit integer; later ones are
@@ -94,6 +105,7 @@ impl Row {
             approver,
             reason,
             decided_at,
+            self_review,
         } = self;
         let time = |at: i64| u64::try_from(at).map_err(|_| format!("review `{id}`: a time of {at}"));
         let mut review = Review {
@@ -108,6 +120,7 @@ impl Row {
             approver: approver.as_deref().map(Caller::named).transpose()?,
             reason,
             decided_at_ms: decided_at.map(time).transpose()?,
+            self_review,
             id,
         };
         review.state = review.state_at(now_ms);
@@ -151,6 +164,7 @@ fn row(r: &rusqlite::Row) -> rusqlite::Result<Row> {
         approver: r.get(9)?,
         reason: r.get(10)?,
         decided_at: r.get(11)?,
+        self_review: r.get(12)?,
     })
 }
 
@@ -169,6 +183,12 @@ pub(super) fn request(
     tx.execute(
         "DELETE FROM reviews WHERE expires_at <= ?1",
         params![forgotten_before(now_ms)],
+    )?;
+    // Past MOST_SETTLED settled reviews (ran, denied, expired), the oldest go.
+    tx.execute(
+        "DELETE FROM reviews WHERE seq IN (SELECT seq FROM reviews
+         WHERE state IN ('ran', 'denied') OR expires_at <= ?1 ORDER BY seq DESC LIMIT -1 OFFSET ?2)",
+        params![now, kyro_core::review::MOST_SETTLED as i64],
     )?;
     let standing = tx
         .query_row(
@@ -197,8 +217,8 @@ pub(super) fn request(
     }
     tx.query_row(
         &format!(
-            "INSERT INTO reviews (id, caller, tool, fingerprint, arguments, summary, created_at, expires_at, state)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'pending') RETURNING {COLUMNS}"
+            "INSERT INTO reviews (id, caller, tool, fingerprint, arguments, summary, created_at, expires_at, state, self_review)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'pending', ?9) RETURNING {COLUMNS}"
         ),
         params![
             id,
@@ -208,7 +228,8 @@ pub(super) fn request(
             arguments,
             new.summary,
             now,
-            ms(new.expires_at_ms)
+            ms(new.expires_at_ms),
+            new.self_review
         ],
         row,
     )
@@ -268,4 +289,17 @@ pub(super) fn spend(tx: &Transaction, id: &str, now_ms: u64) -> rusqlite::Result
         params![id, ms(now_ms)],
     )?;
     Ok(taken == 1)
+}
+
+/// Claims the notice of review `id` in `state`: whether this did.
+pub(super) fn claim(tx: &Transaction, id: &str, state: ReviewState, now_ms: u64) -> rusqlite::Result<bool> {
+    tx.execute(
+        "DELETE FROM review_notices WHERE claimed_at <= ?1",
+        params![ms(now_ms).saturating_sub(ms(kyro_core::review::NOTICES_KEPT_MS))],
+    )?;
+    let claimed = tx.execute(
+        "INSERT OR IGNORE INTO review_notices (id, state, claimed_at) VALUES (?1, ?2, ?3)",
+        params![id, state.as_str(), ms(now_ms)],
+    )?;
+    Ok(claimed == 1)
 }
