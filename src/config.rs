@@ -25,6 +25,27 @@ pub struct ServerSettings {
     /// `[sandbox.upstreams.NAME]`: an upstream server's own mode and network, by its
     /// `--upstream` name; one not named runs under `[sandbox]`'s.
     pub upstreams: BTreeMap<String, UpstreamSandbox>,
+    /// `[approvals.notify]`: where the review queue's notices are posted.
+    pub notify: Option<Notify>,
+}
+
+/// `[approvals.notify]`: each call waiting for review, and each decision (approved,
+/// denied, expired), posted as JSON to `url`, signed with HMAC-SHA256 under the secret in
+/// the environment variable `secret_env`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Notify {
+    /// Where notices are posted (`http` or `https`).
+    pub url: String,
+    /// The variable holding the signing secret (16 bytes or more).
+    #[serde(default = "Notify::default_secret_env")]
+    pub secret_env: String,
+}
+
+impl Notify {
+    fn default_secret_env() -> String {
+        "KYRO_APPROVALS_SECRET".to_owned()
+    }
 }
 
 /// The transport's bounds, in the policy file's `[limits]` table beside a call's limits.
@@ -89,6 +110,13 @@ pub(crate) fn parse_policy(text: &str) -> Result<(Policy, ServerSettings), Strin
         },
         _ => BTreeMap::new(),
     };
+    let notify = match table.get_mut("approvals") {
+        Some(toml::Value::Table(approvals)) => match approvals.remove("notify") {
+            Some(notify) => Some(notify.try_into().map_err(|e| format!("[approvals.notify]: {e}"))?),
+            None => None,
+        },
+        _ => None,
+    };
     let policy = toml::Value::Table(table)
         .try_into()
         .map_err(|e: toml::de::Error| e.to_string())?;
@@ -98,6 +126,7 @@ pub(crate) fn parse_policy(text: &str) -> Result<(Policy, ServerSettings), Strin
             catalog,
             transport,
             upstreams,
+            notify,
         },
     ))
 }

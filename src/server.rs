@@ -125,6 +125,8 @@ pub struct Server {
 pub struct Started {
     /// The call runtime.
     pub runtime: Runtime,
+    /// Posts the review queue's notices (`[approvals.notify]`) until dropped.
+    _notices: Option<notify::Posting>,
     #[cfg(feature = "upstream")]
     _upstreams: Vec<Upstream>,
 }
@@ -336,7 +338,7 @@ impl Server {
                 .descriptors()
                 .any(|d| d.effect == kyro_core::Effect::Exec);
         if runs_programs {
-            say_sandbox(&runtime, serving_stdio || self.serves_http());
+            unusable::say_sandbox(&runtime, serving_stdio || self.serves_http());
         }
         #[cfg(feature = "upstream")]
         let mut upstreams = Vec::new();
@@ -356,7 +358,9 @@ impl Server {
         runtime
             .check_tool_rules()
             .map_err(|e| ServeError::Policy(e.to_string()))?;
+        let notices = notify::start(&runtime, self.settings.notify.as_ref())?;
         Ok(Started {
+            _notices: notices,
             runtime,
             #[cfg(feature = "upstream")]
             _upstreams: upstreams,
@@ -543,37 +547,6 @@ pub(crate) fn failed(e: &ServeError) -> ExitCode {
     ExitCode::from(if e.is_usage() { 2 } else { 1 })
 }
 
-/// Says on stderr when programs will not run under the OS sandbox, and what happens then.
-/// The kernel is probed (a child process is started) on a thread of its own when
-/// `background`, so that a server answers its first request without waiting for it; a
-/// call that needs the answer waits for the same probe.
-fn say_sandbox(runtime: &Runtime, background: bool) {
-    let policy = runtime.scope().sandbox().clone();
-    let say = move || {
-        if policy.mode == kyro_core::policy::SandboxMode::Full {
-            eprintln!("kyro: [sandbox] mode = \"full\": programs tools start run without an OS sandbox");
-        } else if let Err(why) = kyro_core::sandbox::support() {
-            if policy.allow_unsandboxed {
-                eprintln!(
-                    "kyro: {why}; programs tools start run WITHOUT an OS sandbox ([sandbox] allow_unsandboxed = true)"
-                );
-            } else {
-                eprintln!(
-                    "kyro: {why}; run_command, start_process and upstream servers are refused (set [sandbox] allow_unsandboxed = true to run them without a sandbox); git runs unsandboxed"
-                );
-            }
-        }
-    };
-    if background {
-        std::thread::spawn(move || {
-            crate::frames::first_answer::wait();
-            say();
-        });
-    } else {
-        say();
-    }
-}
-
 /// How long a list stays fresh for a client when no upstream can change the catalog: 1 h.
 const LIST_TTL_MS: u64 = 3_600_000;
 
@@ -592,6 +565,7 @@ fn default_approval_store(root: PathBuf) -> Arc<dyn ApprovalStore> {
 #[cfg(feature = "http")]
 mod http;
 mod identity;
+mod notify;
 mod tracked;
 mod unusable;
 

@@ -1,6 +1,7 @@
 //! Said at start: the served tools the policy makes unusable, and why, so a policy that
-//! grants less than the catalog needs is not found out one refused call at a time; and the
-//! author's `#[tool]` types that no catalog served holds.
+//! grants less than the catalog needs is not found out one refused call at a time; the
+//! author's `#[tool]` types that no catalog served holds; and when programs run without
+//! the OS sandbox.
 
 use kyro_core::Runtime;
 
@@ -49,5 +50,36 @@ pub(super) fn say_left_out(server: &str, entries: &[kyro_core::ToolEntry]) {
     if let Some(message) = kyro_core::left_out_message(entries) {
         use std::io::Write;
         let _ = writeln!(std::io::stderr(), "{server}: {message}");
+    }
+}
+
+/// Says on stderr when programs will not run under the OS sandbox, and what happens then.
+/// The kernel is probed (a child process is started) on a thread of its own when
+/// `background`, so that a server answers its first request without waiting for it; a
+/// call that needs the answer waits for the same probe.
+pub(super) fn say_sandbox(runtime: &Runtime, background: bool) {
+    let policy = runtime.scope().sandbox().clone();
+    let say = move || {
+        if policy.mode == kyro_core::policy::SandboxMode::Full {
+            eprintln!("kyro: [sandbox] mode = \"full\": programs tools start run without an OS sandbox");
+        } else if let Err(why) = kyro_core::sandbox::support() {
+            if policy.allow_unsandboxed {
+                eprintln!(
+                    "kyro: {why}; programs tools start run WITHOUT an OS sandbox ([sandbox] allow_unsandboxed = true)"
+                );
+            } else {
+                eprintln!(
+                    "kyro: {why}; run_command, start_process and upstream servers are refused (set [sandbox] allow_unsandboxed = true to run them without a sandbox); git runs unsandboxed"
+                );
+            }
+        }
+    };
+    if background {
+        std::thread::spawn(move || {
+            crate::frames::first_answer::wait();
+            say();
+        });
+    } else {
+        say();
     }
 }

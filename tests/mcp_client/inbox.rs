@@ -361,3 +361,105 @@ fn http_an_approver_decides_in_a_real_browser_and_a_non_approver_cannot_sign_in(
     let refused = page();
     assert!(refused.contains("not an approver") && !refused.contains(&waiting), "{refused}");
 }
+
+/// One request a test's receiver took: its headers (lowercased names) and body.
+struct Received {
+    headers: std::collections::HashMap<String, String>,
+    body: String,
+}
+
+/// A receiver of notices on 127.0.0.1: answers 500 to the first request and 200 to the
+/// rest, and hands each request over.
+fn receiver() -> (String, std::sync::mpsc::Receiver<Received>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for (n, stream) in listener.incoming().enumerate() {
+            let Ok(mut stream) = stream else { return };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut headers = std::collections::HashMap::new();
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            loop {
+                line.clear();
+                reader.read_line(&mut line).unwrap();
+                let Some((name, value)) = line.trim_end().split_once(": ") else { break };
+                headers.insert(name.to_ascii_lowercase(), value.to_owned());
+            }
+            let length: usize = headers.get("content-length").and_then(|l| l.parse().ok()).unwrap_or(0);
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            let status = if n == 0 { "500 Internal Server Error" } else { "200 OK" };
+            let _ = write!(stream, "HTTP/1.1 {status}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            let body = String::from_utf8(body).unwrap();
+            if tx.send(Received { headers, body }).is_err() {
+                return;
+            }
+        }
+    });
+    (url, rx)
+}
+
+#[test]
+fn http_pending_and_decided_calls_are_posted_signed_once_each_retried_when_the_endpoint_fails() {
+    use std::time::Duration;
+    let secret = "a-notify-secret-of-32-bytes-or-so";
+    let (hook, received) = receiver();
+    let ws = workspace();
+    let beside = tempfile::tempdir().unwrap();
+    let policy = beside.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        format!("[approvals]\nwrite = \"review\"\n[approvals.notify]\nurl = \"{hook}\"\n"),
+    )
+    .unwrap();
+    let tokens = beside.path().join("tokens");
+    std::fs::write(&tokens, format!("alice {ALICE}\nbob {BOB}\n")).unwrap();
+    let flags = [
+        "--token-file",
+        tokens.to_str().unwrap(),
+        "--policy",
+        policy.to_str().unwrap(),
+        "--approvers",
+        "bob",
+    ];
+    let server = HttpServer::start_env(
+        ws.path(),
+        "127.0.0.1:0",
+        &flags,
+        None,
+        &[("KYRO_APPROVALS_SECRET", secret)],
+    );
+    let id = pending_id(&write(&server.url, ALICE));
+    let next = || received.recv_timeout(Duration::from_secs(10)).expect("a notice");
+    let verify = |got: &Received| -> Value {
+        let stamp = &got.headers["x-kyro-timestamp"];
+        let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret.as_bytes());
+        let tag = ring::hmac::sign(&key, format!("{stamp}.{}", got.body).as_bytes());
+        let hex: String = tag.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(got.headers["x-kyro-signature"], format!("sha256={hex}"), "a bad signature");
+        serde_json::from_str(&got.body).unwrap()
+    };
+    // The endpoint fails the first attempt: the same delivery comes again.
+    let (first, again) = (next(), next());
+    let (first, again) = (verify(&first), verify(&again));
+    assert_eq!(first["event"], "approval.pending", "{first}");
+    assert_eq!(first["delivery"], again["delivery"]);
+    assert_eq!(first["approval"]["id"], id.as_str());
+    assert_eq!(first["approval"]["caller"], "alice");
+    let (head, body) = exchange(
+        &server.url,
+        "POST",
+        &format!("/approvals/{id}/approve"),
+        &[("Authorization", &format!("Bearer {BOB}"))],
+        "",
+    );
+    assert_eq!(status(&head), 200, "{body}");
+    let approved = verify(&next());
+    assert_eq!(approved["event"], "approval.approved", "{approved}");
+    assert_eq!(approved["approval"]["approver"], "bob");
+    // Once each: nothing more comes.
+    assert!(received.recv_timeout(Duration::from_secs(3)).is_err(), "a notice came twice");
+}
