@@ -358,7 +358,7 @@ impl Server {
         runtime
             .check_tool_rules()
             .map_err(|e| ServeError::Policy(e.to_string()))?;
-        let notices = notify::start(&runtime, self.settings.notify.as_ref())?;
+        let notices = notify::start(&runtime, self.settings.notify.as_ref()).map_err(ServeError::Policy)?;
         Ok(Started {
             _notices: notices,
             runtime,

@@ -26,6 +26,8 @@ mod ops;
 mod postgres;
 #[path = "mcp_client/replicas.rs"]
 mod replicas;
+#[path = "mcp_client/review_link.rs"]
+mod review_link;
 #[path = "mcp_client/review_replicas.rs"]
 mod review_replicas;
 #[path = "mcp_client/reviews.rs"]

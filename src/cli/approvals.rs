@@ -54,7 +54,10 @@ pub(super) fn run(
     state: Option<String>,
 ) -> Result<(), Refused> {
     let store = store(workspace, state)?;
-    let command = command.unwrap_or(ApprovalsCommand::List { all: false, json: false });
+    let command = command.unwrap_or(ApprovalsCommand::List {
+        all: false,
+        json: false,
+    });
     let now = now_ms();
     match command {
         ApprovalsCommand::List { all, json } => {
@@ -62,7 +65,14 @@ pub(super) fn run(
             if json {
                 out!("{}", serde_json::to_string_pretty(&reviews).unwrap_or_default());
             } else if reviews.is_empty() {
-                out!("{}", if all { "no approvals kept" } else { "no calls pending review" });
+                out!(
+                    "{}",
+                    if all {
+                        "no approvals kept"
+                    } else {
+                        "no calls pending review"
+                    }
+                );
             }
             for review in reviews.iter().filter(|_| !json) {
                 out!("{}", line(review, now));
@@ -97,7 +107,9 @@ fn find(store: &dyn ApprovalStore, id: &str, now: u64) -> Result<Review, Refused
 fn approver() -> Caller {
     // SAFETY: getuid cannot fail and touches no memory.
     let uid = unsafe { libc::getuid() };
-    let user = std::env::var("USER").ok().filter(|u| Caller::named(&format!("cli:{u}")).is_ok());
+    let user = std::env::var("USER")
+        .ok()
+        .filter(|u| Caller::named(&format!("cli:{u}")).is_ok());
     let name = user.map_or_else(|| format!("cli:uid{uid}"), |user| format!("cli:{user}"));
     Caller::named(&name).unwrap_or_else(|_| Caller::local())
 }

@@ -56,7 +56,7 @@ impl KyroServer {
         #[cfg_attr(not(feature = "oauth"), allow(unused_mut))]
         let mut public = format!("http://{bound}");
         #[cfg(feature = "oauth")]
-        if let Some(origin) = access.oauth.as_ref().and_then(|o| origin_of(&o.audience())) {
+        if let Some(origin) = access.oauth.as_ref().and_then(|o| origin_of(o.audience())) {
             public = origin;
         }
         self.runtime = self.runtime.clone().with_review_inbox(&format!("{public}/approvals"));
@@ -204,14 +204,15 @@ impl KyroServer {
             .route("/approvals/{id}/{verb}", axum::routing::post(inbox::decide_post))
             .layer(axum::extract::DefaultBodyLimit::max(64 * 1024))
             .with_state(inbox);
-        let router = router
-            .merge(endpoint)
-            .merge(operations)
-            .merge(approvals)
-            .layer(axum::middleware::from_fn_with_state(
-                (Arc::new(allowed_hosts), metrics),
-                guard_host,
-            ));
+        let router =
+            router
+                .merge(endpoint)
+                .merge(operations)
+                .merge(approvals)
+                .layer(axum::middleware::from_fn_with_state(
+                    (Arc::new(allowed_hosts), metrics),
+                    guard_host,
+                ));
         {
             use std::io::Write;
             let _ = std::io::stderr().write_all(announce.as_bytes());

@@ -38,15 +38,16 @@ use subtle::ConstantTimeEq;
 
 use super::auth::{Gate, identify_approving};
 
+mod page;
+
+use page::{card, page, sign_in, signed_in};
+
 /// The cookie of a signed-in approver.
 const COOKIE_NAME: &str = "kyro_inbox";
 /// How long a sign-in lasts at most.
 const SESSION: Duration = Duration::from_secs(60 * 60);
 /// The most pending calls a page or a list shows (the oldest first; the rest are counted).
 const SHOWN: usize = 100;
-/// What the page's forms may do, and that nothing loads from anywhere.
-const CSP: &str =
-    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 /// Associated data of a sealed session: no other sealed value opens as one.
 const SEALED_FOR: &[u8] = b"kyro approvals inbox session";
 
@@ -152,16 +153,20 @@ impl Inbox {
             .map_err(|e| refused(StatusCode::SERVICE_UNAVAILABLE, &format!("the approval queue: {e}")))
     }
 
-    async fn decide(&self, id: &str, approve: bool, approver: Caller, reason: Option<&str>) -> Result<Review, Response> {
+    async fn decide(
+        &self,
+        id: &str,
+        approve: bool,
+        approver: Caller,
+        reason: Option<&str>,
+    ) -> Result<Review, Response> {
         let decided = Decided {
             approve,
             approver,
             reason: clean_reason(reason),
         };
         let id = id.to_owned();
-        let decision = self
-            .on_store(move |store| decide(store, &id, decided, now_ms()))
-            .await;
+        let decision = self.on_store(move |store| decide(store, &id, decided, now_ms())).await;
         decision.map_err(|e| {
             let status = match &e {
                 DecideError::Unknown(_) => StatusCode::NOT_FOUND,
@@ -182,7 +187,12 @@ fn refused(status: StatusCode, message: &str) -> Response {
 /// `value` as a JSON answer.
 fn json(status: StatusCode, value: &impl Serialize) -> Response {
     let body = serde_json::to_string(value).unwrap_or_default();
-    (status, [(CONTENT_TYPE, "application/json"), (CACHE_CONTROL, "no-store")], body).into_response()
+    (
+        status,
+        [(CONTENT_TYPE, "application/json"), (CACHE_CONTROL, "no-store")],
+        body,
+    )
+        .into_response()
 }
 
 /// The sealed session in the request's `Cookie` headers.
@@ -236,7 +246,12 @@ pub(crate) async fn decide_post(
     let approve = match verb.as_str() {
         "approve" => true,
         "deny" => false,
-        _ => return refused(StatusCode::NOT_FOUND, "post to /approvals/ID/approve or /approvals/ID/deny"),
+        _ => {
+            return refused(
+                StatusCode::NOT_FOUND,
+                "post to /approvals/ID/approve or /approvals/ID/deny",
+            );
+        }
     };
     if headers.contains_key(axum::http::header::AUTHORIZATION) {
         let approver = match inbox.bearer(&headers).await {
@@ -253,7 +268,12 @@ pub(crate) async fn decide_post(
         } else {
             match serde_json::from_slice(&body) {
                 Ok(body) => body,
-                Err(e) => return refused(StatusCode::BAD_REQUEST, &format!("the body must be {{\"reason\": TEXT}}: {e}")),
+                Err(e) => {
+                    return refused(
+                        StatusCode::BAD_REQUEST,
+                        &format!("the body must be {{\"reason\": TEXT}}: {e}"),
+                    );
+                }
             }
         };
         return match inbox.decide(&id, approve, approver, body.reason.as_deref()).await {
@@ -300,17 +320,29 @@ fn csrf_ok(session: &Session, given: Option<&str>) -> bool {
 /// the cookie (never one the browser brought).
 pub(crate) async fn sign_in_post(State(inbox): State<Arc<Inbox>>, headers: HeaderMap, body: Bytes) -> Response {
     if !inbox.same_origin(&headers) {
-        return page(StatusCode::FORBIDDEN, "Refused", "<p>Sign in from this inbox's own page.</p>");
+        return page(
+            StatusCode::FORBIDDEN,
+            "Refused",
+            "<p>Sign in from this inbox's own page.</p>",
+        );
     }
     let fields = form(&body);
     let token = field(&fields, "token").unwrap_or_default().trim();
     let mut bearer = HeaderMap::new();
     let Ok(value) = HeaderValue::from_str(&format!("Bearer {token}")) else {
-        return page(StatusCode::FORBIDDEN, "Not signed in", &sign_in(Some("That token is not one.")));
+        return page(
+            StatusCode::FORBIDDEN,
+            "Not signed in",
+            &sign_in(Some("That token is not one.")),
+        );
     };
     bearer.insert(axum::http::header::AUTHORIZATION, value);
     let Ok(approving) = identify_approving(&inbox.gate, &bearer).await else {
-        return page(StatusCode::FORBIDDEN, "Not signed in", &sign_in(Some("That token is not one.")));
+        return page(
+            StatusCode::FORBIDDEN,
+            "Not signed in",
+            &sign_in(Some("That token is not one.")),
+        );
     };
     let (caller, scoped) = (approving.caller.clone(), approving.scoped);
     if token.is_empty() || !inbox.is_approver(&caller, scoped) {
@@ -334,7 +366,11 @@ pub(crate) async fn sign_in_post(State(inbox): State<Arc<Inbox>>, headers: Heade
         .map(|at| Duration::from_secs(at.saturating_sub(now_ms() / 1000)));
     let lasting = left.map_or(SESSION, |left| left.min(SESSION));
     if lasting.is_zero() {
-        return page(StatusCode::FORBIDDEN, "Not signed in", &sign_in(Some("That token has expired.")));
+        return page(
+            StatusCode::FORBIDDEN,
+            "Not signed in",
+            &sign_in(Some("That token has expired.")),
+        );
     }
     let options = SealOptions::new().associated_data(SEALED_FOR).ttl(lasting);
     let Ok(sealed) = inbox.codec.seal_json_with(&session, &options) else {
@@ -365,7 +401,11 @@ pub(crate) async fn sign_out_post(State(inbox): State<Arc<Inbox>>, headers: Head
         .session(&headers)
         .is_some_and(|(_, session)| csrf_ok(&session, field(&fields, "csrf")));
     if !inbox.same_origin(&headers) || !valid {
-        return page(StatusCode::FORBIDDEN, "Refused", "<p>Sign out from this inbox's own page.</p>");
+        return page(
+            StatusCode::FORBIDDEN,
+            "Refused",
+            "<p>Sign out from this inbox's own page.</p>",
+        );
     }
     let mut answer = see_other("/approvals");
     answer.headers_mut().insert(
@@ -384,15 +424,19 @@ pub(crate) async fn list_page(State(inbox): State<Arc<Inbox>>, headers: HeaderMa
         Ok(reviews) => reviews,
         Err(refusal) => return refusal,
     };
-    let mut body = signed_in(&approver, &session);
+    let mut body = signed_in(&approver, &session.csrf);
     if reviews.is_empty() {
         body.push_str("<p>No calls are waiting for review.</p>");
     }
     for review in reviews.iter().take(SHOWN) {
-        body.push_str(&card(review, &approver, &session));
+        body.push_str(&card(review, &approver, &session.csrf));
     }
     if reviews.len() > SHOWN {
-        let _ = write!(body, "<p>{} more calls wait; decide these first.</p>", reviews.len() - SHOWN);
+        let _ = write!(
+            body,
+            "<p>{} more calls wait; decide these first.</p>",
+            reviews.len() - SHOWN
+        );
     }
     page(StatusCode::OK, "Calls waiting for review", &body)
 }
@@ -404,140 +448,26 @@ pub(crate) async fn one_page(State(inbox): State<Arc<Inbox>>, Path(id): Path<Str
     };
     match inbox.review(&id).await {
         Ok(Some(review)) => {
-            let mut body = signed_in(&approver, &session);
-            body.push_str(&card(&review, &approver, &session));
+            let mut body = signed_in(&approver, &session.csrf);
+            body.push_str(&card(&review, &approver, &session.csrf));
             body.push_str("<p><a href=\"/approvals\">Every waiting call</a></p>");
             page(StatusCode::OK, &format!("{} by {}", review.tool, review.caller), &body)
         }
-        Ok(None) => page(StatusCode::NOT_FOUND, "No such approval", "<p><a href=\"/approvals\">Back</a></p>"),
+        Ok(None) => page(
+            StatusCode::NOT_FOUND,
+            "No such approval",
+            "<p><a href=\"/approvals\">Back</a></p>",
+        ),
         Err(refusal) => refusal,
     }
-}
-
-fn signed_in(approver: &Caller, session: &Session) -> String {
-    format!(
-        "<form class=\"who\" method=\"post\" action=\"/approvals/sign-out\">Signed in as <b>{}</b> \
-         <input type=\"hidden\" name=\"csrf\" value=\"{}\"><button>Sign out</button></form>",
-        escape(approver.name()),
-        escape(&session.csrf)
-    )
-}
-
-/// One call: who, what, how long ago, its summary, and the forms that decide it.
-fn card(review: &Review, approver: &Caller, session: &Session) -> String {
-    let now = now_ms();
-    let id = escape(&review.id);
-    let mut html = String::new();
-    let _ = write!(
-        html,
-        "<section aria-labelledby=\"h-{id}\"><h2 id=\"h-{id}\"><code>{}</code> by {}</h2>\
-         <p class=\"meta\">Asked {} min ago; {}; approval <code>{id}</code></p><pre>{}</pre>",
-        escape(&review.tool),
-        escape(review.caller.name()),
-        now.saturating_sub(review.created_at_ms) / 60_000,
-        match review.state_at(now) {
-            kyro_core::review::ReviewState::Pending => format!(
-                "denied unless decided within {} h",
-                review.expires_at_ms.saturating_sub(now).div_ceil(3_600_000)
-            ),
-            state => state.as_str().to_owned(),
-        },
-        escape(&review.summary),
-    );
-    let pending = review.state_at(now) == kyro_core::review::ReviewState::Pending;
-    if pending && &review.caller == approver && !review.self_review {
-        html.push_str("<p>You made this call: another approver decides it.</p>");
-    } else if pending {
-        for (verb, label) in [("approve", "Approve"), ("deny", "Deny")] {
-            let _ = write!(
-                html,
-                "<form method=\"post\" action=\"/approvals/{id}/{verb}\">\
-                 <input type=\"hidden\" name=\"csrf\" value=\"{}\">\
-                 <label>Reason <input name=\"reason\" maxlength=\"500\" autocomplete=\"off\"></label> \
-                 <button class=\"{verb}\">{label}</button></form>",
-                escape(&session.csrf)
-            );
-        }
-    }
-    html.push_str("</section>");
-    html
-}
-
-fn sign_in(problem: Option<&str>) -> String {
-    let problem = problem.map(|p| format!("<p role=\"alert\">{}</p>", escape(p))).unwrap_or_default();
-    format!(
-        "{problem}<form method=\"post\" action=\"/approvals/sign-in\">\
-         <label>Approver's token <input type=\"password\" name=\"token\" autocomplete=\"off\" required autofocus></label> \
-         <button>Sign in</button></form>"
-    )
 }
 
 fn see_other(to: &'static str) -> Response {
     (StatusCode::SEE_OTHER, [(LOCATION, to), (CACHE_CONTROL, "no-store")]).into_response()
 }
 
-/// A whole page: no script, nothing loaded from elsewhere, never framed or cached.
-fn page(status: StatusCode, title: &str, body: &str) -> Response {
-    let html = format!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>{} · kyro approvals</title><style>{STYLE}</style></head>\
-         <body><h1>{}</h1>{body}</body></html>",
-        escape(title),
-        escape(title)
-    );
-    (
-        status,
-        [
-            (CONTENT_TYPE, "text/html; charset=utf-8"),
-            (CACHE_CONTROL, "no-store"),
-            (axum::http::header::CONTENT_SECURITY_POLICY, CSP),
-            (axum::http::header::X_FRAME_OPTIONS, "DENY"),
-            // Not `no-referrer`: a browser then sends `Origin: null` with the page's own
-            // posts, which could not be told from another origin's.
-            (axum::http::header::REFERRER_POLICY, "same-origin"),
-            (axum::http::header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-        ],
-        html,
-    )
-        .into_response()
-}
-
-const STYLE: &str = "body{font:16px/1.4 system-ui,sans-serif;max-width:60rem;margin:1rem auto;padding:0 1rem}\
-pre{white-space:pre-wrap;background:#f4f4f4;padding:.5rem;overflow-x:auto}\
-section{border-top:1px solid #ccc;padding:.5rem 0}form{display:inline-block;margin:.25rem .5rem .25rem 0}\
-.who{display:block}.meta{color:#555}button.approve{font-weight:bold}\
-button:focus,input:focus{outline:3px solid #1a73e8}";
-
-/// `text` for HTML text and attribute values.
-pub(crate) fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn escaping_leaves_no_markup() {
-        let hostile = "<script>alert(1)</script>\"' onmouseover=x &amp;";
-        let escaped = super::escape(hostile);
-        assert!(!escaped.contains(['<', '>', '"', '\'']), "{escaped}");
-        assert_eq!(
-            escaped,
-            "&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#39; onmouseover=x &amp;amp;"
-        );
-    }
-
     #[test]
     fn the_session_cookie_is_read_among_others_and_by_its_exact_name() {
         let mut headers = axum::http::HeaderMap::new();

@@ -22,6 +22,7 @@ mod oauth;
 mod ops;
 mod progress;
 mod resources;
+mod review_link;
 mod search;
 #[cfg(all(feature = "http", feature = "postgres"))]
 mod session_store;
@@ -463,6 +464,7 @@ impl KyroServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let linked = review_link::answered(request.input_responses.as_ref());
         let retry = (request.request_state, request.input_responses);
         let person = Arc::new(elicit::Person::new(
             &context,
@@ -494,6 +496,11 @@ impl KyroServer {
         };
         if let (true, Some(grant), Some(approvals)) = (passed, person.grant(), &self.approvals) {
             approvals.keep(grant).await;
+        }
+        if let Ran::Outcome(pending) = &ran
+            && let Some(link) = review_link::to_the_inbox(&context, pending, linked)
+        {
+            return Ok(CallToolResponse::InputRequired(link));
         }
         match ran {
             Ran::Task(task) => Ok(CallToolResponse::Task(task)),

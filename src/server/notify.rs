@@ -24,7 +24,6 @@ use std::time::Duration;
 
 use kyro_core::Runtime;
 
-use crate::ServeError;
 use crate::config::Notify;
 
 /// Posts notices until dropped.
@@ -54,20 +53,18 @@ const RECENT_MS: u64 = 10 * 60 * 1000;
 
 /// Starts posting the notices `notify` asks for, when it asks; refused when its URL or
 /// secret is unusable.
-pub(super) fn start(runtime: &Runtime, notify: Option<&Notify>) -> Result<Option<Posting>, ServeError> {
+pub(super) fn start(runtime: &Runtime, notify: Option<&Notify>) -> Result<Option<Posting>, String> {
     let Some(notify) = notify else {
         return Ok(None);
     };
     #[cfg(not(feature = "notify"))]
     {
         let _ = (runtime, notify, Duration::ZERO);
-        Err(ServeError::Policy(
-            "[approvals.notify]: this server was built without the `notify` feature".into(),
-        ))
+        Err("[approvals.notify]: this server was built without the `notify` feature".into())
     }
     #[cfg(feature = "notify")]
     {
-        let refused = |why: String| ServeError::Policy(format!("[approvals.notify]: {why}"));
+        let refused = |why: String| format!("[approvals.notify]: {why}");
         let scheme_ok = notify.url.starts_with("https://") || notify.url.starts_with("http://");
         if !scheme_ok || notify.url.parse::<ureq::http::Uri>().is_err() {
             return Err(refused(format!("`{}` is not an http(s) URL", notify.url)));
@@ -183,8 +180,9 @@ fn sign(key: &[u8], message: &str) -> String {
     mac.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect()
 }
 
-#[cfg(all(test, feature = "notify"))]
+#[cfg(test)]
 mod tests {
+    #[cfg(feature = "notify")]
     #[test]
     fn the_signature_is_rfc_4231s_hmac_sha256() {
         // RFC 4231, test case 2.

@@ -8,13 +8,13 @@
 use super::{HttpServer, post_as, workspace};
 use serde_json::{Value, json};
 
-const ALICE: &str = "alice-token-0123456789abcdef";
-const BOB: &str = "bob-token-0123456789abcdef00";
+pub(super) const ALICE: &str = "alice-token-0123456789abcdef";
+pub(super) const BOB: &str = "bob-token-0123456789abcdef00";
 const CAROL: &str = "carol-token-0123456789abcdef0";
 
 /// An HTTP exchange with the server at `url` (`http://ADDR/mcp`): the status line and
 /// headers (lowercased), and the body.
-fn exchange(url: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (String, String) {
+pub(super) fn exchange(url: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (String, String) {
     use std::io::Write;
     let address = url.trim_start_matches("http://").trim_end_matches("/mcp");
     let mut head = format!(
@@ -26,7 +26,9 @@ fn exchange(url: &str, method: &str, path: &str, headers: &[(&str, &str)], body:
     }
     head.push_str("\r\n");
     let mut stream = std::net::TcpStream::connect(address).unwrap();
-    stream.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
     stream.write_all(head.as_bytes()).unwrap();
     stream.write_all(body.as_bytes()).unwrap();
     // The head as sent (a sealed cookie is case-sensitive), then the body.
@@ -36,12 +38,12 @@ fn exchange(url: &str, method: &str, path: &str, headers: &[(&str, &str)], body:
     (format!("{head}\r\n\r\n"), body.to_owned())
 }
 
-fn status(head: &str) -> u16 {
+pub(super) fn status(head: &str) -> u16 {
     head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0)
 }
 
 /// `write_file` of `out.txt` by `token`'s caller, a 2026-07-28 request; its result.
-fn write(url: &str, token: &str) -> Value {
+pub(super) fn write(url: &str, token: &str) -> Value {
     post_as(
         url,
         token,
@@ -52,7 +54,7 @@ fn write(url: &str, token: &str) -> Value {
     )
 }
 
-fn pending_id(result: &Value) -> String {
+pub(super) fn pending_id(result: &Value) -> String {
     assert_eq!(result["isError"], true, "{result}");
     let error = &result["_meta"]["kyro/error"];
     let text = result["content"][0]["text"].as_str().unwrap_or_default();
@@ -63,13 +65,13 @@ fn pending_id(result: &Value) -> String {
     id
 }
 
-struct Setup {
-    ws: tempfile::TempDir,
+pub(super) struct Setup {
+    pub(super) ws: tempfile::TempDir,
     _policy_dir: tempfile::TempDir,
-    server: HttpServer,
+    pub(super) server: HttpServer,
 }
 
-fn setup() -> Setup {
+pub(super) fn setup() -> Setup {
     let ws = workspace();
     // Nothing that grants authority comes from the workspace: the policy and the tokens
     // live beside it.
@@ -97,7 +99,7 @@ fn setup() -> Setup {
     }
 }
 
-fn receipts(ws: &std::path::Path) -> Vec<Value> {
+pub(super) fn receipts(ws: &std::path::Path) -> Vec<Value> {
     std::fs::read_to_string(ws.join(".kyro/receipts.jsonl"))
         .unwrap()
         .lines()
@@ -135,7 +137,10 @@ fn http_a_reviewed_call_runs_once_after_a_named_approver_approves_it_by_token() 
     let listed: Value = serde_json::from_str(&listed).unwrap();
     assert_eq!(listed["approvals"][0]["id"], id.as_str(), "{listed}");
     assert_eq!(listed["approvals"][0]["caller"], "alice");
-    assert!(listed["approvals"][0]["summary"].as_str().unwrap().contains("hello"), "{listed}");
+    assert!(
+        listed["approvals"][0]["summary"].as_str().unwrap().contains("hello"),
+        "{listed}"
+    );
     let (head, body) = exchange(
         url,
         "POST",
@@ -144,7 +149,10 @@ fn http_a_reviewed_call_runs_once_after_a_named_approver_approves_it_by_token() 
         r#"{"reason": "ship it"}"#,
     );
     assert_eq!(status(&head), 200, "{head}{body}");
-    assert!(!out.exists(), "the decision itself runs nothing for a caller that did not wait");
+    assert!(
+        !out.exists(),
+        "the decision itself runs nothing for a caller that did not wait"
+    );
     // Decided once.
     let (head, _) = exchange(url, "POST", &path, &[("Authorization", &bearer(BOB))], "");
     assert_eq!(status(&head), 409, "{head}");
@@ -157,12 +165,19 @@ fn http_a_reviewed_call_runs_once_after_a_named_approver_approves_it_by_token() 
     assert_ne!(again, id);
     assert!(!out.exists(), "ran twice on one approval");
     let decisions: Vec<Value> = receipts(s.ws.path()).iter().map(|r| r["decision"].clone()).collect();
-    let reviewed = decisions.iter().find(|d| d["kind"] == "reviewed").expect("a reviewed receipt");
+    let reviewed = decisions
+        .iter()
+        .find(|d| d["kind"] == "reviewed")
+        .expect("a reviewed receipt");
     assert_eq!(reviewed["approval_id"], id.as_str());
     assert_eq!(reviewed["approver"], "bob");
     assert_eq!(reviewed["reason"], "ship it");
     assert!(reviewed["waited_ms"].is_u64());
-    assert_eq!(decisions.iter().filter(|d| d["kind"] == "reviewed").count(), 1, "{decisions:?}");
+    assert_eq!(
+        decisions.iter().filter(|d| d["kind"] == "reviewed").count(),
+        1,
+        "{decisions:?}"
+    );
 }
 
 /// The sealed session in a sign-in answer's `Set-Cookie`.
@@ -172,7 +187,10 @@ fn session_cookie(head: &str) -> String {
         .find(|l| l.to_ascii_lowercase().starts_with("set-cookie: kyro_inbox="))
         .unwrap_or_else(|| panic!("no session cookie: {head}"));
     let lower = line.to_ascii_lowercase();
-    assert!(lower.contains("httponly") && lower.contains("samesite=strict"), "{line}");
+    assert!(
+        lower.contains("httponly") && lower.contains("samesite=strict"),
+        "{line}"
+    );
     line["set-cookie: ".len()..].split(';').next().unwrap().to_owned()
 }
 
@@ -192,14 +210,22 @@ fn http_the_inbox_page_signs_an_approver_in_and_refuses_csrf_cross_origin_and_fo
     // Signed out: the page is the sign-in form and shows no call.
     let (head, page) = exchange(url, "GET", "/approvals", &[], "");
     assert_eq!(status(&head), 200);
-    assert!(page.contains("action=\"/approvals/sign-in\"") && !page.contains(&id), "{page}");
     assert!(
-        head.to_ascii_lowercase().contains("content-security-policy: default-src 'none'"),
+        page.contains("action=\"/approvals/sign-in\"") && !page.contains(&id),
+        "{page}"
+    );
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-security-policy: default-src 'none'"),
         "{head}"
     );
     assert!(!page.contains("<script"), "{page}");
     // A non-approver's token, a wrong token, a sign-in from another origin: no session.
-    for (token, from) in [(CAROL, origin.as_str()), ("nope-0123456789abcdef", origin.as_str()), (BOB, "http://evil.example")] {
+    for (token, from) in [
+        (CAROL, origin.as_str()),
+        ("nope-0123456789abcdef", origin.as_str()),
+        (BOB, "http://evil.example"),
+    ] {
         let mut headers = form.to_vec();
         headers.push(("Origin", from));
         let (head, _) = exchange(url, "POST", "/approvals/sign-in", &headers, &format!("token={token}"));
@@ -216,7 +242,10 @@ fn http_the_inbox_page_signs_an_approver_in_and_refuses_csrf_cross_origin_and_fo
     assert_ne!(cookie, "kyro_inbox=planted-by-someone");
     let (head, page) = exchange(url, "GET", "/approvals", &[("Cookie", &cookie)], "");
     assert_eq!(status(&head), 200);
-    assert!(page.contains(&id) && page.contains("out.txt") && page.contains("hello"), "{page}");
+    assert!(
+        page.contains(&id) && page.contains("out.txt") && page.contains("hello"),
+        "{page}"
+    );
     let csrf = csrf_of(&page);
     let approve = format!("/approvals/{id}/approve");
     let with = |cookie: &str, origin: Option<&str>| {
@@ -244,8 +273,17 @@ fn http_the_inbox_page_signs_an_approver_in_and_refuses_csrf_cross_origin_and_fo
         let (head, _) = post(headers, body);
         assert_eq!(status(&head), 403, "{head}");
     }
-    let (_, listed) = exchange(url, "GET", "/approvals.json", &[("Authorization", &format!("Bearer {BOB}"))], "");
-    assert!(listed.contains("\"state\":\"pending\""), "decided by a refused post: {listed}");
+    let (_, listed) = exchange(
+        url,
+        "GET",
+        "/approvals.json",
+        &[("Authorization", &format!("Bearer {BOB}"))],
+        "",
+    );
+    assert!(
+        listed.contains("\"state\":\"pending\""),
+        "decided by a refused post: {listed}"
+    );
     // From the page, with its token: approved, and the retry runs.
     let (head, _) = post(with(&cookie, Some(&origin)), format!("csrf={csrf}&reason=fine+by+me"));
     assert_eq!(status(&head), 303, "{head}");
@@ -279,13 +317,19 @@ fn http_arguments_reach_the_page_as_text_never_as_markup() {
         url,
         "POST",
         "/approvals/sign-in",
-        &[("Content-Type", "application/x-www-form-urlencoded"), ("Origin", &origin)],
+        &[
+            ("Content-Type", "application/x-www-form-urlencoded"),
+            ("Origin", &origin),
+        ],
         &format!("token={BOB}"),
     );
     let cookie = session_cookie(&head);
     let (_, page) = exchange(url, "GET", "/approvals", &[("Cookie", &cookie)], "");
     assert!(page.contains("x.html"), "{page}");
-    assert!(!page.contains("<script>alert") && !page.contains("<img src=x"), "{page}");
+    assert!(
+        !page.contains("<script>alert") && !page.contains("<img src=x"),
+        "{page}"
+    );
     assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{page}");
 }
 
@@ -320,17 +364,30 @@ fn http_an_approver_decides_in_a_real_browser_and_a_non_approver_cannot_sign_in(
     };
     let registry = Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());
     let browser = Runtime::new(registry, Workspace::new(browsing.path()).unwrap(), &policy).unwrap();
-    let executor = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let ok = |tool: &str, arguments: Value| match executor.block_on(browser.execute_call(Call::new(tool, arguments.clone()))) {
+    let executor = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let ok = |tool: &str, arguments: Value| match executor
+        .block_on(browser.execute_call(Call::new(tool, arguments.clone())))
+    {
         Outcome::Ok { result, .. } => result,
         other => panic!("{tool} {arguments}: {other:?}"),
     };
-    let page = || ok("browser_snapshot", json!({}))["snapshot"].as_str().unwrap().to_owned();
+    let page = || {
+        ok("browser_snapshot", json!({}))["snapshot"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
     let inbox = format!("{}/approvals", url.trim_end_matches("/mcp"));
     ok("browser_navigate", json!({ "url": inbox }));
     assert!(page().contains("Sign in"), "{}", page());
     ok("browser_type", json!({ "selector": "input[name=token]", "text": BOB }));
-    ok("browser_click", json!({ "selector": "form[action='/approvals/sign-in'] button" }));
+    ok(
+        "browser_click",
+        json!({ "selector": "form[action='/approvals/sign-in'] button" }),
+    );
     let listed = page();
     assert!(listed.contains("Signed in as") && listed.contains("bob"), "{listed}");
     assert!(listed.contains(&id), "{listed}");
@@ -340,7 +397,10 @@ fn http_an_approver_decides_in_a_real_browser_and_a_non_approver_cannot_sign_in(
     );
     assert!(!out.exists() || std::fs::read_to_string(&out).unwrap() == "old line\n");
     let approve = format!("form[action='/approvals/{id}/approve']");
-    ok("browser_type", json!({ "selector": format!("{approve} input[name=reason]"), "text": "checked the diff" }));
+    ok(
+        "browser_type",
+        json!({ "selector": format!("{approve} input[name=reason]"), "text": "checked the diff" }),
+    );
     ok("browser_click", json!({ "selector": format!("{approve} button") }));
     assert!(page().contains("No calls are waiting for review"), "{}", page());
     let ran = write(url, ALICE);
@@ -354,12 +414,24 @@ fn http_an_approver_decides_in_a_real_browser_and_a_non_approver_cannot_sign_in(
     assert_eq!(reviewed["decision"]["reason"], "checked the diff");
     // Signed out, Carol's token signs nobody in, and the page shows no call.
     let waiting = pending_id(&write(url, ALICE));
-    ok("browser_click", json!({ "selector": "form[action='/approvals/sign-out'] button" }));
+    ok(
+        "browser_click",
+        json!({ "selector": "form[action='/approvals/sign-out'] button" }),
+    );
     assert!(page().contains("Sign in"), "{}", page());
-    ok("browser_type", json!({ "selector": "input[name=token]", "text": CAROL }));
-    ok("browser_click", json!({ "selector": "form[action='/approvals/sign-in'] button" }));
+    ok(
+        "browser_type",
+        json!({ "selector": "input[name=token]", "text": CAROL }),
+    );
+    ok(
+        "browser_click",
+        json!({ "selector": "form[action='/approvals/sign-in'] button" }),
+    );
     let refused = page();
-    assert!(refused.contains("not an approver") && !refused.contains(&waiting), "{refused}");
+    assert!(
+        refused.contains("not an approver") && !refused.contains(&waiting),
+        "{refused}"
+    );
 }
 
 /// One request a test's receiver took: its headers (lowercased names) and body.
@@ -385,14 +457,19 @@ fn receiver() -> (String, std::sync::mpsc::Receiver<Received>) {
             loop {
                 line.clear();
                 reader.read_line(&mut line).unwrap();
-                let Some((name, value)) = line.trim_end().split_once(": ") else { break };
+                let Some((name, value)) = line.trim_end().split_once(": ") else {
+                    break;
+                };
                 headers.insert(name.to_ascii_lowercase(), value.to_owned());
             }
             let length: usize = headers.get("content-length").and_then(|l| l.parse().ok()).unwrap_or(0);
             let mut body = vec![0; length];
             reader.read_exact(&mut body).unwrap();
             let status = if n == 0 { "500 Internal Server Error" } else { "200 OK" };
-            let _ = write!(stream, "HTTP/1.1 {status}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
             let body = String::from_utf8(body).unwrap();
             if tx.send(Received { headers, body }).is_err() {
                 return;
@@ -439,7 +516,11 @@ fn http_pending_and_decided_calls_are_posted_signed_once_each_retried_when_the_e
         let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret.as_bytes());
         let tag = ring::hmac::sign(&key, format!("{stamp}.{}", got.body).as_bytes());
         let hex: String = tag.as_ref().iter().map(|b| format!("{b:02x}")).collect();
-        assert_eq!(got.headers["x-kyro-signature"], format!("sha256={hex}"), "a bad signature");
+        assert_eq!(
+            got.headers["x-kyro-signature"],
+            format!("sha256={hex}"),
+            "a bad signature"
+        );
         serde_json::from_str(&got.body).unwrap()
     };
     // The endpoint fails the first attempt: the same delivery comes again.
@@ -461,5 +542,8 @@ fn http_pending_and_decided_calls_are_posted_signed_once_each_retried_when_the_e
     assert_eq!(approved["event"], "approval.approved", "{approved}");
     assert_eq!(approved["approval"]["approver"], "bob");
     // Once each: nothing more comes.
-    assert!(received.recv_timeout(Duration::from_secs(3)).is_err(), "a notice came twice");
+    assert!(
+        received.recv_timeout(Duration::from_secs(3)).is_err(),
+        "a notice came twice"
+    );
 }
