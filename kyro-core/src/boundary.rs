@@ -345,11 +345,14 @@ impl Runtime {
         if let Err(Decision::ReviewPending { .. }) = decided {
             let request = self.review_request(&checked, fingerprint, parties);
             let reviewed = self.review(request, fingerprint, parties).await;
-            return (checked, reviewed.map(|decision| Authorized {
-                decision,
-                confined,
-                approved_exactly: false,
-            }));
+            return (
+                checked,
+                reviewed.map(|decision| Authorized {
+                    decision,
+                    confined,
+                    approved_exactly: false,
+                }),
+            );
         }
         if decided == Err(Decision::ApprovalRequired) {
             // Asked for, unless the person granted this caller the tool (never past a deny).

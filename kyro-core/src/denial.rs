@@ -262,7 +262,10 @@ impl std::fmt::Display for Denial {
                 "nobody approved this call in time (approval {approval_id} expired); nothing ran. Calling it again asks anew"
             ),
             Denial::ReviewUnavailable { message } => {
-                write!(f, "this call needs an approver's review, which cannot be asked now: {message}")
+                write!(
+                    f,
+                    "this call needs an approver's review, which cannot be asked now: {message}"
+                )
             }
             Denial::ApprovalUnverified { fingerprint, message } => write!(
                 f,

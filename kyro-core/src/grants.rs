@@ -231,7 +231,12 @@ impl ApprovalStore for MemoryApprovalStore {
             return Ok(review);
         }
         let pending = |r: &&Review| r.state_at(now_ms) == ReviewState::Pending;
-        let mine = memory.reviews.iter().filter(pending).filter(|r| r.caller == new.caller).count();
+        let mine = memory
+            .reviews
+            .iter()
+            .filter(pending)
+            .filter(|r| r.caller == new.caller)
+            .count();
         if mine >= PENDING_PER_CALLER {
             return Err(format!(
                 "{} has {PENDING_PER_CALLER} calls pending review already; wait for an approver",
@@ -239,7 +244,9 @@ impl ApprovalStore for MemoryApprovalStore {
             ));
         }
         if memory.reviews.iter().filter(pending).count() >= MOST_PENDING {
-            return Err(format!("{MOST_PENDING} calls are pending review already; wait for an approver"));
+            return Err(format!(
+                "{MOST_PENDING} calls are pending review already; wait for an approver"
+            ));
         }
         let review = new.into_review(crate::review::new_id()?, now_ms);
         memory.reviews.push(review.clone());
@@ -275,7 +282,10 @@ impl ApprovalStore for MemoryApprovalStore {
         };
         let state = review.state_at(now_ms);
         if state != ReviewState::Pending {
-            return Err(DecideError::NotPending { id: id.to_owned(), state });
+            return Err(DecideError::NotPending {
+                id: id.to_owned(),
+                state,
+            });
         }
         review.state = if decided.approve {
             ReviewState::Approved

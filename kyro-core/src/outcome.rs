@@ -364,7 +364,9 @@ impl Outcome {
                     Some(inbox) => format!("at {inbox} or with `kyro approvals approve {approval_id}`"),
                     None => format!("with `kyro approvals approve {approval_id}`"),
                 };
-                let hours = expires_at_ms.saturating_sub(crate::grants::now_ms()).div_ceil(3_600_000);
+                let hours = expires_at_ms
+                    .saturating_sub(crate::grants::now_ms())
+                    .div_ceil(3_600_000);
                 json!({
                     "outcome": kind,
                     "tool": tool,

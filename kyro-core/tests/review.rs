@@ -94,9 +94,7 @@ fn record(caller: Caller) -> Call {
 
 fn pending_id(outcome: &Outcome) -> String {
     match outcome {
-        Outcome::ApprovalPending {
-            approval_id, inbox, ..
-        } => {
+        Outcome::ApprovalPending { approval_id, inbox, .. } => {
             assert_eq!(
                 inbox.as_deref(),
                 Some(format!("http://127.0.0.1:9/approvals/{approval_id}").as_str())
@@ -123,7 +121,11 @@ fn a_reviewed_call_waits_runs_once_when_approved_and_the_receipt_names_the_appro
     let first = block_on(s.rt.execute_call(record(alice()).asking(yes.clone())));
     let id = pending_id(&first);
     assert_eq!(recorded(&s.root), 0, "ran before the decision");
-    assert_eq!(yes.0.load(Ordering::SeqCst), 0, "the client was asked to approve a reviewed call");
+    assert_eq!(
+        yes.0.load(Ordering::SeqCst),
+        0,
+        "the client was asked to approve a reviewed call"
+    );
     // Asked again before the decision: the same review, still nothing run.
     let again = block_on(s.rt.execute_call(record(alice())));
     assert_eq!(pending_id(&again), id);
@@ -165,10 +167,7 @@ fn the_clients_approval_a_grant_or_another_callers_approval_never_passes_a_revie
         Outcome::ApprovalPending { fingerprint, .. } => fingerprint.clone(),
         _ => unreachable!(),
     };
-    let token = block_on(
-        s.rt
-            .execute_call(record(alice()).approved(ApprovalToken::for_fingerprint(&fingerprint))),
-    );
+    let token = block_on(s.rt.execute_call(record(alice()).approved(ApprovalToken::for_fingerprint(&fingerprint))));
     assert_eq!(pending_id(&token), id);
     // A grant of the tool to the caller.
     s.store
@@ -205,14 +204,18 @@ fn a_denial_and_silence_deny_the_call_and_nothing_runs() {
     let denied = block_on(s.rt.execute_call(record(alice())));
     match &denied {
         Outcome::Denied {
-            reason: Denial::ReviewDenied {
-                approval_id,
-                approver,
-                reason,
-            },
+            reason:
+                Denial::ReviewDenied {
+                    approval_id,
+                    approver,
+                    reason,
+                },
             ..
         } => {
-            assert_eq!((approval_id, approver.as_str(), reason.as_deref()), (&id, "bob", Some("not today")));
+            assert_eq!(
+                (approval_id, approver.as_str(), reason.as_deref()),
+                (&id, "bob", Some("not today"))
+            );
             assert!(denied.to_json().to_string().contains("not today"));
         }
         other => panic!("{other:?}"),
@@ -223,7 +226,10 @@ fn a_denial_and_silence_deny_the_call_and_nothing_runs() {
     let s2 = setup(&short);
     let id = pending_id(&block_on(s2.rt.execute_call(record(alice()))));
     std::thread::sleep(Duration::from_millis(1100));
-    assert_eq!(s2.store.review(&id, now_ms()).unwrap().unwrap().state, ReviewState::Expired);
+    assert_eq!(
+        s2.store.review(&id, now_ms()).unwrap().unwrap().state,
+        ReviewState::Expired
+    );
     let late = Decided {
         approve: true,
         approver: bob(),
@@ -252,15 +258,24 @@ fn a_call_that_may_be_a_task_becomes_one_at_once_and_runs_when_approved() {
             async move { rt.execute_call(call).await }
         });
         // The task is handed out while the call waits for its approver.
-        tokio::time::timeout(Duration::from_secs(5), told).await.unwrap().unwrap();
+        tokio::time::timeout(Duration::from_secs(5), told)
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(recorded(&root), 0);
         let pending = store.reviews(true, now_ms()).unwrap();
         assert_eq!(pending.len(), 1);
         approve(&store, &pending[0].id, bob());
-        let outcome = tokio::time::timeout(Duration::from_secs(5), work).await.unwrap().unwrap();
+        let outcome = tokio::time::timeout(Duration::from_secs(5), work)
+            .await
+            .unwrap()
+            .unwrap();
         assert!(matches!(outcome, Outcome::Ok { .. }), "{outcome:?}");
         assert_eq!(recorded(&root), 1);
-        assert_eq!(store.review(&pending[0].id, now_ms()).unwrap().unwrap().state, ReviewState::Ran);
+        assert_eq!(
+            store.review(&pending[0].id, now_ms()).unwrap().unwrap().state,
+            ReviewState::Ran
+        );
     });
 }
 
@@ -272,7 +287,13 @@ fn without_a_queue_a_reviewed_call_is_denied_not_run() {
     let rt = Runtime::new(registry, Workspace::new(ws.path()).unwrap(), &policy).unwrap();
     let outcome = block_on(rt.execute_call(record(alice())));
     assert!(
-        matches!(&outcome, Outcome::Denied { reason: Denial::ReviewUnavailable { .. }, .. }),
+        matches!(
+            &outcome,
+            Outcome::Denied {
+                reason: Denial::ReviewUnavailable { .. },
+                ..
+            }
+        ),
         "{outcome:?}"
     );
     assert_eq!(recorded(ws.path()), 0);
@@ -350,6 +371,10 @@ fn a_review_keeps_a_bounded_summary_and_large_arguments_as_their_digest() {
     let call = Call::new("record", json!({"count": 1, "tags": [big.clone(), big.clone()]})).by(alice());
     let id = pending_id(&block_on(s.rt.execute_call(call)));
     let review = s.store.review(&id, now_ms()).unwrap().unwrap();
-    assert!(review.summary.len() <= kyro_core::review::MOST_SUMMARY_BYTES + 100, "{}", review.summary.len());
+    assert!(
+        review.summary.len() <= kyro_core::review::MOST_SUMMARY_BYTES + 100,
+        "{}",
+        review.summary.len()
+    );
     assert!(review.arguments["sha256"].is_string(), "{}", review.arguments);
 }

@@ -47,7 +47,10 @@ fn approvals(ws: &std::path::Path, args: &[&str]) -> (bool, String) {
 
 /// The approval id in a text that names it (`approval 0123456789abcdef`).
 fn id_in(text: &str) -> String {
-    let at = text.find("approve ").map(|i| i + "approve ".len()).expect("an approval id");
+    let at = text
+        .find("approve ")
+        .map(|i| i + "approve ".len())
+        .expect("an approval id");
     text[at..at + 16].to_owned()
 }
 
@@ -70,7 +73,10 @@ fn a_reviewed_call_waits_as_a_task_until_an_approver_decides_on_the_command_line
     let (ok, shown) = approvals(ws.path(), &["show", &id]);
     assert!(ok && shown.contains("echo hi > out"), "{shown}");
     let (ok, refused) = approvals(ws.path(), &["approve", &id, "--as", "bob"]);
-    assert!(!ok && refused.contains("--as"), "an approver's name is not given: {refused}");
+    assert!(
+        !ok && refused.contains("--as"),
+        "an approver's name is not given: {refused}"
+    );
     let got = server.request(2, "tasks/get", json!({"taskId": task, "_meta": meta(true)}));
     assert_eq!(got["result"]["status"], "working", "{got}");
     assert!(!ws.path().join("out").exists());
@@ -98,11 +104,17 @@ fn a_reviewed_call_waits_as_a_task_until_an_approver_decides_on_the_command_line
     assert!(ok, "{denied}");
     let refused = script(&mut server, 101, "echo no > never", false);
     let text = refused["content"][0]["text"].as_str().unwrap();
-    assert!(text.starts_with("denied (run_command)") && text.contains("not now"), "{text}");
+    assert!(
+        text.starts_with("denied (run_command)") && text.contains("not now"),
+        "{text}"
+    );
     assert!(!ws.path().join("never").exists());
     drop(server);
     let receipts = super::receipts(ws.path());
-    let reviewed: Vec<&Value> = receipts.iter().filter(|r| r["decision"]["kind"] == "reviewed").collect();
+    let reviewed: Vec<&Value> = receipts
+        .iter()
+        .filter(|r| r["decision"]["kind"] == "reviewed")
+        .collect();
     assert_eq!(reviewed.len(), 1, "{receipts:#?}");
     let approver = reviewed[0]["decision"]["approver"].as_str().unwrap();
     assert!(approver.starts_with("cli:"), "{approver}");

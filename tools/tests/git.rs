@@ -513,7 +513,10 @@ fn a_tools_own_ask_rule_does_not_loosen_the_policys_review() {
     assert!(git(&["stash", "list"]).contains("keep"));
     for args in [json!({"action": "list"}), json!({"action": "drop", "index": 0})] {
         let outcome = run(args.clone());
-        assert!(matches!(outcome, Outcome::ApprovalPending { .. }), "{args}: {outcome:?}");
+        assert!(
+            matches!(outcome, Outcome::ApprovalPending { .. }),
+            "{args}: {outcome:?}"
+        );
     }
     assert!(git(&["stash", "list"]).contains("keep"), "dropped without a review");
 }

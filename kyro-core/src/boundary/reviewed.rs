@@ -5,11 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Checked, Parties};
-use crate::review::REVIEW_LIFETIME_S;
 use crate::grants::{ApprovalStore, now_ms};
 use crate::outcome::Outcome;
 use crate::policy::Fingerprint;
 use crate::receipt::{Decision, Denial};
+use crate::review::REVIEW_LIFETIME_S;
 use crate::review::{NewReview, Review, ReviewState};
 use crate::runtime::Runtime;
 
@@ -70,7 +70,10 @@ impl Runtime {
                             fingerprint: fingerprint.to_string(),
                         }));
                     }
-                    let approver = review.approver.as_ref().map_or_else(String::new, |a| a.name().to_owned());
+                    let approver = review
+                        .approver
+                        .as_ref()
+                        .map_or_else(String::new, |a| a.name().to_owned());
                     let waited_ms = review
                         .decided_at_ms
                         .unwrap_or(review.created_at_ms)
@@ -107,12 +110,7 @@ impl Runtime {
                     inbox: self.review_inbox().map(|inbox| format!("{inbox}/{}", review.id)),
                     expires_at_ms: review.expires_at_ms,
                 };
-                return Err((
-                    Decision::ReviewPending {
-                        approval_id: review.id,
-                    },
-                    outcome,
-                ));
+                return Err((Decision::ReviewPending { approval_id: review.id }, outcome));
             };
             if !told {
                 // The client has its task now, and polls it while the approver decides.
@@ -144,7 +142,12 @@ impl Runtime {
 impl Runtime {
     /// The queue entry a call under review asks for, made before any wait (the call's
     /// typed arguments are held across waits by value only).
-    pub(super) fn review_request(&self, checked: &Checked, fingerprint: &Fingerprint, parties: &Parties<'_>) -> NewReview {
+    pub(super) fn review_request(
+        &self,
+        checked: &Checked,
+        fingerprint: &Fingerprint,
+        parties: &Parties<'_>,
+    ) -> NewReview {
         let lifetime_ms = parties.scope.approvals().review_expiry_s.saturating_mul(1000);
         NewReview {
             caller: parties.caller.clone(),

@@ -83,7 +83,10 @@ pub fn conformance(store: &dyn ApprovalStore) {
     assert!(!store.spend_review(&one.id, now + 9).unwrap(), "run once");
     assert_eq!(store.review(&one.id, now + 9).unwrap().unwrap().state, ReviewState::Ran);
     let fresh = store.request_review(new(&alice, "f1", day), now + 10).unwrap();
-    assert_ne!(fresh.id, one.id, "a ran review no longer stands: the call is asked anew");
+    assert_ne!(
+        fresh.id, one.id,
+        "a ran review no longer stands: the call is asked anew"
+    );
     // Denied: it stands (denied) until it expires.
     let no = Decided {
         approve: false,
@@ -92,12 +95,18 @@ pub fn conformance(store: &dyn ApprovalStore) {
     };
     let denied = decide(store, &bobs.id, no, now + 11).unwrap();
     assert_eq!(denied.state, ReviewState::Denied);
-    assert_eq!(store.request_review(new(&bob, "f1", day), now + 12).unwrap().id, bobs.id);
+    assert_eq!(
+        store.request_review(new(&bob, "f1", day), now + 12).unwrap().id,
+        bobs.id
+    );
     assert!(!store.spend_review(&bobs.id, now + 12).unwrap());
     // Expiry: pending past its time reads as expired, cannot be decided, and the call is
     // asked anew.
     let short = store.request_review(new(&bob, "f2", now + 100), now).unwrap();
-    assert_eq!(store.review(&short.id, now + 100).unwrap().unwrap().state, ReviewState::Expired);
+    assert_eq!(
+        store.review(&short.id, now + 100).unwrap().unwrap().state,
+        ReviewState::Expired
+    );
     assert!(matches!(
         decide(store, &short.id, yes(&alice), now + 100),
         Err(DecideError::NotPending {
@@ -106,14 +115,20 @@ pub fn conformance(store: &dyn ApprovalStore) {
         })
     ));
     assert!(!store.reviews(true, now + 100).unwrap().iter().any(|r| r.id == short.id));
-    assert_ne!(store.request_review(new(&bob, "f2", now + 200), now + 101).unwrap().id, short.id);
+    assert_ne!(
+        store.request_review(new(&bob, "f2", now + 200), now + 101).unwrap().id,
+        short.id
+    );
     // An approval not run in time expires too.
     let late = store.request_review(new(&bob, "f3", now + 100), now).unwrap();
     decide(store, &late.id, yes(&alice), now + 1).unwrap();
     assert!(!store.spend_review(&late.id, now + 100).unwrap());
     // Self-review when the policy allows it.
     let own = store.request_review(new(&alice, "f4", day), now).unwrap();
-    assert_eq!(decide(store, &own.id, yes(&alice), now).unwrap().state, ReviewState::Approved);
+    assert_eq!(
+        decide(store, &own.id, yes(&alice), now).unwrap().state,
+        ReviewState::Approved
+    );
     // Bounded: a caller holds at most PENDING_PER_CALLER pending.
     let carol = Caller::named("carol").unwrap();
     for i in 0..PENDING_PER_CALLER {
@@ -121,7 +136,10 @@ pub fn conformance(store: &dyn ApprovalStore) {
     }
     let refused = store.request_review(new(&carol, "one-more", day), now).unwrap_err();
     assert!(refused.contains("pending"), "{refused}");
-    assert!(store.request_review(new(&carol, "c0", day), now).is_ok(), "asked again, not anew");
+    assert!(
+        store.request_review(new(&carol, "c0", day), now).is_ok(),
+        "asked again, not anew"
+    );
     // A notice is claimed once per review and state.
     assert!(store.claim_notice(&one.id, ReviewState::Pending, now).unwrap());
     assert!(!store.claim_notice(&one.id, ReviewState::Pending, now + 1).unwrap());

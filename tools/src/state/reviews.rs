@@ -42,8 +42,7 @@ pub(super) const NOTICES: &str = "CREATE TABLE review_notices (
     CREATE INDEX review_notices_by_time ON review_notices (claimed_at);";
 
 /// The columns a [`Row`] is read from, in its order (both stores).
-pub(super) const COLUMNS: &str =
-    "id, caller, tool, fingerprint, arguments, summary, created_at, expires_at, state, approver, reason, decided_at, self_review";
+pub(super) const COLUMNS: &str = "id, caller, tool, fingerprint, arguments, summary, created_at, expires_at, state, approver, reason, decided_at, self_review";
 
 /// A review as a store keeps it, before it is read back.
 pub(super) struct Row {
