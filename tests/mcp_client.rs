@@ -18,6 +18,8 @@ use serde_json::{Map, Value, json};
 
 #[path = "mcp_client/inbox.rs"]
 mod inbox;
+#[path = "mcp_client/inbox_oauth.rs"]
+mod inbox_oauth;
 #[path = "mcp_client/oauth.rs"]
 mod oauth;
 #[path = "mcp_client/ops.rs"]

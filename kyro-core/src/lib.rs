@@ -60,7 +60,7 @@ pub use descriptor::{Annotations, ArgumentAlias, Catalog, Hints, ToolDescriptor}
 pub use effect::{Approval, Capability, Effect};
 pub use error::ToolError;
 pub use kyro_macros::{input, output, tool};
-pub use outcome::{Call, Outcome, OutcomeKind, Progress, ProgressSink, TaskHook};
+pub use outcome::{Call, Outcome, OutcomeKind, Progress, ProgressSink, TaskHook, TaskWaiting};
 pub use policy::{ApprovalToken, Policy};
 pub use receipt::{Execution, Observer, Receipt, Settling};
 pub use registry::{CustomTool, KEPT_VERSIONS, RegisteredTool, Registry, RegistryError, Snapshot, ToolDefinition};

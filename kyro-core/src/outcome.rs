@@ -105,7 +105,23 @@ pub struct TaskHook {
     id: Arc<str>,
     authorized: Arc<std::sync::Mutex<Option<tokio::sync::oneshot::Sender<()>>>>,
     /// What the task waits for before it runs (an approver's review), while it does.
-    waiting: Arc<std::sync::Mutex<Option<String>>>,
+    waiting: TaskWaiting,
+}
+
+/// What a task waits for before it runs, while it does: read by the edge that hands out
+/// the task (a status message), apart from the hook, whose drop tells a refusal.
+#[derive(Clone, Default)]
+pub struct TaskWaiting(Arc<std::sync::Mutex<Option<String>>>);
+
+impl TaskWaiting {
+    /// What the task waits for, while it waits.
+    pub fn now(&self) -> Option<String> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn set(&self, what: Option<String>) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = what;
+    }
 }
 
 impl TaskHook {
@@ -115,7 +131,7 @@ impl TaskHook {
         let hook = TaskHook {
             id: id.into(),
             authorized: Arc::new(std::sync::Mutex::new(Some(sender))),
-            waiting: Arc::default(),
+            waiting: TaskWaiting::default(),
         };
         (hook, receiver)
     }
@@ -126,20 +142,21 @@ impl TaskHook {
     }
 
     /// What the task waits for before it runs (`waits for an approver's review ...`),
-    /// while it waits: the task's status message.
-    pub fn waiting_for(&self) -> Option<String> {
-        self.waiting.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    /// while it waits: the task's status message. Keep this, not a clone of the hook,
+    /// whose drop is what tells a refused call.
+    pub fn waiting(&self) -> TaskWaiting {
+        self.waiting.clone()
     }
 
     /// The call becomes its task now, and waits for `what` before it runs.
     pub(crate) fn waits(&self, what: String) {
-        *self.waiting.lock().unwrap_or_else(|p| p.into_inner()) = Some(what);
+        self.waiting.set(Some(what));
         self.authorized();
     }
 
     /// The wait is over: the call runs (or is refused).
     pub(crate) fn waited(&self) {
-        *self.waiting.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        self.waiting.set(None);
     }
 
     /// Tells the receiver the call was authorized (once).

@@ -10,6 +10,9 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 
 use super::{HttpAuth, KyroServer, auth, http_limits, ops};
 
+#[cfg(feature = "oauth")]
+mod inbox_oauth;
+
 /// Who may reach the HTTP endpoint and by which names.
 pub(crate) struct Access {
     /// The static bearer tokens.
@@ -169,6 +172,16 @@ impl KyroServer {
             .map_err(crate::ServeError::StateKey)?,
             origins: page_origins,
             secure: public.starts_with("https://"),
+            #[cfg(feature = "oauth")]
+            oauth: access.oauth.as_ref().and_then(|o| {
+                let client_id = o.inbox_client_id.clone()?;
+                Some(super::inbox::InboxOAuth {
+                    issuer: o.issuer.clone(),
+                    client_id,
+                    resource: o.audience().to_owned(),
+                    redirect_uri: format!("{public}/approvals/oauth/callback"),
+                })
+            }),
         });
         if !access.approvers.is_empty() {
             announce.push_str(&format!(
@@ -201,7 +214,12 @@ impl KyroServer {
             .route("/approvals/sign-in", axum::routing::post(inbox::sign_in_post))
             .route("/approvals/sign-out", axum::routing::post(inbox::sign_out_post))
             .route("/approvals/{id}", axum::routing::get(inbox::one_page))
-            .route("/approvals/{id}/{verb}", axum::routing::post(inbox::decide_post))
+            .route("/approvals/{id}/{verb}", axum::routing::post(inbox::decide_post));
+        #[cfg(feature = "oauth")]
+        let approvals = approvals
+            .route("/approvals/oauth/start", axum::routing::get(inbox_oauth::start))
+            .route("/approvals/oauth/callback", axum::routing::get(inbox_oauth::callback));
+        let approvals = approvals
             .layer(axum::extract::DefaultBodyLimit::max(64 * 1024))
             .with_state(inbox);
         let router =

@@ -40,7 +40,8 @@ use super::auth::{Gate, identify_approving};
 
 mod page;
 
-use page::{card, page, sign_in, signed_in};
+use page::{card, sign_in, signed_in};
+pub(crate) use page::{escape, page};
 
 /// The cookie of a signed-in approver.
 const COOKIE_NAME: &str = "kyro_inbox";
@@ -63,6 +64,22 @@ pub(crate) struct Inbox {
     pub origins: Vec<String>,
     /// Cookies only over HTTPS (the server is reached by an `https` address).
     pub secure: bool,
+    /// Signing in through the issuer (`--inbox-client-id`), besides by token.
+    #[cfg(feature = "oauth")]
+    pub oauth: Option<InboxOAuth>,
+}
+
+#[cfg(feature = "oauth")]
+/// The inbox as a public OAuth client of the issuer.
+pub(crate) struct InboxOAuth {
+    /// The issuer (`--issuer`).
+    pub issuer: String,
+    /// The inbox's client id there (`--inbox-client-id`).
+    pub client_id: String,
+    /// This server's resource URI (`--audience`), asked for as the token's audience.
+    pub resource: String,
+    /// Where the issuer sends the browser back: `{public}/approvals/oauth/callback`.
+    pub redirect_uri: String,
 }
 
 /// A signed-in approver, signed into their cookie.
@@ -179,6 +196,67 @@ impl Inbox {
     }
 }
 
+impl Inbox {
+    /// The sign-in page, with the problem of the last attempt; the issuer offered when
+    /// the inbox signs in through it.
+    pub(crate) fn sign_in_page(&self, status: StatusCode, problem: Option<&str>) -> Response {
+        #[cfg(feature = "oauth")]
+        let through_issuer = self.oauth.is_some();
+        #[cfg(not(feature = "oauth"))]
+        let through_issuer = false;
+        let title = if status.is_success() {
+            "Sign in"
+        } else {
+            "Not signed in"
+        };
+        page(status, title, &sign_in(problem, through_issuer))
+    }
+
+    /// The session cookie of the approver the credentials in `bearer` name, or the page
+    /// refusing them: signed under the inbox's key with a fresh CSRF token (never one the
+    /// browser brought), for an hour and no longer than an OAuth token, `Secure` behind
+    /// HTTPS (`request`'s `X-Forwarded-Proto`).
+    pub(crate) async fn session_for(&self, bearer: &HeaderMap, request: &HeaderMap) -> Result<HeaderValue, Response> {
+        let not_one = || self.sign_in_page(StatusCode::FORBIDDEN, Some("That token is not one."));
+        let approving = identify_approving(&self.gate, bearer).await.map_err(|_| not_one())?;
+        let (caller, scoped) = (approving.caller.clone(), approving.scoped);
+        if !self.is_approver(&caller, scoped) {
+            return Err(self.sign_in_page(StatusCode::FORBIDDEN, Some("That token's holder is not an approver.")));
+        }
+        let (Ok(one), Ok(two)) = (kyro_core::review::new_id(), kyro_core::review::new_id()) else {
+            return Err(refused(StatusCode::SERVICE_UNAVAILABLE, "no randomness"));
+        };
+        let session = Session {
+            caller: caller.name().to_owned(),
+            scoped,
+            csrf: format!("{one}{two}"),
+        };
+        let left = approving
+            .expires_at_s
+            .map(|at| Duration::from_secs(at.saturating_sub(now_ms() / 1000)));
+        let lasting = left.map_or(SESSION, |left| left.min(SESSION));
+        if lasting.is_zero() {
+            return Err(self.sign_in_page(StatusCode::FORBIDDEN, Some("That token has expired.")));
+        }
+        let options = SealOptions::new().associated_data(SEALED_FOR).ttl(lasting);
+        let sealed = self
+            .codec
+            .seal_json_with(&session, &options)
+            .map_err(|_| refused(StatusCode::SERVICE_UNAVAILABLE, "the session cannot be signed"))?;
+        let proxied_https = request
+            .get("x-forwarded-proto")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|proto| proto.eq_ignore_ascii_case("https"));
+        let secure = if self.secure || proxied_https { "; Secure" } else { "" };
+        let cookie = format!(
+            "{COOKIE_NAME}={sealed}; Path=/approvals; HttpOnly; SameSite=Strict; Max-Age={}{secure}",
+            lasting.as_secs()
+        );
+        HeaderValue::from_str(&cookie)
+            .map_err(|_| refused(StatusCode::SERVICE_UNAVAILABLE, "the session cannot be set"))
+    }
+}
+
 /// A refusal as JSON `{"error": ...}`.
 fn refused(status: StatusCode, message: &str) -> Response {
     json(status, &serde_json::json!({ "error": message }))
@@ -283,7 +361,7 @@ pub(crate) async fn decide_post(
     }
     // From the page: same origin, signed in, the session's CSRF token.
     let Some((approver, session)) = inbox.session(&headers) else {
-        return page(StatusCode::FORBIDDEN, "Not signed in", &sign_in(None));
+        return inbox.sign_in_page(StatusCode::FORBIDDEN, None);
     };
     let fields = form(&body);
     if !inbox.same_origin(&headers) || !csrf_ok(&session, field(&fields, "csrf")) {
@@ -329,69 +407,18 @@ pub(crate) async fn sign_in_post(State(inbox): State<Arc<Inbox>>, headers: Heade
     let fields = form(&body);
     let token = field(&fields, "token").unwrap_or_default().trim();
     let mut bearer = HeaderMap::new();
-    let Ok(value) = HeaderValue::from_str(&format!("Bearer {token}")) else {
-        return page(
-            StatusCode::FORBIDDEN,
-            "Not signed in",
-            &sign_in(Some("That token is not one.")),
-        );
+    match HeaderValue::from_str(&format!("Bearer {token}")) {
+        Ok(value) if !token.is_empty() => bearer.insert(axum::http::header::AUTHORIZATION, value),
+        _ => return inbox.sign_in_page(StatusCode::FORBIDDEN, Some("That token is not one.")),
     };
-    bearer.insert(axum::http::header::AUTHORIZATION, value);
-    let Ok(approving) = identify_approving(&inbox.gate, &bearer).await else {
-        return page(
-            StatusCode::FORBIDDEN,
-            "Not signed in",
-            &sign_in(Some("That token is not one.")),
-        );
-    };
-    let (caller, scoped) = (approving.caller.clone(), approving.scoped);
-    if token.is_empty() || !inbox.is_approver(&caller, scoped) {
-        return page(
-            StatusCode::FORBIDDEN,
-            "Not signed in",
-            &sign_in(Some("That token's holder is not an approver.")),
-        );
+    match inbox.session_for(&bearer, &headers).await {
+        Ok(cookie) => {
+            let mut answer = see_other("/approvals");
+            answer.headers_mut().insert(SET_COOKIE, cookie);
+            answer
+        }
+        Err(refusal) => refusal,
     }
-    let Ok(csrf) = kyro_core::review::new_id() else {
-        return refused(StatusCode::SERVICE_UNAVAILABLE, "no randomness");
-    };
-    let session = Session {
-        caller: caller.name().to_owned(),
-        scoped,
-        csrf: format!("{csrf}{}", kyro_core::review::new_id().unwrap_or_default()),
-    };
-    // No longer than an OAuth token it came from.
-    let left = approving
-        .expires_at_s
-        .map(|at| Duration::from_secs(at.saturating_sub(now_ms() / 1000)));
-    let lasting = left.map_or(SESSION, |left| left.min(SESSION));
-    if lasting.is_zero() {
-        return page(
-            StatusCode::FORBIDDEN,
-            "Not signed in",
-            &sign_in(Some("That token has expired.")),
-        );
-    }
-    let options = SealOptions::new().associated_data(SEALED_FOR).ttl(lasting);
-    let Ok(sealed) = inbox.codec.seal_json_with(&session, &options) else {
-        return refused(StatusCode::SERVICE_UNAVAILABLE, "the session cannot be signed");
-    };
-    // Behind HTTPS (the public address, or a proxy saying so) the cookie is never sent
-    // over plain HTTP.
-    let proxied_https = headers
-        .get("x-forwarded-proto")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|proto| proto.eq_ignore_ascii_case("https"));
-    let secure = if inbox.secure || proxied_https { "; Secure" } else { "" };
-    let cookie = format!(
-        "{COOKIE_NAME}={sealed}; Path=/approvals; HttpOnly; SameSite=Strict; Max-Age={}{secure}",
-        lasting.as_secs()
-    );
-    let mut answer = see_other("/approvals");
-    if let Ok(cookie) = HeaderValue::from_str(&cookie) {
-        answer.headers_mut().insert(SET_COOKIE, cookie);
-    }
-    answer
 }
 
 /// `POST /approvals/sign-out`: the cookie cleared.
@@ -418,7 +445,7 @@ pub(crate) async fn sign_out_post(State(inbox): State<Arc<Inbox>>, headers: Head
 /// `GET /approvals`: the pending calls, or the sign-in form.
 pub(crate) async fn list_page(State(inbox): State<Arc<Inbox>>, headers: HeaderMap) -> Response {
     let Some((approver, session)) = inbox.session(&headers) else {
-        return page(StatusCode::OK, "Sign in", &sign_in(None));
+        return inbox.sign_in_page(StatusCode::OK, None);
     };
     let reviews = match inbox.reviews().await {
         Ok(reviews) => reviews,
@@ -444,7 +471,7 @@ pub(crate) async fn list_page(State(inbox): State<Arc<Inbox>>, headers: HeaderMa
 /// `GET /approvals/{id}`: one call (the address a waiting call's answer names).
 pub(crate) async fn one_page(State(inbox): State<Arc<Inbox>>, Path(id): Path<String>, headers: HeaderMap) -> Response {
     let Some((approver, session)) = inbox.session(&headers) else {
-        return page(StatusCode::OK, "Sign in", &sign_in(None));
+        return inbox.sign_in_page(StatusCode::OK, None);
     };
     match inbox.review(&id).await {
         Ok(Some(review)) => {

@@ -293,10 +293,30 @@ fn pick(keys: &Keys, kid: Option<&str>, alg: Algorithm) -> Option<DecodingKey> {
     .map(|k| k.key.clone())
 }
 
-/// The JWKS URI of `issuer`'s metadata: RFC 8414's well-known URI (inserted before the
-/// issuer's path), else OpenID Connect discovery's (appended). The metadata must name the
-/// same issuer (RFC 8414 §3.3).
+/// The JWKS URI of `issuer`'s metadata.
 fn discover(issuer: &str) -> Result<String, String> {
+    let (url, metadata) = metadata(issuer)?;
+    match metadata["jwks_uri"].as_str() {
+        Some(uri) => checked_url("jwks_uri", uri).map(|()| uri.to_owned()),
+        None => Err(format!("{url} names no jwks_uri")),
+    }
+}
+
+/// The authorization and token endpoints of `issuer`'s metadata (the approvals inbox's
+/// sign-in through the issuer).
+pub(crate) fn endpoints(issuer: &str) -> Result<(String, String), String> {
+    let (url, metadata) = metadata(issuer)?;
+    let endpoint = |name: &str| match metadata[name].as_str() {
+        Some(uri) => checked_url(name, uri).map(|()| uri.to_owned()),
+        None => Err(format!("{url} names no {name}")),
+    };
+    Ok((endpoint("authorization_endpoint")?, endpoint("token_endpoint")?))
+}
+
+/// `issuer`'s metadata, and where it was found: RFC 8414's well-known URI (inserted before
+/// the issuer's path), else OpenID Connect discovery's (appended). The metadata must name
+/// the same issuer (RFC 8414 §3.3).
+fn metadata(issuer: &str) -> Result<(String, Value), String> {
     let (origin, path) = split_origin(issuer);
     let path = path.trim_end_matches('/');
     let candidates = [
@@ -304,18 +324,10 @@ fn discover(issuer: &str) -> Result<String, String> {
         format!("{origin}{path}/.well-known/openid-configuration"),
     ];
     let mut problems = Vec::new();
-    for url in &candidates {
-        match get_json(url) {
-            Ok(metadata) => {
-                if metadata["issuer"].as_str() != Some(issuer) {
-                    problems.push(format!("{url} names another issuer"));
-                    continue;
-                }
-                return match metadata["jwks_uri"].as_str() {
-                    Some(uri) => checked_url("jwks_uri", uri).map(|()| uri.to_owned()),
-                    None => Err(format!("{url} names no jwks_uri")),
-                };
-            }
+    for url in candidates {
+        match get_json(&url) {
+            Ok(metadata) if metadata["issuer"].as_str() == Some(issuer) => return Ok((url, metadata)),
+            Ok(_) => problems.push(format!("{url} names another issuer")),
             Err(problem) => problems.push(problem),
         }
     }

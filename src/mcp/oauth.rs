@@ -38,6 +38,9 @@ pub struct OAuth {
     pub(crate) audience: String,
     pub(crate) jwks_uri: Option<String>,
     pub(crate) scope_policies: Vec<ScopePolicy>,
+    /// The approvals inbox's client id at the issuer (`--inbox-client-id`): approvers
+    /// sign in to the inbox through the issuer.
+    pub(crate) inbox_client_id: Option<String>,
 }
 
 impl OAuth {
@@ -59,6 +62,7 @@ impl OAuth {
             audience: audience.to_owned(),
             jwks_uri: None,
             scope_policies: Vec::new(),
+            inbox_client_id: None,
         })
     }
 
@@ -184,6 +188,11 @@ pub struct OAuthFlags {
     /// token holding none of the sets is refused (403).
     #[arg(long, value_name = "'SCOPES=FILE'", requires = "issuer")]
     pub scope_policy: Vec<String>,
+    /// With --issuer: the approvals inbox's client id at the issuer (a public client,
+    /// redirect URI `{audience's origin}/approvals/oauth/callback`); approvers then sign in
+    /// to `/approvals` through the issuer (authorization code with PKCE).
+    #[arg(long, value_name = "ID", requires = "issuer")]
+    pub inbox_client_id: Option<String>,
 }
 
 impl OAuthFlags {
@@ -202,6 +211,7 @@ impl OAuthFlags {
             };
             oauth = oauth.scope_policy(scopes, file.into())?;
         }
+        oauth.inbox_client_id = self.inbox_client_id.clone();
         Ok(Some(oauth))
     }
 }

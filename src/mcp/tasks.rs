@@ -17,7 +17,7 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use kyro_core::policy::Scope;
-use kyro_core::{Call, Caller, Outcome, Runtime, TaskHook};
+use kyro_core::{Call, Caller, Outcome, Runtime, TaskHook, TaskWaiting};
 use rmcp::ErrorData;
 use rmcp::model::{CallToolResult, CreateTaskResult, DetailedTask, JsonObject, Task, TaskPayload, TaskStatus};
 use rmcp::task_manager::current_timestamp;
@@ -68,8 +68,8 @@ struct Entry {
     ended: Option<Instant>,
     /// A slot held for a call not yet authorized: no task to anyone yet.
     reserved: bool,
-    /// The call's hook: what the task waits for before it runs, while it does.
-    hook: Option<TaskHook>,
+    /// What the task waits for before it runs, while it does.
+    waiting: Option<TaskWaiting>,
     /// The tool's name.
     tool: String,
 }
@@ -114,7 +114,7 @@ impl Tasks {
                 stop: None,
                 ended: None,
                 reserved: true,
-                hook: None,
+                waiting: None,
                 tool: String::new(),
             },
         );
@@ -140,12 +140,14 @@ impl Tasks {
             id: Some(id.clone()),
         };
         let (hook, mut authorized) = TaskHook::new(&id);
+        // Not the hook itself: its drop is what tells a call refused before it ran.
+        let waiting = hook.waiting();
         let (stop, stopped) = oneshot::channel::<()>();
         let mut stop_early = Some(stop);
         let (caller, tool) = (call.caller.clone(), call.tool.clone());
         let mut work = {
             let runtime = runtime.clone();
-            let call = call.as_task(hook.clone());
+            let call = call.as_task(hook);
             tokio::spawn(async move {
                 let stopped = async {
                     let _ = stopped.await;
@@ -176,7 +178,7 @@ impl Tasks {
         let mut task = Task::new(id.clone(), TaskStatus::Working, now.clone(), now)
             .with_ttl_ms(KEPT.as_millis() as u64)
             .with_poll_interval_ms(POLL_MS);
-        task.status_message = Some(hook.waiting_for().unwrap_or_else(|| format!("{tool} is running")));
+        task.status_message = Some(waiting.now().unwrap_or_else(|| format!("{tool} is running")));
         #[cfg(feature = "postgres")]
         let shared = shared(runtime);
         #[cfg(feature = "postgres")]
@@ -200,7 +202,7 @@ impl Tasks {
                 stop: Some(stop),
                 ended: None,
                 reserved: false,
-                hook: Some(hook),
+                waiting: Some(waiting),
                 tool: tool.clone(),
             },
         );
@@ -251,9 +253,9 @@ impl Tasks {
                 let tool = &entry.tool;
                 task.status_message = Some(
                     entry
-                        .hook
+                        .waiting
                         .as_ref()
-                        .and_then(TaskHook::waiting_for)
+                        .and_then(TaskWaiting::now)
                         .unwrap_or_else(|| format!("{tool} is running")),
                 );
             }

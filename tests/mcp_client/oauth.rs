@@ -21,14 +21,14 @@ use super::{HttpServer, workspace};
 const AUDIENCE: &str = "http://127.0.0.1/mcp";
 
 /// A signing key the issuer publishes (or not).
-struct Key {
-    kid: String,
-    alg: Algorithm,
-    private: EncodingKey,
-    jwk: Value,
+pub(super) struct Key {
+    pub(super) kid: String,
+    pub(super) alg: Algorithm,
+    pub(super) private: EncodingKey,
+    pub(super) jwk: Value,
 }
 
-fn es256(kid: &str) -> Key {
+pub(super) fn es256(kid: &str) -> Key {
     let rng = SystemRandom::new();
     let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
     let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng).unwrap();

@@ -63,20 +63,26 @@ pub(super) fn card(review: &Review, approver: &Caller, csrf: &str) -> String {
     html
 }
 
-/// The sign-in form, with the problem of the last attempt.
-pub(super) fn sign_in(problem: Option<&str>) -> String {
+/// The sign-in form, with the problem of the last attempt; and the way through the issuer
+/// when the inbox has one.
+pub(super) fn sign_in(problem: Option<&str>, through_issuer: bool) -> String {
     let problem = problem
         .map(|p| format!("<p role=\"alert\">{}</p>", escape(p)))
         .unwrap_or_default();
+    let issuer = if through_issuer {
+        "<p><a href=\"/approvals/oauth/start\">Sign in through your identity provider</a></p>"
+    } else {
+        ""
+    };
     format!(
-        "{problem}<form method=\"post\" action=\"/approvals/sign-in\">\
+        "{problem}{issuer}<form method=\"post\" action=\"/approvals/sign-in\">\
          <label>Approver's token <input type=\"password\" name=\"token\" autocomplete=\"off\" required autofocus></label> \
          <button>Sign in</button></form>"
     )
 }
 
 /// A whole page: no script, nothing loaded from elsewhere, never framed or cached.
-pub(super) fn page(status: StatusCode, title: &str, body: &str) -> Response {
+pub(crate) fn page(status: StatusCode, title: &str, body: &str) -> Response {
     let html = format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
