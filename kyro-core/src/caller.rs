@@ -53,6 +53,12 @@ impl Caller {
     /// may not give them, or an HTTP client would share the local user's grants and states.
     pub const RESERVED: [&'static str; 3] = ["local", "http", "anonymous"];
 
+    /// Whether kyro gives this name itself: one of [`Caller::RESERVED`], or `cli:...`, the
+    /// account deciding on the command line (`kyro approvals`), which no token may claim.
+    pub fn is_reserved(name: &str) -> bool {
+        Caller::RESERVED.contains(&name) || name.starts_with("cli:")
+    }
+
     /// The name.
     pub fn name(&self) -> &str {
         &self.0

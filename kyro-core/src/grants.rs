@@ -209,7 +209,8 @@ impl ApprovalStore for MemoryApprovalStore {
             .reviews
             .retain(|r| r.expires_at_ms.saturating_add(crate::review::KEPT_AFTER_MS) > now_ms);
         // The oldest settled ones go past MOST_SETTLED.
-        let settled = |r: &Review| !r.stands_at(now_ms) || r.state == ReviewState::Denied;
+        // A denial still stands: the same call asked again is denied, not queued anew.
+        let settled = |r: &Review| !r.stands_at(now_ms);
         let mut excess = memory
             .reviews
             .iter()

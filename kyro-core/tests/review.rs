@@ -377,4 +377,20 @@ fn a_review_keeps_a_bounded_summary_and_large_arguments_as_their_digest() {
         review.summary.len()
     );
     assert!(review.arguments["sha256"].is_string(), "{}", review.arguments);
+    // What an approver cannot see whole is never approved, only denied.
+    let yes = Decided {
+        approve: true,
+        approver: bob(),
+        reason: None,
+    };
+    assert_eq!(
+        decide(s.store.as_ref(), &id, yes, now_ms()),
+        Err(DecideError::TooLarge(id.clone()))
+    );
+    let no = Decided {
+        approve: false,
+        approver: bob(),
+        reason: None,
+    };
+    assert!(decide(s.store.as_ref(), &id, no, now_ms()).is_ok());
 }

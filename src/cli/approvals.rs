@@ -102,16 +102,24 @@ fn find(store: &dyn ApprovalStore, id: &str, now: u64) -> Result<Review, Refused
         .ok_or_else(|| Refused::Failed(format!("no approval `{id}` (see `kyro approvals list --all`)")))
 }
 
-/// Who decides on the command line: `cli:USER`, the account running `kyro approvals`
-/// (whoever can open the state can decide; receipts name the account, not a name given).
+/// Who decides on the command line: `cli:NAME`, the account running `kyro approvals` (its
+/// name in the password database, not the environment's `USER`); whoever can open the
+/// state can decide, and receipts name the account.
 fn approver() -> Caller {
-    // SAFETY: getuid cannot fail and touches no memory.
-    let uid = unsafe { libc::getuid() };
-    let user = std::env::var("USER")
-        .ok()
-        .filter(|u| Caller::named(&format!("cli:{u}")).is_ok());
-    let name = user.map_or_else(|| format!("cli:uid{uid}"), |user| format!("cli:{user}"));
-    Caller::named(&name).unwrap_or_else(|_| Caller::local())
+    // SAFETY: getuid cannot fail; getpwuid's record is read at once, on this thread,
+    // before any other call could replace it.
+    let name = unsafe {
+        let uid = libc::getuid();
+        let record = libc::getpwuid(uid);
+        if record.is_null() || (*record).pw_name.is_null() {
+            format!("uid{uid}")
+        } else {
+            std::ffi::CStr::from_ptr((*record).pw_name)
+                .to_string_lossy()
+                .into_owned()
+        }
+    };
+    Caller::named(&format!("cli:{name}")).unwrap_or_else(|_| Caller::local())
 }
 
 fn decided(store: &dyn ApprovalStore, id: &str, approve: bool, reason: Option<String>) -> Result<(), Refused> {

@@ -98,9 +98,9 @@ impl HttpAuth {
                 )));
             };
             let caller = Caller::named(name).map_err(invalid)?;
-            if Caller::RESERVED.contains(&name) {
+            if Caller::is_reserved(name) {
                 return Err(invalid(format!(
-                    "{}: `{name}` is a name kyro gives callers itself ({}); choose another",
+                    "{}: `{name}` is a name kyro gives callers itself ({}, cli:...); choose another",
                     file.display(),
                     Caller::RESERVED.join(", ")
                 )));
@@ -329,7 +329,7 @@ impl Gate {
             .iter()
             .flat_map(|tokens| tokens.iter())
             .any(|(_, c)| *c == caller);
-        if Caller::RESERVED.contains(&subject) || taken {
+        if Caller::is_reserved(subject) || taken {
             return Err(format!(
                 "the token's subject `{subject}` is a caller kyro names otherwise (a token file's, or its own)"
             ));
@@ -483,7 +483,7 @@ mod tests {
         let auth = super::HttpAuth::token_file(&file).unwrap();
         assert_eq!(auth.tokens().unwrap().len(), 2);
         assert_eq!(auth.caller_policies()[0].1, dir.path().join("ci.toml"));
-        for reserved in ["local", "http", "anonymous"] {
+        for reserved in ["local", "http", "anonymous", "cli:alice"] {
             std::fs::write(&file, format!("{reserved} some-token-0123456789\n")).unwrap();
             let refused = super::HttpAuth::token_file(&file).unwrap_err();
             assert!(refused.to_string().contains("kyro gives callers itself"), "{refused}");

@@ -188,7 +188,7 @@ impl Inbox {
             let status = match &e {
                 DecideError::Unknown(_) => StatusCode::NOT_FOUND,
                 DecideError::NotPending { .. } => StatusCode::CONFLICT,
-                DecideError::OwnCall(_) => StatusCode::FORBIDDEN,
+                DecideError::OwnCall(_) | DecideError::TooLarge(_) => StatusCode::FORBIDDEN,
                 DecideError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
             };
             refused(status, &e.to_string())
@@ -197,6 +197,16 @@ impl Inbox {
 }
 
 impl Inbox {
+    /// Whether the page is reached over HTTPS: the public address says so, or a proxy in
+    /// front does (`X-Forwarded-Proto`). Cookies are then `Secure`.
+    pub(crate) fn serves_https(&self, request: &HeaderMap) -> bool {
+        self.secure
+            || request
+                .get("x-forwarded-proto")
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|proto| proto.eq_ignore_ascii_case("https"))
+    }
+
     /// The sign-in page, with the problem of the last attempt; the issuer offered when
     /// the inbox signs in through it.
     pub(crate) fn sign_in_page(&self, status: StatusCode, problem: Option<&str>) -> Response {
@@ -243,11 +253,7 @@ impl Inbox {
             .codec
             .seal_json_with(&session, &options)
             .map_err(|_| refused(StatusCode::SERVICE_UNAVAILABLE, "the session cannot be signed"))?;
-        let proxied_https = request
-            .get("x-forwarded-proto")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|proto| proto.eq_ignore_ascii_case("https"));
-        let secure = if self.secure || proxied_https { "; Secure" } else { "" };
+        let secure = if self.serves_https(request) { "; Secure" } else { "" };
         let cookie = format!(
             "{COOKIE_NAME}={sealed}; Path=/approvals; HttpOnly; SameSite=Strict; Max-Age={}{secure}",
             lasting.as_secs()
@@ -378,7 +384,9 @@ pub(crate) async fn decide_post(
             let message = match status {
                 StatusCode::CONFLICT => "It was decided already, ran or expired.",
                 StatusCode::NOT_FOUND => "No such approval.",
-                StatusCode::FORBIDDEN => "You made this call; another approver decides it.",
+                StatusCode::FORBIDDEN => {
+                    "You made this call, or it is too large to be shown whole; it cannot be approved here."
+                }
                 _ => "The approval queue cannot be reached now.",
             };
             page(

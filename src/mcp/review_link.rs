@@ -69,10 +69,33 @@ pub(super) fn to_the_inbox(
         return Some(InputRequiredResult::new(Some(requests), None));
     }
     // Earlier revisions: a request of the server's own, on the session, not waited for
-    // (and not kept past a minute by a client that never answers it).
+    // (and not kept past a minute by a client that never answers it); once an approval,
+    // however often the call is made again.
+    if !first_link(approval_id) {
+        return None;
+    }
     let peer = context.peer.clone();
     tokio::spawn(async move {
         let _ = tokio::time::timeout(std::time::Duration::from_secs(60), peer.create_elicitation(link)).await;
     });
     None
 }
+
+/// Whether the link for `approval_id` is sent for the first time (remembered for the last
+/// [`LINKS_KEPT`] approvals this process linked).
+fn first_link(approval_id: &str) -> bool {
+    static SENT: std::sync::Mutex<std::collections::VecDeque<String>> =
+        std::sync::Mutex::new(std::collections::VecDeque::new());
+    let mut sent = SENT.lock().unwrap_or_else(|p| p.into_inner());
+    if sent.iter().any(|id| id == approval_id) {
+        return false;
+    }
+    if sent.len() == LINKS_KEPT {
+        sent.pop_front();
+    }
+    sent.push_back(approval_id.to_owned());
+    true
+}
+
+/// Approvals whose link this process remembers sending.
+const LINKS_KEPT: usize = 1024;

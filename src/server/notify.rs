@@ -9,8 +9,13 @@
 //! X-Kyro-Delivery: <approval id>.<state>    (the same on every attempt: deduplicate by it)
 //! X-Kyro-Timestamp: <unix seconds>
 //! X-Kyro-Signature: sha256=<hex HMAC-SHA256(secret, "<timestamp>.<body>")>
-//! {"event": "approval.pending", "delivery": "...", "approval": {id, caller, tool, summary, ...}}
+//! {"event": "approval.pending", "delivery": "...", "approval": {id, caller, tool, state,
+//!  created_at_ms, expires_at_ms, approver?, reason?, decided_at_ms?, inbox?}}
 //! ```
+//!
+//! A notice names the call, never its arguments or summary: the endpoint is often a
+//! third party's (a chat), and an argument may be a secret. The inbox page shows them to
+//! an approver who signed in.
 //!
 //! The notices come from the queue itself, read every second: a decision taken in the
 //! inbox, on another replica or on the command line is posted too. Replicas sharing the
@@ -18,7 +23,8 @@
 //! times at most (five seconds each, then one and two seconds apart); a notice that never
 //! reaches the endpoint is dropped with a line on stderr, never queued without bound.
 //! Notices older than ten minutes when first seen (a server started with `notify` on an
-//! old queue) are not posted.
+//! old queue) are not posted. A call approved and run at once (a waiting task) is posted
+//! as approved. The URL is `https`, or `http` to a loopback address.
 
 use std::time::Duration;
 
@@ -65,9 +71,20 @@ pub(super) fn start(runtime: &Runtime, notify: Option<&Notify>) -> Result<Option
     #[cfg(feature = "notify")]
     {
         let refused = |why: String| format!("[approvals.notify]: {why}");
-        let scheme_ok = notify.url.starts_with("https://") || notify.url.starts_with("http://");
-        if !scheme_ok || notify.url.parse::<ureq::http::Uri>().is_err() {
-            return Err(refused(format!("`{}` is not an http(s) URL", notify.url)));
+        let uri = notify.url.parse::<ureq::http::Uri>().ok();
+        let loopback = uri.as_ref().and_then(|u| u.host()).is_some_and(|h| {
+            h == "localhost"
+                || h.trim_matches(['[', ']'])
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback())
+        });
+        let https = uri.as_ref().and_then(|u| u.scheme_str()) == Some("https");
+        let http = uri.as_ref().and_then(|u| u.scheme_str()) == Some("http");
+        if uri.is_none() || !(https || (http && loopback)) {
+            return Err(refused(format!(
+                "`{}` is not an https URL (http only to a loopback address)",
+                notify.url
+            )));
         }
         let secret = std::env::var(&notify.secret_env)
             .map_err(|_| refused(format!("set the signing secret in {}", notify.secret_env)))?;
@@ -77,7 +94,10 @@ pub(super) fn start(runtime: &Runtime, notify: Option<&Notify>) -> Result<Option
         let Some(store) = runtime.approval_store().cloned() else {
             return Err(refused("this server keeps no approval queue".into()));
         };
+        let inbox = runtime.review_inbox().map(str::to_owned);
         let poster = std::sync::Arc::new(Poster {
+            seen: std::sync::Mutex::default(),
+            inbox,
             url: notify.url.clone(),
             secret: secret.into_bytes(),
             agent: ureq::Agent::config_builder()
@@ -100,6 +120,11 @@ pub(super) fn start(runtime: &Runtime, notify: Option<&Notify>) -> Result<Option
 
 #[cfg(feature = "notify")]
 struct Poster {
+    /// Notices this process claimed or found claimed, of reviews still in the queue: not
+    /// asked of the store again.
+    seen: std::sync::Mutex<std::collections::HashSet<(String, kyro_core::review::ReviewState)>>,
+    /// The inbox page's address, when the server serves one.
+    inbox: Option<String>,
     url: String,
     secret: Vec<u8>,
     agent: ureq::Agent,
@@ -114,27 +139,41 @@ impl Poster {
         let Ok(reviews) = store.reviews(false, now) else {
             return;
         };
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        // Forget what left the queue: the set is never larger than the queue.
+        seen.retain(|(id, _)| reviews.iter().any(|r| &r.id == id));
         let due = reviews.into_iter().filter_map(|review| {
-            let at = match review.state {
-                ReviewState::Pending => review.created_at_ms,
-                ReviewState::Approved | ReviewState::Denied => review.decided_at_ms?,
-                ReviewState::Expired => review.expires_at_ms,
-                ReviewState::Ran => return None,
+            // A call approved and run before a reading is its approval's notice.
+            let (state, at) = match review.state {
+                ReviewState::Pending => (ReviewState::Pending, review.created_at_ms),
+                ReviewState::Approved | ReviewState::Ran => (ReviewState::Approved, review.decided_at_ms?),
+                ReviewState::Denied => (ReviewState::Denied, review.decided_at_ms?),
+                ReviewState::Expired => (ReviewState::Expired, review.expires_at_ms),
             };
-            (now.saturating_sub(at) < RECENT_MS).then_some(review)
+            (now.saturating_sub(at) < RECENT_MS).then_some((state, review))
         });
-        let mut posted = 0;
-        for review in due {
-            if posted == PER_TICK {
+        let mut tried = 0;
+        for (state, review) in due {
+            if tried == PER_TICK {
                 break;
             }
-            if store.claim_notice(&review.id, review.state, now) != Ok(true) {
+            if !seen.insert((review.id.clone(), state)) {
                 continue;
             }
-            posted += 1;
-            let event = format!("approval.{}", review.state.as_str());
-            let delivery = format!("{}.{}", review.id, review.state.as_str());
-            let body = serde_json::json!({ "event": event, "delivery": delivery, "approval": review }).to_string();
+            tried += 1;
+            if store.claim_notice(&review.id, state, now) != Ok(true) {
+                continue;
+            }
+            let event = format!("approval.{}", state.as_str());
+            let delivery = format!("{}.{}", review.id, state.as_str());
+            let inbox = self.inbox.as_ref().map(|inbox| format!("{inbox}/{}", review.id));
+            let approval = serde_json::json!({
+                "id": review.id, "caller": review.caller, "tool": review.tool, "state": state.as_str(),
+                "created_at_ms": review.created_at_ms, "expires_at_ms": review.expires_at_ms,
+                "approver": review.approver, "reason": review.reason, "decided_at_ms": review.decided_at_ms,
+                "inbox": inbox,
+            });
+            let body = serde_json::json!({ "event": event, "delivery": delivery, "approval": approval }).to_string();
             if let Err(why) = self.deliver(&event, &delivery, &body) {
                 eprintln!("kyro: the notice {delivery} did not reach [approvals.notify]: {why}");
             }

@@ -14,6 +14,9 @@ pub fn decide(store: &dyn ApprovalStore, id: &str, decided: Decided, now_ms: u64
         .review(id, now_ms)
         .map_err(DecideError::Store)?
         .ok_or_else(|| DecideError::Unknown(id.to_owned()))?;
+    if decided.approve && review.cut() {
+        return Err(DecideError::TooLarge(id.to_owned()));
+    }
     if review.caller == decided.approver && !review.self_review {
         return Err(DecideError::OwnCall(decided.approver));
     }
@@ -163,20 +166,30 @@ pub fn settled_bound(store: &dyn ApprovalStore) {
         self_review: false,
     };
     let keep = store.request_review(new(&bob, "kept".into()), now).unwrap();
+    let carol = Caller::named("carol").unwrap();
+    let refused = store.request_review(new(&carol, "refused".into()), now).unwrap();
+    let no = Decided {
+        approve: false,
+        approver: bob.clone(),
+        reason: None,
+    };
+    store.decide_review(&refused.id, no, now).unwrap();
     for i in 0..super::MOST_SETTLED + 8 {
         let caller = Caller::named(&format!("c{}", i % 16)).unwrap();
         let review = store.request_review(new(&caller, format!("s{i}")), now).unwrap();
-        let no = Decided {
-            approve: false,
+        let yes = Decided {
+            approve: true,
             approver: bob.clone(),
             reason: None,
         };
-        store.decide_review(&review.id, no, now).unwrap();
+        store.decide_review(&review.id, yes, now).unwrap();
+        assert!(store.spend_review(&review.id, now).unwrap());
     }
     store.request_review(new(&bob, "last".into()), now).unwrap();
     let all = store.reviews(false, now).unwrap();
-    let denied = all.iter().filter(|r| r.state == ReviewState::Denied).count();
-    assert!(denied <= super::MOST_SETTLED, "{denied} settled reviews kept");
+    let ran = all.iter().filter(|r| r.state == ReviewState::Ran).count();
+    assert!(ran <= super::MOST_SETTLED, "{ran} settled reviews kept");
     assert!(all.iter().any(|r| r.id == keep.id), "a pending review went");
+    assert!(all.iter().any(|r| r.id == refused.id), "a standing denial went");
     assert!(!all.iter().any(|r| r.fingerprint == "s0"), "the oldest settled stayed");
 }

@@ -28,8 +28,9 @@ pub const MOST_PENDING: usize = 1024;
 /// How long a decided, ran or expired review is kept to be shown, after it expires.
 pub const KEPT_AFTER_MS: u64 = 24 * 60 * 60 * 1000;
 
-/// Settled reviews (ran, denied, expired) a store keeps at most: past it the oldest go
-/// first, so a caller asking again and again grows no store (receipts keep the record).
+/// Settled reviews (ran or expired) a store keeps at most: past it the oldest go first, so
+/// a caller asking again and again grows no store (receipts keep the record). A denial
+/// that still stands is kept until it expires.
 pub const MOST_SETTLED: usize = 2048;
 
 /// The most of a call's summary a review keeps (each argument is already cut to 4,000
@@ -130,6 +131,12 @@ impl Review {
         }
     }
 
+    /// Whether the approver cannot see the whole call: its summary was cut, or its
+    /// arguments kept as their digest. Such a call is never approved, only denied.
+    pub fn cut(&self) -> bool {
+        self.summary.ends_with(CUT_MARK) || self.arguments.get("omitted").is_some()
+    }
+
     /// Whether this review still stands for its call at `now_ms`: the same call asked
     /// again finds it instead of a new one (pending, approved not yet run, or denied until
     /// it expires).
@@ -206,6 +213,11 @@ pub enum DecideError {
         /// Where it stands.
         state: ReviewState,
     },
+    /// The call is too large to be shown whole, so it cannot be approved (only denied).
+    #[error(
+        "approval `{0}` is too large to be shown whole, and cannot be approved: deny it, and make the call in smaller parts"
+    )]
+    TooLarge(String),
     /// The approver made the call, and the caller's policy does not let approvers review
     /// their own.
     #[error("`{0}` made this call and cannot approve it themselves (the policy's `[approvals] self_review` is off)")]
@@ -231,8 +243,11 @@ pub fn kept_summary(summary: String) -> String {
     while !summary.is_char_boundary(cut) {
         cut -= 1;
     }
-    format!("{}\n… ({} bytes more not shown)", &summary[..cut], summary.len() - cut)
+    format!("{}\n… ({} bytes more{CUT_MARK}", &summary[..cut], summary.len() - cut)
 }
+
+/// How a cut summary ends.
+const CUT_MARK: &str = " not shown: too large to approve)";
 
 /// `arguments` as a review keeps them: whole up to [`MOST_ARGUMENTS_BYTES`] of JSON, else
 /// their size and SHA-256.

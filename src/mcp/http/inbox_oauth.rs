@@ -32,6 +32,37 @@ const PKCE_LIFETIME: Duration = Duration::from_secs(10 * 60);
 const SEALED_FOR: &[u8] = b"kyro approvals inbox pkce";
 /// How long the token endpoint may take.
 const TOKEN_TIMEOUT: Duration = Duration::from_secs(10);
+/// Sign-ins talking to the issuer at once, at most: the routes answer anyone, and each
+/// costs a request to the issuer on a blocking thread.
+const AT_ONCE: usize = 4;
+
+/// The issuer's authorization and token endpoints, read from its metadata once.
+static ENDPOINTS: tokio::sync::OnceCell<(String, String)> = tokio::sync::OnceCell::const_new();
+/// Sign-ins talking to the issuer now.
+static TALKING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(AT_ONCE);
+
+/// The issuer's endpoints, read once (one reading at a time; a failed one is tried again
+/// at the next sign-in).
+async fn endpoints(issuer: &str) -> Result<(String, String), String> {
+    let issuer = issuer.to_owned();
+    ENDPOINTS
+        .get_or_try_init(|| async move {
+            tokio::task::spawn_blocking(move || crate::mcp::jwt::endpoints(&issuer))
+                .await
+                .map_err(|e| e.to_string())?
+        })
+        .await
+        .cloned()
+}
+
+/// Clears the sign-in's cookie: a state is good for one callback.
+fn cleared(mut answer: Response) -> Response {
+    answer.headers_mut().append(
+        SET_COOKIE,
+        HeaderValue::from_static("kyro_inbox_pkce=; Path=/approvals/oauth; HttpOnly; SameSite=Lax; Max-Age=0"),
+    );
+    answer
+}
 
 /// One sign-in under way, sealed in its cookie.
 #[derive(Serialize, Deserialize)]
@@ -58,7 +89,7 @@ fn failed(message: &str) -> Response {
 }
 
 /// `GET /approvals/oauth/start`: to the issuer, with a fresh state and PKCE challenge.
-pub(crate) async fn start(State(inbox): State<Arc<Inbox>>) -> Response {
+pub(crate) async fn start(State(inbox): State<Arc<Inbox>>, headers: HeaderMap) -> Response {
     let Some(oauth) = &inbox.oauth else {
         return failed("This inbox signs in with tokens only.");
     };
@@ -66,9 +97,10 @@ pub(crate) async fn start(State(inbox): State<Arc<Inbox>>) -> Response {
         return failed("No randomness for a sign-in.");
     };
     let challenge = B64.encode(Sha256::digest(verifier.as_bytes()));
-    let issuer = oauth.issuer.clone();
-    let endpoints = tokio::task::spawn_blocking(move || crate::mcp::jwt::endpoints(&issuer)).await;
-    let Ok(Ok((authorize, _))) = endpoints else {
+    let Ok(_talking) = TALKING.try_acquire() else {
+        return failed("Too many sign-ins at once; try again in a moment.");
+    };
+    let Ok((authorize, _)) = endpoints(&oauth.issuer).await else {
         return failed("The issuer's metadata cannot be read now.");
     };
     let query = form_urlencoded::Serializer::new(String::new())
@@ -86,9 +118,11 @@ pub(crate) async fn start(State(inbox): State<Arc<Inbox>>) -> Response {
     let Ok(sealed) = inbox.codec.seal_json_with(&Pending { state, verifier }, &options) else {
         return failed("The sign-in cannot be signed.");
     };
-    // Lax: the issuer's redirect back is a navigation from another site.
+    // Lax: the issuer's redirect back is a navigation from another site. Secure as the
+    // session cookie is.
+    let secure = if inbox.serves_https(&headers) { "; Secure" } else { "" };
     let cookie = format!(
-        "{PKCE_COOKIE}={sealed}; Path=/approvals/oauth; HttpOnly; SameSite=Lax; Max-Age={}",
+        "{PKCE_COOKIE}={sealed}; Path=/approvals/oauth; HttpOnly; SameSite=Lax; Max-Age={}{secure}",
         PKCE_LIFETIME.as_secs()
     );
     let (Ok(location), Ok(cookie)) = (
@@ -103,6 +137,10 @@ pub(crate) async fn start(State(inbox): State<Arc<Inbox>>) -> Response {
 /// `GET /approvals/oauth/callback?code=...&state=...`: the state checked against the
 /// sign-in's cookie, the code exchanged with the verifier, the token taken, the session set.
 pub(crate) async fn callback(State(inbox): State<Arc<Inbox>>, uri: Uri, headers: HeaderMap) -> Response {
+    cleared(signed_in_through_issuer(&inbox, &uri, &headers).await)
+}
+
+async fn signed_in_through_issuer(inbox: &Inbox, uri: &Uri, headers: &HeaderMap) -> Response {
     let Some(oauth) = &inbox.oauth else {
         return failed("This inbox signs in with tokens only.");
     };
@@ -110,9 +148,6 @@ pub(crate) async fn callback(State(inbox): State<Arc<Inbox>>, uri: Uri, headers:
         .into_owned()
         .collect();
     let field = |name: &str| query.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
-    if let Some(error) = field("error") {
-        return failed(&format!("The issuer refused the sign-in: {error}."));
-    }
     let sealed = headers
         .get_all(COOKIE)
         .iter()
@@ -158,7 +193,7 @@ pub(crate) async fn callback(State(inbox): State<Arc<Inbox>>, uri: Uri, headers:
         return failed("The issuer's token is not usable.");
     };
     bearer.insert(axum::http::header::AUTHORIZATION, value);
-    let cookie = match inbox.session_for(&bearer, &headers).await {
+    let cookie = match inbox.session_for(&bearer, headers).await {
         Ok(cookie) => cookie,
         Err(refusal) => return refusal,
     };
@@ -170,10 +205,6 @@ pub(crate) async fn callback(State(inbox): State<Arc<Inbox>>, uri: Uri, headers:
         "<p><a href=\"/approvals\" autofocus>Continue to the inbox</a></p>",
     );
     answer.headers_mut().append(SET_COOKIE, cookie);
-    answer.headers_mut().append(
-        SET_COOKIE,
-        HeaderValue::from_static("kyro_inbox_pkce=; Path=/approvals/oauth; HttpOnly; SameSite=Lax; Max-Age=0"),
-    );
     answer
 }
 

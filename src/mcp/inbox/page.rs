@@ -48,7 +48,13 @@ pub(super) fn card(review: &Review, approver: &Caller, csrf: &str) -> String {
     if pending && &review.caller == approver && !review.self_review {
         html.push_str("<p>You made this call: another approver decides it.</p>");
     } else if pending {
-        for (verb, label) in [("approve", "Approve"), ("deny", "Deny")] {
+        let verbs: &[(&str, &str)] = if review.cut() {
+            html.push_str("<p>This call is too large to be shown whole: it can only be denied.</p>");
+            &[("deny", "Deny")]
+        } else {
+            &[("approve", "Approve"), ("deny", "Deny")]
+        };
+        for &(verb, label) in verbs {
             let _ = write!(
                 html,
                 "<form method=\"post\" action=\"/approvals/{id}/{verb}\">\

@@ -67,7 +67,7 @@ async fn find_or_put(
     // Past MOST_SETTLED settled reviews (ran, denied, expired), the oldest go.
     tx.execute(
         "DELETE FROM kyro_reviews WHERE seq IN (SELECT seq FROM kyro_reviews
-         WHERE state IN ('ran', 'denied') OR expires_at <= $1 ORDER BY seq DESC OFFSET $2)",
+         WHERE state = 'ran' OR expires_at <= $1 ORDER BY seq DESC OFFSET $2)",
         &[&now, &(kyro_core::review::MOST_SETTLED as i64)],
     )
     .await

@@ -186,7 +186,7 @@ pub(super) fn request(
     // Past MOST_SETTLED settled reviews (ran, denied, expired), the oldest go.
     tx.execute(
         "DELETE FROM reviews WHERE seq IN (SELECT seq FROM reviews
-         WHERE state IN ('ran', 'denied') OR expires_at <= ?1 ORDER BY seq DESC LIMIT -1 OFFSET ?2)",
+         WHERE state = 'ran' OR expires_at <= ?1 ORDER BY seq DESC LIMIT -1 OFFSET ?2)",
         params![now, kyro_core::review::MOST_SETTLED as i64],
     )?;
     let standing = tx
