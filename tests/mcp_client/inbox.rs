@@ -531,7 +531,10 @@ fn http_pending_and_decided_calls_are_posted_signed_once_each_retried_when_the_e
     assert_eq!(first["approval"]["id"], id.as_str());
     assert_eq!(first["approval"]["caller"], "alice");
     let named = first["approval"].as_object().unwrap();
-    assert!(!named.contains_key("arguments") && !named.contains_key("summary"), "{first}");
+    assert!(
+        !named.contains_key("arguments") && !named.contains_key("summary"),
+        "{first}"
+    );
     let (head, body) = exchange(
         &server.url,
         "POST",
