@@ -97,8 +97,8 @@ pub trait ApprovalStore: Send + Sync + 'static {
     /// The review still standing for `new`'s caller and fingerprint at `now_ms`
     /// ([`Review::stands_at`]), else `new` put in the queue, pending, with a new id
     /// ([`crate::review::new_id`]). Refused when the caller holds
-    /// [`PENDING_PER_CALLER`](crate::review::PENDING_PER_CALLER) pending reviews, or the store
-    /// [`MOST_PENDING`](crate::review::MOST_PENDING). Reviews expired
+    /// [`crate::review::PENDING_PER_CALLER`] pending reviews, or the store
+    /// [`crate::review::MOST_PENDING`]. Reviews expired
     /// [`KEPT_AFTER_MS`](crate::review::KEPT_AFTER_MS) ago may go.
     fn request_review(&self, new: NewReview, now_ms: u64) -> Result<Review, String>;
     /// Review `id`, its state as of `now_ms` ([`Review::state_at`]).

@@ -2,10 +2,10 @@
 //! after a named approver decides it, in an inbox outside the client (the HTTP server's
 //! `/approvals`, `kyro approvals`); the client's own answer never approves it.
 //!
-//! The queue lives in the [`ApprovalStore`] every replica shares. A call is reviewed by
+//! The queue lives in the [`ApprovalStore`](crate::grants::ApprovalStore) every replica shares. A call is reviewed by
 //! its caller and fingerprint: the same call asked again finds its review (pending,
 //! approved and not yet run, or denied until the review expires) instead of a new one.
-//! An approved review runs once ([`ApprovalStore::spend_review`] takes it from `approved`
+//! An approved review runs once ([`ApprovalStore::spend_review`](crate::grants::ApprovalStore::spend_review) takes it from `approved`
 //! to `ran` in one step, whichever process waits for it), and a review nobody decides
 //! expires and is then denied: silence is never consent.
 
