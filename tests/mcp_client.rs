@@ -20,6 +20,8 @@ use serde_json::{Map, Value, json};
 mod inbox;
 #[path = "mcp_client/inbox_oauth.rs"]
 mod inbox_oauth;
+#[path = "mcp_client/inbox_task.rs"]
+mod inbox_task;
 #[path = "mcp_client/oauth.rs"]
 mod oauth;
 #[path = "mcp_client/ops.rs"]

@@ -72,12 +72,17 @@ pub(super) struct Setup {
 }
 
 pub(super) fn setup() -> Setup {
+    setup_with("[approvals]\nwrite = \"review\"\n")
+}
+
+/// The same with the policy `policy`.
+pub(super) fn setup_with(policy_text: &str) -> Setup {
     let ws = workspace();
     // Nothing that grants authority comes from the workspace: the policy and the tokens
     // live beside it.
     let policy_dir = tempfile::tempdir().unwrap();
     let policy = policy_dir.path().join("policy.toml");
-    std::fs::write(&policy, "[approvals]\nwrite = \"review\"\n").unwrap();
+    std::fs::write(&policy, policy_text).unwrap();
     let tokens = policy_dir.path().join("tokens");
     std::fs::write(&tokens, format!("alice {ALICE}\nbob {BOB}\ncarol {CAROL}\n")).unwrap();
     let server = HttpServer::start_with(
@@ -333,53 +338,89 @@ fn http_arguments_reach_the_page_as_text_never_as_markup() {
     assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{page}");
 }
 
+/// Chromium driven by kyro's own browser tools, in a runtime of their own with loopback
+/// allowed; `None` (the test skipped) without Chromium, unless `KYRO_REQUIRE_BROWSER`.
+pub(super) struct Browser {
+    runtime: kyro_core::Runtime,
+    executor: tokio::runtime::Runtime,
+    _ws: tempfile::TempDir,
+}
+
+impl Browser {
+    pub(super) fn start() -> Option<Browser> {
+        use kyro_core::policy::{ApprovalRule, ApprovalRules};
+        use kyro_core::{Policy, Registry, Runtime, Workspace};
+        if let Some(reason) = kyro_tools::browser::unavailable() {
+            assert!(
+                std::env::var_os("KYRO_REQUIRE_BROWSER").is_none(),
+                "KYRO_REQUIRE_BROWSER is set but {reason}"
+            );
+            eprintln!("skipped: {reason}");
+            return None;
+        }
+        let ws = tempfile::tempdir().unwrap();
+        let policy = Policy {
+            approvals: ApprovalRules::uniform(ApprovalRule::Auto),
+            tools: [("network".to_owned(), json!({ "allow_hosts": ["127.0.0.1"] }))].into(),
+            ..Policy::default()
+        };
+        let registry = std::sync::Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());
+        Some(Browser {
+            runtime: Runtime::new(registry, Workspace::new(ws.path()).unwrap(), &policy).unwrap(),
+            executor: tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap(),
+            _ws: ws,
+        })
+    }
+
+    /// A browser tool's result.
+    pub(super) fn ok(&self, tool: &str, arguments: Value) -> Value {
+        let call = kyro_core::Call::new(tool, arguments.clone());
+        match self.executor.block_on(self.runtime.execute_call(call)) {
+            kyro_core::Outcome::Ok { result, .. } => result,
+            other => panic!("{tool} {arguments}: {other:?}"),
+        }
+    }
+
+    /// The page's outline.
+    pub(super) fn page(&self) -> String {
+        self.ok("browser_snapshot", json!({}))["snapshot"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// Signs in to the inbox of the server at `url` (`http://ADDR/mcp`) with `token`.
+    pub(super) fn sign_in(&self, url: &str, token: &str) {
+        let inbox = format!("{}/approvals", url.trim_end_matches("/mcp"));
+        self.ok("browser_navigate", json!({ "url": inbox }));
+        self.ok(
+            "browser_type",
+            json!({ "selector": "input[name=token]", "text": token }),
+        );
+        self.ok(
+            "browser_click",
+            json!({ "selector": "form[action='/approvals/sign-in'] button" }),
+        );
+    }
+}
+
 /// The inbox page in a real headless Chromium, driven by kyro's own browser tools: an
 /// approver signs in with the form, reads the diff of a waiting `write_file`, approves it
 /// with a reason by keyboard-reachable buttons, and the call then runs; after signing out,
 /// a non-approver's token signs nobody in. Needs Chromium (`KYRO_REQUIRE_BROWSER=1` in CI).
 #[test]
 fn http_an_approver_decides_in_a_real_browser_and_a_non_approver_cannot_sign_in() {
-    use kyro_core::policy::{ApprovalRule, ApprovalRules};
-    use kyro_core::{Call, Outcome, Policy, Registry, Runtime, Workspace};
-    use std::sync::Arc;
-    if let Some(reason) = kyro_tools::browser::unavailable() {
-        assert!(
-            std::env::var_os("KYRO_REQUIRE_BROWSER").is_none(),
-            "KYRO_REQUIRE_BROWSER is set but {reason}"
-        );
-        eprintln!("skipped: {reason}");
-        return;
-    }
+    let Some(browser) = Browser::start() else { return };
     let s = setup();
     let url = &s.server.url;
     let out = s.ws.path().join("out.txt");
     std::fs::write(&out, "old line\n").unwrap();
     let id = pending_id(&write(url, ALICE));
-    // The browser: kyro's browser tools in a runtime of their own, loopback allowed.
-    let browsing = tempfile::tempdir().unwrap();
-    let policy = Policy {
-        approvals: ApprovalRules::uniform(ApprovalRule::Auto),
-        tools: [("network".to_owned(), json!({ "allow_hosts": ["127.0.0.1"] }))].into(),
-        ..Policy::default()
-    };
-    let registry = Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());
-    let browser = Runtime::new(registry, Workspace::new(browsing.path()).unwrap(), &policy).unwrap();
-    let executor = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let ok = |tool: &str, arguments: Value| match executor
-        .block_on(browser.execute_call(Call::new(tool, arguments.clone())))
-    {
-        Outcome::Ok { result, .. } => result,
-        other => panic!("{tool} {arguments}: {other:?}"),
-    };
-    let page = || {
-        ok("browser_snapshot", json!({}))["snapshot"]
-            .as_str()
-            .unwrap()
-            .to_owned()
-    };
+    let ok = |tool: &str, arguments: Value| browser.ok(tool, arguments);
+    let page = || browser.page();
     let inbox = format!("{}/approvals", url.trim_end_matches("/mcp"));
     ok("browser_navigate", json!({ "url": inbox }));
     assert!(page().contains("Sign in"), "{}", page());
