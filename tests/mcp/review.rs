@@ -120,3 +120,27 @@ fn a_reviewed_call_waits_as_a_task_until_an_approver_decides_on_the_command_line
     assert!(approver.starts_with("cli:"), "{approver}");
     assert_eq!(reviewed[0]["task_id"], task.as_str());
 }
+
+/// A pre-2026 client (it initialized) is answered `approval_pending` for a reviewed call,
+/// the call is in the queue, and nothing runs.
+#[test]
+fn a_pre_2026_client_gets_approval_pending_and_the_call_waits_in_the_queue() {
+    let ws = tempfile::tempdir().unwrap();
+    let beside = tempfile::tempdir().unwrap();
+    let policy = beside.path().join("policy.toml");
+    std::fs::write(&policy, "[approvals]\nexec = \"review\"\n").unwrap();
+    let mut server = Server::start_with(ws.path(), &["--policy", policy.to_str().unwrap()]);
+    let answer = server.request(
+        7,
+        "tools/call",
+        json!({"name": "run_command", "arguments": {"argv": ["touch", "never"]}}),
+    );
+    let text = answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(text.starts_with("approval_pending (run_command)"), "{answer}");
+    let (ok, listed) = approvals(ws.path(), &["list"]);
+    assert!(ok && listed.contains(&id_in(&text)), "{listed}");
+    assert!(!ws.path().join("never").exists());
+}

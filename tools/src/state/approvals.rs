@@ -383,6 +383,51 @@ mod tests {
         assert_eq!(two.review(&review.id, now).unwrap().unwrap().state, ReviewState::Ran);
     }
 
+    /// An approved review another party wrote into the workspace tree (an authority
+    /// database under `.kyro/`, as a cloned repository could bring) approves nothing: the
+    /// queue is read only from the user's state directory.
+    #[test]
+    fn a_review_approved_in_a_database_planted_in_the_workspace_approves_nothing() {
+        use kyro_core::review::{NewReview, ReviewState};
+        let ws = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        std::fs::create_dir(ws.path().join(".kyro")).unwrap();
+        let mut planted = super::Store::open_file(&ws.path().join(".kyro/authority.db"), super::AUTHORITY).unwrap();
+        planted
+            .write(|tx| {
+                tx.execute(
+                    "INSERT INTO reviews (id, caller, tool, fingerprint, arguments, summary, created_at, expires_at, state, approver, decided_at)
+                     VALUES ('00000000000000aa', 'local', 'run_command', 'f', '{}', '', 0, ?1, 'approved', 'bob', 0)",
+                    rusqlite::params![i64::MAX],
+                )
+                .map_err(crate::state::state_error)
+            })
+            .unwrap();
+        drop(planted);
+        let store = SqliteApprovalStore::with_state_home(ws.path(), home.path());
+        let now = now_ms();
+        assert!(
+            !store.spend_review("00000000000000aa", now).unwrap(),
+            "a planted approval ran"
+        );
+        let asked = NewReview {
+            caller: kyro_core::Caller::local(),
+            tool: "run_command".into(),
+            fingerprint: "f".into(),
+            arguments: json!({}),
+            summary: String::new(),
+            expires_at_ms: now + 60_000,
+            self_review: false,
+        };
+        let review = store.request_review(asked, now).unwrap();
+        assert_eq!(
+            review.state,
+            ReviewState::Pending,
+            "the planted approval stood for the call"
+        );
+        assert_ne!(review.id, "00000000000000aa");
+    }
+
     /// A grant whose row another party wrote into the workspace's own `.kyro/state.db`
     /// (a repository that tracks it, an extracted archive, a checkout) authorizes nothing:
     /// grants are read only from the user's state directory.
