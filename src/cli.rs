@@ -99,40 +99,16 @@ enum Command {
     Approvals {
         #[command(subcommand)]
         command: Option<approvals::ApprovalsCommand>,
-        /// The workspace root; default the current directory.
-        #[arg(long, global = true, value_name = "DIR")]
-        workspace: Option<PathBuf>,
-        /// The queue of the PostgreSQL state a team's replicas share (`kyro mcp --state`),
-        /// instead of the workspace's.
-        #[arg(
-            long,
-            global = true,
-            value_name = "URL",
-            env = "KYRO_STATE",
-            hide_env_values = true,
-            conflicts_with = "workspace"
-        )]
-        state: Option<String>,
+        #[command(flatten)]
+        state: StateFlags,
     },
     /// List, add and revoke grants: tools a caller may run without being asked, for a
     /// while (what a person's "allow this tool for an hour" leaves).
     Grants {
         #[command(subcommand)]
         command: Option<grants::GrantsCommand>,
-        /// The workspace root; default the current directory.
-        #[arg(long, global = true, value_name = "DIR")]
-        workspace: Option<PathBuf>,
-        /// The grants of the PostgreSQL state a team's replicas share (`kyro mcp --state`),
-        /// instead of the workspace's.
-        #[arg(
-            long,
-            global = true,
-            value_name = "URL",
-            env = "KYRO_STATE",
-            hide_env_values = true,
-            conflicts_with = "workspace"
-        )]
-        state: Option<String>,
+        #[command(flatten)]
+        state: StateFlags,
     },
     /// Query the workspace's receipts (by caller, tool, outcome, time) or verify their
     /// hash chain.
@@ -142,20 +118,8 @@ enum Command {
         command: Option<receipts::ReceiptsCommand>,
         #[command(flatten)]
         list: receipts::ListArgs,
-        /// The workspace root; default the current directory.
-        #[arg(long, global = true, value_name = "DIR")]
-        workspace: Option<PathBuf>,
-        /// The receipts of the PostgreSQL state a team's replicas share (`kyro mcp --state`),
-        /// instead of the workspace's.
-        #[arg(
-            long,
-            global = true,
-            value_name = "URL",
-            env = "KYRO_STATE",
-            hide_env_values = true,
-            conflicts_with = "workspace"
-        )]
-        state: Option<String>,
+        #[command(flatten)]
+        state: StateFlags,
     },
     /// Print the tool inventory document, or check the committed copy.
     Docs {
@@ -166,6 +130,26 @@ enum Command {
         #[arg(long, value_name = "FILE", default_value = "docs/tool-inventory.md")]
         path: PathBuf,
     },
+}
+
+/// Which state a command reads: the workspace's (its database in the user's state
+/// directory, its receipt log), or the PostgreSQL state a team's replicas share.
+#[derive(Debug, clap::Args)]
+struct StateFlags {
+    /// The workspace root; default the current directory.
+    #[arg(long, global = true, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// The PostgreSQL state a team's replicas share (`kyro mcp --state`), instead of the
+    /// workspace's.
+    #[arg(
+        long,
+        global = true,
+        value_name = "URL",
+        env = "KYRO_STATE",
+        hide_env_values = true,
+        conflicts_with = "workspace"
+    )]
+    state: Option<String>,
 }
 
 /// The built-ins' canonical schemas, prepared by the build script.
@@ -206,8 +190,7 @@ pub(crate) fn run() -> ExitCode {
         Command::Receipts {
             command,
             list,
-            workspace,
-            state,
+            state: StateFlags { workspace, state },
         } => match receipts::run(command, list, receipts::Log::of(workspace, state)) {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::FAILURE,
@@ -215,8 +198,7 @@ pub(crate) fn run() -> ExitCode {
         },
         Command::Approvals {
             command,
-            workspace,
-            state,
+            state: StateFlags { workspace, state },
         } => match approvals::run(command, workspace, state) {
             Ok(()) => ExitCode::SUCCESS,
             Err(grants::Refused::Usage(message)) => usage(&message),
@@ -224,8 +206,7 @@ pub(crate) fn run() -> ExitCode {
         },
         Command::Grants {
             command,
-            workspace,
-            state,
+            state: StateFlags { workspace, state },
         } => match grants::run(command, workspace, state, &registry) {
             Ok(()) => ExitCode::SUCCESS,
             Err(grants::Refused::Usage(message)) => usage(&message),

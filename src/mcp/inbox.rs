@@ -125,7 +125,7 @@ impl Inbox {
 
     /// The signed-in approver of a page request's cookie.
     fn session(&self, headers: &HeaderMap) -> Option<(Caller, Session)> {
-        let sealed = cookie(headers)?;
+        let sealed = cookie(headers, COOKIE_NAME)?;
         let session: Session = self.codec.open_json_with(&sealed, SEALED_FOR).ok()?;
         let caller = Caller::named(&session.caller).ok()?;
         self.is_approver(&caller, session.scoped).then_some((caller, session))
@@ -279,15 +279,15 @@ fn json(status: StatusCode, value: &impl Serialize) -> Response {
         .into_response()
 }
 
-/// The sealed session in the request's `Cookie` headers.
-fn cookie(headers: &HeaderMap) -> Option<String> {
+/// The value of the cookie `name` in the request's `Cookie` headers.
+pub(crate) fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
     headers
         .get_all(COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE_NAME)
+        .find(|(found, _)| *found == name)
         .map(|(_, value)| value.to_owned())
 }
 
@@ -510,6 +510,6 @@ mod tests {
             axum::http::header::COOKIE,
             "a=1; kyro_inbox_x=2; kyro_inbox=sealed; b=3".parse().unwrap(),
         );
-        assert_eq!(super::cookie(&headers).as_deref(), Some("sealed"));
+        assert_eq!(super::cookie(&headers, super::COOKIE_NAME).as_deref(), Some("sealed"));
     }
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::http::header::{COOKIE, LOCATION, SET_COOKIE};
+use axum::http::header::{LOCATION, SET_COOKIE};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::mcp::inbox::{Inbox, escape, page};
+use crate::mcp::inbox::{Inbox, cookie, escape, page};
 
 /// The cookie carrying one sign-in's state and verifier to the callback.
 const PKCE_COOKIE: &str = "kyro_inbox_pkce";
@@ -148,14 +148,7 @@ async fn signed_in_through_issuer(inbox: &Inbox, uri: &Uri, headers: &HeaderMap)
         .into_owned()
         .collect();
     let field = |name: &str| query.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
-    let sealed = headers
-        .get_all(COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == PKCE_COOKIE)
-        .map(|(_, value)| value.to_owned());
+    let sealed = cookie(headers, PKCE_COOKIE);
     let pending: Option<Pending> = sealed.and_then(|s| inbox.codec.open_json_with(&s, SEALED_FOR).ok());
     let (Some(pending), Some(state), Some(code)) = (pending, field("state"), field("code")) else {
         return failed("This sign-in was not started here, or took too long; start again.");
