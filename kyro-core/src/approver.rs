@@ -20,6 +20,11 @@ pub struct Asked<'a> {
     pub fingerprint: &'a str,
     /// The text to approve.
     pub summary: &'a str,
+    /// A rule naming this very call (a `[[tools.shell.rules]]` command rule, a tool's own
+    /// rule such as `git_stash`'s for a drop) asks for it: only the person's look at these
+    /// arguments passes it, so an approver offers no "for the session" or lasting grant,
+    /// and an approval standing on an earlier answer about the tool does not pass it.
+    pub each_call: bool,
 }
 
 /// Asks a person about a call that needs an approval; asked only after the capabilities,

@@ -11,7 +11,7 @@ use crate::confined::ConfinedPath;
 use crate::effect::{Approval, Effect};
 use crate::executor::Prepared;
 use crate::grants::{ApprovalStore, Grant, now_ms};
-use crate::policy::{Access, ApprovalRule, ApprovalToken, Fingerprint, Scope, UsedApprovals};
+use crate::policy::{Access, ApprovalRule, ApprovalToken, Fingerprint, MatchedRule, Scope, UsedApprovals};
 use crate::receipt::{Decision, Denial};
 use crate::registry::RegisteredTool;
 
@@ -70,16 +70,7 @@ pub(crate) fn authorize(
             }
         }
     }
-    let mut effect_rule = scope.approvals().for_effect(descriptor.effect);
-    if descriptor.approval == Some(Approval::Required) && effect_rule == ApprovalRule::Auto {
-        effect_rule = ApprovalRule::Ask;
-    }
-    // The tool's own rule, then a rule naming this very call (a command), which never
-    // lifts a deny and, against the tool's rule, is held to the stricter of the two.
-    let (rule, matched) =
-        scope
-            .approvals()
-            .decide(&descriptor.name, effect_rule, tool.executor().rule(prepared, scope));
+    let (rule, matched, each_call) = rule_for(tool, prepared, scope);
     match (rule, approval) {
         (ApprovalRule::Auto, _) => Ok(match matched {
             Some(matched) => Decision::AllowedByRule { rule: matched.rule },
@@ -97,6 +88,9 @@ pub(crate) fn authorize(
             approval_id: String::new(),
         }),
         (ApprovalRule::Ask, None) => Err(Decision::ApprovalRequired),
+        // A rule naming this call asks a person about these arguments; an approval standing
+        // on an earlier answer about the tool (the session's) is no such answer.
+        (ApprovalRule::Ask, Some(token)) if each_call && !token.of_these_arguments() => Err(Decision::ApprovalRequired),
         (ApprovalRule::Ask, Some(token)) => match token.refusal() {
             Some(refusal) => denied(refusal.denial(fingerprint.as_str())),
             None if token.fingerprint() != fingerprint.as_str() => denied(Denial::ApprovalMismatch {
@@ -119,6 +113,27 @@ pub(crate) fn authorize(
             }
         },
     }
+}
+
+/// The rule deciding the call, the rule that matched, and whether that rule names this very
+/// call and asks for it (then only an approval of these arguments passes it: not a grant,
+/// not the session's standing approval). The tool's own rule, then a rule naming this very
+/// call (a command), which never lifts a deny and, against the tool's rule, is held to the
+/// stricter of the two.
+pub(crate) fn rule_for(
+    tool: &RegisteredTool,
+    prepared: &Prepared,
+    scope: &Scope,
+) -> (ApprovalRule, Option<MatchedRule>, bool) {
+    let descriptor = tool.descriptor();
+    let mut effect_rule = scope.approvals().for_effect(descriptor.effect);
+    if descriptor.approval == Some(Approval::Required) && effect_rule == ApprovalRule::Auto {
+        effect_rule = ApprovalRule::Ask;
+    }
+    let call = tool.executor().rule(prepared, scope);
+    let (rule, matched) = scope.approvals().decide(&descriptor.name, effect_rule, call.clone());
+    let each_call = rule == ApprovalRule::Ask && call.is_some() && matched == call;
+    (rule, matched, each_call)
 }
 
 /// The access a tool's path arguments need: write tools write, the rest read.

@@ -354,7 +354,10 @@ impl Runtime {
                 }),
             );
         }
-        if decided == Err(Decision::ApprovalRequired) {
+        // Whether a rule naming this call asks a person about it each time: no grant passes it.
+        let each_call = decided == Err(Decision::ApprovalRequired)
+            && crate::authorize::rule_for(&checked.tool, &checked.prepared, parties.scope).2;
+        if decided == Err(Decision::ApprovalRequired) && !each_call {
             // Asked for, unless the person granted this caller the tool (never past a deny).
             let (name, arguments) = (checked.name.clone(), checked.arguments.clone());
             if let Some(grant) = grant_for(self.approval_store(), parties.caller, &name, &arguments).await {
@@ -370,6 +373,7 @@ impl Runtime {
                     tool: &checked.name,
                     fingerprint: fingerprint.as_str(),
                     summary: &text,
+                    each_call,
                 };
                 // Nobody is waited for longer than an approval lasts.
                 let asking = tokio::time::timeout(crate::policy::APPROVAL_LIFETIME, approver.0.approve(asked));

@@ -73,17 +73,18 @@ enum Approval {
 }
 
 /// Asks the client's user to approve a call, showing its summary and fingerprint, and
-/// whether to approve the tool for the rest of the session.
-async fn approve(peer: &Peer<RoleServer>, summary: &str, fingerprint: &str) -> Approval {
-    let Ok(schema) = ElicitationSchema::builder()
-        .required_bool("approve")
-        .optional_bool_with("for_session", |b| {
+/// whether to approve the tool for the rest of the session (not offered for a call a rule
+/// asks about each time).
+async fn approve(peer: &Peer<RoleServer>, asked: &Asked<'_>) -> Approval {
+    let (summary, fingerprint) = (asked.summary, asked.fingerprint);
+    let mut builder = ElicitationSchema::builder().required_bool("approve");
+    if !asked.each_call {
+        builder = builder.optional_bool_with("for_session", |b| {
             b.with_default(false)
                 .description("Also approve every later call of this tool in this session, without asking")
-        })
-        .description("Approve this one call")
-        .build()
-    else {
+        });
+    }
+    let Ok(schema) = builder.description("Approve this one call").build() else {
         return Approval::Refused;
     };
     let request = ElicitRequestParams::FormElicitationParams {
@@ -97,7 +98,7 @@ async fn approve(peer: &Peer<RoleServer>, summary: &str, fingerprint: &str) -> A
     let answer = |key: &str| result.content.as_ref().and_then(|c| c.get(key)) == Some(&Value::Bool(true));
     if result.action != ElicitationAction::Accept || !answer("approve") {
         Approval::Refused
-    } else if answer("for_session") {
+    } else if answer("for_session") && !asked.each_call {
         Approval::ForSession
     } else {
         Approval::Once
@@ -195,13 +196,8 @@ impl PendingApprovals {
 
     /// The question about the call: an elicitation form showing `summary` (every argument,
     /// as `Execute::preview` shows it), and the sealed state a retry must bring back.
-    pub(crate) fn ask(
-        &self,
-        caller: &Caller,
-        tool: &str,
-        fingerprint: &str,
-        summary: &str,
-    ) -> Option<InputRequiredResult> {
+    pub(crate) fn ask(&self, asked: &Asked<'_>) -> Option<InputRequiredResult> {
+        let (caller, tool, fingerprint, summary) = (asked.caller, asked.tool, asked.fingerprint, asked.summary);
         let mut nonce = [0u8; 16];
         // Without randomness the nonce is still unique in this process (the counter);
         // the seal, not the nonce, is what a forger lacks.
@@ -226,12 +222,12 @@ impl PendingApprovals {
             .title("Allow")
             .description("Also allow every later call of this tool by you, without asking, for a while")
             .build();
-        let schema = ElicitationSchema::builder()
-            .required_bool("approve")
-            .property(REMEMBER, PrimitiveSchemaDefinition::Enum(remember))
-            .description("Approve this call")
-            .build()
-            .ok()?;
+        let mut schema = ElicitationSchema::builder().required_bool("approve");
+        // A call a rule asks about each time is offered no grant.
+        if !asked.each_call {
+            schema = schema.property(REMEMBER, PrimitiveSchemaDefinition::Enum(remember));
+        }
+        let schema = schema.description("Approve this call").build().ok()?;
         let question = ElicitRequest::new(ElicitRequestParams::FormElicitationParams {
             meta: None,
             message: format!("Run {summary}\nfingerprint {fingerprint}\nApprove this call?"),
@@ -410,11 +406,12 @@ impl Person {
                 let (token, grant) = approvals
                     .redeem(asked.caller, asked.tool, asked.fingerprint, &state, responses.as_ref())
                     .await;
-                *self.grant.lock().unwrap_or_else(|p| p.into_inner()) = grant;
+                // A call a rule asks about each time leaves no grant behind (none was offered).
+                *self.grant.lock().unwrap_or_else(|p| p.into_inner()) = grant.filter(|_| !asked.each_call);
                 return Some(token);
             }
             if self.by_form {
-                let question = approvals.ask(asked.caller, asked.tool, asked.fingerprint, asked.summary);
+                let question = approvals.ask(&asked);
                 *self.question.lock().unwrap_or_else(|p| p.into_inner()) = question;
             }
             return None;
@@ -433,13 +430,13 @@ impl Person {
         // A session's approval stands on the person's answer about an earlier call of the
         // tool, not on these arguments: it forwards none (a `mcp_call` approved for the
         // session does not approve every upstream tool).
-        if session(false) {
+        if session(false) && !asked.each_call {
             return Some(ApprovalToken::standing(asked.fingerprint));
         }
         if !asks_for_approval(&self.peer) {
             return None;
         }
-        match approve(&self.peer, asked.summary, asked.fingerprint).await {
+        match approve(&self.peer, &asked).await {
             Approval::Refused => None,
             Approval::Once => Some(ApprovalToken::for_fingerprint(asked.fingerprint)),
             Approval::ForSession => {
@@ -462,13 +459,23 @@ mod tests {
     use std::time::Duration;
 
     use super::{PendingApprovals, Redeemed};
-    use kyro_core::Caller;
     use kyro_core::grants::{ApprovalStore, MemoryApprovalStore, now_ms};
+    use kyro_core::{Asked, Caller};
     use rmcp::model::InputResponses;
     use serde_json::{Value, json};
 
     fn answer(action: &str, content: Value) -> InputResponses {
         [("approval".to_owned(), json!({"action": action, "content": content}))].into()
+    }
+
+    fn asked(caller: &Caller) -> Asked<'_> {
+        Asked {
+            caller,
+            tool: "write_file",
+            fingerprint: "ab",
+            summary: "write_file {}",
+            each_call: false,
+        }
     }
 
     fn approvals(key: u8, store: &Arc<MemoryApprovalStore>) -> PendingApprovals {
@@ -482,7 +489,7 @@ mod tests {
         let (alice, bob) = (Caller::named("alice").unwrap(), Caller::named("bob").unwrap());
         let ask = || {
             approvals
-                .ask(&alice, "write_file", "ab", "write_file {}")
+                .ask(&asked(&alice))
                 .and_then(|question| question.request_state)
                 .unwrap()
         };
@@ -551,11 +558,7 @@ mod tests {
         let store = Arc::new(MemoryApprovalStore::default());
         let (one, two) = (approvals(7, &store), approvals(7, &store));
         let alice = Caller::named("alice").unwrap();
-        let state = one
-            .ask(&alice, "write_file", "ab", "write_file {}")
-            .unwrap()
-            .request_state
-            .unwrap();
+        let state = one.ask(&asked(&alice)).unwrap().request_state.unwrap();
         let hour = answer("accept", json!({"approve": true, "remember": "hour"}));
         let (token, grant) = one.redeem(&alice, "write_file", "ab", &state, Some(&hour)).await;
         assert!(!token.is_refusal());
@@ -564,11 +567,7 @@ mod tests {
         let (again, none) = two.redeem(&alice, "write_file", "ab", &state, Some(&hour)).await;
         assert!(again.is_refusal() && none.is_none(), "replayed to another replica");
         // A "no" is final: the same state answered yes afterwards runs nothing.
-        let state = one
-            .ask(&alice, "write_file", "ab", "write_file {}")
-            .unwrap()
-            .request_state
-            .unwrap();
+        let state = one.ask(&asked(&alice)).unwrap().request_state.unwrap();
         let no = answer("decline", json!({}));
         assert!(
             one.redeem(&alice, "write_file", "ab", &state, Some(&no))

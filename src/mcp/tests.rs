@@ -19,6 +19,8 @@ use tokio::sync::mpsc;
 
 use super::KyroServer;
 
+mod each_call;
+
 /// A client that records notifications and answers elicitations as told.
 #[derive(Clone)]
 struct TestClient {
@@ -51,8 +53,16 @@ impl ClientHandler for TestClient {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        if let ElicitRequestParams::FormElicitationParams { message, .. } = &request {
-            let _ = self.events.send(format!("asked: {message}"));
+        if let ElicitRequestParams::FormElicitationParams {
+            message,
+            requested_schema,
+            ..
+        } = &request
+        {
+            let session = requested_schema.properties.contains_key("for_session");
+            let _ = self
+                .events
+                .send(format!("asked: {message}{}", [" (once)", ""][usize::from(session)]));
         }
         Ok(match self.elicitation {
             Some(answer) => ElicitResult::new(ElicitationAction::Accept)
@@ -84,16 +94,16 @@ async fn connect(elicitation: Option<bool>) -> Harness {
 }
 
 async fn connect_with(elicitation: Option<bool>, for_session: bool) -> Harness {
+    connect_under(elicitation, for_session, &Policy::default()).await
+}
+
+async fn connect_under(elicitation: Option<bool>, for_session: bool, policy: &Policy) -> Harness {
     let workspace = tempfile::tempdir().unwrap();
     let registry = Arc::new(Registry::with_catalog(kyro_tools::BUILTINS).unwrap());
     let receipts = Arc::new(Receipts::default());
-    let runtime = Runtime::new(
-        registry.clone(),
-        Workspace::new(workspace.path()).unwrap(),
-        &Policy::default(),
-    )
-    .unwrap()
-    .with_observer(receipts.clone());
+    let runtime = Runtime::new(registry.clone(), Workspace::new(workspace.path()).unwrap(), policy)
+        .unwrap()
+        .with_observer(receipts.clone());
     let (server_io, client_io) = tokio::io::duplex(1 << 16);
     tokio::spawn(async move {
         if let Ok(running) = KyroServer::new(runtime).serve(server_io).await {

@@ -142,3 +142,52 @@ fn a_replay_to_another_process_is_refused_and_a_grant_lets_the_callers_next_call
         .map(|(d, c)| (d.to_owned(), c.to_owned()))
     );
 }
+
+#[test]
+fn a_grant_of_the_tool_does_not_pass_a_rule_that_asks_about_one_command() {
+    let ws = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "[[tools.shell.rules]]\nargv_prefix = [\"rm\"]\ndecision = \"ask\"\n",
+    )
+    .unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_kyro"));
+    command.env("KYRO_STATE_KEY", KEY);
+    let mut server = Server::spawn_as(command, ws.path(), &["--policy", policy.to_str().unwrap()]);
+    kyro_grants(ws.path(), &["add", "run_command", "--for", "5m"]);
+    let touched = call(&mut server, 1, json!(["touch", "a"]), Value::Null);
+    assert_eq!(touched["isError"], false, "the grant passes other commands: {touched}");
+    // `rm` is asked about, with no grant on offer, and runs only on the person's answer.
+    let asked = call(&mut server, 2, json!(["rm", "a"]), Value::Null);
+    assert_eq!(
+        asked["resultType"], "input_required",
+        "a grant passed the rule: {asked}"
+    );
+    assert!(ws.path().join("a").exists());
+    let properties = &asked["inputRequests"]["approval"]["params"]["requestedSchema"]["properties"];
+    assert!(properties.get("remember").is_none(), "{asked}");
+    let yes = json!({
+        "inputResponses": {"approval": {"action": "accept", "content": {"approve": true, "remember": "day"}}},
+        "requestState": asked["requestState"],
+    });
+    let ran = call(&mut server, 3, json!(["rm", "a"]), yes);
+    assert_eq!(ran["isError"], false, "{ran}");
+    assert!(!ws.path().join("a").exists());
+    // The answer left no grant behind: the next `rm` is asked about again.
+    std::fs::write(ws.path().join("b"), "").unwrap();
+    let again = call(&mut server, 4, json!(["rm", "b"]), Value::Null);
+    assert_eq!(again["resultType"], "input_required", "{again}");
+    assert_eq!(kyro_grants(ws.path(), &["list"]).lines().count(), 1);
+    assert_eq!(
+        decisions(ws.path()),
+        [
+            ("granted", "local"),
+            ("approval_required", "local"),
+            ("approved", "local"),
+            ("approval_required", "local")
+        ]
+        .map(|(d, c)| (d.to_owned(), c.to_owned()))
+    );
+}
