@@ -89,6 +89,16 @@ pub enum Failure {
         /// What was looked for.
         what: String,
     },
+    /// What a testing tool checked has another value than the one expected.
+    #[error("`{element}` has the value {actual}, not the {expected} expected")]
+    ValueMismatch {
+        /// The ref or selector as given.
+        element: String,
+        /// The value expected, quoted.
+        expected: String,
+        /// The value found, quoted (a password's is not shown).
+        actual: String,
+    },
     /// No record with that key.
     #[error("no {record} named `{key}`")]
     NoSuchRecord {

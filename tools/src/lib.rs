@@ -147,6 +147,16 @@ kyro_core::catalog! {
         #[cfg(feature = "browser")] browser::BrowserVerifyElementVisible,
         #[cfg(feature = "browser")] browser::BrowserRoute,
         #[cfg(feature = "browser")] browser::BrowserUnroute,
+        #[cfg(feature = "browser")] browser::BrowserDrop,
+        #[cfg(feature = "browser")] browser::BrowserEmulateMedia,
+        #[cfg(feature = "browser")] browser::BrowserMouseDown,
+        #[cfg(feature = "browser")] browser::BrowserMouseUp,
+        #[cfg(feature = "browser")] browser::BrowserRouteList,
+        #[cfg(feature = "browser")] browser::BrowserNetworkStateSet,
+        #[cfg(feature = "browser")] browser::BrowserVerifyValue,
+        #[cfg(feature = "browser")] browser::BrowserVerifyListVisible,
+        #[cfg(feature = "browser")] browser::BrowserGenerateLocator,
+        #[cfg(feature = "browser")] browser::BrowserGetConfig,
         #[cfg(feature = "web")] integration::HttpRequest,
         integration::McpCall,
         shell::RunCommand,
@@ -270,6 +280,9 @@ pub mod catalogs {
             browser::BrowserCookieClear, browser::BrowserLocalstorageGet, browser::BrowserLocalstorageSet,
             browser::BrowserFind, browser::BrowserVerifyTextVisible, browser::BrowserVerifyElementVisible,
             browser::BrowserRoute, browser::BrowserUnroute,
+            browser::BrowserDrop, browser::BrowserEmulateMedia, browser::BrowserMouseDown, browser::BrowserMouseUp,
+            browser::BrowserRouteList, browser::BrowserNetworkStateSet, browser::BrowserVerifyValue,
+            browser::BrowserVerifyListVisible, browser::BrowserGenerateLocator, browser::BrowserGetConfig,
         ];
     }
     #[cfg(feature = "state")]

@@ -12,6 +12,7 @@ use headless_chrome::protocol::cdp::Runtime::{Evaluate, RemoteObject};
 use kyro_core::ToolError;
 
 use super::direct::Direct;
+use super::memory::Memory;
 use super::page::{COMMAND_TIMEOUT, Loads, PageHandle, PageLog, World};
 use super::report::error;
 
@@ -25,6 +26,7 @@ pub(crate) struct Driven<'a> {
     world: &'a World,
     loads: &'a Loads,
     log: &'a PageLog,
+    memory: &'a Memory,
 }
 
 impl PageHandle {
@@ -36,6 +38,7 @@ impl PageHandle {
             world: &self.world,
             loads: &self.loads,
             log: &self.log,
+            memory: &self.memory,
         }
     }
 }
@@ -136,7 +139,66 @@ impl Driven<'_> {
         self.mouse(DispatchMouseEventTypeOption::MouseMoved, point, None, None)
     }
 
-    /// One mouse event; a move with `button` holds it down (a drag).
+    /// What kyro keeps of this page between calls (its mouse, its emulated media).
+    pub(crate) fn memory(&self) -> &Memory {
+        self.memory
+    }
+
+    /// A mouse button pressed (`down`) or released where the mouse is, as
+    /// `browser_mouse_down`/`browser_mouse_up` do; moves until its release hold it.
+    pub(crate) fn press(&self, button: MouseButton, down: bool) -> Result<(), ToolError> {
+        let at = self.memory.mouse();
+        let buttons = self.memory.press(button_bit(&button), down);
+        let kind = if down {
+            DispatchMouseEventTypeOption::MousePressed
+        } else {
+            DispatchMouseEventTypeOption::MouseReleased
+        };
+        self.call(
+            DispatchMouseEvent {
+                Type: kind,
+                x: at.x,
+                y: at.y,
+                modifiers: None,
+                timestamp: None,
+                button: Some(button),
+                buttons: Some(buttons),
+                click_count: Some(1),
+                force: None,
+                tangential_pressure: None,
+                tilt_x: None,
+                tilt_y: None,
+                twist: None,
+                delta_x: None,
+                delta_y: None,
+                pointer_Type: None,
+            },
+            if down { "press the mouse button" } else { "release the mouse button" },
+        )
+        .map(drop)
+    }
+
+    /// Takes the page offline (its requests fail as without a network) or back online;
+    /// the interception and the proxy check every request as before.
+    pub(crate) fn set_offline(&self, offline: bool) -> Result<(), ToolError> {
+        // On the connection that follows the Network domain.
+        self.tab
+            .call_method(headless_chrome::protocol::cdp::Network::EmulateNetworkConditions {
+                offline,
+                latency: 0.0,
+                download_throughput: -1.0,
+                upload_throughput: -1.0,
+                connection_Type: None,
+                packet_loss: None,
+                packet_queue_length: None,
+                packet_reordering: None,
+            })
+            .map(drop)
+            .map_err(|e| error(if offline { "go offline" } else { "go online" }, e))
+    }
+
+    /// One mouse event; a move with `button` holds it down (a drag), as does a move while
+    /// `browser_mouse_down` holds a button.
     fn mouse(
         &self,
         kind: DispatchMouseEventTypeOption,
@@ -144,7 +206,16 @@ impl Driven<'_> {
         button: Option<MouseButton>,
         click_count: Option<u32>,
     ) -> Result<(), ToolError> {
-        let held = (kind == DispatchMouseEventTypeOption::MouseMoved && button.is_some()).then_some(1);
+        let mut held = (kind == DispatchMouseEventTypeOption::MouseMoved && button.is_some()).then_some(1);
+        let mut button = button;
+        let pressed = self.memory.mouse().buttons;
+        if kind == DispatchMouseEventTypeOption::MouseMoved && button.is_none() && pressed != 0 {
+            button = [MouseButton::Left, MouseButton::Right, MouseButton::Middle]
+                .into_iter()
+                .find(|b| pressed & button_bit(b) != 0);
+            held = Some(pressed);
+        }
+        self.memory.moved(point.x, point.y);
         self.call(
             DispatchMouseEvent {
                 Type: kind,
@@ -412,6 +483,18 @@ impl Driven<'_> {
             },
             operation,
         )
+    }
+}
+
+/// A button's bit in DevTools' `buttons` (left 1, right 2, middle 4).
+fn button_bit(button: &MouseButton) -> u32 {
+    match button {
+        MouseButton::Left => 1,
+        MouseButton::Right => 2,
+        MouseButton::Middle => 4,
+        MouseButton::Back => 8,
+        MouseButton::Forward => 16,
+        MouseButton::None => 0,
     }
 }
 

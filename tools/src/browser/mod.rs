@@ -6,8 +6,11 @@
 //! The tools are registered only where Chromium is installed ([`unavailable`]).
 
 mod click;
+mod config;
 mod direct;
 mod driven;
+mod drop;
+mod emulate;
 mod files;
 mod fill_form;
 mod find;
@@ -16,7 +19,9 @@ mod keys;
 mod launch;
 mod logs;
 mod manage;
+mod memory;
 mod navigate;
+mod offline;
 mod page;
 mod proxy;
 mod report;
@@ -30,9 +35,15 @@ mod snapshot;
 mod storage;
 mod tabs;
 mod type_text;
+mod verify;
 mod vision;
 
 pub use click::{BrowserClick, Clicked};
+pub use config::{BrowserConfig, BrowserGetConfig, ConfiguredNetwork, Viewport};
+pub use drop::{BrowserDrop, Dropped};
+pub use emulate::{
+    BrowserEmulateMedia, ColorScheme, Contrast, EmulatedMedia, ForcedColors, MediaOverride, MediaType, ReducedMotion,
+};
 pub use files::{BrowserDrag, BrowserFileUpload, BrowserPdfSave, PdfSaved, Uploaded};
 pub use fill_form::{BrowserFillForm, Filled, FormField};
 pub use find::{BrowserFind, BrowserVerifyElementVisible, BrowserVerifyTextVisible, Found, Verified};
@@ -47,6 +58,8 @@ pub use manage::{
 };
 pub use navigate::{BrowserNavigate, Page};
 pub use route::{BrowserRoute, BrowserUnroute, RouteAction, RouteInfo, RouteList};
+pub use offline::{BrowserNetworkStateSet, NetworkState, NetworkStateSet};
+pub use route::BrowserRouteList;
 pub use screenshot::{BrowserScreenshot, Screenshot};
 pub use select_option::{BrowserSelectOption, Selected};
 pub use snapshot::{BrowserSnapshot, PageSnapshot};
@@ -56,7 +69,12 @@ pub use storage::{
 };
 pub use tabs::{BrowserTabs, Tab, Tabs, TabsAction};
 pub use type_text::{BrowserType, Typed};
+pub use verify::{
+    BrowserGenerateLocator, BrowserVerifyListVisible, BrowserVerifyValue, GeneratedLocator, ListVerified, ValueKind,
+    ValueVerified,
+};
 pub use vision::{BrowserMouseClickXy, BrowserMouseDragXy, BrowserMouseMoveXy, BrowserMouseWheel};
+pub use vision::{BrowserMouseDown, BrowserMouseUp, MouseButtonName};
 
 use crate::Failure;
 use kyro_core::ToolError;
@@ -120,6 +138,20 @@ fn target(reference: Option<&str>, selector: Option<&str>) -> Result<(Value, Str
         }
         .into()),
     }
+}
+
+/// The element a Playwright-style `target` names: a ref from `browser_snapshot` (`e3`,
+/// `f1e3`), or else a CSS selector.
+fn target_named(target: &str) -> (Value, String) {
+    let digits = |s: &str| !s.is_empty() && s.len() <= 9 && s.bytes().all(|b| b.is_ascii_digit());
+    let page_ref = |s: &str| s.strip_prefix('e').is_some_and(digits);
+    let is_ref = page_ref(target)
+        || target
+            .strip_prefix('f')
+            .and_then(|rest| rest.split_once('e'))
+            .is_some_and(|(frame, element)| digits(frame) && digits(element));
+    let key = if is_ref { "ref" } else { "selector" };
+    (json!({ key: target }), target.to_owned())
 }
 
 /// Turns a `page.js` answer about an element into a typed error, if it is one.

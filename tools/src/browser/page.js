@@ -397,9 +397,143 @@
     return { ready: true };
   }
 
+  // For browser_verify_value: an input's, textarea's or select's value (a label stands for
+  // its control), or with `arg.checked` whether a checkbox or radio is checked.
+  function readValue(target) {
+    const found = find(target);
+    if (!found.el) return found;
+    let el = found.el;
+    if (el.tagName === "LABEL" && el.control) el = el.control;
+    const tag = el.tagName.toLowerCase();
+    const type = (el.type || "").toLowerCase();
+    if (arg.checked) {
+      if (tag === "input" && (type === "checkbox" || type === "radio")) return { value: el.checked };
+      const aria = el.getAttribute("aria-checked");
+      if (["checkbox", "radio", "switch", "menuitemcheckbox", "menuitemradio"].includes(roleOf(el)) && aria !== null) {
+        return { value: aria === "true" ? true : aria === "mixed" ? "mixed" : false };
+      }
+      return { unusable: "it is not a checkbox or radio button (<" + tag + ">)" };
+    }
+    if (tag === "input" || tag === "textarea" || tag === "select") {
+      return { value: String(el.value), secret: type === "password" };
+    }
+    return { unusable: "it is not an input, textarea or select (<" + tag + ">)" };
+  }
+
+  // For browser_verify_list_visible: each of `arg.items`, in order, in the smallest visible
+  // element of the list whose text contains it (any case), at or after the previous item's.
+  function listItems(target) {
+    const found = find(target);
+    if (!found.el) return found;
+    const list = found.el;
+    if (!visible(list)) return { unusable: "it is hidden" };
+    const all = [list, ...list.querySelectorAll("*")].filter((el) => visible(el));
+    const texts = new Map(all.map((el) => [el, clean(el.innerText || "").toLowerCase()]));
+    const holds = (el, want) => (texts.get(el) || "").includes(want);
+    const smallest = (i, want) => holds(all[i], want) && !Array.from(all[i].children).some((c) => holds(c, want));
+    const matched = [];
+    let from = 0;
+    let previous = null;
+    for (const item of arg.items) {
+      const want = clean(item).toLowerCase();
+      let at = -1;
+      for (let i = from; i < all.length && at < 0; i++) if (smallest(i, want)) at = i;
+      if (at < 0) {
+        const anywhere = all.some((_, i) => smallest(i, want));
+        return { failed: item, after: anywhere ? previous : null };
+      }
+      matched.push(clean(all[at].innerText || ""));
+      from = at;
+      previous = item;
+    }
+    return { matched };
+  }
+
+  // For browser_generate_locator: a Playwright locator for the element, unique in its
+  // document: by role and accessible name, else by test id, by text, by CSS; a same-origin
+  // frame's element is reached through its frame.
+  function quote(s) {
+    return "'" + s.replace(/\\/g, "\\\\").replace(/'/g, "\\'").replace(/\n/g, "\\n") + "'";
+  }
+
+  function cssPath(el) {
+    const doc = el.ownerDocument;
+    if (el.id && doc.querySelectorAll("#" + CSS.escape(el.id)).length === 1) return "#" + CSS.escape(el.id);
+    const tag = el.tagName.toLowerCase();
+    const parent = el.parentElement;
+    if (!parent || tag === "body" || tag === "html") return tag;
+    const siblings = Array.from(parent.children);
+    const step = siblings.filter((c) => c.tagName === el.tagName).length === 1
+      ? tag : tag + ":nth-child(" + (siblings.indexOf(el) + 1) + ")";
+    return cssPath(parent) + " > " + step;
+  }
+
+  // A name Playwright's getByRole would match: not one taken from the `name` attribute alone.
+  function ariaName(el, role) {
+    const name = nameOf(el, role);
+    const labelled = clean(el.getAttribute("aria-label")) || el.getAttribute("aria-labelledby") ||
+      (el.labels && el.labels.length) || clean(el.getAttribute("placeholder")) || clean(el.getAttribute("title"));
+    return name && !labelled && name === clean(el.getAttribute("name")) ? "" : name;
+  }
+
+  function locatorIn(el) {
+    const doc = el.ownerDocument;
+    const all = Array.from(doc.querySelectorAll("*")).filter((e) => visible(e));
+    const only = (matches) => { const m = all.filter(matches); return m.length === 1 && m[0] === el; };
+    const role = roleOf(el);
+    if (role && role !== "clickable") {
+      const name = ariaName(el, role);
+      const lower = name.toLowerCase();
+      const named = (exact) => (e) => {
+        if (roleOf(e) !== role) return false;
+        const n = ariaName(e, role);
+        return exact ? n === name : n.toLowerCase().includes(lower);
+      };
+      if (!name && only((e) => roleOf(e) === role)) return "getByRole(" + quote(role) + ")";
+      if (name && only(named(false))) return "getByRole(" + quote(role) + ", { name: " + quote(name) + " })";
+      if (name && only(named(true))) return "getByRole(" + quote(role) + ", { name: " + quote(name) + ", exact: true })";
+    }
+    const testId = el.getAttribute("data-testid");
+    if (testId && only((e) => e.getAttribute("data-testid") === testId)) return "getByTestId(" + quote(testId) + ")";
+    const text = clean(el.innerText || "");
+    if (text && text.length <= 80) {
+      const texts = new Map(all.map((e) => [e, clean(e.innerText || "")]));
+      const has = (e, exact) => {
+        const t = texts.get(e);
+        return t !== undefined && (exact ? t === text : t.toLowerCase().includes(text.toLowerCase()));
+      };
+      const smallest = (exact) => (e) => has(e, exact) && !Array.from(e.children).some((c) => has(c, exact));
+      if (only(smallest(false))) return "getByText(" + quote(text) + ")";
+      if (only(smallest(true))) return "getByText(" + quote(text) + ", { exact: true })";
+    }
+    return "locator(" + quote(cssPath(el)) + ")";
+  }
+
+  function locator(target) {
+    const found = find(target);
+    if (!found.el) return found;
+    let el = found.el;
+    let code = locatorIn(el);
+    for (let win = el.ownerDocument.defaultView; win && win.frameElement; win = win.parent) {
+      code = "locator(" + quote(cssPath(win.frameElement)) + ").contentFrame()." + code;
+    }
+    return { locator: code };
+  }
+
+  // The locator of the Kth cross-origin frame of the latest snapshot (its element, here).
+  function frameLocator(index) {
+    const frame = (window.__kyroFrames || [])[index - 1];
+    if (!frame || !frame.isConnected) return { missing: true };
+    return { locator: "locator(" + quote(cssPath(frame)) + ")" };
+  }
+
   let result;
   switch (op) {
     case "file_input": result = fileInput(arg); break;
+    case "read_value": result = readValue(arg); break;
+    case "list_items": result = listItems(arg); break;
+    case "locator": result = locator(arg); break;
+    case "frame_locator": result = frameLocator(arg.index); break;
     case "center": result = center(arg); break;
     case "fill": result = fill(arg); break;
     case "select": result = select(arg); break;

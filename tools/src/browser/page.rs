@@ -14,6 +14,7 @@ use kyro_core::ToolError;
 
 use super::direct::Direct;
 use super::isolation::Reach;
+use super::memory::Memory;
 use super::report::error;
 
 /// The page's viewport, in CSS pixels.
@@ -50,6 +51,8 @@ pub(crate) struct PageHandle {
     /// The page's own DevTools connection, for the hot path (`None` where it could not
     /// be made: everything goes through `headless_chrome`'s then).
     pub(super) direct: Option<Direct>,
+    /// What kyro keeps of the page between calls (its mouse, its emulated media).
+    pub(super) memory: Memory,
 }
 
 impl PageHandle {
@@ -209,6 +212,7 @@ impl PageHandle {
             loads,
             log,
             direct,
+            memory: Memory::default(),
         })
     }
 }

@@ -174,6 +174,26 @@ impl Execute for BrowserUnroute {
     }
 }
 
+/// List the routes in place (from browser_route), oldest first.
+#[tool(
+    name = "browser_route_list",
+    title = "List browser routes",
+    category = "browser.network",
+    effect = "network",
+    read_only = true,
+    idempotent = true
+)]
+pub struct BrowserRouteList {}
+
+impl Execute for BrowserRouteList {
+    type Output = RouteList;
+    const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
+
+    async fn run(self, cx: &ToolContext) -> Result<RouteList, ToolError> {
+        with_routes(cx, |routes| Ok(list(routes))).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

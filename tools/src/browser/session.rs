@@ -56,6 +56,8 @@ pub(crate) struct Session {
     routes: super::routes::Routes,
     /// One call drives the browser at a time, so requests and dialogs belong to one call.
     busy: Mutex<()>,
+    /// Every page offline (`browser_network_state_set`), pages opened later too.
+    offline: std::sync::atomic::AtomicBool,
     /// The browser's DevTools address, for each page's own connection.
     devtools: String,
     /// How kyro's connections reach the DevTools address.
@@ -111,6 +113,7 @@ impl Session {
             dialogs,
             routes: super::routes::Routes::default(),
             busy: Mutex::new(()),
+            offline: std::sync::atomic::AtomicBool::new(false),
             devtools,
             reach,
             browser,
@@ -243,6 +246,21 @@ where
     with_session(cx, move |session, _| work(&session.routes)).await
 }
 
+/// Takes every page of the browser offline (their requests fail as without a network) or
+/// back online; pages opened later follow. The policy checks every request either way.
+/// How many pages there are.
+pub(crate) async fn set_offline(cx: &ToolContext, offline: bool) -> Result<usize, ToolError> {
+    with_session(cx, move |session, _| {
+        session.offline.store(offline, std::sync::atomic::Ordering::SeqCst);
+        let pages: Vec<Arc<PageHandle>> = session.tabs.lock().unwrap_or_else(|e| e.into_inner()).open.clone();
+        for page in &pages {
+            page.driven().set_offline(offline)?;
+        }
+        Ok(pages.len())
+    })
+    .await
+}
+
 /// What `browser_tabs` does.
 #[derive(Debug, Clone)]
 pub(crate) enum TabAction {
@@ -276,6 +294,9 @@ pub(crate) async fn tabs(cx: &ToolContext, action: TabAction) -> Result<Vec<TabI
                     &session.dialogs,
                 )?);
                 session.guard_page(&page, policy.clone())?;
+                if session.offline.load(std::sync::atomic::Ordering::SeqCst) {
+                    page.driven().set_offline(true)?;
+                }
                 {
                     let mut tabs = session.tabs.lock().unwrap_or_else(|e| e.into_inner());
                     tabs.open.push(page.clone());

@@ -3,7 +3,7 @@
 
 use headless_chrome::browser::tab::point::Point;
 use kyro_core::policy::SettingsTable;
-use kyro_core::{Execute, ToolContext, ToolError, tool};
+use kyro_core::{Execute, ToolContext, ToolError, input, tool};
 
 use super::keys::{PageState, state};
 use super::session::with_page;
@@ -161,6 +161,88 @@ impl Execute for BrowserMouseWheel {
                 y: self.y.unwrap_or(400.0),
             };
             tab.wheel(at, self.delta_x.unwrap_or(0.0), self.delta_y)?;
+            super::settle(tab);
+            state(tab, dialogs)
+        })
+        .await
+    }
+}
+
+/// A mouse button.
+#[input]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum MouseButtonName {
+    /// The main button.
+    #[default]
+    Left,
+    /// The secondary button (context menus).
+    Right,
+    /// The wheel button.
+    Middle,
+}
+
+impl MouseButtonName {
+    fn devtools(self) -> headless_chrome::protocol::cdp::Input::MouseButton {
+        use headless_chrome::protocol::cdp::Input::MouseButton;
+        match self {
+            MouseButtonName::Left => MouseButton::Left,
+            MouseButtonName::Right => MouseButton::Right,
+            MouseButtonName::Middle => MouseButton::Middle,
+        }
+    }
+}
+
+/// Press a mouse button where the mouse is (after browser_mouse_move_xy) and hold it; moves drag until
+/// browser_mouse_up.
+#[tool(
+    name = "browser_mouse_down",
+    title = "Press the mouse button in the browser",
+    category = "browser.vision",
+    effect = "network",
+    destructive = true
+)]
+pub struct BrowserMouseDown {
+    /// `left` (the default), `right` or `middle`.
+    #[serde(default)]
+    pub button: MouseButtonName,
+}
+
+impl Execute for BrowserMouseDown {
+    type Output = PageState;
+    const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
+
+    async fn run(self, cx: &ToolContext) -> Result<PageState, ToolError> {
+        with_page(cx, move |tab, dialogs| {
+            tab.press(self.button.devtools(), true)?;
+            super::settle(tab);
+            state(tab, dialogs)
+        })
+        .await
+    }
+}
+
+/// Release a mouse button where the mouse is (a click when it was pressed there).
+#[tool(
+    name = "browser_mouse_up",
+    title = "Release the mouse button in the browser",
+    category = "browser.vision",
+    effect = "network",
+    destructive = true
+)]
+pub struct BrowserMouseUp {
+    /// `left` (the default), `right` or `middle`.
+    #[serde(default)]
+    pub button: MouseButtonName,
+}
+
+impl Execute for BrowserMouseUp {
+    type Output = PageState;
+    const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
+
+    async fn run(self, cx: &ToolContext) -> Result<PageState, ToolError> {
+        with_page(cx, move |tab, dialogs| {
+            tab.press(self.button.devtools(), false)?;
             super::settle(tab);
             state(tab, dialogs)
         })
