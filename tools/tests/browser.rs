@@ -12,6 +12,10 @@ mod common;
 #[path = "browser/families.rs"]
 mod families;
 
+/// The rest of Playwright MCP 0.0.83's tools, under the same harness.
+#[path = "browser/more.rs"]
+mod more;
+
 use kyro_tools::Failure;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
