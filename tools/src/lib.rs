@@ -147,6 +147,11 @@ kyro_core::catalog! {
         #[cfg(feature = "browser")] browser::BrowserVerifyElementVisible,
         #[cfg(feature = "browser")] browser::BrowserRoute,
         #[cfg(feature = "browser")] browser::BrowserUnroute,
+        #[cfg(feature = "browser")] browser::BrowserRunCodeUnsafe,
+        #[cfg(feature = "browser")] browser::BrowserHighlight,
+        #[cfg(feature = "browser")] browser::BrowserHideHighlight,
+        #[cfg(feature = "browser")] browser::BrowserStartTracing,
+        #[cfg(feature = "browser")] browser::BrowserStopTracing,
         #[cfg(feature = "web")] integration::HttpRequest,
         integration::McpCall,
         shell::RunCommand,
@@ -270,6 +275,8 @@ pub mod catalogs {
             browser::BrowserCookieClear, browser::BrowserLocalstorageGet, browser::BrowserLocalstorageSet,
             browser::BrowserFind, browser::BrowserVerifyTextVisible, browser::BrowserVerifyElementVisible,
             browser::BrowserRoute, browser::BrowserUnroute,
+            browser::BrowserRunCodeUnsafe, browser::BrowserHighlight, browser::BrowserHideHighlight,
+            browser::BrowserStartTracing, browser::BrowserStopTracing,
         ];
     }
     #[cfg(feature = "state")]

@@ -12,6 +12,10 @@ mod common;
 #[path = "browser/families.rs"]
 mod families;
 
+/// Highlights, traces and `browser_run_code_unsafe`.
+#[path = "browser/devtools.rs"]
+mod devtools;
+
 use kyro_tools::Failure;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};

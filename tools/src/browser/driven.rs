@@ -15,6 +15,10 @@ use super::direct::Direct;
 use super::page::{COMMAND_TIMEOUT, Loads, PageHandle, PageLog, World};
 use super::report::error;
 
+/// A listener to a page's DevTools events.
+pub(crate) type Listener =
+    dyn headless_chrome::browser::tab::EventListener<headless_chrome::protocol::cdp::types::Event> + Send + Sync;
+
 /// The page as the tools drive it: the tab, and kyro's own isolated world, where `page.js`
 /// runs. Page scripts cannot see or patch what runs there (a page that replaced
 /// `getBoundingClientRect` or `JSON.stringify` cannot steer clicks or forge the outline),
@@ -59,6 +63,15 @@ impl Driven<'_> {
             Some(direct) => direct.call(method, COMMAND_TIMEOUT).map_err(|e| error(operation, e)),
             None => self.tab.call_method(method).map_err(|e| error(operation, e)),
         }
+    }
+
+    /// Sends a DevTools command on `headless_chrome`'s connection, where the events a
+    /// [`Driven::listen`] listener hears arrive (a trace's end).
+    pub(crate) fn call_listened<M>(&self, method: M, operation: &str) -> Result<M::ReturnObject, ToolError>
+    where
+        M: headless_chrome::protocol::cdp::types::Method + serde::Serialize,
+    {
+        self.tab.call_method(method).map_err(|e| error(operation, e))
     }
 
     /// A real mouse click at `point` (moved there, pressed, released).
@@ -374,6 +387,19 @@ impl Driven<'_> {
             other => other?,
         };
         thrown(evaluated, operation)
+    }
+
+    /// Listens to the page's DevTools events until the returned handle is passed to
+    /// [`Driven::unlisten`].
+    pub(crate) fn listen(&self, listener: std::sync::Arc<Listener>) -> Result<std::sync::Weak<Listener>, ToolError> {
+        self.tab
+            .add_event_listener(listener)
+            .map_err(|e| error("listen to the page", e))
+    }
+
+    /// Stops a listener [`Driven::listen`] added.
+    pub(crate) fn unlisten(&self, listener: &std::sync::Weak<Listener>) {
+        let _ = self.tab.remove_event_listener(listener);
     }
 
     /// Evaluates `expression` in the page's own world (its globals), as a user gesture,

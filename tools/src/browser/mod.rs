@@ -6,6 +6,7 @@
 //! The tools are registered only where Chromium is installed ([`unavailable`]).
 
 mod click;
+mod devtools;
 mod direct;
 mod driven;
 mod files;
@@ -22,6 +23,7 @@ mod proxy;
 mod report;
 mod route;
 mod routes;
+mod run_code;
 mod screenshot;
 mod script;
 mod select_option;
@@ -33,6 +35,10 @@ mod type_text;
 mod vision;
 
 pub use click::{BrowserClick, Clicked};
+pub use devtools::{
+    BrowserHideHighlight, BrowserHighlight, BrowserStartTracing, BrowserStopTracing, Highlights, TraceSaved,
+    TracingStarted,
+};
 pub use files::{BrowserDrag, BrowserFileUpload, BrowserPdfSave, PdfSaved, Uploaded};
 pub use fill_form::{BrowserFillForm, Filled, FormField};
 pub use find::{BrowserFind, BrowserVerifyElementVisible, BrowserVerifyTextVisible, Found, Verified};
@@ -47,6 +53,7 @@ pub use manage::{
 };
 pub use navigate::{BrowserNavigate, Page};
 pub use route::{BrowserRoute, BrowserUnroute, RouteAction, RouteInfo, RouteList};
+pub use run_code::BrowserRunCodeUnsafe;
 pub use screenshot::{BrowserScreenshot, Screenshot};
 pub use select_option::{BrowserSelectOption, Selected};
 pub use snapshot::{BrowserSnapshot, PageSnapshot};
