@@ -33,6 +33,12 @@ pub struct BrowserHighlight {
     /// CSS selector instead of a ref (first match).
     #[schemars(length(min = 1, max = 1000))]
     pub selector: Option<String>,
+    /// Playwright's spelling: a ref or a CSS selector.
+    #[schemars(length(min = 1, max = 1000))]
+    pub target: Option<String>,
+    /// The element in words (Playwright's `element`; shown when asked).
+    #[schemars(length(max = 1000))]
+    pub element: Option<String>,
     /// More CSS for the outline, like `outline: 2px dashed red`.
     #[schemars(length(max = 1000))]
     pub style: Option<String>,
@@ -53,7 +59,8 @@ impl Execute for BrowserHighlight {
     const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
 
     async fn run(self, cx: &ToolContext) -> Result<Highlights, ToolError> {
-        let (mut target, element) = super::target(self.r#ref.as_deref(), self.selector.as_deref())?;
+        let (mut target, element) =
+            super::target(self.r#ref.as_deref(), self.selector.as_deref(), self.target.as_deref())?;
         target["style"] = json!(self.style.unwrap_or_default());
         with_page(cx, move |tab, _| highlight(tab, &target, &element)).await
     }
@@ -75,6 +82,12 @@ pub struct BrowserHideHighlight {
     /// CSS selector instead of a ref (first match).
     #[schemars(length(min = 1, max = 1000))]
     pub selector: Option<String>,
+    /// Playwright's spelling: a ref or a CSS selector.
+    #[schemars(length(min = 1, max = 1000))]
+    pub target: Option<String>,
+    /// The element in words (Playwright's `element`; shown when asked).
+    #[schemars(length(max = 1000))]
+    pub element: Option<String>,
 }
 
 impl Execute for BrowserHideHighlight {
@@ -82,10 +95,11 @@ impl Execute for BrowserHideHighlight {
     const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
 
     async fn run(self, cx: &ToolContext) -> Result<Highlights, ToolError> {
-        let (target, element) = match (&self.r#ref, &self.selector) {
-            (None, None) => (json!({ "all": true }), String::new()),
+        let (target, element) = match (&self.r#ref, &self.selector, &self.target) {
+            (None, None, None) => (json!({ "all": true }), String::new()),
             _ => {
-                let (mut target, element) = super::target(self.r#ref.as_deref(), self.selector.as_deref())?;
+                let (mut target, element) =
+                    super::target(self.r#ref.as_deref(), self.selector.as_deref(), self.target.as_deref())?;
                 target["hide"] = json!(true);
                 (target, element)
             }

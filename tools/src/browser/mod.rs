@@ -116,17 +116,40 @@ fn element_point(page: &Driven, target: &Value, element: &str) -> Result<Point, 
     })
 }
 
-/// The element an action is for: a ref from `browser_snapshot`, or a CSS selector.
-fn target(reference: Option<&str>, selector: Option<&str>) -> Result<(Value, String), ToolError> {
+/// The element an action is for: a ref from `browser_snapshot`, a CSS selector, or
+/// Playwright's `target` (a ref when it reads as one, else a selector); exactly one.
+fn target(reference: Option<&str>, selector: Option<&str>, either: Option<&str>) -> Result<(Value, String), ToolError> {
+    let (reference, selector) = match (reference, selector, either) {
+        (None, None, Some(t)) if is_ref(t) => (Some(t), None),
+        (None, None, Some(t)) => (None, Some(t)),
+        (r, s, None) => (r, s),
+        (r, s, Some(t)) => (r.or(s).or(Some(t)), Some(t)),
+    };
     match (reference, selector) {
         (Some(r), None) => Ok((json!({ "ref": r }), r.to_owned())),
         (None, Some(s)) => Ok((json!({ "selector": s }), s.to_owned())),
         _ => Err(Failure::NotActionable {
             element: reference.or(selector).unwrap_or_default().to_owned(),
-            reason: "give exactly one of `ref` (from browser_snapshot) and `selector`".into(),
+            reason: "give exactly one of `ref` (from browser_snapshot), `selector` and `target`".into(),
         }
         .into()),
     }
+}
+
+/// Whether `text` reads as a ref of `browser_snapshot` (`e3`, `f1e3`), not a CSS selector.
+fn is_ref(text: &str) -> bool {
+    let digits = |s: &str, most: usize| !s.is_empty() && s.len() <= most && s.bytes().all(|b| b.is_ascii_digit());
+    let rest = match text.strip_prefix('f') {
+        Some(framed) => match framed.split_once('e') {
+            Some((frame, rest)) if digits(frame, 4) => rest,
+            _ => return false,
+        },
+        None => match text.strip_prefix('e') {
+            Some(rest) => rest,
+            None => return false,
+        },
+    };
+    digits(rest, 9)
 }
 
 /// Turns a `page.js` answer about an element into a typed error, if it is one.

@@ -140,3 +140,38 @@ fn code_from_the_model_is_asked_about_even_where_exec_is_auto_and_runs_in_the_pa
     );
     assert_eq!(fetched["result"], "refused");
 }
+
+#[test]
+fn playwrights_target_and_element_spellings_reach_the_same_elements() {
+    let Some(_serial) = serial() else { return };
+    let site = Site::standard();
+    let h = Harness::local();
+    h.ok("browser_navigate", json!({ "url": site.url("/") }));
+    // `target` as a selector, and as a ref read off the outline.
+    h.ok(
+        "browser_click",
+        json!({ "element": "Count button", "target": "#counter" }),
+    );
+    let snapshot = h.ok("browser_snapshot", json!({}));
+    let count = super::ref_of(&snapshot, "Clicked 1");
+    h.ok("browser_click", json!({ "element": "Count button", "target": count }));
+    let clicks = h.ok("browser_evaluate", json!({ "function": "() => window.clicks" }));
+    assert_eq!(clicks["result"], 2);
+    h.ok(
+        "browser_type",
+        json!({ "element": "Query field", "target": "#q", "text": "typed" }),
+    );
+    let filled = h.ok(
+        "browser_fill_form",
+        json!({ "fields": [{ "name": "Query", "type": "textbox", "target": "#q", "value": "filled" }] }),
+    );
+    assert_eq!(filled["values"], json!(["filled"]));
+    let shot = h.ok(
+        "browser_take_screenshot",
+        json!({ "type": "jpeg", "scale": "css", "element": "heading", "target": "h1" }),
+    );
+    assert_eq!(shot["mime_type"], "image/jpeg", "{}", shot["mime_type"]);
+    // Two ways to name one element at once is a typed refusal, not a guess.
+    let both = h.failed("browser_click", json!({ "selector": "#counter", "target": "#q" }));
+    assert_eq!(both.kind(), "not_actionable");
+}
