@@ -157,6 +157,11 @@ kyro_core::catalog! {
         #[cfg(feature = "browser")] browser::BrowserVerifyListVisible,
         #[cfg(feature = "browser")] browser::BrowserGenerateLocator,
         #[cfg(feature = "browser")] browser::BrowserGetConfig,
+        #[cfg(feature = "browser")] browser::BrowserRunCodeUnsafe,
+        #[cfg(feature = "browser")] browser::BrowserHighlight,
+        #[cfg(feature = "browser")] browser::BrowserHideHighlight,
+        #[cfg(feature = "browser")] browser::BrowserStartTracing,
+        #[cfg(feature = "browser")] browser::BrowserStopTracing,
         #[cfg(feature = "web")] integration::HttpRequest,
         integration::McpCall,
         shell::RunCommand,
@@ -283,6 +288,8 @@ pub mod catalogs {
             browser::BrowserDrop, browser::BrowserEmulateMedia, browser::BrowserMouseDown, browser::BrowserMouseUp,
             browser::BrowserRouteList, browser::BrowserNetworkStateSet, browser::BrowserVerifyValue,
             browser::BrowserVerifyListVisible, browser::BrowserGenerateLocator, browser::BrowserGetConfig,
+            browser::BrowserRunCodeUnsafe, browser::BrowserHighlight, browser::BrowserHideHighlight,
+            browser::BrowserStartTracing, browser::BrowserStopTracing,
         ];
     }
     #[cfg(feature = "state")]

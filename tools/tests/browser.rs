@@ -16,6 +16,10 @@ mod families;
 #[path = "browser/more.rs"]
 mod more;
 
+/// Highlights, traces and `browser_run_code_unsafe`.
+#[path = "browser/devtools.rs"]
+mod devtools;
+
 use kyro_tools::Failure;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -22,6 +22,12 @@ pub struct BrowserClick {
     /// CSS selector instead of a ref (first match).
     #[schemars(length(min = 1, max = 1000))]
     pub selector: Option<String>,
+    /// Playwright's spelling: a ref or a CSS selector.
+    #[schemars(length(min = 1, max = 1000))]
+    pub target: Option<String>,
+    /// The element in words (Playwright's `element`; shown when asked).
+    #[schemars(length(max = 1000))]
+    pub element: Option<String>,
 }
 
 /// The page after the click.
@@ -41,7 +47,7 @@ impl Execute for BrowserClick {
     const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
 
     async fn run(self, cx: &ToolContext) -> Result<Clicked, ToolError> {
-        let (target, element) = super::target(self.r#ref.as_deref(), self.selector.as_deref())?;
+        let (target, element) = super::target(self.r#ref.as_deref(), self.selector.as_deref(), self.target.as_deref())?;
         with_page(cx, move |tab, dialogs| {
             tab.click_at(super::element_point(tab, &target, &element)?)?;
             super::settle(tab);

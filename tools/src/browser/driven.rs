@@ -16,6 +16,10 @@ use super::memory::Memory;
 use super::page::{COMMAND_TIMEOUT, Loads, PageHandle, PageLog, World};
 use super::report::error;
 
+/// A listener to a page's DevTools events.
+pub(crate) type Listener =
+    dyn headless_chrome::browser::tab::EventListener<headless_chrome::protocol::cdp::types::Event> + Send + Sync;
+
 /// The page as the tools drive it: the tab, and kyro's own isolated world, where `page.js`
 /// runs. Page scripts cannot see or patch what runs there (a page that replaced
 /// `getBoundingClientRect` or `JSON.stringify` cannot steer clicks or forge the outline),
@@ -62,6 +66,15 @@ impl Driven<'_> {
             Some(direct) => direct.call(method, COMMAND_TIMEOUT).map_err(|e| error(operation, e)),
             None => self.tab.call_method(method).map_err(|e| error(operation, e)),
         }
+    }
+
+    /// Sends a DevTools command on `headless_chrome`'s connection, where the events a
+    /// [`Driven::listen`] listener hears arrive (a trace's end).
+    pub(crate) fn call_listened<M>(&self, method: M, operation: &str) -> Result<M::ReturnObject, ToolError>
+    where
+        M: headless_chrome::protocol::cdp::types::Method + serde::Serialize,
+    {
+        self.tab.call_method(method).map_err(|e| error(operation, e))
     }
 
     /// A real mouse click at `point` (moved there, pressed, released).
@@ -173,7 +186,11 @@ impl Driven<'_> {
                 delta_y: None,
                 pointer_Type: None,
             },
-            if down { "press the mouse button" } else { "release the mouse button" },
+            if down {
+                "press the mouse button"
+            } else {
+                "release the mouse button"
+            },
         )
         .map(drop)
     }
@@ -445,6 +462,19 @@ impl Driven<'_> {
             other => other?,
         };
         thrown(evaluated, operation)
+    }
+
+    /// Listens to the page's DevTools events until the returned handle is passed to
+    /// [`Driven::unlisten`].
+    pub(crate) fn listen(&self, listener: std::sync::Arc<Listener>) -> Result<std::sync::Weak<Listener>, ToolError> {
+        self.tab
+            .add_event_listener(listener)
+            .map_err(|e| error("listen to the page", e))
+    }
+
+    /// Stops a listener [`Driven::listen`] added.
+    pub(crate) fn unlisten(&self, listener: &std::sync::Weak<Listener>) {
+        let _ = self.tab.remove_event_listener(listener);
     }
 
     /// Evaluates `expression` in the page's own world (its globals), as a user gesture,

@@ -28,13 +28,18 @@ const OPERATIONS: u32 = 1 | 2 | 16;
     destructive = true
 )]
 pub struct BrowserDrop {
-    /// What the element is, in words (for the record).
+    /// Ref from browser_snapshot, like `e3` or `f1e3`.
+    #[schemars(regex(pattern = "^(f[0-9]{1,4})?e[0-9]{1,9}$"))]
+    pub r#ref: Option<String>,
+    /// CSS selector instead of a ref (first match).
+    #[schemars(length(min = 1, max = 1000))]
+    pub selector: Option<String>,
+    /// Playwright's spelling: a ref or a CSS selector.
+    #[schemars(length(min = 1, max = 1000))]
+    pub target: Option<String>,
+    /// The element in words (Playwright's `element`; shown when asked).
     #[schemars(length(max = 1000))]
     pub element: Option<String>,
-    /// The element: a ref from browser_snapshot (`e3`, `f1e3`) or a CSS selector (first match).
-    #[tool(alias = "ref")]
-    #[schemars(length(min = 1, max = 1000))]
-    pub target: String,
     /// Workspace-relative files to drop.
     #[schemars(length(max = 100))]
     pub paths: Option<Vec<WorkspacePath>>,
@@ -63,6 +68,7 @@ impl Execute for BrowserDrop {
     const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
 
     async fn run(self, cx: &ToolContext) -> Result<Dropped, ToolError> {
+        let (target, element) = super::target(self.r#ref.as_deref(), self.selector.as_deref(), self.target.as_deref())?;
         let paths = self.paths.unwrap_or_default();
         let data = self.data.unwrap_or_default();
         let invalid = |message: String| -> ToolError { Failure::InvalidRequest { message }.into() };
@@ -110,7 +116,6 @@ impl Execute for BrowserDrop {
             files: (!files.is_empty()).then_some(files),
             drag_operations_mask: OPERATIONS,
         };
-        let (target, element) = super::target_named(&self.target);
         with_page(cx, move |tab, dialogs| {
             let at = super::element_point(tab, &target, &element)?;
             for kind in [

@@ -29,6 +29,12 @@ pub struct BrowserFileUpload {
     /// CSS selector instead of a ref (first match).
     #[schemars(length(min = 1, max = 1000))]
     pub selector: Option<String>,
+    /// Playwright's spelling: a ref or a CSS selector.
+    #[schemars(length(min = 1, max = 1000))]
+    pub target: Option<String>,
+    /// The element in words (Playwright's `element`; shown when asked).
+    #[schemars(length(max = 1000))]
+    pub element: Option<String>,
     /// Workspace-relative files.
     #[schemars(length(min = 1, max = 100))]
     pub paths: Vec<WorkspacePath>,
@@ -47,7 +53,8 @@ impl Execute for BrowserFileUpload {
     const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
 
     async fn run(self, cx: &ToolContext) -> Result<Uploaded, ToolError> {
-        let (mut target, element) = super::target(self.r#ref.as_deref(), self.selector.as_deref())?;
+        let (mut target, element) =
+            super::target(self.r#ref.as_deref(), self.selector.as_deref(), self.target.as_deref())?;
         let mut files = Vec::with_capacity(self.paths.len());
         for path in &self.paths {
             let confined = cx.path(path)?;
@@ -193,6 +200,22 @@ pub struct BrowserDrag {
     /// End element's CSS selector, instead.
     #[schemars(length(min = 1, max = 1000))]
     pub end_selector: Option<String>,
+    /// Playwright's spelling: the start element's ref or CSS selector.
+    #[tool(alias = "startTarget")]
+    #[schemars(length(min = 1, max = 1000))]
+    pub start_target: Option<String>,
+    /// Playwright's spelling: the end element's ref or CSS selector.
+    #[tool(alias = "endTarget")]
+    #[schemars(length(min = 1, max = 1000))]
+    pub end_target: Option<String>,
+    /// The start element in words (Playwright's `startElement`).
+    #[tool(alias = "startElement")]
+    #[schemars(length(max = 1000))]
+    pub start_element: Option<String>,
+    /// The end element in words (Playwright's `endElement`).
+    #[tool(alias = "endElement")]
+    #[schemars(length(max = 1000))]
+    pub end_element: Option<String>,
 }
 
 impl Execute for BrowserDrag {
@@ -200,8 +223,16 @@ impl Execute for BrowserDrag {
     const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
 
     async fn run(self, cx: &ToolContext) -> Result<super::PageState, ToolError> {
-        let start = super::target(self.start_ref.as_deref(), self.start_selector.as_deref())?;
-        let end = super::target(self.end_ref.as_deref(), self.end_selector.as_deref())?;
+        let start = super::target(
+            self.start_ref.as_deref(),
+            self.start_selector.as_deref(),
+            self.start_target.as_deref(),
+        )?;
+        let end = super::target(
+            self.end_ref.as_deref(),
+            self.end_selector.as_deref(),
+            self.end_target.as_deref(),
+        )?;
         with_page(cx, move |tab, dialogs| {
             let point = |(target, name): &(serde_json::Value, String)| -> Result<Point, ToolError> {
                 let answer = super::script::page_op(tab, "find the element", "center", target)?;

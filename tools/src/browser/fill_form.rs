@@ -34,9 +34,37 @@ pub struct FormField {
     /// CSS selector instead of a ref (first match).
     #[schemars(length(min = 1, max = 1000))]
     pub selector: Option<String>,
+    /// Playwright's spelling: a ref or a CSS selector.
+    #[schemars(length(min = 1, max = 1000))]
+    pub target: Option<String>,
+    /// The field in words (Playwright's `name`).
+    #[schemars(length(max = 1000))]
+    pub name: Option<String>,
+    /// The element in words (Playwright's `element`).
+    #[schemars(length(max = 1000))]
+    pub element: Option<String>,
     /// Text, `"true"`/`"false"` for a checkbox or radio, or an option's value or label.
     #[schemars(length(max = 100000))]
     pub value: String,
+    /// Playwright's field type (accepted; the element itself decides how it is filled).
+    pub r#type: Option<FieldKind>,
+}
+
+/// A field's kind, as Playwright names it.
+#[kyro_core::input]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum FieldKind {
+    /// A text field.
+    Textbox,
+    /// A checkbox.
+    Checkbox,
+    /// A radio button.
+    Radio,
+    /// A select.
+    Combobox,
+    /// A range input.
+    Slider,
 }
 
 /// The form after filling.
@@ -60,7 +88,11 @@ impl Execute for BrowserFillForm {
     async fn run(self, cx: &ToolContext) -> Result<Filled, ToolError> {
         let mut targets = Vec::with_capacity(self.fields.len());
         for field in self.fields {
-            let (mut target, name) = super::target(field.r#ref.as_deref(), field.selector.as_deref())?;
+            let (mut target, name) = super::target(
+                field.r#ref.as_deref(),
+                field.selector.as_deref(),
+                field.target.as_deref(),
+            )?;
             target["value"] = field.value.into();
             targets.push((target, name));
         }

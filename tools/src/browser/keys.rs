@@ -90,6 +90,12 @@ pub struct BrowserHover {
     /// CSS selector instead of a ref (first match).
     #[schemars(length(min = 1, max = 1000))]
     pub selector: Option<String>,
+    /// Playwright's spelling: a ref or a CSS selector.
+    #[schemars(length(min = 1, max = 1000))]
+    pub target: Option<String>,
+    /// The element in words (Playwright's `element`; shown when asked).
+    #[schemars(length(max = 1000))]
+    pub element: Option<String>,
 }
 
 impl Execute for BrowserHover {
@@ -97,7 +103,7 @@ impl Execute for BrowserHover {
     const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
 
     async fn run(self, cx: &ToolContext) -> Result<PageState, ToolError> {
-        let (target, element) = super::target(self.r#ref.as_deref(), self.selector.as_deref())?;
+        let (target, element) = super::target(self.r#ref.as_deref(), self.selector.as_deref(), self.target.as_deref())?;
         with_page(cx, move |tab, dialogs| {
             tab.hover_at(super::element_point(tab, &target, &element)?)?;
             state(tab, dialogs)

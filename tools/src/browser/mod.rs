@@ -7,6 +7,7 @@
 
 mod click;
 mod config;
+mod devtools;
 mod direct;
 mod driven;
 mod drop;
@@ -27,6 +28,7 @@ mod proxy;
 mod report;
 mod route;
 mod routes;
+mod run_code;
 mod screenshot;
 mod script;
 mod select_option;
@@ -40,6 +42,10 @@ mod vision;
 
 pub use click::{BrowserClick, Clicked};
 pub use config::{BrowserConfig, BrowserGetConfig, ConfiguredNetwork, Viewport};
+pub use devtools::{
+    BrowserHideHighlight, BrowserHighlight, BrowserStartTracing, BrowserStopTracing, Highlights, TraceSaved,
+    TracingStarted,
+};
 pub use drop::{BrowserDrop, Dropped};
 pub use emulate::{
     BrowserEmulateMedia, ColorScheme, Contrast, EmulatedMedia, ForcedColors, MediaOverride, MediaType, ReducedMotion,
@@ -57,9 +63,10 @@ pub use manage::{
     Armed, BrowserClose, BrowserEvaluate, BrowserHandleDialog, BrowserResize, Closed, Evaluated, Resized,
 };
 pub use navigate::{BrowserNavigate, Page};
-pub use route::{BrowserRoute, BrowserUnroute, RouteAction, RouteInfo, RouteList};
 pub use offline::{BrowserNetworkStateSet, NetworkState, NetworkStateSet};
 pub use route::BrowserRouteList;
+pub use route::{BrowserRoute, BrowserUnroute, RouteAction, RouteInfo, RouteList};
+pub use run_code::BrowserRunCodeUnsafe;
 pub use screenshot::{BrowserScreenshot, Screenshot};
 pub use select_option::{BrowserSelectOption, Selected};
 pub use snapshot::{BrowserSnapshot, PageSnapshot};
@@ -127,31 +134,40 @@ fn element_point(page: &Driven, target: &Value, element: &str) -> Result<Point, 
     })
 }
 
-/// The element an action is for: a ref from `browser_snapshot`, or a CSS selector.
-fn target(reference: Option<&str>, selector: Option<&str>) -> Result<(Value, String), ToolError> {
+/// The element an action is for: a ref from `browser_snapshot`, a CSS selector, or
+/// Playwright's `target` (a ref when it reads as one, else a selector); exactly one.
+fn target(reference: Option<&str>, selector: Option<&str>, either: Option<&str>) -> Result<(Value, String), ToolError> {
+    let (reference, selector) = match (reference, selector, either) {
+        (None, None, Some(t)) if is_ref(t) => (Some(t), None),
+        (None, None, Some(t)) => (None, Some(t)),
+        (r, s, None) => (r, s),
+        (r, s, Some(t)) => (r.or(s).or(Some(t)), Some(t)),
+    };
     match (reference, selector) {
         (Some(r), None) => Ok((json!({ "ref": r }), r.to_owned())),
         (None, Some(s)) => Ok((json!({ "selector": s }), s.to_owned())),
         _ => Err(Failure::NotActionable {
             element: reference.or(selector).unwrap_or_default().to_owned(),
-            reason: "give exactly one of `ref` (from browser_snapshot) and `selector`".into(),
+            reason: "give exactly one of `ref` (from browser_snapshot), `selector` and `target`".into(),
         }
         .into()),
     }
 }
 
-/// The element a Playwright-style `target` names: a ref from `browser_snapshot` (`e3`,
-/// `f1e3`), or else a CSS selector.
-fn target_named(target: &str) -> (Value, String) {
-    let digits = |s: &str| !s.is_empty() && s.len() <= 9 && s.bytes().all(|b| b.is_ascii_digit());
-    let page_ref = |s: &str| s.strip_prefix('e').is_some_and(digits);
-    let is_ref = page_ref(target)
-        || target
-            .strip_prefix('f')
-            .and_then(|rest| rest.split_once('e'))
-            .is_some_and(|(frame, element)| digits(frame) && digits(element));
-    let key = if is_ref { "ref" } else { "selector" };
-    (json!({ key: target }), target.to_owned())
+/// Whether `text` reads as a ref of `browser_snapshot` (`e3`, `f1e3`), not a CSS selector.
+fn is_ref(text: &str) -> bool {
+    let digits = |s: &str, most: usize| !s.is_empty() && s.len() <= most && s.bytes().all(|b| b.is_ascii_digit());
+    let rest = match text.strip_prefix('f') {
+        Some(framed) => match framed.split_once('e') {
+            Some((frame, rest)) if digits(frame, 4) => rest,
+            _ => return false,
+        },
+        None => match text.strip_prefix('e') {
+            Some(rest) => rest,
+            None => return false,
+        },
+    };
+    digits(rest, 9)
 }
 
 /// Turns a `page.js` answer about an element into a typed error, if it is one.

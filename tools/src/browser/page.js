@@ -527,8 +527,41 @@
     return { locator: "locator(" + quote(cssPath(frame)) + ")" };
   }
 
+  // A persistent outline over an element (`browser_highlight`), kept per element until
+  // hidden; the overlay is aria-hidden, so the outline never lists it.
+  function highlight(arg) {
+    const marks = window.__kyroHighlights || (window.__kyroHighlights = new Map());
+    for (const [el, mark] of marks) if (!el.isConnected || !mark.isConnected) marks.delete(el);
+    if (arg.all) {
+      const removed = marks.size;
+      for (const mark of marks.values()) mark.remove();
+      marks.clear();
+      return { removed, shown: 0 };
+    }
+    const found = find(arg);
+    if (!found.el) return found;
+    const el = found.el;
+    const old = marks.get(el);
+    if (old) { old.remove(); marks.delete(el); }
+    if (arg.hide) return { removed: old ? 1 : 0, shown: marks.size };
+    if (!visible(el)) return { unusable: "it is hidden" };
+    const doc = el.ownerDocument;
+    const win = doc.defaultView;
+    const box = el.getBoundingClientRect();
+    const mark = doc.createElement("div");
+    mark.setAttribute("aria-hidden", "true");
+    mark.style.cssText = "position:absolute;pointer-events:none;z-index:2147483647;box-sizing:border-box;" +
+      "outline:2px solid #f0f;background:rgba(255,0,255,0.12);" +
+      "left:" + (box.left + win.scrollX) + "px;top:" + (box.top + win.scrollY) + "px;" +
+      "width:" + box.width + "px;height:" + box.height + "px;" + (arg.style || "");
+    doc.documentElement.appendChild(mark);
+    marks.set(el, mark);
+    return { removed: old ? 1 : 0, shown: marks.size };
+  }
+
   let result;
   switch (op) {
+    case "highlight": result = highlight(arg); break;
     case "file_input": result = fileInput(arg); break;
     case "read_value": result = readValue(arg); break;
     case "list_items": result = listItems(arg); break;

@@ -27,6 +27,7 @@ use crate::settings::NetworkSettings;
 pub struct BrowserScreenshot {
     /// The whole scrollable page.
     #[serde(default)]
+    #[tool(alias = "fullPage")]
     pub full_page: bool,
     /// Only this element (its ref, like `e3`).
     #[schemars(regex(pattern = "^e[0-9]{1,9}$"))]
@@ -34,12 +35,32 @@ pub struct BrowserScreenshot {
     /// Only the first element matching this CSS selector.
     #[schemars(length(min = 1, max = 1000))]
     pub selector: Option<String>,
+    /// Playwright's spelling: a ref or a CSS selector.
+    #[schemars(length(min = 1, max = 1000))]
+    pub target: Option<String>,
+    /// The element in words (Playwright's `element`).
+    #[schemars(length(max = 1000))]
+    pub element: Option<String>,
     /// `png` (default) or `jpeg`.
     #[serde(default)]
+    #[tool(alias = "type")]
     pub format: ImageFormat,
+    /// Playwright's `css` or `device` pixels: the same here (one device pixel per CSS pixel).
+    pub scale: Option<PixelScale>,
     /// JPEG quality; default 80.
     #[schemars(range(min = 1, max = 100))]
     pub quality: Option<u8>,
+}
+
+/// Playwright's pixel scale of a screenshot.
+#[kyro_core::input]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum PixelScale {
+    /// CSS pixels.
+    Css,
+    /// Device pixels.
+    Device,
 }
 
 /// An image format.
@@ -80,9 +101,13 @@ impl Execute for BrowserScreenshot {
     const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
 
     async fn run(self, cx: &ToolContext) -> Result<Screenshot, ToolError> {
-        let element = match (&self.r#ref, &self.selector) {
-            (None, None) => None,
-            _ => Some(super::target(self.r#ref.as_deref(), self.selector.as_deref())?),
+        let element = match (&self.r#ref, &self.selector, &self.target) {
+            (None, None, None) => None,
+            _ => Some(super::target(
+                self.r#ref.as_deref(),
+                self.selector.as_deref(),
+                self.target.as_deref(),
+            )?),
         };
         // The base64 text and the rest of the result must fit the output limit.
         let budget = (cx.output_limit().saturating_sub(4096) / 4 * 3) as usize;

@@ -24,6 +24,12 @@ pub struct BrowserSelectOption {
     /// CSS selector instead of a ref (first match).
     #[schemars(length(min = 1, max = 1000))]
     pub selector: Option<String>,
+    /// Playwright's spelling: a ref or a CSS selector.
+    #[schemars(length(min = 1, max = 1000))]
+    pub target: Option<String>,
+    /// The element in words (Playwright's `element`; shown when asked).
+    #[schemars(length(max = 1000))]
+    pub element: Option<String>,
     /// Options to choose, by value or label; others are unchosen.
     #[schemars(length(min = 1, max = 100))]
     pub values: Vec<String>,
@@ -48,7 +54,8 @@ impl Execute for BrowserSelectOption {
     const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
 
     async fn run(self, cx: &ToolContext) -> Result<Selected, ToolError> {
-        let (mut target, element) = super::target(self.r#ref.as_deref(), self.selector.as_deref())?;
+        let (mut target, element) =
+            super::target(self.r#ref.as_deref(), self.selector.as_deref(), self.target.as_deref())?;
         target["values"] = self.values.into();
         with_page(cx, move |tab, dialogs| {
             let (answer, _) = super::element_op(tab, "choose an option", "select", &target, &element)?;

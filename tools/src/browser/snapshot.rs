@@ -27,7 +27,8 @@ pub struct BrowserSnapshot {
     /// Most characters; default 20000.
     #[schemars(range(min = 100, max = 1000000))]
     pub max_chars: Option<u64>,
-    /// Only this element's part (a ref from the previous snapshot).
+    /// Only this element's part (a ref from the previous snapshot; Playwright's `target`).
+    #[tool(alias = "target")]
     #[schemars(regex(pattern = "^e[0-9]{1,9}$"))]
     pub r#ref: Option<String>,
     /// Only lines this deep at most (0: top level).

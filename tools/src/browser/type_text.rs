@@ -26,6 +26,12 @@ pub struct BrowserType {
     /// CSS selector instead of a ref (first match).
     #[schemars(length(min = 1, max = 1000))]
     pub selector: Option<String>,
+    /// Playwright's spelling: a ref or a CSS selector.
+    #[schemars(length(min = 1, max = 1000))]
+    pub target: Option<String>,
+    /// The element in words (Playwright's `element`; shown when asked).
+    #[schemars(length(max = 1000))]
+    pub element: Option<String>,
     /// The text.
     #[schemars(length(max = 100000))]
     pub text: String,
@@ -59,7 +65,8 @@ impl Execute for BrowserType {
     const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
 
     async fn run(self, cx: &ToolContext) -> Result<Typed, ToolError> {
-        let (mut target, element) = super::target(self.r#ref.as_deref(), self.selector.as_deref())?;
+        let (mut target, element) =
+            super::target(self.r#ref.as_deref(), self.selector.as_deref(), self.target.as_deref())?;
         target["clear"] = (!self.append).into();
         let BrowserType {
             text, submit, slowly, ..

@@ -39,13 +39,18 @@ pub enum ValueKind {
 pub struct BrowserVerifyValue {
     /// Kind: `textbox`, `checkbox`, `radio`, `combobox` or `slider`.
     pub r#type: ValueKind,
-    /// What the element is, in words.
-    #[schemars(length(max = 1000))]
-    pub element: String,
-    /// The element: a ref from browser_snapshot (`e3`, `f1e3`) or a CSS selector.
-    #[tool(alias = "ref")]
+    /// Ref from browser_snapshot, like `e3` or `f1e3`.
+    #[schemars(regex(pattern = "^(f[0-9]{1,4})?e[0-9]{1,9}$"))]
+    pub r#ref: Option<String>,
+    /// CSS selector instead of a ref (first match).
     #[schemars(length(min = 1, max = 1000))]
-    pub target: String,
+    pub selector: Option<String>,
+    /// Playwright's spelling: a ref or a CSS selector.
+    #[schemars(length(min = 1, max = 1000))]
+    pub target: Option<String>,
+    /// The element in words (Playwright's `element`; shown when asked).
+    #[schemars(length(max = 1000))]
+    pub element: Option<String>,
     /// The value expected; `true` or `false` for a checkbox or radio.
     #[schemars(length(max = 100000))]
     pub value: String,
@@ -60,12 +65,7 @@ pub struct ValueVerified {
 }
 
 /// The element's answer, or the typed refusal it is.
-fn answer_about(
-    tab: &super::driven::Driven,
-    op: &str,
-    target: &Value,
-    element: &str,
-) -> Result<Value, ToolError> {
+fn answer_about(tab: &super::driven::Driven, op: &str, target: &Value, element: &str) -> Result<Value, ToolError> {
     let (answer, _) = super::element_op(tab, "read the element", op, target, element)?;
     super::element_answer(&answer, element)?;
     Ok(answer)
@@ -87,7 +87,8 @@ impl Execute for BrowserVerifyValue {
             }
             .into());
         }
-        let (mut target, element) = super::target_named(&self.target);
+        let (mut target, element) =
+            super::target(self.r#ref.as_deref(), self.selector.as_deref(), self.target.as_deref())?;
         target["checked"] = checked.into();
         let expected = self.value;
         with_page(cx, move |tab, _| {
@@ -128,13 +129,18 @@ impl Execute for BrowserVerifyValue {
     idempotent = true
 )]
 pub struct BrowserVerifyListVisible {
-    /// What the list is, in words.
-    #[schemars(length(max = 1000))]
-    pub element: String,
-    /// The list element: a ref from browser_snapshot or a CSS selector.
-    #[tool(alias = "ref")]
+    /// The list's ref from browser_snapshot, like `e3` or `f1e3`.
+    #[schemars(regex(pattern = "^(f[0-9]{1,4})?e[0-9]{1,9}$"))]
+    pub r#ref: Option<String>,
+    /// CSS selector instead of a ref (first match).
     #[schemars(length(min = 1, max = 1000))]
-    pub target: String,
+    pub selector: Option<String>,
+    /// Playwright's spelling: a ref or a CSS selector.
+    #[schemars(length(min = 1, max = 1000))]
+    pub target: Option<String>,
+    /// The list in words (Playwright's `element`; shown when asked).
+    #[schemars(length(max = 1000))]
+    pub element: Option<String>,
     /// The items' texts, in order.
     #[schemars(length(min = 1, max = 100), inner(length(min = 1, max = 1000)))]
     pub items: Vec<String>,
@@ -153,9 +159,10 @@ impl Execute for BrowserVerifyListVisible {
     const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
 
     async fn run(self, cx: &ToolContext) -> Result<ListVerified, ToolError> {
-        let (mut target, element) = super::target_named(&self.target);
+        let (mut target, element) =
+            super::target(self.r#ref.as_deref(), self.selector.as_deref(), self.target.as_deref())?;
         target["items"] = self.items.clone().into();
-        let description = self.element;
+        let description = self.element.unwrap_or_else(|| "the list".into());
         with_page(cx, move |tab, _| {
             let answer = answer_about(tab, "list_items", &target, &element)?;
             if let Some(item) = answer["failed"].as_str() {
@@ -186,13 +193,18 @@ impl Execute for BrowserVerifyListVisible {
     idempotent = true
 )]
 pub struct BrowserGenerateLocator {
-    /// What the element is, in words.
+    /// Ref from browser_snapshot, like `e3` or `f1e3`.
+    #[schemars(regex(pattern = "^(f[0-9]{1,4})?e[0-9]{1,9}$"))]
+    pub r#ref: Option<String>,
+    /// CSS selector instead of a ref (first match).
+    #[schemars(length(min = 1, max = 1000))]
+    pub selector: Option<String>,
+    /// Playwright's spelling: a ref or a CSS selector.
+    #[schemars(length(min = 1, max = 1000))]
+    pub target: Option<String>,
+    /// The element in words (Playwright's `element`; shown when asked).
     #[schemars(length(max = 1000))]
     pub element: Option<String>,
-    /// The element: a ref from browser_snapshot or a CSS selector.
-    #[tool(alias = "ref")]
-    #[schemars(length(min = 1, max = 1000))]
-    pub target: String,
 }
 
 /// The locator.
@@ -212,15 +224,23 @@ impl Execute for BrowserGenerateLocator {
     }
 
     async fn run(self, cx: &ToolContext) -> Result<GeneratedLocator, ToolError> {
-        let (target, element) = super::target_named(&self.target);
+        let (target, element) = super::target(self.r#ref.as_deref(), self.selector.as_deref(), self.target.as_deref())?;
         with_page(cx, move |tab, _| {
             let answer = answer_about(tab, "locator", &target, &element)?;
             let mut locator = answer["locator"].as_str().unwrap_or_default().to_owned();
             // In a cross-origin frame: reached through the frame element, found in the page.
             if let Some(index) = target["ref"].as_str().and_then(super::frame_index) {
-                let frame = super::script::page_op(tab, "read the frame", "frame_locator", &serde_json::json!({ "index": index }))?;
+                let frame = super::script::page_op(
+                    tab,
+                    "read the frame",
+                    "frame_locator",
+                    &serde_json::json!({ "index": index }),
+                )?;
                 super::element_answer(&frame, &element)?;
-                locator = format!("{}.contentFrame().{locator}", frame["locator"].as_str().unwrap_or_default());
+                locator = format!(
+                    "{}.contentFrame().{locator}",
+                    frame["locator"].as_str().unwrap_or_default()
+                );
             }
             Ok(GeneratedLocator { locator })
         })

@@ -62,7 +62,10 @@ fn drop_hands_workspace_files_and_text_to_the_page_and_refuses_files_outside_it(
         json!({ "text": "files a.txt:5,b.txt:1 text hello uri https://example.com/" }),
     );
     // Data alone.
-    h.ok("browser_drop", json!({ "target": "#zone", "data": { "text/plain": "only" } }));
+    h.ok(
+        "browser_drop",
+        json!({ "target": "#zone", "data": { "text/plain": "only" } }),
+    );
     h.ok("browser_wait_for", json!({ "text": "files text only uri" }));
     assert_eq!(evaluated(&h, "() => window.drops"), json!(2));
 
@@ -82,14 +85,22 @@ fn drop_hands_workspace_files_and_text_to_the_page_and_refuses_files_outside_it(
     assert_eq!(missing.kind(), "not_a_file", "{missing:?}");
     std::fs::create_dir(h._ws.path().join("dir")).unwrap();
     assert_eq!(
-        h.failed("browser_drop", json!({ "target": "#zone", "paths": ["dir"] })).kind(),
+        h.failed("browser_drop", json!({ "target": "#zone", "paths": ["dir"] }))
+            .kind(),
         "not_a_file"
     );
-    assert_eq!(evaluated(&h, "() => window.drops"), json!(2), "the page saw no other drop");
+    assert_eq!(
+        evaluated(&h, "() => window.drops"),
+        json!(2),
+        "the page saw no other drop"
+    );
     // Nothing to drop, or nowhere to drop it.
     let empty = h.failed("browser_drop", json!({ "target": "#zone" }));
     assert_eq!(empty.kind(), "invalid_request");
-    let nowhere = h.failed("browser_drop", json!({ "target": "#absent", "data": { "text/plain": "x" } }));
+    let nowhere = h.failed(
+        "browser_drop",
+        json!({ "target": "#absent", "data": { "text/plain": "x" } }),
+    );
     assert_eq!(nowhere.kind(), "no_such_element");
 }
 
@@ -106,7 +117,10 @@ fn emulated_media_flips_prefers_color_scheme_keeps_the_rest_and_null_clears() {
     assert_eq!(set["color_scheme"], "dark", "{set}");
     assert_eq!(evaluated(&h, dark), json!(true));
     // Another feature leaves the color scheme as it is.
-    let both = h.ok("browser_emulate_media", json!({ "reduced_motion": "reduce", "media": "print" }));
+    let both = h.ok(
+        "browser_emulate_media",
+        json!({ "reduced_motion": "reduce", "media": "print" }),
+    );
     assert_eq!(
         (&both["color_scheme"], &both["reduced_motion"], &both["media"]),
         (&json!("dark"), &json!("reduce"), &json!("print")),
@@ -125,7 +139,10 @@ fn emulated_media_flips_prefers_color_scheme_keeps_the_rest_and_null_clears() {
     assert_eq!(evaluated(&h, dark), json!(false));
     assert_eq!(evaluated(&h, reduced), json!(true));
     assert_eq!(evaluated(&h, "() => matchMedia('print').matches"), json!(false));
-    h.ok("browser_emulate_media", json!({ "forcedColors": "active", "contrast": "more" }));
+    h.ok(
+        "browser_emulate_media",
+        json!({ "forcedColors": "active", "contrast": "more" }),
+    );
     assert_eq!(
         evaluated(
             &h,
@@ -223,7 +240,11 @@ fn offline_fails_fetches_online_restores_them_and_a_refused_host_stays_refused()
     let asked = site.seen.lock().unwrap().len();
     assert_eq!(evaluated(&h, ping), json!("failed"));
     assert_eq!(evaluated(&h, "() => navigator.onLine"), json!(false));
-    assert_eq!(site.seen.lock().unwrap().len(), asked, "nothing reached the site offline");
+    assert_eq!(
+        site.seen.lock().unwrap().len(),
+        asked,
+        "nothing reached the site offline"
+    );
     // A tab opened while offline is offline too.
     h.ok("browser_tabs", json!({ "action": "new" }));
     assert_eq!(evaluated(&h, "() => navigator.onLine"), json!(false));
@@ -231,7 +252,8 @@ fn offline_fails_fetches_online_restores_them_and_a_refused_host_stays_refused()
     // Online again: allowed requests go out, refused ones are still refused.
     h.ok("browser_network_state_set", json!({ "state": "online" }));
     assert_eq!(evaluated(&h, ping), json!("pong"));
-    let leak = format!("() => fetch('http://localhost:{port}/api/ping?leak=1').then(r => r.text()).catch(() => 'failed')");
+    let leak =
+        format!("() => fetch('http://localhost:{port}/api/ping?leak=1').then(r => r.text()).catch(() => 'failed')");
     let execution = h.execution("browser_evaluate", json!({ "function": leak }));
     match &execution.outcome {
         kyro_core::Outcome::Ok { result, .. } => assert_eq!(result["result"], "failed"),
@@ -272,9 +294,7 @@ fn verify_value_passes_and_fails_typed_for_each_kind_of_field() {
     h.ok("browser_navigate", json!({ "url": site.url("/page") }));
     let snapshot = h.ok("browser_snapshot", json!({}));
     let name = ref_of(&snapshot, "textbox \"Name\"");
-    let check = |kind: &str, target: &str, value: &str| {
-        json!({ "type": kind, "element": "a field", "target": target, "value": value })
-    };
+    let check = |kind: &str, target: &str, value: &str| json!({ "type": kind, "element": "a field", "target": target, "value": value });
     for (kind, target, right, wrong) in [
         ("textbox", name.as_str(), "Ann", "Bob"),
         ("checkbox", "#agree", "true", "false"),
@@ -328,12 +348,18 @@ fn verify_list_visible_finds_each_item_in_order_and_names_the_one_that_is_not() 
     let snapshot = h.ok("browser_snapshot", json!({}));
     assert!(snapshot["snapshot"].as_str().unwrap().contains("- list"), "{snapshot}");
     let list = |items: Value| json!({ "element": "fruit list", "target": "#fruits", "items": items });
-    let seen = h.ok("browser_verify_list_visible", list(json!(["apples", "Bananas ripe", "Dates"])));
+    let seen = h.ok(
+        "browser_verify_list_visible",
+        list(json!(["apples", "Bananas ripe", "Dates"])),
+    );
     assert_eq!(seen["items"], json!(["Apples", "Bananas ripe", "Dates"]));
     h.ok("browser_verify_list_visible", list(json!(["Bananas", "Dates"])));
     let reversed = h.failed("browser_verify_list_visible", list(json!(["Dates", "Apples"])));
     assert_eq!(reversed.kind(), "not_visible");
-    assert!(reversed.to_string().contains("\"Apples\" after \"Dates\""), "{reversed}");
+    assert!(
+        reversed.to_string().contains("\"Apples\" after \"Dates\""),
+        "{reversed}"
+    );
     let hidden = h.failed("browser_verify_list_visible", list(json!(["Apples", "Cherries"])));
     assert_eq!(hidden.kind(), "not_visible");
     assert!(hidden.to_string().contains("\"Cherries\" in fruit list"), "{hidden}");
@@ -379,6 +405,19 @@ fn generate_locator_by_role_and_name_then_test_id_text_and_css() {
         "getByRole('textbox', { name: 'Query' })"
     );
     assert_eq!(locator("[data-testid=card]"), "getByTestId('card')");
+    // kyro's own spellings of the target are taken too.
+    let by_selector = h.ok("browser_generate_locator", json!({ "selector": "[data-testid=card]" }));
+    assert_eq!(by_selector["locator"], "getByTestId('card')");
+    let by_ref = h.ok(
+        "browser_generate_locator",
+        json!({ "ref": ref_of(&snapshot, "link \"Next page\"") }),
+    );
+    assert_eq!(by_ref["locator"], "getByRole('link', { name: 'Next page' })");
+    let twice = h.failed(
+        "browser_generate_locator",
+        json!({ "selector": "[data-testid=card]", "target": "#q" }),
+    );
+    assert_eq!(twice.kind(), "not_actionable", "two names for one element");
     assert_eq!(locator("label"), "getByText('Query')");
     // Text that is not unique, and no text: by CSS.
     assert_eq!(locator("span"), "locator('body > span:nth-child(7)')");
@@ -387,7 +426,8 @@ fn generate_locator_by_role_and_name_then_test_id_text_and_css() {
         "locator('body > div:nth-child(9) > span:nth-child(2)')"
     );
     assert_eq!(
-        h.failed("browser_generate_locator", json!({ "target": "#none" })).kind(),
+        h.failed("browser_generate_locator", json!({ "target": "#none" }))
+            .kind(),
         "no_such_element"
     );
 }
