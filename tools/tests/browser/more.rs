@@ -454,3 +454,77 @@ fn get_config_reports_chromium_the_viewport_and_the_policy_without_starting_a_br
         "reading the configuration starts no browser"
     );
 }
+
+#[test]
+fn generate_locator_and_drop_reach_into_frames_of_either_origin() {
+    let Some(_serial) = serial() else { return };
+    let zone = |id: &str| {
+        format!(
+            "<div id='{id}' style='width:200px;height:100px;background:#ddd' ondragover='event.preventDefault()' \
+             ondrop=\"event.preventDefault(); this.textContent = 'dropped ' + event.dataTransfer.getData('text/plain')\">zone</div>"
+        )
+    };
+    let mut other = HashMap::new();
+    // The zone fills the frame's view, where a drop at the frame's center lands.
+    let body = format!(
+        "{}<button>Other</button>",
+        zone("far").replace("width:200px;height:100px", "width:400px;height:200px")
+    );
+    other.insert(
+        "/secret",
+        (
+            200,
+            vec![],
+            format!("<html><body style='margin:0'>{body}</body></html>"),
+        ),
+    );
+    let other = Site::start(other);
+    let mut pages = HashMap::new();
+    pages.insert(
+        "/framed",
+        (
+            200,
+            vec![],
+            format!(
+                "<html><head><title>Framed</title></head><body style='margin:0'>
+<iframe id='in' src='/inner' style='width:400px;height:200px'></iframe>
+<iframe id='out' src='{}' style='width:400px;height:200px'></iframe></body></html>",
+                other.url("/secret")
+            ),
+        ),
+    );
+    // Focusable, so the outline gives it a ref.
+    let near = zone("near").replace("<div ", "<div tabindex='0' ");
+    let inner = format!("<html><body style='margin:0'><button>Inner</button>{near}</body></html>");
+    pages.insert("/inner", (200, vec![], inner));
+    let site = Site::start(pages);
+    let h = Harness::local();
+    h.ok("browser_navigate", json!({ "url": site.url("/framed") }));
+    let snapshot = h.ok("browser_snapshot", json!({}));
+    let locator = |target: String| h.ok("browser_generate_locator", json!({ "target": target }))["locator"].clone();
+    assert_eq!(
+        locator(ref_of(&snapshot, "button \"Inner\"")),
+        "locator('#in').contentFrame().getByRole('button', { name: 'Inner' })"
+    );
+    let far = ref_of(&snapshot, "button \"Other\"");
+    assert!(far.starts_with("f1e"), "{far}");
+    assert_eq!(
+        locator(far),
+        "locator('#out').contentFrame().getByRole('button', { name: 'Other' })"
+    );
+    // A drop at an element in a frame lands on that element.
+    h.ok(
+        "browser_drop",
+        json!({ "target": "#out", "data": { "text/plain": "into the frame" } }),
+    );
+    let found = h.ok("browser_find", json!({ "text": "dropped into the frame" }));
+    assert_eq!(found["total"], 1, "{found}");
+    // And by ref, in a frame of the page's origin.
+    let zone_ref = ref_of(&snapshot, "clickable \"zone\"");
+    h.ok(
+        "browser_drop",
+        json!({ "ref": zone_ref, "data": { "text/plain": "near by ref" } }),
+    );
+    let found = h.ok("browser_find", json!({ "text": "dropped near by ref" }));
+    assert_eq!(found["total"], 1, "{found}");
+}
