@@ -468,9 +468,10 @@
     return cssPath(parent) + " > " + step;
   }
 
-  // A name Playwright's getByRole would match: not one taken from the `name` attribute alone.
+  // A name Playwright's getByRole would match: not a field's taken from its `name` attribute.
   function ariaName(el, role) {
     const name = nameOf(el, role);
+    if (!(VALUED.has(role) || ["checkbox", "radio", "listbox"].includes(role))) return name;
     const labelled = clean(el.getAttribute("aria-label")) || el.getAttribute("aria-labelledby") ||
       (el.labels && el.labels.length) || clean(el.getAttribute("placeholder")) || clean(el.getAttribute("title"));
     return name && !labelled && name === clean(el.getAttribute("name")) ? "" : name;

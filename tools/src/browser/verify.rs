@@ -80,10 +80,14 @@ impl Execute for BrowserVerifyValue {
         if checked && self.value != "true" && self.value != "false" {
             return Err(Failure::InvalidRequest {
                 message: format!(
-                    "a {:?} is checked or not: give `true` or `false`, not {:?}",
-                    self.r#type, self.value
-                )
-                .to_lowercase(),
+                    "a {} is checked or not: give `true` or `false`, not {:?}",
+                    if self.r#type == ValueKind::Radio {
+                        "radio button"
+                    } else {
+                        "checkbox"
+                    },
+                    self.value
+                ),
             }
             .into());
         }

@@ -377,7 +377,8 @@ fn generate_locator_by_role_and_name_then_test_id_text_and_css() {
         r#"<button>Go</button><button>Go on</button><a href="/next">Next page</a>
 <label for="q">Query</label><input id="q" placeholder="search">
 <div data-testid="card">A card</div><span>Loose words</span><span>Loose words</span>
-<div><span></span><span style="display:inline-block;width:5px;height:5px"></span></div>"#,
+<div><span></span><span style="display:inline-block;width:5px;height:5px"></span></div>
+<input name="zip">"#,
     );
     let h = Harness::local();
     h.ok("browser_navigate", json!({ "url": site.url("/page") }));
@@ -425,6 +426,8 @@ fn generate_locator_by_role_and_name_then_test_id_text_and_css() {
         locator("div:last-of-type > span:last-child"),
         "locator('body > div:nth-child(9) > span:nth-child(2)')"
     );
+    // A field's `name` attribute is no accessible name.
+    assert_eq!(locator("[name=zip]"), "locator('body > input:nth-child(10)')");
     assert_eq!(
         h.failed("browser_generate_locator", json!({ "target": "#none" }))
             .kind(),
