@@ -12,6 +12,10 @@ mod common;
 #[path = "browser/families.rs"]
 mod families;
 
+/// Playwright's storage capability: cookies by name, Web Storage, the storage state.
+#[path = "browser/storage.rs"]
+mod storage;
+
 use kyro_tools::Failure;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
