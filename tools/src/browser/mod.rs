@@ -59,7 +59,9 @@ pub use storage::{
     BrowserLocalstorageSet, Cookies, LocalStorage, SameSite, StorageEntry,
 };
 pub use storage::{BrowserCookieDelete, BrowserCookieGet};
-pub use storage_state::{BrowserSetStorageState, BrowserStorageState, Skipped, StorageStateRestored, StorageStateSaved};
+pub use storage_state::{
+    BrowserSetStorageState, BrowserStorageState, Skipped, StorageStateRestored, StorageStateSaved,
+};
 pub use tabs::{BrowserTabs, Tab, Tabs, TabsAction};
 pub use type_text::{BrowserType, Typed};
 pub use vision::{BrowserMouseClickXy, BrowserMouseDragXy, BrowserMouseMoveXy, BrowserMouseWheel};

@@ -46,7 +46,12 @@ pub(crate) fn record(origins: &Origins, url: &str) {
 
 /// The origins recorded, sorted.
 pub(crate) fn list(origins: &Origins) -> Vec<String> {
-    origins.lock().unwrap_or_else(|e| e.into_inner()).iter().cloned().collect()
+    origins
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .cloned()
+        .collect()
 }
 
 #[cfg(test)]
@@ -55,8 +60,14 @@ mod tests {
 
     #[test]
     fn origins_are_spelled_as_the_browser_spells_them() {
-        assert_eq!(origin_of("http://127.0.0.1:8080/a?b").as_deref(), Some("http://127.0.0.1:8080"));
-        assert_eq!(origin_of("HTTPS://Example.COM:443/").as_deref(), Some("https://example.com"));
+        assert_eq!(
+            origin_of("http://127.0.0.1:8080/a?b").as_deref(),
+            Some("http://127.0.0.1:8080")
+        );
+        assert_eq!(
+            origin_of("HTTPS://Example.COM:443/").as_deref(),
+            Some("https://example.com")
+        );
         assert_eq!(origin_of("http://example.com").as_deref(), Some("http://example.com"));
         assert_eq!(origin_of("http://[::1]:81/").as_deref(), Some("http://[::1]:81"));
         assert_eq!(origin_of("http://user@example.com/"), None);

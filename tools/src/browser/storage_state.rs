@@ -119,9 +119,9 @@ impl Execute for BrowserStorageState {
     const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
 
     async fn run(self, cx: &ToolContext) -> Result<StorageStateSaved, ToolError> {
-        let given = self
-            .filename
-            .unwrap_or_else(|| WorkspacePath::new(format!("storage-state-{}.json", stamp(std::time::SystemTime::now()))));
+        let given = self.filename.unwrap_or_else(|| {
+            WorkspacePath::new(format!("storage-state-{}.json", stamp(std::time::SystemTime::now())))
+        });
         let path = cx.path(&given)?;
         let existing = match path.entry_type()? {
             Some(EntryType::File) => Some(path.read()?),
@@ -198,7 +198,10 @@ fn read_state(
             }
         }
     }
-    Ok(State { cookies, origins: saved })
+    Ok(State {
+        cookies,
+        origins: saved,
+    })
 }
 
 /// Restore cookies and `localStorage` from a storage-state file (as browser_storage_state
@@ -265,8 +268,7 @@ impl Execute for BrowserSetStorageState {
         }
         let state: State = serde_json::from_slice(&bytes).map_err(|e| invalid(&given, e.to_string()))?;
         let plan = plan(state, &given)?;
-        let restored =
-            with_origins(cx, move |tab, origins, open| restore(tab, origins, open, plan, &policy)).await?;
+        let restored = with_origins(cx, move |tab, origins, open| restore(tab, origins, open, plan, &policy)).await?;
         Ok(StorageStateRestored {
             path: given,
             cookies: restored.0,
@@ -519,9 +521,22 @@ mod tests {
 
     #[test]
     fn origins_in_a_file_are_origins_only() {
-        assert_eq!(super::file_origin("http://127.0.0.1:9/").as_deref(), Some("http://127.0.0.1:9"));
-        assert_eq!(super::file_origin("https://A.example").as_deref(), Some("https://a.example"));
-        for bad in ["http://a/x", "http://a/?q", "http://a#f", "file:///etc", "http://u@a", "a"] {
+        assert_eq!(
+            super::file_origin("http://127.0.0.1:9/").as_deref(),
+            Some("http://127.0.0.1:9")
+        );
+        assert_eq!(
+            super::file_origin("https://A.example").as_deref(),
+            Some("https://a.example")
+        );
+        for bad in [
+            "http://a/x",
+            "http://a/?q",
+            "http://a#f",
+            "file:///etc",
+            "http://u@a",
+            "a",
+        ] {
             assert_eq!(super::file_origin(bad), None, "{bad:?}");
         }
     }

@@ -73,7 +73,11 @@ fn cookies_are_read_and_deleted_by_name_and_listed_by_path() {
     assert_eq!(page(&h, "document.cookie"), "");
     // Typed refusals for a name the browser has no cookie of.
     no_such(&h.failed("browser_cookie_get", json!({ "name": "a" })), "cookie", "a");
-    no_such(&h.failed("browser_cookie_delete", json!({ "name": "a" })), "cookie", "a");
+    no_such(
+        &h.failed("browser_cookie_delete", json!({ "name": "a" })),
+        "cookie",
+        "a",
+    );
     assert!(matches!(
         h.call("browser_cookie_get", json!({})),
         Outcome::InvalidArguments { .. }
@@ -116,10 +120,7 @@ fn local_and_session_storage_are_listed_deleted_and_cleared_as_the_page_sees_the
         "sessionStorage key",
         "tab",
     );
-    assert_eq!(
-        h.ok("browser_sessionstorage_clear", json!({}))["entries"],
-        json!([])
-    );
+    assert_eq!(h.ok("browser_sessionstorage_clear", json!({}))["entries"], json!([]));
     assert_eq!(page(&h, "sessionStorage.length"), 0);
 
     // localStorage: the same shapes.
@@ -190,7 +191,12 @@ fn the_storage_state_round_trips_cookies_and_every_origins_local_storage() {
         (&json!("sid"), &json!("s1"), &json!("127.0.0.1"), &json!("/"))
     );
     assert_eq!(
-        (&cookie["expires"], &cookie["httpOnly"], &cookie["secure"], &cookie["sameSite"]),
+        (
+            &cookie["expires"],
+            &cookie["httpOnly"],
+            &cookie["secure"],
+            &cookie["sameSite"]
+        ),
         (&json!(-1.0), &json!(true), &json!(false), &json!("Lax"))
     );
     let first = file["origins"]
@@ -215,7 +221,10 @@ fn the_storage_state_round_trips_cookies_and_every_origins_local_storage() {
     assert_eq!(page(&h, "localStorage.getItem('who')"), "one");
     let sid = h.ok("browser_cookie_get", json!({ "name": "sid" }));
     assert_eq!(
-        (sid["cookies"][0]["value"].clone(), sid["cookies"][0]["http_only"].clone()),
+        (
+            sid["cookies"][0]["value"].clone(),
+            sid["cookies"][0]["http_only"].clone()
+        ),
         (json!("s1"), json!(true))
     );
     assert!(one.requested("/"));
@@ -251,10 +260,10 @@ fn a_storage_state_path_outside_the_writable_roots_is_refused_before_anything_is
     let Some(_serial) = serial() else { return };
     let h = Harness::local();
     let ws = h._ws.path().to_owned();
-    let outside = ws.parent().unwrap().join(format!(
-        "{}-escape.json",
-        ws.file_name().unwrap().to_string_lossy()
-    ));
+    let outside = ws
+        .parent()
+        .unwrap()
+        .join(format!("{}-escape.json", ws.file_name().unwrap().to_string_lossy()));
     for filename in [
         format!("../{}", outside.file_name().unwrap().to_string_lossy()),
         outside.to_string_lossy().into_owned(),
