@@ -18,21 +18,25 @@ mod launch;
 mod logs;
 mod manage;
 mod navigate;
+mod origins;
 mod page;
 mod proxy;
 mod report;
 mod route;
 mod routes;
 mod run_code;
+mod scratch;
 mod screenshot;
 mod script;
 mod select_option;
 mod session;
 mod snapshot;
 mod storage;
+mod storage_state;
 mod tabs;
 mod type_text;
 mod vision;
+mod web_storage;
 
 pub use click::{BrowserClick, Clicked};
 pub use devtools::{
@@ -61,9 +65,18 @@ pub use storage::{
     BrowserCookie, BrowserCookieClear, BrowserCookieList, BrowserCookieSet, BrowserLocalstorageGet,
     BrowserLocalstorageSet, Cookies, LocalStorage, SameSite, StorageEntry,
 };
+pub use storage::{BrowserCookieDelete, BrowserCookieGet};
+pub use storage_state::{
+    BrowserSetStorageState, BrowserStorageState, Skipped, StorageStateRestored, StorageStateSaved,
+};
 pub use tabs::{BrowserTabs, Tab, Tabs, TabsAction};
 pub use type_text::{BrowserType, Typed};
 pub use vision::{BrowserMouseClickXy, BrowserMouseDragXy, BrowserMouseMoveXy, BrowserMouseWheel};
+pub use web_storage::{
+    BrowserLocalstorageClear, BrowserLocalstorageDelete, BrowserLocalstorageList, BrowserSessionstorageClear,
+    BrowserSessionstorageDelete, BrowserSessionstorageGet, BrowserSessionstorageList, BrowserSessionstorageSet,
+    SessionStorage,
+};
 
 use crate::Failure;
 use kyro_core::ToolError;
