@@ -700,3 +700,24 @@ fn a_bad_http_token_is_blamed_on_where_it_came_from() {
         "{filed}"
     );
 }
+
+#[test]
+fn without_chromium_no_browser_tool_is_listed_in_any_browser_toolset() {
+    let ws = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_kyro"))
+        .args(["tools", "--json"])
+        .env("KYRO_CHROMIUM", ws.path().join("no-chromium"))
+        .current_dir(ws.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let tools = stdout_json(&out);
+    let browser: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["category"].as_str().unwrap().starts_with("browser"))
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(browser, Vec::<&str>::new(), "registered without a browser");
+}

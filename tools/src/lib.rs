@@ -142,6 +142,18 @@ kyro_core::catalog! {
         #[cfg(feature = "browser")] browser::BrowserCookieClear,
         #[cfg(feature = "browser")] browser::BrowserLocalstorageGet,
         #[cfg(feature = "browser")] browser::BrowserLocalstorageSet,
+        #[cfg(feature = "browser")] browser::BrowserCookieGet,
+        #[cfg(feature = "browser")] browser::BrowserCookieDelete,
+        #[cfg(feature = "browser")] browser::BrowserLocalstorageList,
+        #[cfg(feature = "browser")] browser::BrowserLocalstorageDelete,
+        #[cfg(feature = "browser")] browser::BrowserLocalstorageClear,
+        #[cfg(feature = "browser")] browser::BrowserSessionstorageList,
+        #[cfg(feature = "browser")] browser::BrowserSessionstorageGet,
+        #[cfg(feature = "browser")] browser::BrowserSessionstorageSet,
+        #[cfg(feature = "browser")] browser::BrowserSessionstorageDelete,
+        #[cfg(feature = "browser")] browser::BrowserSessionstorageClear,
+        #[cfg(feature = "browser")] browser::BrowserStorageState,
+        #[cfg(feature = "browser")] browser::BrowserSetStorageState,
         #[cfg(feature = "browser")] browser::BrowserFind,
         #[cfg(feature = "browser")] browser::BrowserVerifyTextVisible,
         #[cfg(feature = "browser")] browser::BrowserVerifyElementVisible,
@@ -283,6 +295,10 @@ pub mod catalogs {
             browser::BrowserMouseClickXy, browser::BrowserMouseMoveXy, browser::BrowserMouseDragXy,
             browser::BrowserMouseWheel, browser::BrowserCookieList, browser::BrowserCookieSet,
             browser::BrowserCookieClear, browser::BrowserLocalstorageGet, browser::BrowserLocalstorageSet,
+            browser::BrowserCookieGet, browser::BrowserCookieDelete, browser::BrowserLocalstorageList,
+            browser::BrowserLocalstorageDelete, browser::BrowserLocalstorageClear, browser::BrowserSessionstorageList,
+            browser::BrowserSessionstorageGet, browser::BrowserSessionstorageSet, browser::BrowserSessionstorageDelete,
+            browser::BrowserSessionstorageClear, browser::BrowserStorageState, browser::BrowserSetStorageState,
             browser::BrowserFind, browser::BrowserVerifyTextVisible, browser::BrowserVerifyElementVisible,
             browser::BrowserRoute, browser::BrowserUnroute,
             browser::BrowserDrop, browser::BrowserEmulateMedia, browser::BrowserMouseDown, browser::BrowserMouseUp,
@@ -325,7 +341,9 @@ pub fn available(upstreams: bool) -> (Vec<kyro_core::ToolEntry>, Vec<Unavailable
     let mut left_out = Vec::new();
     for entry in BUILTINS {
         let reason = match (&browser, entry.spec.category, entry.spec.name) {
-            (Some(reason), "browser", _) => Some(reason.clone()),
+            (Some(reason), category, _) if category == "browser" || category.starts_with("browser.") => {
+                Some(reason.clone())
+            }
             (_, _, "mcp_call") if !upstreams => {
                 Some("no upstream MCP server is configured; start kyro with --upstream NAME='CMD ARGS'".to_owned())
             }

@@ -20,6 +20,10 @@ mod more;
 #[path = "browser/devtools.rs"]
 mod devtools;
 
+/// Playwright's storage capability: cookies by name, Web Storage, the storage state.
+#[path = "browser/storage.rs"]
+mod storage;
+
 use kyro_tools::Failure;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -23,22 +23,26 @@ mod manage;
 mod memory;
 mod navigate;
 mod offline;
+mod origins;
 mod page;
 mod proxy;
 mod report;
 mod route;
 mod routes;
 mod run_code;
+mod scratch;
 mod screenshot;
 mod script;
 mod select_option;
 mod session;
 mod snapshot;
 mod storage;
+mod storage_state;
 mod tabs;
 mod type_text;
 mod verify;
 mod vision;
+mod web_storage;
 
 pub use click::{BrowserClick, Clicked};
 pub use config::{BrowserConfig, BrowserGetConfig, ConfiguredNetwork, Viewport};
@@ -74,6 +78,10 @@ pub use storage::{
     BrowserCookie, BrowserCookieClear, BrowserCookieList, BrowserCookieSet, BrowserLocalstorageGet,
     BrowserLocalstorageSet, Cookies, LocalStorage, SameSite, StorageEntry,
 };
+pub use storage::{BrowserCookieDelete, BrowserCookieGet};
+pub use storage_state::{
+    BrowserSetStorageState, BrowserStorageState, Skipped, StorageStateRestored, StorageStateSaved,
+};
 pub use tabs::{BrowserTabs, Tab, Tabs, TabsAction};
 pub use type_text::{BrowserType, Typed};
 pub use verify::{
@@ -82,6 +90,11 @@ pub use verify::{
 };
 pub use vision::{BrowserMouseClickXy, BrowserMouseDragXy, BrowserMouseMoveXy, BrowserMouseWheel};
 pub use vision::{BrowserMouseDown, BrowserMouseUp, MouseButtonName};
+pub use web_storage::{
+    BrowserLocalstorageClear, BrowserLocalstorageDelete, BrowserLocalstorageList, BrowserSessionstorageClear,
+    BrowserSessionstorageDelete, BrowserSessionstorageGet, BrowserSessionstorageList, BrowserSessionstorageSet,
+    SessionStorage,
+};
 
 use crate::Failure;
 use kyro_core::ToolError;

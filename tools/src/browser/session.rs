@@ -54,6 +54,8 @@ pub(crate) struct Session {
     dialogs: Dialogs,
     /// Requests kyro answers itself (`browser_route`), for every page.
     routes: super::routes::Routes,
+    /// The origins the pages loaded documents from, for `browser_storage_state`.
+    origins: super::origins::Origins,
     /// One call drives the browser at a time, so requests and dialogs belong to one call.
     busy: Mutex<()>,
     /// Every page offline (`browser_network_state_set`), pages opened later too.
@@ -112,6 +114,7 @@ impl Session {
             blocked,
             dialogs,
             routes: super::routes::Routes::default(),
+            origins: super::origins::Origins::default(),
             busy: Mutex::new(()),
             offline: std::sync::atomic::AtomicBool::new(false),
             devtools,
@@ -144,12 +147,18 @@ impl Session {
         let seen = self.seen.clone();
         let log = page.log.clone();
         let routes = self.routes.clone();
+        let origins = self.origins.clone();
         // One decision for both connections: checked, logged, recorded for the call; then,
         // allowed, routed if a route matches.
         let check =
             move |paused: &headless_chrome::protocol::cdp::Fetch::events::RequestPausedEventParams| -> Decision {
                 let (method, url) = (paused.request.method.as_str(), paused.request.url.as_str());
                 let refusal = request_refusal(&policy, url);
+                if refusal.is_none()
+                    && paused.resource_Type == headless_chrome::protocol::cdp::Network::ResourceType::Document
+                {
+                    super::origins::record(&origins, url);
+                }
                 let decision = match refusal {
                     Some(_) => Decision::Fail,
                     None => super::routes::routed(&routes, url).unwrap_or(Decision::Continue),
@@ -257,6 +266,23 @@ pub(crate) async fn set_offline(cx: &ToolContext, offline: bool) -> Result<usize
             page.driven().set_offline(offline)?;
         }
         Ok(pages.len())
+    })
+    .await
+}
+
+/// Runs `work` on the page the tools drive, with the origins the browser's pages loaded
+/// documents from and a way to open a page of kyro's own (no tab: it answers nothing on
+/// its own; its owner intercepts its requests and closes it).
+pub(crate) async fn with_origins<T, F>(cx: &ToolContext, work: F) -> Result<T, ToolError>
+where
+    T: Send + 'static,
+    F: FnOnce(&Driven, &super::origins::Origins, &dyn Fn() -> Result<PageHandle, ToolError>) -> Result<T, ToolError>
+        + Send
+        + 'static,
+{
+    with_session(cx, move |session, _| {
+        let open = || PageHandle::open(&session.browser, &session.devtools, &session.reach, &session.dialogs);
+        work(&session.current().driven(), &session.origins, &open)
     })
     .await
 }

@@ -1,5 +1,5 @@
-//! The storage family (Playwright MCP's `--caps storage`): the browser's cookies and the
-//! page's `localStorage`.
+//! The storage family (Playwright MCP's `--caps storage`): the browser's cookies, and the
+//! page's `localStorage` (the rest of Web Storage is in [`super::web_storage`]).
 
 use headless_chrome::protocol::cdp::Network::{
     ClearBrowserCookies, Cookie, CookieSameSite, DeleteCookies, GetAllCookies, SetCookie,
@@ -8,9 +8,11 @@ use kyro_core::policy::SettingsTable;
 use kyro_core::{Execute, ToolContext, ToolError, input, tool};
 use schemars::JsonSchema;
 use serde::Serialize;
-use serde_json::json;
 
 use super::session::{error, with_page};
+use super::web_storage::{Change, local};
+pub use super::web_storage::{LocalStorage, StorageEntry};
+use crate::Failure;
 use crate::settings::NetworkSettings;
 
 /// The browser's cookies.
@@ -63,7 +65,7 @@ fn cookies(tab: &super::driven::Driven, domain: Option<&str>) -> Result<Cookies,
     Ok(Cookies { cookies })
 }
 
-/// List the browser's cookies, every site's or one domain's.
+/// List the browser's cookies, every site's or one domain's (or path's).
 #[tool(
     name = "browser_cookie_list",
     title = "List the browser's cookies",
@@ -76,6 +78,9 @@ pub struct BrowserCookieList {
     /// Only this domain's (`example.com`).
     #[schemars(length(min = 1, max = 253))]
     pub domain: Option<String>,
+    /// Only those whose path starts with this (`/app`).
+    #[schemars(length(min = 1, max = 1024))]
+    pub path: Option<String>,
 }
 
 impl Execute for BrowserCookieList {
@@ -83,7 +88,83 @@ impl Execute for BrowserCookieList {
     const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
 
     async fn run(self, cx: &ToolContext) -> Result<Cookies, ToolError> {
-        with_page(cx, move |tab, _| cookies(tab, self.domain.as_deref())).await
+        with_page(cx, move |tab, _| {
+            let mut listed = cookies(tab, self.domain.as_deref())?;
+            if let Some(path) = &self.path {
+                listed.cookies.retain(|c| c.path.starts_with(path.as_str()));
+            }
+            Ok(listed)
+        })
+        .await
+    }
+}
+
+/// The browser's cookies named `name`, every domain's; refused when there is none.
+fn named(tab: &super::driven::Driven, name: &str) -> Result<Cookies, ToolError> {
+    let mut found = cookies(tab, None)?;
+    found.cookies.retain(|c| c.name == name);
+    if found.cookies.is_empty() {
+        return Err(Failure::NoSuchRecord {
+            record: "cookie".into(),
+            key: name.to_owned(),
+        }
+        .into());
+    }
+    Ok(found)
+}
+
+/// Read a browser cookie by name (every domain's of that name); refused when there is none.
+#[tool(
+    name = "browser_cookie_get",
+    title = "Get a browser cookie",
+    category = "browser.storage",
+    effect = "network",
+    read_only = true,
+    idempotent = true
+)]
+pub struct BrowserCookieGet {
+    /// Its name.
+    #[schemars(length(min = 1, max = 256))]
+    pub name: String,
+}
+
+impl Execute for BrowserCookieGet {
+    type Output = Cookies;
+    const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
+
+    async fn run(self, cx: &ToolContext) -> Result<Cookies, ToolError> {
+        with_page(cx, move |tab, _| named(tab, &self.name)).await
+    }
+}
+
+/// Delete a browser cookie by name (every domain's of that name); refused when there is none.
+/// Returns the cookies left.
+#[tool(
+    name = "browser_cookie_delete",
+    title = "Delete a browser cookie",
+    category = "browser.storage",
+    effect = "network",
+    destructive = true,
+    idempotent = true
+)]
+pub struct BrowserCookieDelete {
+    /// Its name.
+    #[schemars(length(min = 1, max = 256))]
+    pub name: String,
+}
+
+impl Execute for BrowserCookieDelete {
+    type Output = Cookies;
+    const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
+
+    async fn run(self, cx: &ToolContext) -> Result<Cookies, ToolError> {
+        with_page(cx, move |tab, _| {
+            for cookie in named(tab, &self.name)?.cookies {
+                delete(tab, &cookie.name, Some(&cookie.domain))?;
+            }
+            cookies(tab, None)
+        })
+        .await
     }
 }
 
@@ -147,7 +228,7 @@ impl Execute for BrowserCookieSet {
                 .ok()
                 .and_then(|u| u.host().map(str::to_owned));
             let domain = self.domain.clone().or(host).ok_or_else(|| {
-                ToolError::from(crate::Failure::InvalidRequest {
+                ToolError::from(Failure::InvalidRequest {
                     message: "the page has no domain to set a cookie for; give `domain`, or open a page first".into(),
                 })
             })?;
@@ -253,48 +334,6 @@ fn delete(tab: &super::driven::Driven, name: &str, domain: Option<&str>) -> Resu
     .map(drop)
 }
 
-/// The page's `localStorage`.
-#[kyro_core::output]
-#[derive(Debug)]
-pub struct LocalStorage {
-    /// The origin it belongs to (the current page's).
-    pub origin: String,
-    /// Its entries (the one asked for, or all), by key.
-    pub entries: Vec<StorageEntry>,
-}
-
-/// One entry.
-#[kyro_core::input]
-#[derive(Debug, Serialize)]
-pub struct StorageEntry {
-    /// The key.
-    pub key: String,
-    /// The value.
-    pub value: String,
-}
-
-/// The page's `localStorage`, read in kyro's own world of the page (the page's scripts
-/// cannot change what it reads).
-fn local_storage(
-    tab: &super::driven::Driven,
-    key: Option<&str>,
-    set: Option<(&str, &str)>,
-) -> Result<LocalStorage, ToolError> {
-    let expression = format!(
-        "(() => {{ const key = {}, set = {}; if (set) localStorage.setItem(set[0], set[1]); \
-         const keys = key === null ? Object.keys(localStorage).sort() : (localStorage.getItem(key) === null ? [] : [key]); \
-         return JSON.stringify({{origin: location.origin, entries: keys.map(k => ({{key: k, value: localStorage.getItem(k)}}))}}); }})()",
-        json!(key),
-        json!(set.map(|(k, v)| [k, v])),
-    );
-    let value = tab.evaluate_json_in(None, "read localStorage", &expression)?;
-    let entries = serde_json::from_value(value["entries"].clone()).map_err(|e| error("read localStorage", e))?;
-    Ok(LocalStorage {
-        origin: value["origin"].as_str().unwrap_or_default().to_owned(),
-        entries,
-    })
-}
-
 /// Read the page's `localStorage`: one `key`, or every entry.
 #[tool(
     name = "browser_localstorage_get",
@@ -315,7 +354,7 @@ impl Execute for BrowserLocalstorageGet {
     const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
 
     async fn run(self, cx: &ToolContext) -> Result<LocalStorage, ToolError> {
-        with_page(cx, move |tab, _| local_storage(tab, self.key.as_deref(), None)).await
+        with_page(cx, move |tab, _| local(tab, self.key.as_deref(), Change::Nothing)).await
     }
 }
 
@@ -344,7 +383,7 @@ impl Execute for BrowserLocalstorageSet {
 
     async fn run(self, cx: &ToolContext) -> Result<LocalStorage, ToolError> {
         with_page(cx, move |tab, _| {
-            local_storage(tab, Some(&self.key), Some((&self.key, &self.value)))
+            local(tab, Some(&self.key), Change::Set(&self.key, &self.value))
         })
         .await
     }
