@@ -4,8 +4,11 @@
 //! `cargo bench --bench browser` starts a local HTTP server with two small pages (a link, a
 //! text field, a button, a `<select>`), starts `kyro mcp` (the binary under test, or
 //! `KYRO_BIN`), and measures cold start to the first navigation answered, then ROUNDS rounds
-//! of navigate / snapshot / click / type / select / screenshot, alternating the pages. Needs
-//! Chromium (`/usr/bin/chromium` or `KYRO_CHROMIUM`); prints "skipped" without it.
+//! of the [`STEPS`] (navigate, snapshot, click, type, select, screenshots, and the newer
+//! tools), alternating the pages. With `PLAYWRIGHT_MCP` set to Playwright MCP's `cli.js`
+//! (`npm install @playwright/mcp`), the same actions on Playwright MCP over the same Chromium,
+//! in the same run, and the ratio. Needs Chromium (`/usr/bin/chromium` or `KYRO_CHROMIUM`);
+//! prints "skipped" without it.
 
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::net::TcpListener;
@@ -64,17 +67,43 @@ impl Server {
         let binary = std::env::var("KYRO_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_kyro").to_owned());
         std::fs::write(
             workspace.join("policy.toml"),
-            "[approvals]\nnetwork = \"auto\"\n[tools.network]\nallow_hosts = [\"127.0.0.1\"]\n",
+            "[approvals]\nnetwork = \"auto\"\nwrite = \"auto\"\n[approvals.tools]\nbrowser_run_code_unsafe = \"auto\"\n\
+             [tools.network]\nallow_hosts = [\"127.0.0.1\"]\n",
         )
         .unwrap();
-        let mut child = Command::new(binary)
-            .args(["mcp", "--toolsets", "all", "--policy", "policy.toml"])
+        let mut command = Command::new(binary);
+        command.args(["mcp", "--toolsets", "all", "--policy", "policy.toml"]);
+        Server::spawn(command, workspace)
+    }
+
+    /// Playwright MCP (`PLAYWRIGHT_MCP`: its `cli.js`) on the same Chromium, every
+    /// capability on, its profile in memory.
+    fn playwright(cli: &str, chromium: &str, workspace: &std::path::Path) -> Server {
+        let mut command = Command::new("node");
+        command.args([
+            cli,
+            "--headless",
+            "--isolated",
+            "--browser",
+            "chromium",
+            "--executable-path",
+            chromium,
+            "--caps",
+            "vision,pdf,devtools,storage,network,testing",
+            "--output-dir",
+        ]);
+        command.arg(workspace);
+        Server::spawn(command, workspace)
+    }
+
+    fn spawn(mut command: Command, workspace: &std::path::Path) -> Server {
+        let mut child = command
             .current_dir(workspace)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
-            .expect("kyro mcp starts");
+            .expect("the server starts");
         let stdin = BufWriter::new(child.stdin.take().unwrap());
         let stdout = BufReader::new(child.stdout.take().unwrap());
         let mut server = Server {
@@ -132,6 +161,152 @@ fn median(samples: &mut [Duration]) -> f64 {
     samples[samples.len() / 2].as_secs_f64() * 1e3
 }
 
+/// One action: its label, and the call on kyro and on Playwright MCP (`None`: Playwright has
+/// no such call). `PAGE` in an argument is the round's page (`a` or `b`), `BASE` the site.
+struct Step {
+    label: &'static str,
+    kyro: (&'static str, &'static str),
+    playwright: Option<(&'static str, &'static str)>,
+}
+
+const fn step(
+    label: &'static str,
+    kyro: (&'static str, &'static str),
+    playwright: (&'static str, &'static str),
+) -> Step {
+    Step {
+        label,
+        kyro,
+        playwright: Some(playwright),
+    }
+}
+
+/// The rounds' actions, in order, each on both servers.
+const STEPS: &[Step] = &[
+    step(
+        "navigate",
+        ("browser_navigate", r#"{"url": "BASE/PAGE"}"#),
+        ("browser_navigate", r#"{"url": "BASE/PAGE"}"#),
+    ),
+    step("snapshot", ("browser_snapshot", "{}"), ("browser_snapshot", "{}")),
+    step(
+        "click",
+        ("browser_click", r##"{"selector": "#btn"}"##),
+        ("browser_click", r##"{"element": "button", "target": "#btn"}"##),
+    ),
+    step(
+        "type",
+        ("browser_type", r##"{"selector": "#q", "text": "hello"}"##),
+        (
+            "browser_type",
+            r##"{"element": "field", "target": "#q", "text": "hello"}"##,
+        ),
+    ),
+    step(
+        "select",
+        ("browser_select_option", r##"{"selector": "#s", "values": ["y"]}"##),
+        (
+            "browser_select_option",
+            r##"{"element": "select", "target": "#s", "values": ["y"]}"##,
+        ),
+    ),
+    step(
+        "screenshot",
+        ("browser_screenshot", "{}"),
+        ("browser_take_screenshot", r#"{"type": "png", "scale": "css"}"#),
+    ),
+    step(
+        "screenshot, full page",
+        ("browser_screenshot", r#"{"full_page": true}"#),
+        (
+            "browser_take_screenshot",
+            r#"{"type": "png", "scale": "css", "fullPage": true}"#,
+        ),
+    ),
+    step(
+        "highlight",
+        ("browser_highlight", r##"{"selector": "#btn"}"##),
+        ("browser_highlight", r##"{"element": "button", "target": "#btn"}"##),
+    ),
+    step(
+        "hide highlight",
+        ("browser_hide_highlight", "{}"),
+        ("browser_hide_highlight", "{}"),
+    ),
+    step(
+        "run code",
+        ("browser_run_code_unsafe", r#"{"code": "async () => document.title"}"#),
+        (
+            "browser_run_code_unsafe",
+            r#"{"code": "async (page) => await page.title()"}"#,
+        ),
+    ),
+    step(
+        "localStorage set",
+        ("browser_localstorage_set", r#"{"key": "k", "value": "v"}"#),
+        ("browser_localstorage_set", r#"{"key": "k", "value": "v"}"#),
+    ),
+    step(
+        "localStorage list",
+        ("browser_localstorage_list", "{}"),
+        ("browser_localstorage_list", "{}"),
+    ),
+    step(
+        "sessionStorage set",
+        ("browser_sessionstorage_set", r#"{"key": "k", "value": "v"}"#),
+        ("browser_sessionstorage_set", r#"{"key": "k", "value": "v"}"#),
+    ),
+    step(
+        "cookie list",
+        ("browser_cookie_list", "{}"),
+        ("browser_cookie_list", "{}"),
+    ),
+    step(
+        "storage state save",
+        ("browser_storage_state", r#"{"filename": "state.json"}"#),
+        ("browser_storage_state", r#"{"filename": "state.json"}"#),
+    ),
+    step(
+        "storage state restore",
+        ("browser_set_storage_state", r#"{"filename": "state.json"}"#),
+        ("browser_set_storage_state", r#"{"filename": "state.json"}"#),
+    ),
+    step(
+        "start tracing",
+        ("browser_start_tracing", "{}"),
+        ("browser_start_tracing", "{}"),
+    ),
+    step(
+        "stop tracing",
+        ("browser_stop_tracing", "{}"),
+        ("browser_stop_tracing", "{}"),
+    ),
+];
+
+/// Cold start to the first navigation, then each step's calls, one per round.
+fn measure(
+    begin: Instant,
+    server: &mut Server,
+    base: &str,
+    pick: fn(&Step) -> Option<(&'static str, &'static str)>,
+) -> (Duration, Vec<Vec<Duration>>) {
+    let args = |text: &str, page: &str| -> Value {
+        serde_json::from_str(&text.replace("BASE", base).replace("PAGE", page)).unwrap()
+    };
+    server.call("browser_navigate", args(r#"{"url": "BASE/a"}"#, "a"));
+    let cold = begin.elapsed();
+    let mut samples = vec![Vec::new(); STEPS.len()];
+    for round in 0..ROUNDS {
+        let page = if round % 2 == 0 { "b" } else { "a" };
+        for (i, step) in STEPS.iter().enumerate() {
+            if let Some((tool, arguments)) = pick(step) {
+                samples[i].push(server.call(tool, args(arguments, page)));
+            }
+        }
+    }
+    (cold, samples)
+}
+
 fn main() {
     let chromium = std::env::var("KYRO_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
     if !std::path::Path::new(&chromium).exists() {
@@ -142,34 +317,42 @@ fn main() {
     let workspace = tempfile::tempdir().unwrap();
     let begin = Instant::now();
     let mut server = Server::start(workspace.path());
-    server.call("browser_navigate", json!({"url": format!("{base}/a")}));
-    let cold = begin.elapsed();
-    let steps: [(&str, &str); 6] = [
-        ("navigate", "browser_navigate"),
-        ("snapshot", "browser_snapshot"),
-        ("click", "browser_click"),
-        ("type", "browser_type"),
-        ("select", "browser_select_option"),
-        ("screenshot", "browser_screenshot"),
-    ];
-    let mut samples: Vec<Vec<Duration>> = vec![Vec::new(); steps.len()];
-    for round in 0..ROUNDS {
-        let page = if round % 2 == 0 { "b" } else { "a" };
-        let arguments = [
-            json!({"url": format!("{base}/{page}")}),
-            json!({}),
-            json!({"selector": "#btn"}),
-            json!({"selector": "#q", "text": "hello"}),
-            json!({"selector": "#s", "values": ["y"]}),
-            json!({}),
-        ];
-        for (i, ((_, tool), args)) in steps.iter().zip(arguments).enumerate() {
-            samples[i].push(server.call(tool, args));
-        }
+    let (cold, mut kyro) = measure(begin, &mut server, &base, |s| Some(s.kyro));
+    drop(server);
+    let peer = std::env::var("PLAYWRIGHT_MCP").ok().map(|cli| {
+        let workspace = tempfile::tempdir().unwrap();
+        let begin = Instant::now();
+        let mut server = Server::playwright(&cli, &chromium, workspace.path());
+        measure(begin, &mut server, &base, |s| s.playwright)
+    });
+    println!("browser tools over MCP stdio, median of {ROUNDS} calls each (local pages, same Chromium, same run)");
+    match &peer {
+        None => println!("(set PLAYWRIGHT_MCP to Playwright MCP's cli.js for its column)"),
+        Some(_) => println!("| action | kyro mcp | Playwright MCP | ratio |\n|---|---|---|---|"),
     }
-    println!("kyro mcp, browser tools, median of {ROUNDS} calls each (local pages)");
-    println!("| cold start -> first navigate | {:.0} ms |", cold.as_secs_f64() * 1e3);
-    for ((name, _), mut taken) in steps.iter().zip(samples) {
-        println!("| {name} | {:.1} ms |", median(&mut taken));
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    match &peer {
+        Some((theirs, _)) => println!(
+            "| cold start -> first navigate | {:.0} ms | {:.0} ms | {:.2}x |",
+            ms(cold),
+            ms(*theirs),
+            ms(cold) / ms(*theirs)
+        ),
+        None => println!("| cold start -> first navigate | {:.0} ms | | |", ms(cold)),
+    }
+    let mut peer = peer.map(|(_, samples)| samples);
+    for (i, step) in STEPS.iter().enumerate() {
+        let ours = median(&mut kyro[i]);
+        match peer.as_mut().map(|samples| &mut samples[i]) {
+            Some(theirs) if !theirs.is_empty() => {
+                let theirs = median(theirs);
+                println!(
+                    "| {} | {ours:.1} ms | {theirs:.1} ms | {:.2}x |",
+                    step.label,
+                    ours / theirs
+                );
+            }
+            _ => println!("| {} | {ours:.1} ms | | |", step.label),
+        }
     }
 }

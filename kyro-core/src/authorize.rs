@@ -132,7 +132,7 @@ pub(crate) fn rule_for(
     }
     let call = tool.executor().rule(prepared, scope);
     let (rule, matched) = scope.approvals().decide(&descriptor.name, effect_rule, call.clone());
-    let each_call = rule == ApprovalRule::Ask && call.is_some() && matched == call;
+    let each_call = rule == ApprovalRule::Ask && call.as_ref().is_some_and(|c| c.each_call) && matched == call;
     (rule, matched, each_call)
 }
 

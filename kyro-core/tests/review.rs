@@ -320,6 +320,7 @@ fn a_rule_naming_the_call_may_tighten_a_review_but_never_loosen_it() {
         Some(MatchedRule {
             decision,
             rule: "a command rule".into(),
+            each_call: true,
         })
     };
     let effect_review = ApprovalRules::default();

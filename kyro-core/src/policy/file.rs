@@ -51,6 +51,11 @@ pub struct MatchedRule {
     /// The rule, as the receipt and a refusal name it (`[tools.shell] rule argv_prefix
     /// ["cargo", "test"]`).
     pub rule: String,
+    /// Whether its `ask` is about this one call, so that only a person's look at these
+    /// arguments passes it, not a grant of the tool or a session's approval (a command
+    /// rule; not the rule a forwarding tool borrows from the tool it reaches, whose own call
+    /// meets that tool's rule and grants again).
+    pub each_call: bool,
 }
 
 /// The approval rule for each effect, and for tools named one by one.
@@ -120,6 +125,7 @@ impl ApprovalRules {
         self.tools.get(name).map(|&decision| MatchedRule {
             decision,
             rule: format!("[approvals.tools] rule for `{name}`"),
+            each_call: false,
         })
     }
 

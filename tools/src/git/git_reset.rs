@@ -151,6 +151,7 @@ impl Execute for GitReset {
         self.only_unstages().then(|| MatchedRule {
             decision: scope.approvals().for_effect(Effect::Write),
             rule: "git_reset that only unstages follows the write rule".to_owned(),
+            each_call: false,
         })
     }
 }

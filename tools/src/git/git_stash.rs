@@ -147,6 +147,7 @@ impl Execute for GitStash {
         (self.action == StashAction::Drop).then(|| MatchedRule {
             decision: ApprovalRule::Ask,
             rule: "git_stash drop loses the stash and is asked".to_owned(),
+            each_call: true,
         })
     }
 }

@@ -97,6 +97,7 @@ impl Execute for McpCall {
             named.map(|_| MatchedRule {
                 decision: approvals.for_effect(Effect::Exec),
                 rule: format!("[approvals] `exec` rule, which `{target}` runs under"),
+                each_call: false,
             })
         })
     }

@@ -106,6 +106,7 @@ pub(crate) fn matched(scope: &Scope, what: &Spawn) -> Option<MatchedRule> {
     Some(MatchedRule {
         decision: rule.decision,
         rule: named,
+        each_call: true,
     })
 }
 
