@@ -5,6 +5,8 @@
 //! addresses unless allowed); refused requests fail in the page and appear in the receipt.
 //! The tools are registered only where Chromium is installed ([`unavailable`]).
 
+mod actions;
+mod avi;
 mod click;
 mod devtools;
 mod direct;
@@ -21,6 +23,7 @@ mod navigate;
 mod origins;
 mod page;
 mod proxy;
+mod recorder;
 mod report;
 mod route;
 mod routes;
@@ -35,9 +38,14 @@ mod storage;
 mod storage_state;
 mod tabs;
 mod type_text;
+mod video;
 mod vision;
 mod web_storage;
 
+pub use actions::{
+    ActionCursor, ActionPosition, ActionStyle, ActionsShown, BrowserVideoChapter, BrowserVideoHideActions,
+    BrowserVideoShowActions, ChapterShown,
+};
 pub use click::{BrowserClick, Clicked};
 pub use devtools::{
     BrowserHideHighlight, BrowserHighlight, BrowserStartTracing, BrowserStopTracing, Highlights, TraceSaved,
@@ -71,6 +79,7 @@ pub use storage_state::{
 };
 pub use tabs::{BrowserTabs, Tab, Tabs, TabsAction};
 pub use type_text::{BrowserType, Typed};
+pub use video::{BrowserStartVideo, BrowserStopVideo, VideoSaved, VideoSize, VideoStarted};
 pub use vision::{BrowserMouseClickXy, BrowserMouseDragXy, BrowserMouseMoveXy, BrowserMouseWheel};
 pub use web_storage::{
     BrowserLocalstorageClear, BrowserLocalstorageDelete, BrowserLocalstorageList, BrowserSessionstorageClear,
