@@ -255,7 +255,7 @@ mod tests {
         assert_eq!(&avi[second..second + 4], b"00dc");
         assert_eq!(u32_at(&avi, second + 4) as usize, b.len());
         assert_eq!(at + 8 + 48, avi.len());
-        assert!(HEADERS + 8 == movi + 4, "the header size the cap counts is the real one");
+        assert_eq!(HEADERS, movi + 4, "the header size the cap counts is the real one");
     }
 
     #[test]
