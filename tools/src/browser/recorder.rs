@@ -47,7 +47,7 @@ impl Limits {
 
 /// Bytes in words: whole MiB when they are, else bytes.
 fn size(bytes: usize) -> String {
-    if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {
+    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
         format!("{} MiB", bytes >> 20)
     } else {
         format!("{bytes} bytes")
@@ -221,12 +221,12 @@ fn take_frames(
             Err(mpsc::RecvTimeoutError::Disconnected) => return,
         };
         let kept = match base64::prelude::BASE64_STANDARD.decode(data) {
-            Ok(jpeg) => captured.lock().unwrap_or_else(|e| e.into_inner()).keep(
-                started,
-                at.unwrap_or_else(now),
-                jpeg,
-                limits,
-            ),
+            Ok(jpeg) => {
+                captured
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .keep(started, at.unwrap_or_else(now), jpeg, limits)
+            }
             // A frame that does not decode is skipped, the next one asked for.
             Err(_) => true,
         };
@@ -340,7 +340,11 @@ mod tests {
         assert!(!captured.keep(10.0, 10.6, jpeg(1), &tiny), "nothing after the cut");
         assert_eq!(captured.frames.len(), 1);
         let video = make_video(&captured.frames, 10.0, 12.0, captured.cut.take(), 10.0, &tiny).unwrap();
-        assert_eq!((video.frames, video.width, video.height), (5, 16, 10), "ends at the cut, 0.5 s");
+        assert_eq!(
+            (video.frames, video.width, video.height),
+            (5, 16, 10),
+            "ends at the cut, 0.5 s"
+        );
         let cut = video.cut.unwrap();
         assert!(cut.contains("limit of 100 bytes"), "{cut}");
     }

@@ -241,10 +241,7 @@ where
     F: FnOnce(&Driven, &Dialogs) -> Result<T, ToolError> + Send + 'static,
 {
     with_session(cx, move |session, _| {
-        work(
-            &session.current().driven().annotated(&session.studio),
-            &session.dialogs,
-        )
+        work(&session.current().driven().annotated(&session.studio), &session.dialogs)
     })
     .await
 }
