@@ -169,6 +169,7 @@ impl Execute for BrowserVideoShowActions {
             cursor: self.cursor != Some(ActionCursor::None),
             style: json!({ "point": style.point, "highlight": style.highlight, "title": style.title }),
             last: None,
+            by_video: false,
         };
         with_studio(cx, move |page, studio| {
             let mut shown = studio.annotations();

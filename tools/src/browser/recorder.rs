@@ -97,8 +97,6 @@ fn now() -> f64 {
 pub(crate) struct Recording {
     /// The workspace file the video goes to (confined at start, and again at stop).
     pub(crate) path: WorkspacePath,
-    /// Whether `browser_start_video` turned the cursor annotations on (stop turns them off).
-    pub(crate) cursor: bool,
     fps: f64,
     started: f64,
     limits: Limits,
@@ -151,7 +149,6 @@ impl Recording {
             .map_err(|e| error("start the video", e))?;
         let recording = Recording {
             path,
-            cursor: false,
             fps,
             started,
             limits,
@@ -295,6 +292,9 @@ pub(crate) struct Annotations {
     pub style: serde_json::Value,
     /// Where the cursor was left, for the next one to travel from.
     pub last: Option<(f64, f64)>,
+    /// Turned on by `browser_start_video`'s `cursor` (its stop turns them off), not by
+    /// `browser_video_show_actions`.
+    pub by_video: bool,
 }
 
 /// The video state of a browser session.

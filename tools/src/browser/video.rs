@@ -71,7 +71,7 @@ impl Execute for BrowserStartVideo {
         });
         // The file is confined before anything is recorded: a path refused records nothing.
         let path = cx.path(&given)?;
-        writable(&path)?;
+        writable(&path, false)?;
         let fps = self.fps.unwrap_or(25.0);
         let size = self.size.map_or((800, 800), |s| (s.width, s.height));
         let cursor = self.cursor.unwrap_or(false);
@@ -84,21 +84,20 @@ impl Execute for BrowserStartVideo {
                 }
                 .into());
             }
-            let mut started = Recording::start(&page.tab, given, size, fps, Limits::DEFAULT)?;
-            if cursor {
-                let mut annotations = studio.annotations();
-                if annotations.is_none() {
-                    *annotations = Some(Annotations {
-                        duration: 1600,
-                        position: "top-right",
-                        cursor: true,
-                        style: serde_json::json!({ "title": "display: none" }),
-                        last: None,
-                    });
-                    started.cursor = true;
-                }
+            *recording = Some(Recording::start(&page.tab, given, size, fps, Limits::DEFAULT)?);
+            // Playwright's cursor: a pointer travelling 800 ms to each action point, no
+            // titles (annotations asked for already stay as they are).
+            let mut annotations = studio.annotations();
+            if cursor && annotations.is_none() {
+                *annotations = Some(Annotations {
+                    duration: 1600,
+                    position: "top-right",
+                    cursor: true,
+                    style: serde_json::json!({ "title": "display: none" }),
+                    last: None,
+                    by_video: true,
+                });
             }
-            *recording = Some(started);
             Ok(())
         })
         .await?;
@@ -106,10 +105,12 @@ impl Execute for BrowserStartVideo {
     }
 }
 
-/// Refuses a path that cannot take the video: a directory, or a file in a missing one.
-fn writable(path: &ConfinedPath) -> Result<Option<Vec<u8>>, ToolError> {
+/// Refuses a path that cannot take the video: a directory, or a file in a missing one;
+/// the file it replaces, when `read` (for the receipt's hash before).
+fn writable(path: &ConfinedPath, read: bool) -> Result<Option<Vec<u8>>, ToolError> {
     let existing = match path.entry_type()? {
-        Some(EntryType::File) => Some(path.read()?),
+        Some(EntryType::File) if read => Some(path.read()?),
+        Some(EntryType::File) => None,
         Some(_) => {
             return Err(ToolError::NotAFile {
                 path: path.given().to_owned(),
@@ -171,7 +172,7 @@ impl Execute for BrowserStopVideo {
         .await?;
         // Confined again for this call's write; refused, the recording goes on.
         let path = cx.path(&given)?;
-        let existing = writable(&path)?;
+        let existing = writable(&path, true)?;
         let video = with_studio(cx, |page, studio| {
             let Some(recording) = studio.recording().take() else {
                 return Err(Failure::InvalidRequest {
@@ -179,7 +180,9 @@ impl Execute for BrowserStopVideo {
                 }
                 .into());
             };
-            if recording.cursor && studio.annotations().take().is_some() {
+            let mut annotations = studio.annotations();
+            if annotations.as_ref().is_some_and(|a| a.by_video) {
+                *annotations = None;
                 super::actions::hide_cursor(&page.driven());
             }
             recording.stop()

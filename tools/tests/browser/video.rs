@@ -103,8 +103,15 @@ fn a_video_of_the_page_is_written_as_motion_jpeg_avi_inside_the_workspace() {
     let again = h.ok("browser_start_video", json!({ "cursor": true }));
     let name = again["path"].as_str().unwrap().to_owned();
     assert!(name.starts_with("video-") && name.ends_with(".avi"), "{again}");
+    // Its `cursor`: a pointer goes to each action point, with no title shown.
     h.ok("browser_click", json!({ "selector": "p" }));
+    let cursor = "() => [!!document.querySelector('[data-kyro-overlay=cursor]'), \
+        (document.querySelector('[data-kyro-overlay=action]') || { shadowRoot: document }).shadowRoot.getElementById('title')?.style.display]";
+    let drawn = h.ok("browser_evaluate", json!({ "function": cursor }));
+    assert_eq!(drawn["result"], json!([true, "none"]), "{drawn}");
     let second = h.ok("browser_stop_video", json!({}));
+    let gone = h.ok("browser_evaluate", json!({ "function": cursor }));
+    assert_eq!(gone["result"][0], false, "the video's cursor goes with it: {gone}");
     assert_eq!(second["path"], name.as_str());
     assert_eq!(second["width"], 800, "the default size: the viewport fit in 800 x 800");
     let (total, ..) = read_avi(&std::fs::read(h._ws.path().join(&name)).unwrap());
