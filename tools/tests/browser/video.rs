@@ -134,8 +134,9 @@ fn chapter_cards_and_action_callouts_show_in_the_page_while_shown_and_go_after()
     h.ok("browser_navigate", json!({ "url": site.url("/") }));
     let outline = h.ok("browser_snapshot", json!({}))["snapshot"].clone();
 
-    // The chapter call lasts as long as its card; the page is read meanwhile.
-    let chapter = json!({ "title": "Part one", "description": "Counting", "duration": 1500 });
+    // The chapter call lasts as long as its card (durations leave room for a loaded machine);
+    // the page is read meanwhile.
+    let chapter = json!({ "title": "Part one", "description": "Counting", "duration": 2500 });
     let (shown, during, snapshot) = h.executor.block_on(async {
         let card = h.runtime.execute(Call::new("browser_video_chapter", chapter));
         let look = async {
@@ -154,7 +155,7 @@ fn chapter_cards_and_action_callouts_show_in_the_page_while_shown_and_go_after()
         Outcome::Ok { result, .. } => result,
         other => panic!("{other:?}"),
     };
-    assert_eq!(result(shown.outcome), json!({ "title": "Part one", "duration": 1500 }));
+    assert_eq!(result(shown.outcome), json!({ "title": "Part one", "duration": 2500 }));
     assert_eq!(
         result(during.outcome)["result"],
         json!({ "chapter": "true:Part oneCounting|Part oneCounting|Part one|Counting", "action": null, "cursor": null })
@@ -171,7 +172,7 @@ fn chapter_cards_and_action_callouts_show_in_the_page_while_shown_and_go_after()
     // stands in the way of the click.
     let on = h.ok(
         "browser_video_show_actions",
-        json!({ "duration": 1500, "position": "bottom-left", "style": { "point": "width: 8px; height: 8px; background: red" } }),
+        json!({ "duration": 3000, "position": "bottom-left", "style": { "point": "width: 8px; height: 8px; background: red" } }),
     );
     assert_eq!(on, json!({ "annotating": true }));
     // The button's center before the click (its label, and width, change with it).
@@ -202,7 +203,7 @@ fn chapter_cards_and_action_callouts_show_in_the_page_while_shown_and_go_after()
         !outline.as_str().unwrap().contains("Click #counter"),
         "the callout entered the outline: {outline}"
     );
-    std::thread::sleep(Duration::from_millis(1800));
+    std::thread::sleep(Duration::from_millis(3300));
     let later = h.ok("browser_evaluate", json!({ "function": OVERLAYS }))["result"].clone();
     assert_eq!(later["action"], Value::Null, "{later}");
     assert_eq!(later["cursor"], "true:", "the cursor stays where the last action was");
@@ -216,7 +217,7 @@ fn chapter_cards_and_action_callouts_show_in_the_page_while_shown_and_go_after()
     );
     let off = h.ok("browser_evaluate", json!({ "function": OVERLAYS }))["result"].clone();
     assert_eq!(off["cursor"], Value::Null, "{off}");
-    std::thread::sleep(Duration::from_millis(1600));
+    std::thread::sleep(Duration::from_millis(3300));
     h.ok("browser_click", json!({ "selector": "#counter" }));
     let none = h.ok("browser_evaluate", json!({ "function": OVERLAYS }))["result"].clone();
     assert_eq!(none, json!({ "chapter": null, "action": null, "cursor": null }));
