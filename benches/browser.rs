@@ -242,6 +242,36 @@ const STEPS: &[Step] = &[
         ),
     ),
     step(
+        "emulate media",
+        ("browser_emulate_media", r#"{"colorScheme": "dark"}"#),
+        ("browser_emulate_media", r#"{"colorScheme": "dark"}"#),
+    ),
+    step("mouse down", ("browser_mouse_down", "{}"), ("browser_mouse_down", "{}")),
+    step("mouse up", ("browser_mouse_up", "{}"), ("browser_mouse_up", "{}")),
+    step(
+        "verify value",
+        (
+            "browser_verify_value",
+            r##"{"type": "textbox", "element": "field", "target": "#q", "value": "hello"}"##,
+        ),
+        (
+            "browser_verify_value",
+            r##"{"type": "textbox", "element": "field", "target": "#q", "value": "hello"}"##,
+        ),
+    ),
+    step(
+        "generate locator",
+        (
+            "browser_generate_locator",
+            r##"{"element": "button", "target": "#btn"}"##,
+        ),
+        (
+            "browser_generate_locator",
+            r##"{"element": "button", "target": "#btn"}"##,
+        ),
+    ),
+    step("route list", ("browser_route_list", "{}"), ("browser_route_list", "{}")),
+    step(
         "localStorage set",
         ("browser_localstorage_set", r#"{"key": "k", "value": "v"}"#),
         ("browser_localstorage_set", r#"{"key": "k", "value": "v"}"#),

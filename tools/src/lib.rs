@@ -174,6 +174,11 @@ kyro_core::catalog! {
         #[cfg(feature = "browser")] browser::BrowserHideHighlight,
         #[cfg(feature = "browser")] browser::BrowserStartTracing,
         #[cfg(feature = "browser")] browser::BrowserStopTracing,
+        #[cfg(feature = "browser")] browser::BrowserStartVideo,
+        #[cfg(feature = "browser")] browser::BrowserStopVideo,
+        #[cfg(feature = "browser")] browser::BrowserVideoChapter,
+        #[cfg(feature = "browser")] browser::BrowserVideoShowActions,
+        #[cfg(feature = "browser")] browser::BrowserVideoHideActions,
         #[cfg(feature = "web")] integration::HttpRequest,
         integration::McpCall,
         shell::RunCommand,
@@ -306,6 +311,8 @@ pub mod catalogs {
             browser::BrowserVerifyListVisible, browser::BrowserGenerateLocator, browser::BrowserGetConfig,
             browser::BrowserRunCodeUnsafe, browser::BrowserHighlight, browser::BrowserHideHighlight,
             browser::BrowserStartTracing, browser::BrowserStopTracing,
+            browser::BrowserStartVideo, browser::BrowserStopVideo, browser::BrowserVideoChapter,
+            browser::BrowserVideoShowActions, browser::BrowserVideoHideActions,
         ];
     }
     #[cfg(feature = "state")]

@@ -24,6 +24,10 @@ mod devtools;
 #[path = "browser/storage.rs"]
 mod storage;
 
+/// The video tools: a screencast written as an AVI, chapter cards, action callouts.
+#[path = "browser/video.rs"]
+mod video;
+
 use kyro_tools::Failure;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -48,8 +48,12 @@ impl Execute for BrowserClick {
 
     async fn run(self, cx: &ToolContext) -> Result<Clicked, ToolError> {
         let (target, element) = super::target(self.r#ref.as_deref(), self.selector.as_deref(), self.target.as_deref())?;
+        let described = self.element;
         with_page(cx, move |tab, dialogs| {
-            tab.click_at(super::element_point(tab, &target, &element)?)?;
+            let point = super::element_point(tab, &target, &element)?;
+            let action = super::actions::named("Click", described.as_deref(), &element);
+            super::actions::announce(tab, &action, Some(&target), Some(point));
+            tab.click_at(point)?;
             super::settle(tab);
             let (url, title, _) = super::script::page_info(tab)?;
             Ok(Clicked {

@@ -14,6 +14,7 @@ use kyro_core::ToolError;
 use super::direct::Direct;
 use super::memory::Memory;
 use super::page::{COMMAND_TIMEOUT, Loads, PageHandle, PageLog, World};
+use super::recorder::Studio;
 use super::report::error;
 
 /// A listener to a page's DevTools events.
@@ -31,6 +32,8 @@ pub(crate) struct Driven<'a> {
     loads: &'a Loads,
     log: &'a PageLog,
     memory: &'a Memory,
+    /// The session's video state, for the action annotations (`None`: none are drawn).
+    studio: Option<&'a Studio>,
 }
 
 impl PageHandle {
@@ -43,6 +46,7 @@ impl PageHandle {
             loads: &self.loads,
             log: &self.log,
             memory: &self.memory,
+            studio: None,
         }
     }
 }
@@ -55,7 +59,21 @@ impl std::ops::Deref for Driven<'_> {
     }
 }
 
-impl Driven<'_> {
+impl<'a> Driven<'a> {
+    /// The page with the session's video state, whose action annotations the action
+    /// tools draw.
+    pub(crate) fn annotated(self, studio: &'a Studio) -> Driven<'a> {
+        Driven {
+            studio: Some(studio),
+            ..self
+        }
+    }
+
+    /// The session's video state, when the page was given it.
+    pub(crate) fn studio(&self) -> Option<&'a Studio> {
+        self.studio
+    }
+
     /// Sends a DevTools command on the page's own connection (no wait for a lock), or on
     /// `headless_chrome`'s where that connection could not be made.
     pub(crate) fn call<M>(&self, method: M, operation: &str) -> Result<M::ReturnObject, ToolError>

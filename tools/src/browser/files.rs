@@ -244,6 +244,8 @@ impl Execute for BrowserDrag {
             };
             let from = point(&start)?;
             let to = point(&end)?;
+            let action = format!("Drag {} to {}", start.1, end.1);
+            super::actions::announce(tab, &action, Some(&start.0), Some(from));
             tab.drag(from, to)?;
             super::settle(tab);
             let (url, title, _) = super::script::page_info(tab)?;

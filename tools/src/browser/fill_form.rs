@@ -97,6 +97,11 @@ impl Execute for BrowserFillForm {
             targets.push((target, name));
         }
         with_page(cx, move |tab, dialogs| {
+            let action = match targets.as_slice() {
+                [(_, name)] => format!("Fill {name}"),
+                _ => format!("Fill {} form fields", targets.len()),
+            };
+            super::actions::announce(tab, &action, targets.first().map(|(t, _)| t), None);
             let mut values = Vec::with_capacity(targets.len());
             for (target, name) in &targets {
                 let (answer, _) = super::element_op(tab, "fill a field", "fill", target, name)?;

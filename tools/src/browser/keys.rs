@@ -54,6 +54,7 @@ impl Execute for BrowserPressKey {
     async fn run(self, cx: &ToolContext) -> Result<PageState, ToolError> {
         let key = self.key;
         with_page(cx, move |tab, dialogs| {
+            super::actions::announce(tab, &format!("Press {key}"), None, None);
             tab.press_key(&key).map_err(|e| {
                 let message = e.to_string();
                 if message.contains("not found") || message.contains("Key") {
@@ -104,8 +105,12 @@ impl Execute for BrowserHover {
 
     async fn run(self, cx: &ToolContext) -> Result<PageState, ToolError> {
         let (target, element) = super::target(self.r#ref.as_deref(), self.selector.as_deref(), self.target.as_deref())?;
+        let described = self.element;
         with_page(cx, move |tab, dialogs| {
-            tab.hover_at(super::element_point(tab, &target, &element)?)?;
+            let point = super::element_point(tab, &target, &element)?;
+            let action = super::actions::named("Hover over", described.as_deref(), &element);
+            super::actions::announce(tab, &action, Some(&target), Some(point));
+            tab.hover_at(point)?;
             state(tab, dialogs)
         })
         .await

@@ -5,6 +5,8 @@
 //! addresses unless allowed); refused requests fail in the page and appear in the receipt.
 //! The tools are registered only where Chromium is installed ([`unavailable`]).
 
+mod actions;
+mod avi;
 mod click;
 mod config;
 mod devtools;
@@ -26,6 +28,7 @@ mod offline;
 mod origins;
 mod page;
 mod proxy;
+mod recorder;
 mod report;
 mod route;
 mod routes;
@@ -41,9 +44,14 @@ mod storage_state;
 mod tabs;
 mod type_text;
 mod verify;
+mod video;
 mod vision;
 mod web_storage;
 
+pub use actions::{
+    ActionCursor, ActionPosition, ActionStyle, ActionsShown, BrowserVideoChapter, BrowserVideoHideActions,
+    BrowserVideoShowActions, ChapterShown,
+};
 pub use click::{BrowserClick, Clicked};
 pub use config::{BrowserConfig, BrowserGetConfig, ConfiguredNetwork, Viewport};
 pub use devtools::{
@@ -88,6 +96,7 @@ pub use verify::{
     BrowserGenerateLocator, BrowserVerifyListVisible, BrowserVerifyValue, GeneratedLocator, ListVerified, ValueKind,
     ValueVerified,
 };
+pub use video::{BrowserStartVideo, BrowserStopVideo, VideoSaved, VideoSize, VideoStarted};
 pub use vision::{BrowserMouseClickXy, BrowserMouseDragXy, BrowserMouseMoveXy, BrowserMouseWheel};
 pub use vision::{BrowserMouseDown, BrowserMouseUp, MouseButtonName};
 pub use web_storage::{

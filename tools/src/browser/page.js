@@ -560,9 +560,108 @@
     return { removed: old ? 1 : 0, shown: marks.size };
   }
 
+
+  // The video overlays (browser_video_chapter, browser_video_show_actions): fixed over the
+  // viewport, aria-hidden (never in the outline), taking no pointer events (never in the
+  // way of a click or of the check that an element is not covered), each in its own shadow
+  // root (the page's CSS leaves them alone). The page's own timers remove them.
+  function overlay(kind, css) {
+    for (const old of document.querySelectorAll("[data-kyro-overlay=" + kind + "]")) old.remove();
+    const host = document.createElement("div");
+    host.setAttribute("aria-hidden", "true");
+    host.setAttribute("data-kyro-overlay", kind);
+    host.style.cssText = "position:fixed;inset:0;pointer-events:none;z-index:2147483647;";
+    const root = host.attachShadow({ mode: "open" });
+    const style = document.createElement("style");
+    style.textContent = css;
+    root.appendChild(style);
+    document.documentElement.appendChild(host);
+    return [host, root];
+  }
+  function part(root, parent, id, text, css) {
+    const el = document.createElement("div");
+    el.id = id;
+    if (text !== undefined) el.textContent = text;
+    if (css) el.style.cssText += ";" + css;
+    (parent || root).appendChild(el);
+    return el;
+  }
+
+  // A full-screen chapter card: title, description, a blurred backdrop; it fades in, and
+  // out after `duration` ms.
+  function chapter(arg) {
+    const fade = 300;
+    const [host, root] = overlay("chapter",
+      "@keyframes kin { from { opacity: 0 } to { opacity: 1 } }" +
+      "@keyframes kout { from { opacity: 1 } to { opacity: 0 } }" +
+      "#background { position: absolute; inset: 0; display: flex; align-items: center; justify-content: center;" +
+      " backdrop-filter: blur(2px); background: rgba(0,0,0,0.15); animation: kin " + fade + "ms ease-out forwards }" +
+      "#background.out { animation: kout " + fade + "ms ease-in forwards }" +
+      "#content { background: rgba(0,0,0,0.7); border: 1px solid rgba(255,255,255,0.15); border-radius: 16px;" +
+      " padding: 40px 56px; max-width: 560px; box-shadow: 0 8px 32px rgba(0,0,0,0.4); text-align: center;" +
+      " font-family: system-ui, -apple-system, sans-serif }" +
+      "#title { color: white; font-size: 28px; font-weight: 600; line-height: 1.3 }" +
+      "#description { color: rgba(255,255,255,0.7); font-size: 15px; line-height: 1.5; margin-top: 12px }");
+    const background = part(root, null, "background");
+    const content = part(root, background, "content");
+    part(root, content, "title", arg.title);
+    if (arg.description) part(root, content, "description", arg.description);
+    setTimeout(() => background.classList.add("out"), arg.duration);
+    setTimeout(() => host.remove(), arg.duration + fade);
+    return { shown: true, fade };
+  }
+
+  // An action's annotation: its title at `position`, with `style.point` a marker at the
+  // action point, with `style.highlight` a box over the target; gone after `duration` ms.
+  // With `cursor`, a pointer travels from where it was left to the action point in
+  // `travel` ms, and stays there (`hide_cursor` removes it).
+  function annotate(arg) {
+    const style = arg.style || {};
+    const [host, root] = overlay("action",
+      "#title { position: absolute; margin: 16px; padding: 6px 12px; border-radius: 6px;" +
+      " background: rgba(0,0,0,0.75); color: white; font: 14px/1.4 system-ui, -apple-system, sans-serif;" +
+      " max-width: 60vw; white-space: nowrap; overflow: hidden; text-overflow: ellipsis }" +
+      "#point { position: absolute; width: 0; height: 0; transform: translate(-50%, -50%) }" +
+      "#box { position: absolute; box-sizing: border-box }");
+    const [v, h] = arg.position.startsWith("bottom") ? ["bottom", arg.position.slice(6)] : ["top", arg.position.slice(3)];
+    const across = h === "-left" ? "left:0" : h === "-right" ? "right:0" : "left:50%;transform:translateX(-50%)";
+    part(root, null, "title", arg.title, v + ":0;" + across + ";" + (style.title || ""));
+    if (arg.point && style.point) {
+      part(root, null, "point", undefined, "left:" + arg.point[0] + "px;top:" + arg.point[1] + "px;" + style.point);
+    }
+    const found = arg.target && style.highlight ? find(arg.target) : {};
+    if (found.el) {
+      const b = found.el.getBoundingClientRect();
+      part(root, null, "box", undefined, "left:" + b.left + "px;top:" + b.top + "px;width:" + b.width +
+        "px;height:" + b.height + "px;" + style.highlight);
+    }
+    setTimeout(() => host.remove(), arg.duration);
+    if (arg.cursor && arg.point) {
+      let cursor = document.querySelector("[data-kyro-overlay=cursor]");
+      const from = arg.last || arg.point;
+      if (!cursor) {
+        cursor = overlay("cursor", "svg { position: absolute; left: 0; top: 0; filter: drop-shadow(0 1px 2px rgba(0,0,0,0.5)) }")[0];
+        cursor.shadowRoot.innerHTML += '<svg width="24" height="24" viewBox="0 0 24 24"><path d="M3 2 L3 19 L7.5 14.5 L10.5 21 L13 20 L10 13.5 L16.5 13.5 Z" fill="black" stroke="white" stroke-width="1.5"/></svg>';
+        cursor.style.transform = "translate(" + (from[0] - 3) + "px," + (from[1] - 2) + "px)";
+        cursor.getBoundingClientRect();
+      }
+      cursor.style.transition = "transform " + arg.travel + "ms ease-in-out";
+      cursor.style.transform = "translate(" + (arg.point[0] - 3) + "px," + (arg.point[1] - 2) + "px)";
+    }
+    return { shown: true };
+  }
+
   let result;
   switch (op) {
     case "highlight": result = highlight(arg); break;
+    case "chapter": result = chapter(arg); break;
+    case "annotate": result = annotate(arg); break;
+    case "hide_cursor": {
+      const cursors = document.querySelectorAll("[data-kyro-overlay=cursor]");
+      for (const c of cursors) c.remove();
+      result = { removed: cursors.length };
+      break;
+    }
     case "file_input": result = fileInput(arg); break;
     case "read_value": result = readValue(arg); break;
     case "list_items": result = listItems(arg); break;

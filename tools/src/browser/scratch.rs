@@ -69,3 +69,47 @@ impl Drop for Scratch {
         let _ = self.page.tab.close(false);
     }
 }
+
+/// Where an origin's storage is read or written: the driven page itself when its document
+/// is of that origin (nothing to open), else a [`Scratch`] page, opened on first need and
+/// kept for the other origins of the call.
+pub(crate) struct AtOrigin<'a, 'b> {
+    tab: &'a Driven<'b>,
+    current: Option<String>,
+    open: &'a dyn Fn() -> Result<PageHandle, ToolError>,
+    scratch: Option<Scratch>,
+}
+
+impl<'a, 'b> AtOrigin<'a, 'b> {
+    /// Over the driven page `tab`, opening scratch pages with `open`.
+    pub(crate) fn new(tab: &'a Driven<'b>, open: &'a dyn Fn() -> Result<PageHandle, ToolError>) -> Self {
+        let current = super::script::page_info(tab)
+            .ok()
+            .and_then(|(url, _, _)| super::origins::origin_of(&url));
+        AtOrigin {
+            tab,
+            current,
+            open,
+            scratch: None,
+        }
+    }
+
+    /// Runs `work` in a page whose document is of `origin`.
+    pub(crate) fn run<T>(
+        &mut self,
+        origin: &str,
+        work: impl FnOnce(&Driven) -> Result<T, ToolError>,
+    ) -> Result<T, ToolError> {
+        if self.current.as_deref() == Some(origin) {
+            return work(self.tab);
+        }
+        if self.scratch.is_none() {
+            self.scratch = Some(Scratch::open(self.open)?);
+        }
+        let page = self.scratch.as_ref().map(|s| s.at(origin)).transpose()?;
+        match page {
+            Some(page) => work(&page),
+            None => Err(error("open a page", "no scratch page")),
+        }
+    }
+}

@@ -57,7 +57,10 @@ impl Execute for BrowserSelectOption {
         let (mut target, element) =
             super::target(self.r#ref.as_deref(), self.selector.as_deref(), self.target.as_deref())?;
         target["values"] = self.values.into();
+        let described = self.element;
         with_page(cx, move |tab, dialogs| {
+            let action = super::actions::named("Select an option of", described.as_deref(), &element);
+            super::actions::announce(tab, &action, Some(&target), None);
             let (answer, _) = super::element_op(tab, "choose an option", "select", &target, &element)?;
             super::element_answer(&answer, &element)?;
             let values = answer["values"]

@@ -56,6 +56,8 @@ pub(crate) struct Session {
     routes: super::routes::Routes,
     /// The origins the pages loaded documents from, for `browser_storage_state`.
     origins: super::origins::Origins,
+    /// The video being recorded and the action annotations (the video tools).
+    studio: super::recorder::Studio,
     /// One call drives the browser at a time, so requests and dialogs belong to one call.
     busy: Mutex<()>,
     /// Every page offline (`browser_network_state_set`), pages opened later too.
@@ -115,6 +117,7 @@ impl Session {
             dialogs,
             routes: super::routes::Routes::default(),
             origins: super::origins::Origins::default(),
+            studio: super::recorder::Studio::default(),
             busy: Mutex::new(()),
             offline: std::sync::atomic::AtomicBool::new(false),
             devtools,
@@ -241,9 +244,19 @@ where
     F: FnOnce(&Driven, &Dialogs) -> Result<T, ToolError> + Send + 'static,
 {
     with_session(cx, move |session, _| {
-        work(&session.current().driven(), &session.dialogs)
+        work(&session.current().driven().annotated(&session.studio), &session.dialogs)
     })
     .await
+}
+
+/// Runs `work` on the page the tools drive (the page itself, for a recording of it) and
+/// the session's video state.
+pub(crate) async fn with_studio<T, F>(cx: &ToolContext, work: F) -> Result<T, ToolError>
+where
+    T: Send + 'static,
+    F: FnOnce(&PageHandle, &super::recorder::Studio) -> Result<T, ToolError> + Send + 'static,
+{
+    with_session(cx, move |session, _| work(&session.current(), &session.studio)).await
 }
 
 /// Runs `work` on the browser's routes (the browser started on first use).

@@ -18,7 +18,7 @@ use serde_json::json;
 
 use super::driven::Driven;
 use super::origins::{Origins, origin_of};
-use super::scratch::Scratch;
+use super::scratch::AtOrigin;
 use super::session::{error, request_refusal, with_origins};
 use super::web_storage::{Area, Change, web_storage};
 use crate::Failure;
@@ -180,10 +180,9 @@ fn read_state(
     let known = super::origins::list(origins);
     let mut saved = Vec::new();
     if !known.is_empty() {
-        let scratch = Scratch::open(open)?;
+        let mut pages = AtOrigin::new(tab, open);
         for origin in known {
-            let page = scratch.at(&origin)?;
-            let (_, entries) = web_storage(&page, Area::Local, None, Change::Nothing)?;
+            let (_, entries) = pages.run(&origin, |page| web_storage(page, Area::Local, None, Change::Nothing))?;
             if !entries.is_empty() {
                 saved.push(StateOrigin {
                     origin,
@@ -450,9 +449,8 @@ fn restore(
     cleared.extend(allowed.iter().map(|(o, _)| o.clone()));
     let mut restored = Vec::new();
     if !cleared.is_empty() {
-        let scratch = Scratch::open(open)?;
+        let mut pages = AtOrigin::new(tab, open);
         for origin in cleared {
-            let page = scratch.at(&origin)?;
             let entries = allowed
                 .iter()
                 .find(|(o, _)| *o == origin)
@@ -463,7 +461,9 @@ fn restore(
                  return JSON.stringify(localStorage.length); }})()",
                 json!(entries)
             );
-            match page.evaluate_json_in(None, "restore localStorage", &expression) {
+            match pages.run(&origin, |page| {
+                page.evaluate_json_in(None, "restore localStorage", &expression)
+            }) {
                 Ok(_) if allowed.iter().any(|(o, _)| *o == origin) => {
                     super::origins::record(origins, &url_of(&origin));
                     restored.push(origin);

@@ -71,7 +71,10 @@ impl Execute for BrowserType {
         let BrowserType {
             text, submit, slowly, ..
         } = self;
+        let described = self.element.clone();
         with_page(cx, move |tab, dialogs| {
+            let action = super::actions::named("Type into", described.as_deref(), &element);
+            super::actions::announce(tab, &action, Some(&target), None);
             let (answer, _) = super::element_op(tab, "find the element", "focus", &target, &element)?;
             super::element_answer(&answer, &element)?;
             if answer["focused"] != true {

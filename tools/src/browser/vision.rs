@@ -33,7 +33,10 @@ impl Execute for BrowserMouseClickXy {
 
     async fn run(self, cx: &ToolContext) -> Result<PageState, ToolError> {
         with_page(cx, move |tab, dialogs| {
-            tab.click_at(Point { x: self.x, y: self.y })?;
+            let point = Point { x: self.x, y: self.y };
+            let action = format!("Click at ({}, {})", self.x, self.y);
+            super::actions::announce(tab, &action, None, Some(point));
+            tab.click_at(point)?;
             super::settle(tab);
             state(tab, dialogs)
         })
@@ -65,7 +68,10 @@ impl Execute for BrowserMouseMoveXy {
 
     async fn run(self, cx: &ToolContext) -> Result<PageState, ToolError> {
         with_page(cx, move |tab, dialogs| {
-            tab.hover_at(Point { x: self.x, y: self.y })?;
+            let point = Point { x: self.x, y: self.y };
+            let action = format!("Move the mouse to ({}, {})", self.x, self.y);
+            super::actions::announce(tab, &action, None, Some(point));
+            tab.hover_at(point)?;
             state(tab, dialogs)
         })
         .await
@@ -110,6 +116,11 @@ impl Execute for BrowserMouseDragXy {
                 x: self.start_x,
                 y: self.start_y,
             };
+            let action = format!(
+                "Drag from ({}, {}) to ({}, {})",
+                self.start_x, self.start_y, self.end_x, self.end_y
+            );
+            super::actions::announce(tab, &action, None, Some(from));
             tab.drag(
                 from,
                 Point {
@@ -160,6 +171,8 @@ impl Execute for BrowserMouseWheel {
                 x: self.x.unwrap_or(640.0),
                 y: self.y.unwrap_or(400.0),
             };
+            let action = format!("Scroll by ({}, {})", self.delta_x.unwrap_or(0.0), self.delta_y);
+            super::actions::announce(tab, &action, None, Some(at));
             tab.wheel(at, self.delta_x.unwrap_or(0.0), self.delta_y)?;
             super::settle(tab);
             state(tab, dialogs)
@@ -214,8 +227,8 @@ impl Execute for BrowserMouseDown {
 
     async fn run(self, cx: &ToolContext) -> Result<PageState, ToolError> {
         with_page(cx, move |tab, dialogs| {
+            // No wait for a navigation it may start (as Playwright's): the next call meets it.
             tab.press(self.button.devtools(), true)?;
-            super::settle(tab);
             state(tab, dialogs)
         })
         .await
@@ -242,8 +255,8 @@ impl Execute for BrowserMouseUp {
 
     async fn run(self, cx: &ToolContext) -> Result<PageState, ToolError> {
         with_page(cx, move |tab, dialogs| {
+            // No wait for a navigation it may start (as Playwright's): the next call meets it.
             tab.press(self.button.devtools(), false)?;
-            super::settle(tab);
             state(tab, dialogs)
         })
         .await
