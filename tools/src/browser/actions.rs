@@ -224,10 +224,12 @@ const MAX_TRAVEL: u64 = 800;
 /// The hook of the action tools: when annotations are on, draws `action` (with the element,
 /// `target`, it is done to) at the annotation's place, and the cursor travelling to `point`,
 /// waiting for it to arrive. An annotation that cannot be drawn never fails the action.
-pub(super) fn announce(page: &Driven, action: &str, target: Option<&Value>, point: Option<Point>) {
-    let Some(studio) = page.studio() else { return };
+/// Whether it waited: then the page had time (and, in the overlay, a sign) to move things,
+/// and the caller finds its element's point again before acting on it.
+pub(super) fn announce(page: &Driven, action: &str, target: Option<&Value>, point: Option<Point>) -> bool {
+    let Some(studio) = page.studio() else { return false };
     let Some(annotations) = studio.annotations().clone() else {
-        return;
+        return false;
     };
     let cursor = annotations.cursor && point.is_some();
     let travel = if cursor && annotations.last.is_some() {
@@ -247,14 +249,16 @@ pub(super) fn announce(page: &Driven, action: &str, target: Option<&Value>, poin
         "travel": travel,
     });
     if page_op(page, "annotate the action", "annotate", &arg).is_err() {
-        return;
+        return false;
     }
     if let (true, Some(point)) = (cursor, point) {
         if let Some(shown) = studio.annotations().as_mut() {
             shown.last = Some((point.x, point.y));
         }
         std::thread::sleep(Duration::from_millis(travel));
+        return travel > 0;
     }
+    false
 }
 
 /// An element's name in an annotation: its description when given, else its ref or

@@ -50,9 +50,12 @@ impl Execute for BrowserClick {
         let (target, element) = super::target(self.r#ref.as_deref(), self.selector.as_deref(), self.target.as_deref())?;
         let described = self.element;
         with_page(cx, move |tab, dialogs| {
-            let point = super::element_point(tab, &target, &element)?;
+            let mut point = super::element_point(tab, &target, &element)?;
             let action = super::actions::named("Click", described.as_deref(), &element);
-            super::actions::announce(tab, &action, Some(&target), Some(point));
+            if super::actions::announce(tab, &action, Some(&target), Some(point)) {
+                // The page had the cursor's travel to move another element under it.
+                point = super::element_point(tab, &target, &element)?;
+            }
             tab.click_at(point)?;
             super::settle(tab);
             let (url, title, _) = super::script::page_info(tab)?;

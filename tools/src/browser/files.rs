@@ -242,10 +242,11 @@ impl Execute for BrowserDrag {
                     y: answer["y"].as_f64().unwrap_or_default(),
                 })
             };
-            let from = point(&start)?;
-            let to = point(&end)?;
+            let (mut from, mut to) = (point(&start)?, point(&end)?);
             let action = format!("Drag {} to {}", start.1, end.1);
-            super::actions::announce(tab, &action, Some(&start.0), Some(from));
+            if super::actions::announce(tab, &action, Some(&start.0), Some(from)) {
+                (from, to) = (point(&start)?, point(&end)?);
+            }
             tab.drag(from, to)?;
             super::settle(tab);
             let (url, title, _) = super::script::page_info(tab)?;

@@ -107,9 +107,11 @@ impl Execute for BrowserHover {
         let (target, element) = super::target(self.r#ref.as_deref(), self.selector.as_deref(), self.target.as_deref())?;
         let described = self.element;
         with_page(cx, move |tab, dialogs| {
-            let point = super::element_point(tab, &target, &element)?;
+            let mut point = super::element_point(tab, &target, &element)?;
             let action = super::actions::named("Hover over", described.as_deref(), &element);
-            super::actions::announce(tab, &action, Some(&target), Some(point));
+            if super::actions::announce(tab, &action, Some(&target), Some(point)) {
+                point = super::element_point(tab, &target, &element)?;
+            }
             tab.hover_at(point)?;
             state(tab, dialogs)
         })

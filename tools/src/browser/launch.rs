@@ -48,6 +48,10 @@ const FLAGS: &[&str] = &[
 NetworkTimeServiceQuerying,AutofillServerCommunication,CertificateTransparencyComponentUpdater,\
 PreconnectToSearch,SearchEnginePreconnector,SearchEnginePreconnect2",
     // Chromium's own traffic, which the proxy would otherwise have to refuse (or let out).
+    // WebRTC's UDP goes past the proxy (its own lookups, any address, data in TURN
+    // usernames): none but proxied. In the network namespace it reaches nothing anyway;
+    // this holds where Chromium runs bare.
+    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
     "--disable-domain-reliability",
     "--disable-client-side-phishing-detection",
     "--no-pings",

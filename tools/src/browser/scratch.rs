@@ -28,6 +28,12 @@ impl Scratch {
     pub(crate) fn open(open: &dyn Fn() -> Result<PageHandle, ToolError>) -> Result<Scratch, ToolError> {
         let page = open()?;
         let scratch = Scratch { page };
+        // An origin's service worker would answer the page's navigations itself, past the
+        // interception below.
+        scratch.page.driven().call(
+            headless_chrome::protocol::cdp::Network::SetBypassServiceWorker { bypass: true },
+            "bypass service workers",
+        )?;
         let body = BASE64_STANDARD.encode(EMPTY);
         match &scratch.page.direct {
             Some(direct) => direct.intercept(Box::new(move |_| Decision::Fulfill {
@@ -100,7 +106,7 @@ impl<'a, 'b> AtOrigin<'a, 'b> {
         origin: &str,
         work: impl FnOnce(&Driven) -> Result<T, ToolError>,
     ) -> Result<T, ToolError> {
-        if self.current.as_deref() == Some(origin) {
+        if self.current.as_deref() == Some(origin) && is_at(self.tab, origin)? {
             return work(self.tab);
         }
         if self.scratch.is_none() {
@@ -108,8 +114,21 @@ impl<'a, 'b> AtOrigin<'a, 'b> {
         }
         let page = self.scratch.as_ref().map(|s| s.at(origin)).transpose()?;
         match page {
-            Some(page) => work(&page),
+            // Whatever answered the navigation (a service worker of another origin's, a
+            // redirect), the document must be of `origin` before its storage is touched.
+            Some(page) if is_at(&page, origin)? => work(&page),
+            Some(_) => Err(error(
+                "open the origin",
+                format!("the page did not stay at {origin}; its storage was not touched"),
+            )),
             None => Err(error("open a page", "no scratch page")),
         }
     }
+}
+
+/// Whether the document of `page` is of `origin`, as the page itself says (`location.origin`,
+/// read in kyro's world).
+fn is_at(page: &Driven, origin: &str) -> Result<bool, ToolError> {
+    let at = page.evaluate_json_in(None, "check the origin", "JSON.stringify(location.origin)")?;
+    Ok(at.as_str() == Some(origin))
 }

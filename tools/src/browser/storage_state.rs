@@ -19,7 +19,7 @@ use serde_json::json;
 use super::driven::Driven;
 use super::origins::{Origins, origin_of};
 use super::scratch::AtOrigin;
-use super::session::{error, request_refusal, with_origins};
+use super::session::{error, with_origins};
 use super::web_storage::{Area, Change, web_storage};
 use crate::Failure;
 use crate::settings::NetworkSettings;
@@ -367,11 +367,12 @@ fn cookie_host(domain: &str) -> Option<String> {
     (name || ipv6).then(|| host.to_ascii_lowercase())
 }
 
-/// Why the policy refuses `host` (checked as the page's requests are), cached per host.
+/// Why the policy refuses `host`, by its spelling alone (the file's names are never
+/// looked up: [`crate::integration::name_refusal`]), cached per host.
 fn host_refusal(policy: &NetworkSettings, cache: &mut BTreeMap<String, Option<String>>, host: &str) -> Option<String> {
     cache
         .entry(host.to_owned())
-        .or_insert_with(|| request_refusal(policy, &format!("https://{host}/")))
+        .or_insert_with(|| crate::integration::name_refusal(policy, host))
         .clone()
 }
 
@@ -436,7 +437,12 @@ fn restore(
     }
     let mut allowed = Vec::new();
     for (origin, entries) in plan.origins {
-        match request_refusal(policy, &url_of(&origin)) {
+        let host = origin.split_once("://").map_or("", |(_, rest)| rest);
+        let host = host
+            .rsplit_once(':')
+            .filter(|(_, port)| port.parse::<u16>().is_ok())
+            .map_or(host, |(h, _)| h);
+        match host_refusal(policy, &mut cache, host) {
             Some(reason) => skipped.push(Skipped {
                 kind: "origin".into(),
                 item: origin,

@@ -129,6 +129,34 @@ fn denied_by_address(denied: &[IpAddr], host: &str, ip: IpAddr) -> Option<String
         .then(|| format!("`{host}` resolves to {ip}, which the policy denies"))
 }
 
+/// Why the policy refuses `host` judged by its spelling alone, without a lookup: for names
+/// an untrusted file supplies (a storage state), which kyro must not resolve (a lookup is a
+/// beacon to the name's server, and one that never answers holds the browser). Denied or
+/// not allowed by name; an address literal that is denied or not public (unless the policy
+/// allows it); a numeric spelling that is no plain address (`2130706433`, `0x7f.1`). A
+/// name that resolves to a private address passes here: every request to it is still
+/// checked with its lookup.
+pub(crate) fn name_refusal(policy: &NetworkSettings, host: &str) -> Option<String> {
+    let host = host.trim_start_matches('[').trim_end_matches(']').trim_end_matches('.');
+    if policy.denies(host) {
+        return Some(format!("host `{host}` is not allowed by the policy"));
+    }
+    let check_private = !policy.allow_private && !policy.allows_explicitly(host);
+    let last = host.rsplit('.').next().unwrap_or_default();
+    let numeric = !last.is_empty() && last.chars().all(|c| c.is_ascii_hexdigit() || c == 'x' || c == 'X');
+    let ip = match host.parse::<IpAddr>() {
+        Ok(ip) => ip,
+        Err(_) if host.contains(':') || numeric && last.starts_with(|c: char| c.is_ascii_digit()) => {
+            return Some(format!("`{host}` is a numeric spelling that is no plain address"));
+        }
+        Err(_) => return None,
+    };
+    if let Some(reason) = denied_by_address(&denied_addresses(policy), host, ip) {
+        return Some(reason);
+    }
+    (check_private && !public(ip)).then(|| format!("`{host}` is {ip}, which is not a public address"))
+}
+
 /// Checks a URL against the scope's network policy; returns it parsed.
 pub(crate) fn check(cx: &ToolContext, url: &str) -> Result<ureq::http::Uri, ToolError> {
     check_with(&*cx.scope().settings::<NetworkSettings>()?, url)
@@ -454,6 +482,37 @@ fn exchange<T>(
 mod tests {
     use super::*;
     use ureq::unversioned::resolver::Resolver;
+
+    #[test]
+    fn a_name_from_an_untrusted_file_is_judged_by_its_spelling_and_never_looked_up() {
+        let default = NetworkSettings::default();
+        // A name whose lookup fails is not refused here: it was not looked up (a planted
+        // storage state must not make kyro query the names it chose).
+        assert_eq!(name_refusal(&default, "beacon.attacker.invalid"), None);
+        assert_eq!(name_refusal(&default, "example.com"), None);
+        for host in [
+            "127.0.0.1",
+            "[::1]",
+            "10.0.0.8",
+            "2130706433",
+            "0x7f.1",
+            "0177.0.0.1",
+            "127.1",
+        ] {
+            assert!(name_refusal(&default, host).is_some(), "{host} passed");
+        }
+        let denied = NetworkSettings {
+            deny_hosts: vec!["evil.example".into()],
+            ..NetworkSettings::default()
+        };
+        assert!(name_refusal(&denied, "a.evil.example.").is_some());
+        let allowed = NetworkSettings {
+            allow_hosts: vec!["127.0.0.1".into()],
+            ..NetworkSettings::default()
+        };
+        assert_eq!(name_refusal(&allowed, "127.0.0.1"), None);
+        assert!(name_refusal(&allowed, "example.com").is_some());
+    }
 
     fn resolve_with(policy: NetworkSettings, url: &str) -> Result<usize, ureq::Error> {
         let resolver = CheckedResolver::new(policy);

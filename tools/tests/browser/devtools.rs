@@ -125,11 +125,20 @@ fn code_from_the_model_is_asked_about_even_where_exec_is_auto_and_runs_in_the_pa
         "async () => document.querySelector('h1').textContent;\n",
     )
     .unwrap();
-    let from_file = h.ok(
+    // Code from a file is asked about each time, whatever the policy says of the tool, and
+    // the question shows the file's code (the arguments name only the file).
+    match h.call(
         "browser_run_code_unsafe",
         json!({ "filename": "script.js", "code": "() => 0" }),
-    );
-    assert_eq!(from_file["result"], "Hello");
+    ) {
+        Outcome::ApprovalRequired { summary, .. } => {
+            assert!(
+                summary.contains("document.querySelector('h1').textContent"),
+                "{summary}"
+            )
+        }
+        other => panic!("code from a file ran unasked: {other:?}"),
+    }
     assert_eq!(h.failed("browser_run_code_unsafe", json!({})).kind(), "invalid_request");
     let outside = h.call("browser_run_code_unsafe", json!({ "filename": "/etc/passwd" }));
     assert!(matches!(outside, Outcome::Denied { .. }), "{outside:?}");
