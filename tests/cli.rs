@@ -263,7 +263,9 @@ fn dialects_export_definitions_and_provider_payloads_take_the_native_path() {
             kyro_tools::available(false).0.len(),
             "{dialect}"
         );
-        assert!(left_out <= 2, "{dialect}: {}", String::from_utf8_lossy(&out.stderr));
+        // OpenAI's strict mode cannot state a free-form object: run_batch's and
+        // spawn_subagent's arguments, browser_drop's MIME-to-text map (Playwright's shape).
+        assert!(left_out <= 3, "{dialect}: {}", String::from_utf8_lossy(&out.stderr));
     }
     let openai = stdout_json(&kyro(&["describe", "read_file", "--dialect", "openai"], ws.path()));
     assert_eq!(openai["definition"]["function"]["strict"], true);
