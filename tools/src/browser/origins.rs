@@ -59,6 +59,43 @@ mod tests {
     use super::origin_of;
 
     #[test]
+    fn a_name_from_an_untrusted_file_is_judged_by_its_spelling_and_never_looked_up() {
+        let default = crate::settings::NetworkSettings::default();
+        // A name whose lookup fails is not refused here: it was not looked up (a planted
+        // storage state must not make kyro query the names it chose).
+        assert_eq!(
+            crate::integration::name_refusal(&default, "beacon.attacker.invalid"),
+            None
+        );
+        assert_eq!(crate::integration::name_refusal(&default, "example.com"), None);
+        for host in [
+            "127.0.0.1",
+            "[::1]",
+            "10.0.0.8",
+            "2130706433",
+            "0x7f.1",
+            "0177.0.0.1",
+            "127.1",
+        ] {
+            assert!(
+                crate::integration::name_refusal(&default, host).is_some(),
+                "{host} passed"
+            );
+        }
+        let denied = crate::settings::NetworkSettings {
+            deny_hosts: vec!["evil.example".into()],
+            ..crate::settings::NetworkSettings::default()
+        };
+        assert!(crate::integration::name_refusal(&denied, "a.evil.example.").is_some());
+        let allowed = crate::settings::NetworkSettings {
+            allow_hosts: vec!["127.0.0.1".into()],
+            ..crate::settings::NetworkSettings::default()
+        };
+        assert_eq!(crate::integration::name_refusal(&allowed, "127.0.0.1"), None);
+        assert!(crate::integration::name_refusal(&allowed, "example.com").is_some());
+    }
+
+    #[test]
     fn origins_are_spelled_as_the_browser_spells_them() {
         assert_eq!(
             origin_of("http://127.0.0.1:8080/a?b").as_deref(),
