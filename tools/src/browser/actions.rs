@@ -23,7 +23,8 @@ use crate::settings::NetworkSettings;
     title = "Video chapter",
     category = "browser.devtools",
     effect = "network",
-    read_only = true
+    read_only = true,
+    idempotent = true
 )]
 pub struct BrowserVideoChapter {
     /// The chapter's title.

@@ -124,7 +124,8 @@ fn highlight(tab: &super::driven::Driven, target: &serde_json::Value, element: &
     title = "Start tracing",
     category = "browser.devtools",
     effect = "network",
-    read_only = true
+    read_only = true,
+    idempotent = true
 )]
 pub struct BrowserStartTracing {}
 
