@@ -925,6 +925,15 @@ fn http_soak_every_call_answered_once_and_receipted_once() {
     const WAVE: usize = 30;
     let stalled = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let slow_url = format!("http://{}/slow", stalled.local_addr().unwrap());
+    // A slow server: it takes every connection and never answers (a listener that never
+    // accepted would leave it to the kernel's full backlog, which now and then refuses a
+    // connection instead of letting it wait: a failure, not the timeout this test counts).
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in stalled.incoming().flatten() {
+            held.push(stream);
+        }
+    });
     let ws = workspace();
     let server = limited_server(ws.path(), "timeout_ms = 300");
     let started = std::time::Instant::now();
