@@ -15,6 +15,7 @@ mod web_fetch;
 pub(crate) use guard::check_with as check_url;
 #[cfg(feature = "browser")]
 pub(crate) use guard::connect_checked;
+#[cfg(feature = "browser")]
 pub(crate) use guard::name_refusal;
 #[cfg(feature = "web")]
 pub use http_request::{Header, HttpMethod, HttpRequest, HttpResponse};
