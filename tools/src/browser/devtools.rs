@@ -9,7 +9,7 @@ use headless_chrome::protocol::cdp::IO::{Close, Read};
 use headless_chrome::protocol::cdp::Tracing::{End, Start, StartTransfer_modeOption};
 use headless_chrome::protocol::cdp::types::Event;
 use kyro_core::policy::SettingsTable;
-use kyro_core::{EntryType, Execute, ToolContext, ToolError, WorkspacePath, tool};
+use kyro_core::{Execute, ToolContext, ToolError, WorkspacePath, tool};
 use serde_json::json;
 
 use super::session::{error, with_page};
@@ -212,21 +212,7 @@ impl Execute for BrowserStopTracing {
             WorkspacePath::new(format!("trace-{now}.json"))
         });
         // The file is confined before the trace ends: a path refused ends nothing.
-        let path = cx.path(&given)?;
-        let existing = match path.entry_type()? {
-            Some(EntryType::File) => Some(path.read()?),
-            Some(_) => {
-                return Err(ToolError::NotAFile {
-                    path: path.given().to_owned(),
-                });
-            }
-            None => None,
-        };
-        if !path.parent_exists() {
-            return Err(ToolError::NotFound {
-                path: path.parent_display(),
-            });
-        }
+        let (path, existing) = super::files::replaceable(cx, &given)?;
         let (trace, data_lost) = with_page(cx, stop_trace).await?;
         path.write_atomic(&trace, existing.as_deref())?;
         Ok(TraceSaved {

@@ -7,7 +7,7 @@ use headless_chrome::browser::tab::point::Point;
 use headless_chrome::protocol::cdp::DOM::SetFileInputFiles;
 use headless_chrome::protocol::cdp::Page::PrintToPDF;
 use kyro_core::policy::SettingsTable;
-use kyro_core::{EntryType, Execute, ToolContext, ToolError, WorkspacePath, tool};
+use kyro_core::{ConfinedPath, EntryType, Execute, ToolContext, ToolError, WorkspacePath, tool};
 
 use super::session::{error, with_page};
 use crate::settings::NetworkSettings;
@@ -126,21 +126,7 @@ impl Execute for BrowserPdfSave {
     const SETTINGS: &[SettingsTable] = &[SettingsTable::of::<NetworkSettings>()];
 
     async fn run(self, cx: &ToolContext) -> Result<PdfSaved, ToolError> {
-        let path = cx.path(&self.path)?;
-        let existing = match path.entry_type()? {
-            Some(EntryType::File) => Some(path.read()?),
-            Some(_) => {
-                return Err(ToolError::NotAFile {
-                    path: path.given().to_owned(),
-                });
-            }
-            None => None,
-        };
-        if !path.parent_exists() {
-            return Err(ToolError::NotFound {
-                path: path.parent_display(),
-            });
-        }
+        let (path, existing) = replaceable(cx, &self.path)?;
         let landscape = self.landscape;
         let pdf = with_page(cx, move |tab, _| {
             let printed = tab.call(
@@ -258,4 +244,29 @@ impl Execute for BrowserDrag {
         })
         .await
     }
+}
+
+/// A workspace file a tool writes whole, confined for writing: the path, and what it holds
+/// now (to replace it atomically and hash it in the receipt). Refused when it is no file or
+/// its directory is missing, before anything is done.
+pub(super) fn replaceable(
+    cx: &ToolContext,
+    given: &WorkspacePath,
+) -> Result<(ConfinedPath, Option<Vec<u8>>), ToolError> {
+    let path = cx.path(given)?;
+    let existing = match path.entry_type()? {
+        Some(EntryType::File) => Some(path.read()?),
+        Some(_) => {
+            return Err(ToolError::NotAFile {
+                path: path.given().to_owned(),
+            });
+        }
+        None => None,
+    };
+    if !path.parent_exists() {
+        return Err(ToolError::NotFound {
+            path: path.parent_display(),
+        });
+    }
+    Ok((path, existing))
 }

@@ -122,21 +122,7 @@ impl Execute for BrowserStorageState {
         let given = self.filename.unwrap_or_else(|| {
             WorkspacePath::new(format!("storage-state-{}.json", stamp(std::time::SystemTime::now())))
         });
-        let path = cx.path(&given)?;
-        let existing = match path.entry_type()? {
-            Some(EntryType::File) => Some(path.read()?),
-            Some(_) => {
-                return Err(ToolError::NotAFile {
-                    path: path.given().to_owned(),
-                });
-            }
-            None => None,
-        };
-        if !path.parent_exists() {
-            return Err(ToolError::NotFound {
-                path: path.parent_display(),
-            });
-        }
+        let (path, existing) = super::files::replaceable(cx, &given)?;
         let state = with_origins(cx, move |tab, origins, open| read_state(tab, origins, open)).await?;
         let mut text = serde_json::to_string_pretty(&state).map_err(|e| error("save the storage state", e))?;
         text.push('\n');
