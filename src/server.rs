@@ -348,9 +348,12 @@ impl Server {
             let up = upstream::connect(spec, runtime.registry(), runtime.scope(), own)
                 .await
                 .map_err(ServeError::Upstream)?;
-            eprintln!("kyro: upstream `{}` runs under the sandbox: {}", up.name, up.sandbox);
+            kyro_core::log::info(&format!(
+                "upstream `{}` runs under the sandbox: {}",
+                up.name, up.sandbox
+            ));
             for (tool, reason) in &up.refused {
-                eprintln!("kyro: upstream `{}`: `{tool}` not registered: {reason}", up.name);
+                kyro_core::log::warn(&format!("upstream `{}`: `{tool}` not registered: {reason}", up.name));
             }
             upstreams.push(up);
         }
@@ -504,6 +507,7 @@ impl Server {
     /// The whole `main` of a tool server: reads the command line ([`ServeArgs`]: as
     /// `kyro mcp` does) and [serves](Server::serve).
     pub fn run(self) -> ExitCode {
+        kyro_core::log::set_program(&self.identity.name);
         #[derive(clap::Parser)]
         struct Command {
             #[command(flatten)]
@@ -543,7 +547,15 @@ pub(crate) fn failed(e: &ServeError) -> ExitCode {
         .map(PathBuf::from)
         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .unwrap_or_else(|| "server".into());
-    eprintln!("{program}: {e}");
+    if kyro_core::log::is_json() {
+        kyro_core::log::line(
+            kyro_core::log::Level::Error,
+            &e.to_string(),
+            &[("program", program.into())],
+        );
+    } else {
+        eprintln!("{program}: {e}");
+    }
     ExitCode::from(if e.is_usage() { 2 } else { 1 })
 }
 

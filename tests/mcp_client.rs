@@ -24,6 +24,8 @@ mod inbox_oauth;
 mod inbox_task;
 #[path = "mcp_client/oauth.rs"]
 mod oauth;
+#[path = "mcp_client/operator.rs"]
+mod operator;
 #[path = "mcp_client/ops.rs"]
 mod ops;
 #[path = "support/postgres.rs"]

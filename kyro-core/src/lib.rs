@@ -34,6 +34,7 @@ mod effect;
 mod error;
 mod executor;
 pub mod grants;
+pub mod log;
 mod observed;
 mod offload;
 mod outcome;

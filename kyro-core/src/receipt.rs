@@ -155,6 +155,14 @@ pub trait Observer: Send + Sync {
     fn settled(&self) -> Option<Settling> {
         None
     }
+
+    /// Called once per call with what its client is told, after every observer's
+    /// [`Observer::settled`]: the receipt and outcome of [`Observer::observe`], unless the
+    /// receipt could not be kept, when both say `receipt_unrecorded`. What counts or logs
+    /// calls as their clients saw them (metrics, a log) observes here.
+    fn answered(&self, receipt: &Receipt, outcome: &Outcome) {
+        let _ = (receipt, outcome);
+    }
 }
 
 /// kyro's own directory in a workspace, `.kyro/` beneath `root`: created when missing,
@@ -340,7 +348,7 @@ impl JsonlReceiptLog {
             }
         });
         if let Err(message) = written {
-            eprintln!("kyro: receipts not recorded: {message}");
+            crate::log::error(&format!("receipts not recorded: {message}"));
         }
     }
 }

@@ -241,6 +241,7 @@ impl Runtime {
         // A call that ran is not acknowledged before its receipt is kept; a refusal (nothing
         // ran) is answered as it is.
         let mut outcome = staged.outcome;
+        let mut told = None;
         for observer in &self.shared.observers {
             if let Some(settled) = observer.settled()
                 && let Err(why) = settled.await
@@ -248,7 +249,16 @@ impl Runtime {
                 && !matches!(outcome, Outcome::ExecutionFailed { ref error, .. } if error.kind() == "receipt_unrecorded")
             {
                 outcome = unrecorded(outcome, &why);
+                told = Some(Receipt {
+                    outcome: outcome.kind(),
+                    error_kind: Some("receipt_unrecorded".to_owned()),
+                    error_data: None,
+                    ..receipt.clone()
+                });
             }
+        }
+        for observer in &self.shared.observers {
+            observer.answered(told.as_ref().unwrap_or(&receipt), &outcome);
         }
         Execution { outcome, receipt }
     }

@@ -302,21 +302,55 @@ pub(crate) struct Role(pub Arc<str>);
 
 /// Who may pass: the static tokens, the OAuth resource server, or both.
 pub(crate) struct Gate {
-    pub tokens: Option<Tokens>,
-    /// Callers of the token file with a policy of their own.
-    pub own_policies: std::collections::HashSet<Caller>,
+    /// The static tokens, replaced whole when the token file is read again (SIGHUP).
+    callers: std::sync::RwLock<Arc<Callers>>,
     #[cfg(feature = "oauth")]
     pub oauth: Option<Arc<super::jwt::Verifier>>,
 }
 
+/// The static tokens and their callers.
+pub(crate) struct Callers {
+    pub tokens: Option<Tokens>,
+    /// Callers of the token file with a policy of their own.
+    pub own_policies: std::collections::HashSet<Caller>,
+}
+
+impl Callers {
+    fn of(auth: &HttpAuth) -> Callers {
+        Callers {
+            tokens: auth.tokens(),
+            own_policies: auth.caller_policies().iter().map(|(c, _)| c.clone()).collect(),
+        }
+    }
+}
+
 impl Gate {
+    /// The gate of `auth`'s tokens (and `oauth`'s access tokens).
+    pub(crate) fn new(auth: &HttpAuth, #[cfg(feature = "oauth")] oauth: Option<Arc<super::jwt::Verifier>>) -> Gate {
+        Gate {
+            callers: std::sync::RwLock::new(Arc::new(Callers::of(auth))),
+            #[cfg(feature = "oauth")]
+            oauth,
+        }
+    }
+
+    /// The tokens in force.
+    pub(crate) fn callers(&self) -> Arc<Callers> {
+        self.callers.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// From the next request on, `auth`'s tokens are the ones in force.
+    pub(crate) fn replace(&self, auth: &HttpAuth) {
+        *self.callers.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(Callers::of(auth));
+    }
+
     /// Whether any request is let through unchecked (`--no-auth`).
     pub(crate) fn is_open(&self) -> bool {
         #[cfg(feature = "oauth")]
         if self.oauth.is_some() {
             return false;
         }
-        self.tokens.is_none()
+        self.callers().tokens.is_none()
     }
 
     /// The caller of a token's subject: a name kyro can keep, not one it gives callers
@@ -325,6 +359,7 @@ impl Gate {
     fn subject(&self, subject: &str) -> Result<Caller, String> {
         let caller = Caller::named(subject).map_err(|why| format!("the token's subject: {why}"))?;
         let taken = self
+            .callers()
             .tokens
             .iter()
             .flat_map(|tokens| tokens.iter())
@@ -357,8 +392,11 @@ pub(crate) async fn require_token(State(gate): State<Arc<Gate>>, mut request: Re
             if let Some(role) = role {
                 request.extensions_mut().insert(role);
             }
-            request.extensions_mut().insert(caller);
-            next.run(request).await
+            request.extensions_mut().insert(caller.clone());
+            let mut response = next.run(request).await;
+            // Who was refused, for the refusal's log line (`ops::count`).
+            response.extensions_mut().insert(caller);
+            response
         }
         Err(refused) => refused,
     }
@@ -399,12 +437,13 @@ async fn identified(gate: &Gate, headers: &HeaderMap) -> Result<Identified, Resp
         .and_then(|value| value.to_str().ok())
         .and_then(bearer)
         .map(str::to_owned);
+    let callers = gate.callers();
     let known = given
         .as_deref()
-        .zip(gate.tokens.as_ref())
+        .zip(callers.tokens.as_ref())
         .and_then(|(given, tokens)| token_caller(tokens, given));
     if let Some(caller) = known {
-        let role = gate
+        let role = callers
             .own_policies
             .contains(&caller)
             .then(|| Role(format!("caller:{caller}").into()));
@@ -428,10 +467,15 @@ async fn identified(gate: &Gate, headers: &HeaderMap) -> Result<Identified, Resp
         };
         return Err(super::jwt::refused(verifier.config(), refusal));
     }
+    let why = if given.is_some() {
+        "kyro: the bearer token is not one this server takes (the token kyro printed at start, KYRO_HTTP_TOKEN, or a line of --token-file)\n"
+    } else {
+        "kyro: send `Authorization: Bearer <token>` (the token kyro printed at start, or KYRO_HTTP_TOKEN)\n"
+    };
     Err((
         StatusCode::UNAUTHORIZED,
         [(WWW_AUTHENTICATE, "Bearer realm=\"kyro\"")],
-        "kyro: send `Authorization: Bearer <token>` (the token kyro printed at start, or KYRO_HTTP_TOKEN)\n",
+        why,
     )
         .into_response())
 }

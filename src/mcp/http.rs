@@ -10,6 +10,9 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 
 use super::{HttpAuth, KyroServer, auth, http_limits, ops};
 
+/// The scopes of callers with policies of their own, by their key.
+pub(crate) type Scopes = std::collections::HashMap<Arc<str>, kyro_core::policy::Scope>;
+
 #[cfg(feature = "oauth")]
 mod inbox_oauth;
 
@@ -26,7 +29,12 @@ pub(crate) struct Access {
     pub metrics: Arc<super::ops::Metrics>,
     /// Who decides calls under `review` in the inbox (`--approvers`).
     pub approvers: Vec<kyro_core::Caller>,
+    /// What SIGHUP reads again: the tokens and the callers' own policies.
+    pub reload: Option<Reload>,
 }
+
+/// Reads the tokens and the scopes of the callers' own policies again.
+pub(crate) type Reload = Box<dyn Fn() -> Result<(HttpAuth, Scopes), String> + Send + Sync>;
 
 /// How long in-flight requests may take to finish after SIGTERM before they are cancelled.
 const GRACE: std::time::Duration = std::time::Duration::from_secs(10);
@@ -41,14 +49,14 @@ impl KyroServer {
     /// `--no-auth`, any web page open in the user's browser could otherwise call tools. The
     /// bound address is announced on stderr (so `:0` picks a free port), then the token
     /// when kyro made it.
-    pub(crate) async fn serve_http(mut self, addr: SocketAddr, access: Access) -> Result<(), crate::ServeError> {
+    pub(crate) async fn serve_http(mut self, addr: SocketAddr, mut access: Access) -> Result<(), crate::ServeError> {
+        let reload = access.reload.take();
         let Access { auth, hosts, .. } = &access;
-        let gate = auth::Gate {
-            tokens: auth.tokens(),
-            own_policies: auth.caller_policies().iter().map(|(c, _)| c.clone()).collect(),
+        let gate = auth::Gate::new(
+            auth,
             #[cfg(feature = "oauth")]
-            oauth: access.oauth.clone().map(|o| Arc::new(super::jwt::Verifier::new(o))),
-        };
+            access.oauth.clone().map(|o| Arc::new(super::jwt::Verifier::new(o))),
+        );
         if !addr.ip().is_loopback() && (gate.is_open() || hosts.is_empty()) {
             return Err(crate::ServeError::NotLoopback(addr));
         }
@@ -90,14 +98,21 @@ impl KyroServer {
         #[cfg(feature = "postgres")]
         let keyless = shared.is_some() && std::env::var_os(super::elicit::STATE_KEY_VARIABLE).is_none();
         #[cfg(feature = "postgres")]
+        let on_postgres = shared.is_some();
+        #[cfg(feature = "postgres")]
         if let Some(state) = &shared {
             config.session_store = Some(Arc::new(super::session_store::SharedSessions(state.clone())));
         }
+        // The callers' own policies in force: a request (or a pre-2026 session) takes those
+        // of its start; SIGHUP replaces them.
+        let scopes = Arc::new(std::sync::RwLock::new(self.scopes.clone()));
+        let in_force = scopes.clone();
         let service: StreamableHttpService<KyroServer, LocalSessionManager> = StreamableHttpService::new(
             // Each HTTP session has its own session approvals.
             move || {
                 let mut session = self.clone();
                 session.approved_for_session = Arc::default();
+                session.scopes = in_force.read().unwrap_or_else(|e| e.into_inner()).clone();
                 Ok(session)
             },
             sessions.clone(),
@@ -117,21 +132,41 @@ impl KyroServer {
         let mut endpoint = axum::Router::new()
             .nest_service("/mcp", service)
             .layer(axum::middleware::from_fn_with_state(bounds, http_limits::limit));
-        // One write, and a closed stderr is no reason to stop serving.
-        let mut announce = format!("kyro: serving MCP on http://{bound}/mcp\n");
+        // Written once the routes are made; a closed stderr is no reason to stop serving.
+        use kyro_core::log::Level;
+        let mut announce: Vec<(Level, String)> = vec![(Level::Info, format!("serving MCP on http://{bound}/mcp"))];
+        #[cfg_attr(not(feature = "postgres"), allow(unused_mut))]
+        let mut store =
+            "this machine (receipts in the workspace's .kyro/, grants and reviews in the user's state directory)";
+        #[cfg(feature = "postgres")]
+        if keyless || on_postgres {
+            store = "PostgreSQL (receipts, grants, reviews and tasks shared by every replica on it)";
+        }
+        let key = if std::env::var_os(super::elicit::STATE_KEY_VARIABLE).is_some() {
+            "KYRO_STATE_KEY is set"
+        } else {
+            "KYRO_STATE_KEY is not set (approval states are sealed under a key of this process's)"
+        };
+        announce.push((Level::Info, format!("state: {store}; {key}")));
         #[cfg(feature = "postgres")]
         if keyless {
-            announce.push_str(
-                "kyro: --state without KYRO_STATE_KEY: an approval asked here can be answered only here; \
-                 give every replica the same key\n",
-            );
+            announce.push((
+                Level::Warn,
+                "--state without KYRO_STATE_KEY: an approval asked here can be answered only here; \
+                 give every replica the same key"
+                    .to_owned(),
+            ));
         }
         match auth {
-            HttpAuth::Generated(token) => announce.push_str(&format!(
-                "kyro: bearer token {token} (send `Authorization: Bearer {token}`)\n"
+            HttpAuth::Generated(token) => announce.push((
+                Level::Info,
+                format!("bearer token {token} (send `Authorization: Bearer {token}`)"),
             )),
             HttpAuth::None if gate.is_open() => {
-                announce.push_str("kyro: --no-auth: any local process can use this server, approvals included\n");
+                announce.push((
+                    Level::Warn,
+                    "--no-auth: any local process can use this server, approvals included".to_owned(),
+                ));
             }
             _ => {}
         }
@@ -139,10 +174,13 @@ impl KyroServer {
         let mut router = axum::Router::new();
         #[cfg(feature = "oauth")]
         if let Some(oauth) = &access.oauth {
-            announce.push_str(&format!(
-                "kyro: taking OAuth access tokens for {} (metadata: {})\n",
-                oauth.audience(),
-                oauth.metadata_url()
+            announce.push((
+                Level::Info,
+                format!(
+                    "taking OAuth access tokens for {} (metadata: {})",
+                    oauth.audience(),
+                    oauth.metadata_url()
+                ),
             ));
             let document = oauth.metadata().to_string();
             for path in oauth.metadata_paths() {
@@ -184,9 +222,12 @@ impl KyroServer {
             }),
         });
         if !access.approvers.is_empty() {
-            announce.push_str(&format!(
-                "kyro: approvals inbox at {public}/approvals (approvers: {})\n",
-                access.approvers.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ")
+            announce.push((
+                Level::Info,
+                format!(
+                    "approvals inbox at {public}/approvals (approvers: {})",
+                    access.approvers.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ")
+                ),
             ));
         }
         let gate = (!gate.is_open()).then_some(gate);
@@ -195,17 +236,27 @@ impl KyroServer {
         }
         let metrics = access.metrics.clone();
         endpoint = endpoint.layer(axum::middleware::from_fn_with_state(metrics.clone(), ops::count));
+        #[cfg_attr(not(feature = "oauth"), allow(unused_mut))]
+        let mut readiness = ops::Readiness::new(runtime.clone());
+        // The issuer's keys are fetched now and kept fresh; until one is held the server
+        // is not ready.
+        #[cfg(feature = "oauth")]
+        if let Some(verifier) = gate.as_ref().and_then(|g| g.oauth.clone()) {
+            tokio::spawn(verifier.clone().keep_fresh());
+            readiness.issuer = Some(verifier);
+        }
+        let readiness = Arc::new(readiness);
         // The probes answer anyone and say only whether the server serves and is ready;
         // the metrics name tools only to a request /mcp would take.
         let operations = axum::Router::new()
-            .route("/healthz", axum::routing::get(|| async { "ok\n" }))
             .route(
-                "/readyz",
-                axum::routing::get(ops::ready).with_state(ops::Readiness::new(runtime.clone())),
+                "/healthz",
+                axum::routing::get(ops::healthy).with_state(readiness.clone()),
             )
+            .route("/readyz", axum::routing::get(ops::ready).with_state(readiness.clone()))
             .route(
                 "/metrics",
-                axum::routing::get(ops::metrics).with_state((metrics.clone(), gate)),
+                axum::routing::get(ops::metrics).with_state((metrics.clone(), gate.clone())),
             );
         use super::inbox;
         let approvals = axum::Router::new()
@@ -222,26 +273,39 @@ impl KyroServer {
         let approvals = approvals
             .layer(axum::extract::DefaultBodyLimit::max(64 * 1024))
             .with_state(inbox);
-        let router =
-            router
-                .merge(endpoint)
-                .merge(operations)
-                .merge(approvals)
-                .layer(axum::middleware::from_fn_with_state(
-                    (Arc::new(allowed_hosts), metrics),
-                    guard_host,
-                ));
-        {
-            use std::io::Write;
-            let _ = std::io::stderr().write_all(announce.as_bytes());
+        let router = router
+            .merge(endpoint)
+            .merge(operations)
+            .merge(approvals)
+            .layer(axum::middleware::from_fn_with_state(
+                readiness.clone(),
+                ops::refuse_while_draining,
+            ))
+            .layer(axum::middleware::from_fn_with_state(
+                (Arc::new(allowed_hosts), metrics.clone()),
+                guard_host,
+            ));
+        // The signals are kyro's from before the address is said: a SIGTERM sent as soon
+        // as it is read drains and ends with 143, a SIGHUP reloads.
+        use tokio::signal::unix::{SignalKind, signal};
+        let (mut term, mut int, hangups) = (
+            signal(SignalKind::terminate())?,
+            signal(SignalKind::interrupt())?,
+            signal(SignalKind::hangup())?,
+        );
+        tokio::spawn(reload_on_hangup(hangups, reload, gate.clone(), scopes));
+        for (level, line) in announce {
+            kyro_core::log::line(level, &line, &[]);
         }
         // Over HTTP the start is over once the address is bound: work put off until a first
         // answer (the sandbox probe) runs now, not in the middle of the first requests.
         crate::frames::first_answer::written();
-        // SIGTERM or SIGINT: no new connection is taken, requests in flight have GRACE to
-        // finish, then the sessions (and their calls) are cancelled; receipts are written
-        // before the process ends.
+        // SIGTERM or SIGINT: the probes answer 503 `draining` and `/mcp` takes no new
+        // request (503) while those in flight have GRACE to finish; then no connection is
+        // taken, and after a last 2 s the sessions (and their calls) are cancelled; receipts
+        // are written before the process ends with 143 (130 for SIGINT).
         let (signalled_tx, signalled_rx) = tokio::sync::oneshot::channel::<i32>();
+        let (drained_tx, drained_rx) = tokio::sync::oneshot::channel::<()>();
         // TCP_NODELAY on every connection: a kept-alive answer goes out at once instead of
         // waiting on Nagle's algorithm and the client's delayed ACK (axum's documented way).
         use axum::serve::ListenerExt;
@@ -249,7 +313,14 @@ impl KyroServer {
             let _ = tcp.set_nodelay(true);
         });
         let serving = axum::serve(listener, router).with_graceful_shutdown(async move {
-            let _ = signalled_tx.send(super::signalled().await);
+            let _ = drained_rx.await;
+        });
+        tokio::spawn(async move {
+            let status = tokio::select! {
+                _ = term.recv() => 143,
+                _ = int.recv() => 130,
+            };
+            let _ = signalled_tx.send(status);
         });
         let mut serving = std::pin::pin!(serving.into_future());
         let status = tokio::select! {
@@ -259,12 +330,69 @@ impl KyroServer {
             }
             status = signalled_rx => status.unwrap_or(143),
         };
-        if tokio::time::timeout(GRACE, &mut serving).await.is_err() {
+        readiness.drain();
+        kyro_core::log::info("draining: the probes answer 503 and /mcp takes no new request");
+        let drained = async {
+            while metrics.in_flight() > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        };
+        let ended = tokio::select! {
+            _ = tokio::time::timeout(GRACE, drained) => false,
+            _ = &mut serving => true,
+        };
+        let _ = drained_tx.send(());
+        if !ended
+            && tokio::time::timeout(std::time::Duration::from_secs(2), &mut serving)
+                .await
+                .is_err()
+        {
             stop_sessions.cancel();
             let _ = tokio::time::timeout(std::time::Duration::from_secs(2), &mut serving).await;
         }
         runtime.flush_observers();
         std::process::exit(status);
+    }
+}
+
+/// On each SIGHUP: reads the token file and the callers' own policies again and puts them
+/// in force for the next requests, or keeps the old ones when any is wrong; says which on
+/// stderr. SIGHUP no longer ends the server.
+async fn reload_on_hangup(
+    mut hangups: tokio::signal::unix::Signal,
+    reload: Option<Reload>,
+    gate: Option<Arc<auth::Gate>>,
+    scopes: Arc<std::sync::RwLock<Arc<Scopes>>>,
+) {
+    let reload = reload.map(Arc::new);
+    while hangups.recv().await.is_some() {
+        let Some(reload) = reload.clone() else {
+            kyro_core::log::info("SIGHUP: nothing to read again (no token file or policy of a caller's)");
+            continue;
+        };
+        match tokio::task::spawn_blocking(move || reload()).await {
+            Ok(Ok((auth, read))) => {
+                let callers = auth.tokens().map_or(0, |t| t.len());
+                let policies = read.len();
+                if let Some(gate) = &gate {
+                    gate.replace(&auth);
+                }
+                *scopes.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(read);
+                kyro_core::log::line(
+                    kyro_core::log::Level::Info,
+                    "SIGHUP: the token file and the callers' policies are read again",
+                    &[("tokens", callers.into()), ("policies", policies.into())],
+                );
+            }
+            Ok(Err(why)) => kyro_core::log::line(
+                kyro_core::log::Level::Warn,
+                &format!("SIGHUP: {why}; the tokens and policies in force stay"),
+                &[],
+            ),
+            Err(e) => kyro_core::log::warn(&format!(
+                "SIGHUP: the reading failed ({e}); the tokens and policies in force stay"
+            )),
+        }
     }
 }
 
@@ -286,11 +414,14 @@ async fn guard_host(
         return next.run(request).await;
     }
     metrics.refused(axum::http::StatusCode::FORBIDDEN);
-    (
+    let why = "this server is not reached by that host name (start it with --allow-host NAME)";
+    ops::refusal_line(
         axum::http::StatusCode::FORBIDDEN,
-        "kyro: this server is not reached by that host name (start it with --allow-host NAME)\n",
-    )
-        .into_response()
+        &format!("{why}: {}", host.unwrap_or("(none)").escape_debug()),
+        None,
+        ops::trace_id(request.headers()).as_deref(),
+    );
+    (axum::http::StatusCode::FORBIDDEN, format!("kyro: {why}\n")).into_response()
 }
 
 /// Whether `host` (a `Host` header: a name or address, perhaps a port) is one of `allowed`.

@@ -298,7 +298,7 @@ pub(crate) async fn limit(State(limits): State<Arc<HttpLimits>>, request: Reques
             if let Some(shared) = &limits.shared
                 && let Err(e) = shared.session_own(opened, caller.name()).await
             {
-                eprintln!("kyro: session {opened} cannot be taken over by other replicas: {e}");
+                kyro_core::log::warn(&format!("session {opened} cannot be taken over by other replicas: {e}"));
             }
             limits.opened(opened, caller);
         }

@@ -92,8 +92,11 @@ enum Scp {
 struct Keys {
     keys: Vec<Key>,
     fetched: Option<Instant>,
+    /// Why the last fetch failed, when it did.
+    problem: Option<String>,
 }
 
+#[derive(Clone)]
 struct Key {
     kid: Option<String>,
     alg: Option<Algorithm>,
@@ -139,7 +142,7 @@ impl Verifier {
         validation.set_audience(&[&self.config.audience]);
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         let claims = jsonwebtoken::decode::<Claims>(token, &key, &validation)
-            .map_err(|e| Refusal::Invalid(reason(&e)))?
+            .map_err(|e| Refusal::Invalid(reason(&e, &self.config.audience, &self.config.issuer)))?
             .claims;
         let mut scopes: BTreeSet<String> = claims
             .scope
@@ -225,6 +228,56 @@ impl Verifier {
         })
     }
 
+    /// Whether a key of the issuer's is held, so that tokens can be checked.
+    pub(crate) fn keys_held(&self) -> bool {
+        !self.held().keys.is_empty()
+    }
+
+    /// Why the last fetch of the keys failed (or that none was tried yet).
+    pub(crate) fn last_problem(&self) -> String {
+        self.held()
+            .problem
+            .clone()
+            .unwrap_or_else(|| "not fetched yet".to_owned())
+    }
+
+    /// Fetches the issuer's keys at start and again before they go stale (every
+    /// [`KEYS_FRESH`]), or every [`REFETCH_AT_MOST_EVERY`] while they cannot be had, each
+    /// failure a line on stderr; keys fetched before stay in use meanwhile. Runs until the
+    /// process ends.
+    pub(crate) async fn keep_fresh(self: Arc<Self>) {
+        loop {
+            let wait = {
+                let mut last = self.fetching.lock().await;
+                *last = Some(Instant::now());
+                match self.fetch().await {
+                    Ok(keys) => {
+                        *self.keys.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(keys);
+                        KEYS_FRESH
+                    }
+                    Err(problem) => {
+                        let held = self.held();
+                        kyro_core::log::line(
+                            kyro_core::log::Level::Warn,
+                            &format!("the issuer's keys cannot be fetched: {problem}"),
+                            &[
+                                ("issuer", self.config.issuer.as_str().into()),
+                                ("keys_held", held.keys.len().into()),
+                            ],
+                        );
+                        *self.keys.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(Keys {
+                            keys: held.keys.clone(),
+                            fetched: held.fetched,
+                            problem: Some(problem),
+                        });
+                        REFETCH_AT_MOST_EVERY
+                    }
+                }
+            };
+            tokio::time::sleep(wait).await;
+        }
+    }
+
     fn held(&self) -> Arc<Keys> {
         self.keys.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
@@ -253,6 +306,7 @@ impl Verifier {
         Ok(Keys {
             keys,
             fetched: Some(Instant::now()),
+            problem: None,
         })
     }
 }
@@ -399,13 +453,13 @@ pub(crate) fn refused(config: &OAuth, refusal: Refusal) -> axum::response::Respo
 }
 
 /// Why jsonwebtoken refused a token, in words a client's developer can act on.
-fn reason(error: &jsonwebtoken::errors::Error) -> String {
+fn reason(error: &jsonwebtoken::errors::Error, audience: &str, issuer: &str) -> String {
     use jsonwebtoken::errors::ErrorKind as K;
     match error.kind() {
         K::ExpiredSignature => "the token has expired".into(),
         K::ImmatureSignature => "the token is not valid yet (nbf)".into(),
-        K::InvalidAudience => "the token is not meant for this server (aud)".into(),
-        K::InvalidIssuer => "the token is from another issuer (iss)".into(),
+        K::InvalidAudience => format!("the token is not meant for this server: its `aud` must name {audience}"),
+        K::InvalidIssuer => format!("the token is from another issuer: its `iss` must be {issuer}"),
         K::InvalidSignature => "the token's signature does not verify".into(),
         K::MissingRequiredClaim(claim) => format!("the token has no `{claim}` claim"),
         K::InvalidAlgorithm => "the token's algorithm does not fit the key".into(),
@@ -416,6 +470,15 @@ fn reason(error: &jsonwebtoken::errors::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_token_for_another_audience_or_issuer_is_told_the_one_this_server_takes() {
+        use jsonwebtoken::errors::{Error, ErrorKind};
+        let (audience, issuer) = ("https://tools.example/mcp", "https://id.example");
+        let said = |kind: ErrorKind| reason(&Error::from(kind), audience, issuer);
+        assert!(said(ErrorKind::InvalidAudience).ends_with("its `aud` must name https://tools.example/mcp"));
+        assert!(said(ErrorKind::InvalidIssuer).ends_with("its `iss` must be https://id.example"));
+    }
 
     #[test]
     fn a_token_takes_the_policy_of_the_largest_scope_set_it_holds() {

@@ -99,6 +99,11 @@ impl Metrics {
         summed.register(DURATION.0, DURATION.1, latency_of_all.clone());
         for registry in [&mut named, &mut summed] {
             registry.register(
+                "kyro_build",
+                "The running kyro's version",
+                prometheus_client::metrics::info::Info::new(vec![("version", env!("CARGO_PKG_VERSION"))]),
+            );
+            registry.register(
                 "kyro_http_requests_in_flight",
                 "MCP requests being answered",
                 in_flight.clone(),
@@ -149,7 +154,10 @@ impl Metrics {
 }
 
 impl Observer for Metrics {
-    fn observe(&self, receipt: &Receipt, _call: Option<&CanonicalCall>, _outcome: &Outcome) {
+    fn observe(&self, _receipt: &Receipt, _call: Option<&CanonicalCall>, _outcome: &Outcome) {}
+
+    /// Counts the call as its client was told it ended.
+    fn answered(&self, receipt: &Receipt, _outcome: &Outcome) {
         let known = self
             .runtime
             .get()
@@ -191,16 +199,88 @@ impl Metrics {
     }
 }
 
-/// Counts `/mcp` requests in flight (until their response ends) and refusals by status.
+/// Counts `/mcp` requests in flight (until their response ends) and refusals by status,
+/// and writes a line on stderr for each refusal.
 pub(crate) async fn count(State(metrics): State<Arc<Metrics>>, request: Request, next: Next) -> Response {
     metrics.in_flight.inc();
     let guard = InFlight(metrics.clone());
+    let trace = trace_id(request.headers());
     let response = next.run(request).await;
     let status = response.status();
-    if status.is_client_error() || status == StatusCode::SERVICE_UNAVAILABLE {
+    let response = if status.is_client_error() || status == StatusCode::SERVICE_UNAVAILABLE {
         metrics.refused(status);
-    }
+        let caller = response
+            .extensions()
+            .get::<kyro_core::Caller>()
+            .map(|c| c.name().to_owned());
+        // A refusal's body is a short text or JSON-RPC error (kyro's or rmcp's) of known
+        // length: read to say why, then sent as it was; any other is left unread.
+        use http_body::Body as _;
+        let known = response
+            .body()
+            .size_hint()
+            .upper()
+            .is_some_and(|n| n <= REFUSAL_READ as u64);
+        if known {
+            let (parts, body) = response.into_parts();
+            match axum::body::to_bytes(body, REFUSAL_READ).await {
+                Ok(bytes) => {
+                    refusal_line(status, &reason_of(&bytes), caller.as_deref(), trace.as_deref());
+                    Response::from_parts(parts, Body::from(bytes))
+                }
+                Err(e) => {
+                    refusal_line(
+                        status,
+                        &format!("(its body failed: {e})"),
+                        caller.as_deref(),
+                        trace.as_deref(),
+                    );
+                    Response::from_parts(parts, Body::empty())
+                }
+            }
+        } else {
+            refusal_line(status, "(a streamed body)", caller.as_deref(), trace.as_deref());
+            response
+        }
+    } else {
+        response
+    };
     response.map(|body| Body::new(Counted { body, _guard: guard }))
+}
+
+/// Most bytes of a refusal's body read for its log line.
+const REFUSAL_READ: usize = 64 * 1024;
+
+/// The trace id of a request's W3C `traceparent` header (`00-TRACE-SPAN-FLAGS`).
+pub(crate) fn trace_id(headers: &axum::http::HeaderMap) -> Option<String> {
+    let value = headers.get("traceparent")?.to_str().ok()?;
+    let id = value.split('-').nth(1)?;
+    (id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit())).then(|| id.to_owned())
+}
+
+/// Why a refusal's body says it was refused: a JSON-RPC error's message, else its text.
+fn reason_of(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let reason = serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| text.trim().trim_start_matches("kyro: ").to_owned());
+    reason.chars().take(500).collect()
+}
+
+/// One line on stderr for a request refused with `status` before a tool saw it.
+pub(crate) fn refusal_line(status: StatusCode, reason: &str, caller: Option<&str>, trace: Option<&str>) {
+    use serde_json::Value;
+    kyro_core::log::line(
+        kyro_core::log::Level::Warn,
+        "refused",
+        &[
+            ("status", status.as_u16().into()),
+            ("reason", reason.into()),
+            ("caller", caller.map_or(Value::Null, Value::from)),
+            ("trace_id", trace.map_or(Value::Null, Value::from)),
+        ],
+    );
 }
 
 /// Who `/metrics` names the tools to: `None` (no gate, `--no-auth`) is anyone.
@@ -232,86 +312,163 @@ pub(crate) async fn metrics(State((metrics, gate)): State<Scrapers>, request: Re
         .into_response()
 }
 
-/// Why the server is not ready, as a probe is told: a class, never a path or an error's
+/// Why the server is not ready, as a probe is told: one word, never a path or an error's
 /// text, which `/readyz` answers anyone who can reach the port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Unready {
     /// A receipt cannot be written (so no call runs).
     Receipts,
     /// The approval store does not answer.
-    ApprovalStore,
+    Approvals,
+    /// No key of the OAuth issuer's is held (none could be fetched yet), so no token can
+    /// be checked.
+    Issuer,
     /// The check itself did not finish.
     Check,
 }
 
 impl Unready {
-    fn reason(self) -> &'static str {
+    fn word(self) -> &'static str {
         match self {
-            Unready::Receipts => "receipts cannot be written",
-            Unready::ApprovalStore => "the approval store does not answer",
-            Unready::Check => "the check did not finish",
+            Unready::Receipts => "receipts",
+            Unready::Approvals => "approvals",
+            Unready::Issuer => "issuer",
+            Unready::Check => "check",
         }
     }
 }
 
-/// What `/readyz` checks, and the last reason it wrote on stderr (so a failing probe every
-/// few seconds says it once, until it changes).
+/// What `/readyz` checks, whether the server is draining (after SIGTERM), and the last
+/// reason it wrote on stderr (so a failing probe every few seconds says it once, until it
+/// changes).
 pub(crate) struct Readiness {
     runtime: Runtime,
+    /// The OAuth issuer's keys, when the server takes its tokens.
+    #[cfg(feature = "oauth")]
+    pub(crate) issuer: Option<Arc<super::jwt::Verifier>>,
+    draining: std::sync::atomic::AtomicBool,
     reported: std::sync::Mutex<Option<String>>,
 }
 
 impl Readiness {
-    pub(crate) fn new(runtime: Runtime) -> Arc<Readiness> {
-        Arc::new(Readiness {
+    pub(crate) fn new(runtime: Runtime) -> Readiness {
+        Readiness {
             runtime,
+            #[cfg(feature = "oauth")]
+            issuer: None,
+            draining: std::sync::atomic::AtomicBool::new(false),
             reported: std::sync::Mutex::default(),
-        })
+        }
+    }
+
+    /// From now on the probes answer 503 `draining` and `/mcp` takes no new request.
+    pub(crate) fn drain(&self) {
+        self.draining.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub(crate) fn draining(&self) -> bool {
+        self.draining.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Writes `detail` on stderr unless it was the last written; `None` (ready) forgets it.
-    fn report(&self, detail: Option<String>) {
-        use std::io::Write;
+    fn report(&self, detail: Option<(Unready, String)>) {
         let mut reported = self.reported.lock().unwrap_or_else(|e| e.into_inner());
-        if *reported == detail {
+        let text = detail.as_ref().map(|(_, d)| d.clone());
+        if *reported == text {
             return;
         }
-        if let Some(detail) = &detail {
-            let _ = std::io::stderr().write_all(format!("kyro: not ready: {detail}\n").as_bytes());
+        if let Some((class, detail)) = &detail {
+            kyro_core::log::line(
+                kyro_core::log::Level::Warn,
+                &format!("not ready: {detail}"),
+                &[("reason", class.word().into())],
+            );
         }
-        *reported = detail;
+        *reported = text;
     }
 }
 
-/// `GET /readyz`: 200 `ready` when the receipt log can be written and the approval store
-/// answers, else 503 with the class of what is wrong; the details (paths, the store's
-/// errors) go to stderr only.
+/// A probe's answer while the server drains.
+fn draining() -> Response {
+    (StatusCode::SERVICE_UNAVAILABLE, "draining\n").into_response()
+}
+
+/// `GET /healthz`: 200 `ok` while the process serves, 503 `draining` after SIGTERM.
+pub(crate) async fn healthy(State(readiness): State<Arc<Readiness>>) -> Response {
+    if readiness.draining() {
+        return draining();
+    }
+    (StatusCode::OK, "ok\n").into_response()
+}
+
+/// `GET /readyz`: 200 `ready` when the receipt log can be written, the approval store
+/// answers and (OAuth) a key of the issuer's is held; else 503 `not ready: WORD`
+/// (`receipts`, `approvals`, `issuer`), or `draining` after SIGTERM. The details (paths,
+/// the store's errors) go to stderr only.
 pub(crate) async fn ready(State(readiness): State<Arc<Readiness>>) -> Response {
+    if readiness.draining() {
+        return draining();
+    }
     let runtime = readiness.runtime.clone();
     let checked = tokio::task::spawn_blocking(move || -> Result<(), (Unready, String)> {
         runtime.observers_ready().map_err(|why| (Unready::Receipts, why))?;
         if let Some(store) = runtime.approval_store() {
             store
                 .grants(Some(&kyro_core::Caller::anonymous()), kyro_core::grants::now_ms())
-                .map_err(|e| (Unready::ApprovalStore, format!("the approval store: {e}")))?;
+                .map_err(|e| (Unready::Approvals, format!("the approval store: {e}")))?;
         }
         Ok(())
     })
     .await
     .unwrap_or_else(|e| Err((Unready::Check, e.to_string())));
+    #[cfg(feature = "oauth")]
+    let checked = checked.and_then(|()| match &readiness.issuer {
+        Some(issuer) if !issuer.keys_held() => Err((
+            Unready::Issuer,
+            format!("no key of the issuer's is held yet ({})", issuer.last_problem()),
+        )),
+        _ => Ok(()),
+    });
     match checked {
         Ok(()) => {
             readiness.report(None);
             (StatusCode::OK, "ready\n").into_response()
         }
         Err((class, detail)) => {
-            readiness.report(Some(detail));
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!("not ready: {}\n", class.reason()),
-            )
-                .into_response()
+            let word = class.word();
+            readiness.report(Some((class, detail)));
+            (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {word}\n")).into_response()
         }
+    }
+}
+
+/// Refuses (503) a new `/mcp` request while the server drains: it is sent again to a
+/// replica that serves, and nothing of it ran here.
+pub(crate) async fn refuse_while_draining(
+    State(readiness): State<Arc<Readiness>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if readiness.draining() && request.uri().path().starts_with("/mcp") {
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32000,
+            "message": "this server is shutting down; send the request again (another replica answers it)"}});
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [
+                (CONTENT_TYPE, "application/json"),
+                (axum::http::header::CONNECTION, "close"),
+            ],
+            body.to_string(),
+        )
+            .into_response();
+    }
+    next.run(request).await
+}
+
+impl Metrics {
+    /// How many `/mcp` requests are being answered.
+    pub(crate) fn in_flight(&self) -> i64 {
+        self.in_flight.get()
     }
 }
 
@@ -319,8 +476,10 @@ pub(crate) async fn ready(State(readiness): State<Arc<Readiness>>) -> Response {
 pub(crate) struct JsonLog;
 
 impl Observer for JsonLog {
-    fn observe(&self, receipt: &Receipt, _call: Option<&CanonicalCall>, outcome: &Outcome) {
-        use std::io::Write;
+    fn observe(&self, _receipt: &Receipt, _call: Option<&CanonicalCall>, _outcome: &Outcome) {}
+
+    /// Logs the call as its client was told it ended; a denied call with its reason's kind.
+    fn answered(&self, receipt: &Receipt, outcome: &Outcome) {
         let mut line = serde_json::json!({
             "ts_ms": receipt.started_at_ms,
             "level": if matches!(outcome, Outcome::Ok { .. }) { "info" } else { "warn" },
@@ -341,9 +500,12 @@ impl Observer for JsonLog {
         if let Some(kind) = &receipt.error_kind {
             line["error_kind"] = kind.as_str().into();
         }
-        let mut text = line.to_string();
-        text.push('\n');
-        let _ = std::io::stderr().write_all(text.as_bytes());
+        if let Outcome::Denied { reason, .. } = outcome
+            && let Ok(reason) = serde_json::to_value(reason)
+        {
+            line["reason_kind"] = reason["kind"].clone();
+        }
+        kyro_core::log::record(line);
     }
 }
 

@@ -190,7 +190,7 @@ impl Tasks {
                 .task_put(&id, &caller_name, &working, false, KEPT.as_millis() as i64)
                 .await
             {
-                eprintln!("kyro: task {id} is known to this replica only: {e}");
+                kyro_core::log::warn(&format!("task {id} is known to this replica only: {e}"));
             }
         }
         self.lock().insert(

@@ -25,6 +25,8 @@ pub(super) struct HttpAccess {
     pub oauth: Option<OAuth>,
     pub log_json: bool,
     pub approvers: Vec<kyro_core::Caller>,
+    /// The token file `--token-file` named, read again on SIGHUP.
+    pub token_file: Option<std::path::PathBuf>,
 }
 
 impl Server {
@@ -78,9 +80,12 @@ impl Server {
             self = self.oauth(oauth);
         }
         self.http_access.log_json |= flags.log_json;
+        // Every later line on stderr is JSON, the start's included.
+        kyro_core::log::set_json(self.http_access.log_json);
         self = self.approvers(flags.approvers.iter().cloned());
         if http.is_some() {
             self.http = http;
+            self.http_access.token_file = flags.token_file.clone();
             self.http_access.auth = Some(flags.resolve().map_err(|e| ServeError::HttpToken(e.to_string()))?);
         }
         Ok(self)
@@ -89,6 +94,7 @@ impl Server {
     /// Serves MCP Streamable HTTP at `http://ADDR/mcp`, every request carrying a bearer
     /// token (see [`Server::http_auth`]) or an OAuth access token ([`Server::oauth`]).
     pub async fn serve_http(mut self, addr: SocketAddr) -> Result<(), ServeError> {
+        kyro_core::log::set_program(&self.identity.name);
         self.http = Some(addr);
         let auth = match self.http_access.auth.take() {
             Some(auth) => auth,
@@ -99,6 +105,7 @@ impl Server {
         let metrics = Metrics::new();
         self.observers.push(metrics.clone());
         if self.http_access.log_json {
+            kyro_core::log::set_json(true);
             self.observers.push(Arc::new(JsonLog));
         }
         let access = Access {
@@ -108,53 +115,90 @@ impl Server {
             oauth: self.http_access.oauth.take(),
             metrics,
             approvers: std::mem::take(&mut self.http_access.approvers),
+            reload: None,
         };
         // The upstreams stop when `started` is dropped, after serving.
         let started = self.started(false).await?;
         let Started { runtime, .. } = started;
-        let scopes = self.caller_scopes(&runtime, &access)?;
+        let set_aside = self.set_aside.clone();
+        #[cfg(feature = "oauth")]
+        let oauth = access.oauth.clone();
+        let scopes = caller_scopes(
+            &set_aside,
+            &runtime,
+            &access.auth,
+            #[cfg(feature = "oauth")]
+            oauth.as_ref(),
+        )?;
+        // SIGHUP reads the token file and every caller's policy again; either all of it
+        // is taken or none.
+        let token_file = self.http_access.token_file.take();
+        let reading = runtime.clone();
+        let mut access = access;
+        let auth = access.auth.clone();
+        access.reload = Some(Box::new(move || {
+            let auth = match &token_file {
+                Some(file) => {
+                    HttpAuth::token_file(file).map_err(|e| format!("--token-file {}: {e}", file.display()))?
+                }
+                None => auth.clone(),
+            };
+            let scopes = caller_scopes(
+                &set_aside,
+                &reading,
+                &auth,
+                #[cfg(feature = "oauth")]
+                oauth.as_ref(),
+            )
+            .map_err(|e| e.to_string())?;
+            Ok((auth, scopes))
+        }));
         self.mcp_server(runtime)?
             .with_caller_scopes(scopes)
             .serve_http(addr, access)
             .await
     }
+}
 
-    /// The scope of each policy of its own: a token file's caller's (`caller:NAME`), an
-    /// OAuth scope set's (`scopes:...`). Each is a boundary (capabilities, roots,
-    /// approvals, `[tools.*]`, `[sandbox]`); what only the server has (`[catalog]`,
-    /// transport limits, `[sandbox.upstreams]`) is refused there.
-    fn caller_scopes(&self, runtime: &Runtime, access: &Access) -> Result<HashMap<Arc<str>, Scope>, ServeError> {
-        #[cfg_attr(not(feature = "oauth"), allow(unused_mut))]
-        let mut owned: Vec<(Arc<str>, String, &std::path::Path)> = access
-            .auth
-            .caller_policies()
-            .iter()
-            .map(|(caller, path)| (format!("caller:{caller}").into(), format!("{caller}'s"), path.as_path()))
-            .collect();
-        #[cfg(feature = "oauth")]
-        if let Some(oauth) = &access.oauth {
-            for set in oauth.scope_policies() {
-                let role = set.role();
-                let whose = format!("the {role} tokens'");
-                owned.push((role, whose, set.policy()));
-            }
+/// The scope of each policy of its own: a token file's caller's (`caller:NAME`), an
+/// OAuth scope set's (`scopes:...`). Each is a boundary (capabilities, roots,
+/// approvals, `[tools.*]`, `[sandbox]`); what only the server has (`[catalog]`,
+/// transport limits, `[sandbox.upstreams]`) is refused there.
+fn caller_scopes(
+    set_aside: &[&'static str],
+    runtime: &Runtime,
+    auth: &HttpAuth,
+    #[cfg(feature = "oauth")] oauth: Option<&OAuth>,
+) -> Result<HashMap<Arc<str>, Scope>, ServeError> {
+    #[cfg_attr(not(feature = "oauth"), allow(unused_mut))]
+    let mut owned: Vec<(Arc<str>, String, &std::path::Path)> = auth
+        .caller_policies()
+        .iter()
+        .map(|(caller, path)| (format!("caller:{caller}").into(), format!("{caller}'s"), path.as_path()))
+        .collect();
+    #[cfg(feature = "oauth")]
+    if let Some(oauth) = oauth {
+        for set in oauth.scope_policies() {
+            let role = set.role();
+            let whose = format!("the {role} tokens'");
+            owned.push((role, whose, set.policy()));
         }
-        let mut scopes = HashMap::new();
-        for (role, whose, path) in owned {
-            let (mut policy, settings) = load_policy(path)?;
-            let named = |message: String| ServeError::Policy(format!("{whose} policy `{}`: {message}", path.display()));
-            if settings != ServerSettings::default() {
-                return Err(named(
-                    "[catalog], transport limits and [sandbox.upstreams] are the server's: set them in its own policy"
-                        .into(),
-                ));
-            }
-            for name in &self.set_aside {
-                policy.approvals.tools.remove(*name);
-            }
-            let scope = runtime.scope_for(&policy).map_err(|e| named(e.to_string()))?;
-            scopes.insert(role, scope);
-        }
-        Ok(scopes)
     }
+    let mut scopes = HashMap::new();
+    for (role, whose, path) in owned {
+        let (mut policy, settings) = load_policy(path)?;
+        let named = |message: String| ServeError::Policy(format!("{whose} policy `{}`: {message}", path.display()));
+        if settings != ServerSettings::default() {
+            return Err(named(
+                "[catalog], transport limits and [sandbox.upstreams] are the server's: set them in its own policy"
+                    .into(),
+            ));
+        }
+        for name in set_aside {
+            policy.approvals.tools.remove(*name);
+        }
+        let scope = runtime.scope_for(&policy).map_err(|e| named(e.to_string()))?;
+        scopes.insert(role, scope);
+    }
+    Ok(scopes)
 }

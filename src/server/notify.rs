@@ -175,7 +175,9 @@ impl Poster {
             });
             let body = serde_json::json!({ "event": event, "delivery": delivery, "approval": approval }).to_string();
             if let Err(why) = self.deliver(&event, &delivery, &body) {
-                eprintln!("kyro: the notice {delivery} did not reach [approvals.notify]: {why}");
+                kyro_core::log::warn(&format!(
+                    "the notice {delivery} did not reach [approvals.notify]: {why}"
+                ));
             }
         }
     }

@@ -36,20 +36,19 @@ pub(super) fn say_unusable(server: &str, runtime: &Runtime) {
     if unusable.is_empty() {
         return;
     }
-    use std::io::Write;
-    let _ = writeln!(
-        std::io::stderr(),
-        "{server}: the policy makes {} served tools unusable (not listed, refused if called): {}",
+    kyro_core::log::set_program(server);
+    kyro_core::log::warn(&format!(
+        "the policy makes {} served tools unusable (not listed, refused if called): {}",
         unusable.len(),
         unusable.join(", ")
-    );
+    ));
 }
 
 /// One line on stderr when a `#[tool]` of the author's crates is in no catalog served.
 pub(super) fn say_left_out(server: &str, entries: &[kyro_core::ToolEntry]) {
     if let Some(message) = kyro_core::left_out_message(entries) {
-        use std::io::Write;
-        let _ = writeln!(std::io::stderr(), "{server}: {message}");
+        kyro_core::log::set_program(server);
+        kyro_core::log::warn(&message);
     }
 }
 
@@ -61,16 +60,16 @@ pub(super) fn say_sandbox(runtime: &Runtime, background: bool) {
     let policy = runtime.scope().sandbox().clone();
     let say = move || {
         if policy.mode == kyro_core::policy::SandboxMode::Full {
-            eprintln!("kyro: [sandbox] mode = \"full\": programs tools start run without an OS sandbox");
+            kyro_core::log::warn("[sandbox] mode = \"full\": programs tools start run without an OS sandbox");
         } else if let Err(why) = kyro_core::sandbox::support() {
             if policy.allow_unsandboxed {
-                eprintln!(
-                    "kyro: {why}; programs tools start run WITHOUT an OS sandbox ([sandbox] allow_unsandboxed = true)"
-                );
+                kyro_core::log::warn(&format!(
+                    "{why}; programs tools start run WITHOUT an OS sandbox ([sandbox] allow_unsandboxed = true)"
+                ));
             } else {
-                eprintln!(
-                    "kyro: {why}; run_command, start_process and upstream servers are refused (set [sandbox] allow_unsandboxed = true to run them without a sandbox); git runs unsandboxed"
-                );
+                kyro_core::log::warn(&format!(
+                    "{why}; run_command, start_process and upstream servers are refused (set [sandbox] allow_unsandboxed = true to run them without a sandbox); git runs unsandboxed"
+                ));
             }
         }
     };

@@ -127,10 +127,10 @@ impl ClientHandler for Watcher {
             match peer.list_all_tools().await {
                 Ok(tools) => {
                     for (tool, reason) in sync(&name, &registry, &tools, &peer).1 {
-                        eprintln!("kyro: upstream `{name}`: `{tool}` not registered: {reason}");
+                        kyro_core::log::warn(&format!("upstream `{name}`: `{tool}` not registered: {reason}"));
                     }
                 }
-                Err(e) => eprintln!("kyro: upstream `{name}`: tools/list after a change failed: {e}"),
+                Err(e) => kyro_core::log::warn(&format!("upstream `{name}`: tools/list after a change failed: {e}")),
             }
         });
     }

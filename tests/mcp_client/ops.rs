@@ -78,11 +78,14 @@ fn serve(ws: &std::path::Path, flags: &[&str]) -> (std::process::Child, String, 
         .unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let first = lines.next().unwrap().unwrap();
+    // `kyro: serving MCP on http://ADDRESS/mcp`, or the same in a JSON line.
     let address = first
         .rsplit("http://")
         .next()
         .unwrap()
-        .trim_end_matches("/mcp")
+        .split('/')
+        .next()
+        .unwrap()
         .to_owned();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -158,6 +161,13 @@ fn http_serves_health_readiness_metrics_and_a_json_line_a_call() {
         "{metrics}"
     );
     assert!(metrics.contains("kyro_http_requests_in_flight 0"), "{metrics}");
+    assert!(
+        metrics.contains(&format!(
+            "kyro_build_info{{version=\"{}\"}} 1",
+            env!("CARGO_PKG_VERSION")
+        )),
+        "{metrics}"
+    );
     let logged: Value = loop {
         let line = stderr
             .recv_timeout(std::time::Duration::from_secs(10))
@@ -186,7 +196,7 @@ fn readyz_tells_a_probe_only_a_reason_class_and_stderr_the_details() {
     let root = ws.path().canonicalize().unwrap();
     for (head, body) in [get(&address, "/readyz"), get_with_token(&address, "/readyz")] {
         assert!(head.starts_with("http/1.1 503"), "{head}");
-        assert_eq!(body, "not ready: receipts cannot be written\n");
+        assert_eq!(body, "not ready: receipts\n");
     }
     // The details are the operator's, on stderr, once while they stay the same.
     let detail = loop {

@@ -114,4 +114,13 @@ fn a_replica_whose_store_fails_holds_calls_until_their_receipts_are_written() {
     assert_eq!(ids.len(), receipts.len(), "one receipt a call: {listed}");
     let (intact, report) = super::replicas::kyro(&["receipts", "verify"], &pg.url);
     assert!(intact && report.contains("8 receipts"), "{report}");
+    // The metrics count each call as its client was told it ended: the two reads answered
+    // `receipt_unrecorded` are no `ok` there.
+    let address = server.url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let (_, metrics) = super::ops::get(address, "/metrics");
+    assert!(
+        metrics.contains(r#"kyro_calls_total{outcome="execution_failed"} 2"#)
+            && metrics.contains(r#"kyro_calls_total{outcome="ok"} 3"#),
+        "{metrics}"
+    );
 }

@@ -75,9 +75,9 @@ impl PageHandle {
         let direct = match Direct::connect(devtools, tab.get_target_id(), reach) {
             Ok(direct) => Some(direct),
             Err(why) => {
-                eprintln!(
-                    "kyro: the page's own DevTools connection failed ({why}); browser commands go the slower way"
-                );
+                kyro_core::log::warn(&format!(
+                    "the page's own DevTools connection failed ({why}); browser commands go the slower way"
+                ));
                 None
             }
         };

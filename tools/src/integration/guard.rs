@@ -136,6 +136,7 @@ fn denied_by_address(denied: &[IpAddr], host: &str, ip: IpAddr) -> Option<String
 /// allows it); a numeric spelling that is no plain address (`2130706433`, `0x7f.1`). A
 /// name that resolves to a private address passes here: every request to it is still
 /// checked with its lookup.
+#[cfg_attr(not(feature = "browser"), allow(dead_code))]
 pub(crate) fn name_refusal(policy: &NetworkSettings, host: &str) -> Option<String> {
     let host = host.trim_start_matches('[').trim_end_matches(']').trim_end_matches('.');
     if policy.denies(host) {

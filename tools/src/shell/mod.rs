@@ -17,6 +17,8 @@ mod tree_config;
 mod wrappers;
 mod write_process_input;
 
+// What the web tools' untrusted text is shown through.
+#[cfg(feature = "web")]
 pub(crate) use process::visible;
 pub use read_process_output::Until;
 pub use read_process_output::{ProcessOutput, ReadProcessOutput};

@@ -182,8 +182,7 @@ pub struct PgReceipts(Arc<ReceiptQueue>);
 
 /// A line on stderr; a closed stderr loses it rather than failing the call.
 fn say(what: std::fmt::Arguments<'_>) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "kyro: receipts: {what}");
+    kyro_core::log::warn(&format!("receipts: {what}"));
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
