@@ -91,12 +91,14 @@ pub fn line(level: Level, message: &str, fields: &[(&str, Value)]) {
         text.push('\n');
         text
     } else {
-        // One line an event: a message of several lines (a TOML error's) is joined.
-        let mut text = format!("{}: {}", program(), message.trim_end().replace('\n', " "));
+        // One line an event: a message of several lines (a TOML error's) is joined, and
+        // what a client sent (a token's subject, a Host) cannot write a line or a terminal
+        // escape of its own.
+        let mut text = format!("{}: {}", program(), plain(message.trim_end()));
         for (key, value) in fields {
             match value {
                 Value::Null => {}
-                Value::String(s) => text.push_str(&format!(" {key}={s}")),
+                Value::String(s) => text.push_str(&format!(" {key}={}", plain(s))),
                 other => text.push_str(&format!(" {key}={other}")),
             }
         }
@@ -104,6 +106,19 @@ pub fn line(level: Level, message: &str, fields: &[(&str, Value)]) {
         text
     };
     let _ = std::io::stderr().lock().write_all(text.as_bytes());
+}
+
+/// `text` on one line: a line break is a space, any other control character escaped.
+fn plain(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' => out.push(' '),
+            c if c.is_control() => out.extend(c.escape_default()),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// An [`Level::Info`] line without fields.
@@ -128,5 +143,14 @@ pub fn record(object: Value) {
         let mut text = object.to_string();
         text.push('\n');
         let _ = std::io::stderr().lock().write_all(text.as_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_plain_line_is_one_line_without_escapes_a_client_sent() {
+        assert_eq!(super::plain("a\nb"), "a b");
+        assert_eq!(super::plain("sub\u{1b}[31mred\r\n"), "sub\\u{1b}[31mred\\r ");
     }
 }
