@@ -547,7 +547,8 @@ pub(crate) fn failed(e: &ServeError) -> ExitCode {
         .map(PathBuf::from)
         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .unwrap_or_else(|| "server".into());
-    if kyro_core::log::is_json() {
+    // Under --log-json even an error met before the flag was read is a JSON line.
+    if kyro_core::log::is_json() || std::env::args().any(|a| a == "--log-json") {
         kyro_core::log::line(
             kyro_core::log::Level::Error,
             &e.to_string(),

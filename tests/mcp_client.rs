@@ -1042,7 +1042,16 @@ fn http_soak_every_call_answered_once_and_receipted_once() {
     // reach the server; every other call is receipted exactly once.
     let count = |kind: &str| lines.iter().filter(|r| r["outcome"] == kind).count();
     let stopped = count("cancelled") + count("timed_out");
-    assert_eq!(lines.len() - stopped, known - cancelled - timed_out, "{seen:?}");
+    let failed: Vec<&Value> = lines
+        .iter()
+        .filter(|r| r["outcome"] == "execution_failed")
+        .map(|r| &r["error_kind"])
+        .collect();
+    assert_eq!(
+        lines.len() - stopped,
+        known - cancelled - timed_out,
+        "{seen:?} failed: {failed:?}"
+    );
     assert!(
         stopped >= timed_out && stopped <= timed_out + cancelled && count("cancelled") > 0,
         "{seen:?}"

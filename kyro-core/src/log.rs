@@ -98,7 +98,7 @@ pub fn line(level: Level, message: &str, fields: &[(&str, Value)]) {
         for (key, value) in fields {
             match value {
                 Value::Null => {}
-                Value::String(s) => text.push_str(&format!(" {key}={}", plain(s))),
+                Value::String(s) => text.push_str(&format!(" {key}={}", quoted(&plain(s)))),
                 other => text.push_str(&format!(" {key}={other}")),
             }
         }
@@ -108,17 +108,32 @@ pub fn line(level: Level, message: &str, fields: &[(&str, Value)]) {
     let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 
-/// `text` on one line: a line break is a space, any other control character escaped.
+/// `text` on one line: a line break is a space, any other control character (and a
+/// character that reorders or breaks what a terminal shows) escaped.
 fn plain(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
             '\n' => out.push(' '),
-            c if c.is_control() => out.extend(c.escape_default()),
+            c if c.is_control()
+                || matches!(c, '\u{200e}' | '\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2066}'..='\u{2069}') =>
+            {
+                out.extend(c.escape_default())
+            }
             c => out.push(c),
         }
     }
     out
+}
+
+/// A field's value as `key=value` holds it: quoted (`"`, `\` escaped) when it has a space,
+/// `=` or `"`, so no value reads as more fields.
+fn quoted(value: &str) -> String {
+    if value.is_empty() || value.contains([' ', '=', '"']) {
+        format!("\"{}\"", value.replace('\\', "\\\\").replace('"', "\\\""))
+    } else {
+        value.to_owned()
+    }
 }
 
 /// An [`Level::Info`] line without fields.
@@ -152,5 +167,10 @@ mod tests {
     fn a_plain_line_is_one_line_without_escapes_a_client_sent() {
         assert_eq!(super::plain("a\nb"), "a b");
         assert_eq!(super::plain("sub\u{1b}[31mred\r\n"), "sub\\u{1b}[31mred\\r ");
+        assert_eq!(super::plain("a\u{202e}b"), "a\\u{202e}b");
+        // A value cannot pass for more fields.
+        assert_eq!(super::quoted("x caller=alice"), "\"x caller=alice\"");
+        assert_eq!(super::quoted("say \"hi\""), "\"say \\\"hi\\\"\"");
+        assert_eq!(super::quoted("plain"), "plain");
     }
 }

@@ -294,54 +294,88 @@ fn bearer(value: &str) -> Option<&str> {
         .then(|| credentials.trim_start_matches(' '))
 }
 
-/// A caller's key among the scopes of a server's callers, set on the request beside the
-/// [`Caller`]: `caller:NAME` for a token file's caller with a policy of its own,
-/// `scopes:...` for an OAuth scope set's policy.
-#[derive(Clone, Debug)]
-pub(crate) struct Role(pub Arc<str>);
+/// A caller's own policy, set on the request beside the [`Caller`]: its key among the
+/// scopes of a server's callers (`caller:NAME` for a token file's caller with a policy of
+/// its own, `scopes:...` for an OAuth scope set's policy), the scope itself as it was in
+/// force when the request came, and which reading of the files it is of (SIGHUP makes a
+/// new one).
+#[derive(Clone)]
+pub(crate) struct Role {
+    pub key: Arc<str>,
+    pub scope: Arc<kyro_core::policy::Scope>,
+    pub reading: u64,
+}
 
 /// Who may pass: the static tokens, the OAuth resource server, or both.
 pub(crate) struct Gate {
-    /// The static tokens, replaced whole when the token file is read again (SIGHUP).
+    /// The static tokens and the callers' own policies, replaced together when the files
+    /// are read again (SIGHUP).
     callers: std::sync::RwLock<Arc<Callers>>,
     #[cfg(feature = "oauth")]
     pub oauth: Option<Arc<super::jwt::Verifier>>,
 }
 
-/// The static tokens and their callers.
+/// The static tokens, their callers, and the scopes of the policies callers have of their
+/// own (by key).
 pub(crate) struct Callers {
     pub tokens: Option<Tokens>,
-    /// Callers of the token file with a policy of their own.
-    pub own_policies: std::collections::HashSet<Caller>,
+    scopes: std::collections::HashMap<Arc<str>, Arc<kyro_core::policy::Scope>>,
+    reading: u64,
 }
 
 impl Callers {
-    fn of(auth: &HttpAuth) -> Callers {
+    fn of(auth: &HttpAuth, scopes: super::http::Scopes, reading: u64) -> Callers {
         Callers {
             tokens: auth.tokens(),
-            own_policies: auth.caller_policies().iter().map(|(c, _)| c.clone()).collect(),
+            scopes: scopes.into_iter().map(|(key, scope)| (key, Arc::new(scope))).collect(),
+            reading,
+        }
+    }
+
+    /// The policy of `key`, when it has one in force. A key without one (a reading that
+    /// lost it) is no policy of the server's: the caller is refused.
+    fn role(&self, key: Arc<str>) -> Result<Role, Response> {
+        match self.scopes.get(&key) {
+            Some(scope) => Ok(Role {
+                key,
+                scope: scope.clone(),
+                reading: self.reading,
+            }),
+            None => Err((
+                StatusCode::FORBIDDEN,
+                format!("kyro: the policy of `{key}` is not in force on this server\n"),
+            )
+                .into_response()),
         }
     }
 }
 
 impl Gate {
-    /// The gate of `auth`'s tokens (and `oauth`'s access tokens).
-    pub(crate) fn new(auth: &HttpAuth, #[cfg(feature = "oauth")] oauth: Option<Arc<super::jwt::Verifier>>) -> Gate {
+    /// The gate of `auth`'s tokens and the callers' own policies' `scopes` (and `oauth`'s
+    /// access tokens).
+    pub(crate) fn new(
+        auth: &HttpAuth,
+        scopes: super::http::Scopes,
+        #[cfg(feature = "oauth")] oauth: Option<Arc<super::jwt::Verifier>>,
+    ) -> Gate {
         Gate {
-            callers: std::sync::RwLock::new(Arc::new(Callers::of(auth))),
+            callers: std::sync::RwLock::new(Arc::new(Callers::of(auth, scopes, 0))),
             #[cfg(feature = "oauth")]
             oauth,
         }
     }
 
-    /// The tokens in force.
+    /// The tokens and policies in force.
     pub(crate) fn callers(&self) -> Arc<Callers> {
         self.callers.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    /// From the next request on, `auth`'s tokens are the ones in force.
-    pub(crate) fn replace(&self, auth: &HttpAuth) {
-        *self.callers.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(Callers::of(auth));
+    /// From the next request on, `auth`'s tokens and these policies are the ones in force,
+    /// both at once.
+    pub(crate) fn replace(&self, auth: &HttpAuth, scopes: super::http::Scopes) {
+        let mut held = self.callers.write().unwrap_or_else(|e| e.into_inner());
+        let reading = held.reading + 1;
+        *held = Arc::new(Callers::of(auth, scopes, reading));
     }
 
     /// Whether any request is let through unchecked (`--no-auth`).
@@ -443,10 +477,11 @@ async fn identified(gate: &Gate, headers: &HeaderMap) -> Result<Identified, Resp
         .zip(callers.tokens.as_ref())
         .and_then(|(given, tokens)| token_caller(tokens, given));
     if let Some(caller) = known {
-        let role = callers
-            .own_policies
-            .contains(&caller)
-            .then(|| Role(format!("caller:{caller}").into()));
+        let key: Arc<str> = format!("caller:{caller}").into();
+        let role = match callers.scopes.contains_key(&key) {
+            true => Some(callers.role(key)?),
+            false => None,
+        };
         return Ok((caller, role, (false, None)));
     }
     #[cfg(feature = "oauth")]
@@ -458,7 +493,11 @@ async fn identified(gate: &Gate, headers: &HeaderMap) -> Result<Identified, Resp
                 Ok(verified) => match gate.subject(&verified.subject) {
                     Ok(caller) => {
                         let approving = (verified.approves, Some(verified.expires_at_s));
-                        return Ok((caller, verified.role.map(Role), approving));
+                        let role = match verified.role {
+                            Some(key) => Some(callers.role(key)?),
+                            None => None,
+                        };
+                        return Ok((caller, role, approving));
                     }
                     Err(why) => Refusal::Invalid(why),
                 },

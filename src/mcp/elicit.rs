@@ -45,11 +45,17 @@ pub(super) fn caller_of(context: &RequestContext<RoleServer>) -> Caller {
     Caller::local()
 }
 
-/// The policy key the HTTP edge set on a request (a caller with a policy of its own).
-pub(super) fn role_of(context: &RequestContext<RoleServer>) -> Option<std::sync::Arc<str>> {
+/// The policy the HTTP edge set on a request (a caller with a policy of its own): its key,
+/// the reading of the files it is of, and its scope.
+pub(super) fn role_of(
+    context: &RequestContext<RoleServer>,
+) -> Option<(std::sync::Arc<str>, u64, &kyro_core::policy::Scope)> {
     #[cfg(feature = "http")]
     if let Some(parts) = context.extensions.get::<axum::http::request::Parts>() {
-        return parts.extensions.get::<super::auth::Role>().map(|role| role.0.clone());
+        return parts
+            .extensions
+            .get::<super::auth::Role>()
+            .map(|role| (role.key.clone(), role.reading, &*role.scope));
     }
     let _ = context;
     None

@@ -31,6 +31,8 @@ pub(crate) struct Access {
     pub approvers: Vec<kyro_core::Caller>,
     /// What SIGHUP reads again: the tokens and the callers' own policies.
     pub reload: Option<Reload>,
+    /// The scopes of the callers' own policies, as read at start.
+    pub scopes: Scopes,
 }
 
 /// Reads the tokens and the scopes of the callers' own policies again.
@@ -51,9 +53,11 @@ impl KyroServer {
     /// when kyro made it.
     pub(crate) async fn serve_http(mut self, addr: SocketAddr, mut access: Access) -> Result<(), crate::ServeError> {
         let reload = access.reload.take();
+        let scopes = std::mem::take(&mut access.scopes);
         let Access { auth, hosts, .. } = &access;
         let gate = auth::Gate::new(
             auth,
+            scopes,
             #[cfg(feature = "oauth")]
             access.oauth.clone().map(|o| Arc::new(super::jwt::Verifier::new(o))),
         );
@@ -83,6 +87,7 @@ impl KyroServer {
         allowed_hosts.extend(hosts.iter().cloned());
         let limits = self.transport;
         let runtime = self.runtime.clone();
+        let tasks = self.tasks.clone();
         access.metrics.watch(&runtime);
         #[allow(unused_mut)]
         let mut config = StreamableHttpServerConfig::default();
@@ -103,16 +108,11 @@ impl KyroServer {
         if let Some(state) = &shared {
             config.session_store = Some(Arc::new(super::session_store::SharedSessions(state.clone())));
         }
-        // The callers' own policies in force: a request (or a pre-2026 session) takes those
-        // of its start; SIGHUP replaces them.
-        let scopes = Arc::new(std::sync::RwLock::new(self.scopes.clone()));
-        let in_force = scopes.clone();
         let service: StreamableHttpService<KyroServer, LocalSessionManager> = StreamableHttpService::new(
             // Each HTTP session has its own session approvals.
             move || {
                 let mut session = self.clone();
                 session.approved_for_session = Arc::default();
-                session.scopes = in_force.read().unwrap_or_else(|e| e.into_inner()).clone();
                 Ok(session)
             },
             sessions.clone(),
@@ -147,7 +147,8 @@ impl KyroServer {
         } else {
             "KYRO_STATE_KEY is not set (approval states are sealed under a key of this process's)"
         };
-        announce.push((Level::Info, format!("state: {store}; {key}")));
+        // Said after the address and a token kyro made, which scripts read in that order.
+        let state_line = (Level::Info, format!("state: {store}; {key}"));
         #[cfg(feature = "postgres")]
         if keyless {
             announce.push((
@@ -293,7 +294,8 @@ impl KyroServer {
             signal(SignalKind::interrupt())?,
             signal(SignalKind::hangup())?,
         );
-        tokio::spawn(reload_on_hangup(hangups, reload, gate.clone(), scopes));
+        tokio::spawn(reload_on_hangup(hangups, reload, gate.clone()));
+        announce.push(state_line);
         for (level, line) in announce {
             kyro_core::log::line(level, &line, &[]);
         }
@@ -332,9 +334,17 @@ impl KyroServer {
         };
         readiness.drain();
         kyro_core::log::info("draining: the probes answer 503 and /mcp takes no new request");
+        // Requests being answered and tasks running here; zero twice in a row, so that a
+        // request let in just before the drain began is counted.
         let drained = async {
-            while metrics.in_flight() > 0 {
-                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            let mut quiet = 0;
+            while quiet < 2 {
+                tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+                quiet = if metrics.answering() == 0 && tasks.working() == 0 {
+                    quiet + 1
+                } else {
+                    0
+                };
             }
         };
         let ended = tokio::select! {
@@ -342,13 +352,27 @@ impl KyroServer {
             _ = &mut serving => true,
         };
         let _ = drained_tx.send(());
-        if !ended
-            && tokio::time::timeout(std::time::Duration::from_secs(2), &mut serving)
+        // Tasks still running are told to stop, and have the 2 s to say how they ended
+        // (their receipts are written as any call's).
+        tasks.stop_all();
+        let stopped = async {
+            while tasks.working() > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+            }
+        };
+        if ended {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(2), stopped).await;
+        } else {
+            let both = async {
+                let _ = tokio::join!(stopped, &mut serving);
+            };
+            if tokio::time::timeout(std::time::Duration::from_secs(2), both)
                 .await
                 .is_err()
-        {
-            stop_sessions.cancel();
-            let _ = tokio::time::timeout(std::time::Duration::from_secs(2), &mut serving).await;
+            {
+                stop_sessions.cancel();
+                let _ = tokio::time::timeout(std::time::Duration::from_secs(2), &mut serving).await;
+            }
         }
         runtime.flush_observers();
         std::process::exit(status);
@@ -362,7 +386,6 @@ async fn reload_on_hangup(
     mut hangups: tokio::signal::unix::Signal,
     reload: Option<Reload>,
     gate: Option<Arc<auth::Gate>>,
-    scopes: Arc<std::sync::RwLock<Arc<Scopes>>>,
 ) {
     let reload = reload.map(Arc::new);
     while hangups.recv().await.is_some() {
@@ -375,9 +398,8 @@ async fn reload_on_hangup(
                 let callers = auth.tokens().map_or(0, |t| t.len());
                 let policies = read.len();
                 if let Some(gate) = &gate {
-                    gate.replace(&auth);
+                    gate.replace(&auth, read);
                 }
-                *scopes.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(read);
                 kyro_core::log::line(
                     kyro_core::log::Level::Info,
                     "SIGHUP: the token file and the callers' policies are read again",

@@ -194,7 +194,11 @@ impl Verifier {
     async fn key_for(&self, kid: Option<&str>, alg: Algorithm) -> Result<DecodingKey, Refusal> {
         let held = self.held();
         let fresh = held.fetched.is_some_and(|at| at.elapsed() < KEYS_FRESH);
-        if fresh && let Some(key) = pick(&held, kid, alg) {
+        // A key held for this kid serves without waiting: fresh, or the last the issuer
+        // gave while it cannot be reached (the refresher keeps trying meanwhile).
+        if (fresh || held.problem.is_some())
+            && let Some(key) = pick(&held, kid, alg)
+        {
             return Ok(key);
         }
         let mut last = self.fetching.lock().await;
@@ -253,7 +257,8 @@ impl Verifier {
                 match self.fetch().await {
                     Ok(keys) => {
                         *self.keys.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(keys);
-                        KEYS_FRESH
+                        // Fetched again before they go stale.
+                        KEYS_FRESH / 2
                     }
                     Err(problem) => {
                         let held = self.held();

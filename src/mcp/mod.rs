@@ -65,7 +65,7 @@ const PAGE: usize = 100;
 
 /// A registry version and the tools listed for it, per policy of callers with their own
 /// (`None`: every other caller).
-type Listed = std::collections::HashMap<Option<Arc<str>>, (u64, Arc<Vec<Tool>>)>;
+type Listed = std::collections::HashMap<Option<(Arc<str>, u64)>, (u64, Arc<Vec<Tool>>)>;
 
 /// The MCP face of a runtime.
 #[derive(Clone)]
@@ -75,10 +75,6 @@ pub(crate) struct KyroServer {
     listed: Arc<std::sync::Mutex<Listed>>,
     /// The MCP tools asked for by name, likewise.
     described: Arc<listing::Described>,
-    /// The scopes of callers whose policies are their own, by their key (a token file's
-    /// third column, `caller:NAME`; an OAuth scope set's, `scopes:...`); every other
-    /// caller has the runtime's.
-    scopes: Arc<std::collections::HashMap<Arc<str>, Scope>>,
     /// Registry versions, watched from the moment the server exists so that a change made
     /// while a client initializes is still announced.
     changes: tokio::sync::watch::Receiver<u64>,
@@ -119,7 +115,6 @@ impl KyroServer {
             changes,
             listed: Arc::default(),
             described: Arc::default(),
-            scopes: Arc::default(),
             selection: None,
             text: TextMode::default(),
             search: false,
@@ -162,24 +157,15 @@ impl KyroServer {
         self
     }
 
-    /// What the text block of a successful call holds: readable text (the default) or the
-    /// result's JSON.
-    #[cfg(feature = "http")]
-    pub(crate) fn with_caller_scopes(mut self, scopes: std::collections::HashMap<Arc<str>, Scope>) -> KyroServer {
-        self.scopes = Arc::new(scopes);
-        self
-    }
-
-    /// The policy key of a request's caller, when it has a policy of its own.
-    fn role_of(&self, context: &RequestContext<RoleServer>) -> Option<Arc<str>> {
-        elicit::role_of(context).filter(|role| self.scopes.contains_key(role))
+    /// The policy key of a request's caller and the reading it is of, when it has a policy
+    /// of its own (the HTTP edge set it, with its scope, as it was in force then).
+    fn role_of(&self, context: &RequestContext<RoleServer>) -> Option<(Arc<str>, u64)> {
+        elicit::role_of(context).map(|(key, reading, _)| (key, reading))
     }
 
     /// The scope a request's calls run in: its caller's own policy's, or the server's.
-    fn scope_of(&self, context: &RequestContext<RoleServer>) -> &Scope {
-        elicit::role_of(context)
-            .and_then(|role| self.scopes.get(&role))
-            .unwrap_or(self.runtime.scope())
+    fn scope_of<'a>(&'a self, context: &'a RequestContext<RoleServer>) -> &'a Scope {
+        elicit::role_of(context).map_or(self.runtime.scope(), |(_, _, scope)| scope)
     }
 
     pub(crate) fn with_list_ttl_ms(mut self, ttl_ms: u64) -> KyroServer {

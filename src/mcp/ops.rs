@@ -68,6 +68,9 @@ pub(crate) struct Metrics {
     calls_by_outcome: Family<OutcomeLabel, Counter>,
     latency_of_all: Histogram,
     in_flight: Gauge<i64, AtomicI64>,
+    /// POSTs being answered (what a drain waits for; an SSE stream a client keeps open
+    /// with GET is not).
+    answering: Arc<AtomicI64>,
     refusals: Family<StatusLabel, Counter>,
     /// Calls waiting for an approver's review, and how long the oldest has waited: read
     /// from the shared queue at each scrape (so every replica tells the same).
@@ -132,6 +135,7 @@ impl Metrics {
             calls_by_outcome,
             latency_of_all,
             in_flight,
+            answering: Arc::default(),
             refusals,
             pending,
             oldest_pending,
@@ -203,7 +207,11 @@ impl Metrics {
 /// and writes a line on stderr for each refusal.
 pub(crate) async fn count(State(metrics): State<Arc<Metrics>>, request: Request, next: Next) -> Response {
     metrics.in_flight.inc();
-    let guard = InFlight(metrics.clone());
+    let posted = request.method() == axum::http::Method::POST;
+    if posted {
+        metrics.answering.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+    let guard = InFlight(metrics.clone(), posted);
     let trace = trace_id(request.headers());
     let response = next.run(request).await;
     let status = response.status();
@@ -235,6 +243,8 @@ pub(crate) async fn count(State(metrics): State<Arc<Metrics>>, request: Request,
                         caller.as_deref(),
                         trace.as_deref(),
                     );
+                    let mut parts = parts;
+                    parts.headers.remove(axum::http::header::CONTENT_LENGTH);
                     Response::from_parts(parts, Body::empty())
                 }
             }
@@ -449,7 +459,16 @@ pub(crate) async fn refuse_while_draining(
     request: Request,
     next: Next,
 ) -> Response {
-    if readiness.draining() && request.uri().path().starts_with("/mcp") {
+    // Only a new request is refused: what belongs to one in flight (a pre-2026 session's
+    // answer to a question, a cancellation, its close) passes.
+    let new = request.method() == axum::http::Method::POST && !request.headers().contains_key("mcp-session-id");
+    if readiness.draining() && new && request.uri().path().starts_with("/mcp") {
+        refusal_line(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "draining",
+            None,
+            trace_id(request.headers()).as_deref(),
+        );
         let body = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32000,
             "message": "this server is shutting down; send the request again (another replica answers it)"}});
         return (
@@ -466,9 +485,9 @@ pub(crate) async fn refuse_while_draining(
 }
 
 impl Metrics {
-    /// How many `/mcp` requests are being answered.
-    pub(crate) fn in_flight(&self) -> i64 {
-        self.in_flight.get()
+    /// How many `/mcp` POSTs are being answered.
+    pub(crate) fn answering(&self) -> i64 {
+        self.answering.load(std::sync::atomic::Ordering::SeqCst)
     }
 }
 
@@ -509,11 +528,15 @@ impl Observer for JsonLog {
     }
 }
 
-struct InFlight(Arc<Metrics>);
+/// A request counted in flight (and among the POSTs being answered, when it is one).
+struct InFlight(Arc<Metrics>, bool);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
         self.0.in_flight.dec();
+        if self.1 {
+            self.0.answering.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        }
     }
 }
 

@@ -87,6 +87,23 @@ fn unknown(id: &str) -> ErrorData {
 }
 
 impl Tasks {
+    /// How many tasks run here now (a server draining waits for them).
+    pub(crate) fn working(&self) -> usize {
+        self.lock()
+            .values()
+            .filter(|e| e.ended.is_none() && !e.reserved)
+            .count()
+    }
+
+    /// Tells every task running here to stop (a server whose drain is over).
+    pub(crate) fn stop_all(&self) {
+        for entry in self.lock().values_mut() {
+            if let Some(stop) = entry.stop.take() {
+                let _ = stop.send(());
+            }
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         entries.retain(|_, e| e.ended.is_none_or(|at| at.elapsed() < KEPT));

@@ -116,6 +116,7 @@ impl Server {
             metrics,
             approvers: std::mem::take(&mut self.http_access.approvers),
             reload: None,
+            scopes: HashMap::new(),
         };
         // The upstreams stop when `started` is dropped, after serving.
         let started = self.started(false).await?;
@@ -153,10 +154,8 @@ impl Server {
             .map_err(|e| e.to_string())?;
             Ok((auth, scopes))
         }));
-        self.mcp_server(runtime)?
-            .with_caller_scopes(scopes)
-            .serve_http(addr, access)
-            .await
+        access.scopes = scopes;
+        self.mcp_server(runtime)?.serve_http(addr, access).await
     }
 }
 
