@@ -334,20 +334,25 @@ impl Callers {
 
     /// The policy of `key`, when it has one in force. A key without one (a reading that
     /// lost it) is no policy of the server's: the caller is refused.
-    fn role(&self, key: Arc<str>) -> Result<Role, Response> {
+    fn role(&self, key: Arc<str>) -> Result<Role, Arc<str>> {
         match self.scopes.get(&key) {
             Some(scope) => Ok(Role {
                 key,
                 scope: scope.clone(),
                 reading: self.reading,
             }),
-            None => Err((
-                StatusCode::FORBIDDEN,
-                format!("kyro: the policy of `{key}` is not in force on this server\n"),
-            )
-                .into_response()),
+            None => Err(key),
         }
     }
+}
+
+/// The answer to a caller whose policy key has no policy in force.
+fn not_in_force(key: Arc<str>) -> Response {
+    (
+        StatusCode::FORBIDDEN,
+        format!("kyro: the policy of `{key}` is not in force on this server\n"),
+    )
+        .into_response()
 }
 
 impl Gate {
@@ -479,7 +484,7 @@ async fn identified(gate: &Gate, headers: &HeaderMap) -> Result<Identified, Resp
     if let Some(caller) = known {
         let key: Arc<str> = format!("caller:{caller}").into();
         let role = match callers.scopes.contains_key(&key) {
-            true => Some(callers.role(key)?),
+            true => Some(callers.role(key).map_err(not_in_force)?),
             false => None,
         };
         return Ok((caller, role, (false, None)));
@@ -494,7 +499,7 @@ async fn identified(gate: &Gate, headers: &HeaderMap) -> Result<Identified, Resp
                     Ok(caller) => {
                         let approving = (verified.approves, Some(verified.expires_at_s));
                         let role = match verified.role {
-                            Some(key) => Some(callers.role(key)?),
+                            Some(key) => Some(callers.role(key).map_err(not_in_force)?),
                             None => None,
                         };
                         return Ok((caller, role, approving));
