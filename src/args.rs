@@ -16,7 +16,7 @@ use crate::upstream::UpstreamSpec;
 
 mod config_file;
 
-pub(crate) use config_file::{ConfigFileError, with_config_file};
+pub(crate) use config_file::with_config_file;
 
 /// Where calls run, as the command line says it (`kyro call`, `kyro mcp`, [`Server::run`](crate::Server::run)).
 #[derive(Debug, Clone, Default, clap::Args)]

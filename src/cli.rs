@@ -160,7 +160,7 @@ const PREPARED_SCHEMAS: &str = include_str!(concat!(env!("OUT_DIR"), "/prepared-
 pub(crate) fn run() -> ExitCode {
     let cli = match mcp_config_file(std::env::args_os().collect()) {
         Ok(argv) => Cli::parse_from(argv),
-        Err(e) => return usage(&e.to_string()),
+        Err(message) => return usage(&message),
     };
     // The docs describe the whole catalog; every other command serves what works here.
     let (usable, left_out) = match &cli.command {
@@ -243,7 +243,7 @@ pub(crate) fn run() -> ExitCode {
 
 /// `kyro mcp --config FILE`: the file's flags put before the command line's (the command
 /// line wins). `mcp` comes first: `kyro` has no flag of its own that takes a value.
-fn mcp_config_file(argv: Vec<std::ffi::OsString>) -> Result<Vec<std::ffi::OsString>, crate::args::ConfigFileError> {
+fn mcp_config_file(argv: Vec<std::ffi::OsString>) -> Result<Vec<std::ffi::OsString>, String> {
     let command = <Cli as clap::CommandFactory>::command();
     let (Some(mcp), Some(word)) = (command.find_subcommand("mcp"), argv.get(1)) else {
         return Ok(argv);
@@ -253,7 +253,7 @@ fn mcp_config_file(argv: Vec<std::ffi::OsString>) -> Result<Vec<std::ffi::OsStri
     }
     let mut argv = argv.into_iter();
     let program = argv.next();
-    let words = crate::args::with_config_file(mcp, argv.collect())?;
+    let words = crate::args::with_config_file(mcp, argv.collect()).map_err(|e| e.to_string())?;
     Ok(program.into_iter().chain(words).collect())
 }
 

@@ -5,8 +5,6 @@
 
 use kyro_core::{Runtime, ToolDescriptor};
 
-use crate::Server;
-
 /// A served tool the runtime's policy never lets run: the capabilities it lacks, none when
 /// a `deny` for its effect or name is why.
 struct Unusable {
@@ -101,9 +99,11 @@ pub(super) fn say_unusable(
     }
 }
 
-impl Server {
+// Only the `kyro` binary has a command that lists them.
+#[cfg(all(feature = "builtins", feature = "http", feature = "upstream"))]
+impl crate::Server {
     /// Where the start-up line on unusable tools says their whole list is (`kyro tools`).
-    pub(crate) fn listing_hint(mut self, hint: &'static str) -> Server {
+    pub(crate) fn listing_hint(mut self, hint: &'static str) -> crate::Server {
         self.listing_hint = Some(hint);
         self
     }

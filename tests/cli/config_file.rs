@@ -365,3 +365,30 @@ fn the_start_counts_the_tools_a_narrow_policy_makes_unusable_in_one_short_line()
         "{files}"
     );
 }
+
+#[test]
+fn the_config_file_deploy_md_shows_is_taken_key_by_key() {
+    let deploy = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/deploy.md")).unwrap();
+    let start = deploy
+        .find("```toml\n# /etc/kyro/kyro.toml\n")
+        .expect("deploy.md shows kyro.toml");
+    let block = &deploy[start + "```toml\n".len()..];
+    let text = &block[..block.find("```").unwrap()];
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("kyro.toml");
+    std::fs::write(&config, text).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_kyro"))
+        .args(["mcp", "--config", config.to_str().unwrap(), "--http", "127.0.0.1:0"])
+        .env_remove("KYRO_STATE")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    // Every key is a flag and every value fits it: the server goes on to read the policy
+    // the file names, which this machine does not have.
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        !stderr.contains("--config `") && stderr.contains("policy: `/etc/kyro/policy.toml`"),
+        "{stderr}"
+    );
+}
