@@ -82,7 +82,9 @@ enum Setting {
 pub(crate) fn with_config_file(command: &Command, argv: Vec<OsString>) -> Result<Vec<OsString>, ConfigFileError> {
     let mut command = command.clone();
     command.build();
-    let Ok(given) = command.clone().try_get_matches_from(&argv) else {
+    // What the command line gives, though it may need the file to be whole (`--issuer` here,
+    // `audience` there).
+    let Ok(given) = command.clone().ignore_errors(true).try_get_matches_from(&argv) else {
         return Ok(argv);
     };
     let Some(path) = given.get_one::<PathBuf>(CONFIG).cloned() else {

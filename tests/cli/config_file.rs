@@ -376,19 +376,33 @@ fn the_config_file_deploy_md_shows_is_taken_key_by_key() {
     let text = &block[..block.find("```").unwrap()];
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("kyro.toml");
-    std::fs::write(&config, text).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_kyro"))
-        .args(["mcp", "--config", config.to_str().unwrap(), "--http", "127.0.0.1:0"])
-        .env_remove("KYRO_STATE")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8(out.stderr).unwrap();
+    let started = |text: &str, flags: &[&str]| {
+        std::fs::write(&config, text).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_kyro"))
+            .args(["mcp", "--config", config.to_str().unwrap(), "--http", "127.0.0.1:0"])
+            .args(flags)
+            .env_remove("KYRO_STATE")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8(out.stderr).unwrap())
+    };
     // Every key is a flag and every value fits it: the server goes on to read the policy
     // the file names, which this machine does not have.
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let (status, stderr) = started(text, &[]);
+    assert_eq!(status, Some(2), "{stderr}");
     assert!(
         !stderr.contains("--config `") && stderr.contains("policy: `/etc/kyro/policy.toml`"),
         "{stderr}"
     );
+    // A flag on the command line whose companion is in the file (`--issuer` needs
+    // `audience`): the two are one command line.
+    let without_issuer: String = text
+        .lines()
+        .filter(|l| !l.starts_with("issuer"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let (status, stderr) = started(&without_issuer, &["--issuer", "https://id.example.com"]);
+    assert_eq!(status, Some(2), "{stderr}");
+    assert!(stderr.contains("policy: `/etc/kyro/policy.toml`"), "{stderr}");
 }
