@@ -41,7 +41,7 @@ const COUNTED: usize = 5;
 /// The start-up line on unusable tools, bounded whatever their number: each with why when
 /// they are few, else a count for each capability they lack and a few names; `hint` says
 /// where the whole list is.
-fn line(server: &str, unusable: &[Unusable], hint: Option<&str>) -> Option<String> {
+fn line(unusable: &[Unusable], hint: Option<&str>) -> Option<String> {
     let why = |u: &Unusable| match u.missing.as_slice() {
         [] => format!("{} (denied by the policy's approvals)", u.name),
         missing => format!("{} (needs `{}`)", u.name, missing.join("`, `")),
@@ -50,7 +50,7 @@ fn line(server: &str, unusable: &[Unusable], hint: Option<&str>) -> Option<Strin
         return None;
     }
     let head = format!(
-        "{server}: the policy makes {} served tools unusable (not listed, refused if called): ",
+        "the policy makes {} served tools unusable (not listed, refused if called): ",
         unusable.len()
     );
     if unusable.len() <= NAMED {
@@ -93,9 +93,9 @@ pub(super) fn say_unusable(
     served: &dyn Fn(&ToolDescriptor) -> bool,
     hint: Option<&str>,
 ) {
-    if let Some(line) = line(server, &unusable(runtime, served), hint) {
+    if let Some(line) = line(&unusable(runtime, served), hint) {
         use std::io::Write;
-        let _ = writeln!(std::io::stderr(), "{line}");
+        let _ = writeln!(std::io::stderr(), "{server}: {line}");
     }
 }
 
