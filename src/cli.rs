@@ -90,6 +90,7 @@ enum Command {
         from: Option<Dialect>,
     },
     /// Serve the catalog over MCP on stdin/stdout, or Streamable HTTP with --http.
+    #[command(after_help = crate::args::environment_help(true))]
     Mcp {
         #[command(flatten)]
         serve: Box<kyro::ServeArgs>,
@@ -157,7 +158,10 @@ const PREPARED_SCHEMAS: &str = include_str!(concat!(env!("OUT_DIR"), "/prepared-
 
 /// Parses the command line and runs it.
 pub(crate) fn run() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match mcp_config_file(std::env::args_os().collect()) {
+        Ok(argv) => Cli::parse_from(argv),
+        Err(message) => return usage(&message),
+    };
     // The docs describe the whole catalog; every other command serves what works here.
     let (usable, left_out) = match &cli.command {
         Command::Docs { .. } => (kyro_tools::BUILTINS.to_vec(), Vec::new()),
@@ -235,6 +239,22 @@ pub(crate) fn run() -> ExitCode {
             Err(e) => crate::server::failed(&e),
         },
     }
+}
+
+/// `kyro mcp --config FILE`: the file's flags put before the command line's (the command
+/// line wins). `mcp` comes first: `kyro` has no flag of its own that takes a value.
+fn mcp_config_file(argv: Vec<std::ffi::OsString>) -> Result<Vec<std::ffi::OsString>, String> {
+    let command = <Cli as clap::CommandFactory>::command();
+    let (Some(mcp), Some(word)) = (command.find_subcommand("mcp"), argv.get(1)) else {
+        return Ok(argv);
+    };
+    if word != "mcp" {
+        return Ok(argv);
+    }
+    let mut argv = argv.into_iter();
+    let program = argv.next();
+    let words = crate::args::with_config_file(mcp, argv.collect()).map_err(|e| e.to_string())?;
+    Ok(program.into_iter().chain(words).collect())
 }
 
 fn fail(message: &str) -> ExitCode {
@@ -362,6 +382,7 @@ fn builtins(usable: &[kyro_core::ToolEntry], left_out: &[kyro_tools::Unavailable
         .description(env!("CARGO_PKG_DESCRIPTION"))
         .prepared_schemas(PREPARED_SCHEMAS)
         .set_aside(set_aside)
+        .listing_hint("every tool's `capabilities`: `kyro tools --json`")
 }
 
 fn call(

@@ -110,6 +110,8 @@ pub struct Server {
     #[cfg(feature = "postgres")]
     shared_state: Option<kyro_tools::state::PgState>,
     approval_hint: Option<String>,
+    /// Where the start-up line on unusable tools says their whole list is ([`unusable`]).
+    listing_hint: Option<&'static str>,
     #[cfg(feature = "http")]
     http: Option<SocketAddr>,
     #[cfg(feature = "http")]
@@ -150,6 +152,7 @@ impl Server {
             #[cfg(feature = "postgres")]
             shared_state: None,
             approval_hint: None,
+            listing_hint: None,
             #[cfg(feature = "http")]
             http: None,
             #[cfg(feature = "http")]
@@ -314,7 +317,9 @@ impl Server {
     /// The runtime with its upstream servers connected and their tools registered; says on
     /// stderr when programs will not run under the OS sandbox.
     pub async fn start(&self) -> Result<Started, ServeError> {
-        self.started(false).await
+        let started = self.started(false).await?;
+        unusable::say_unusable(&self.identity.name, &started.runtime, &|_| true, self.listing_hint);
+        Ok(started)
     }
 
     /// [`Server::start`] for serving: a `batched` receipt log (flushed before each write
@@ -322,7 +327,6 @@ impl Server {
     /// request is not kept waiting.
     async fn started(&self, serving_stdio: bool) -> Result<Started, ServeError> {
         let runtime = self.bare_runtime(serving_stdio)?;
-        unusable::say_unusable(&self.identity.name, &runtime);
         unusable::say_left_out(&self.identity.name, &self.entries);
         // A store that cannot be reached refuses the server now, not each call.
         #[cfg(feature = "postgres")]
@@ -449,6 +453,8 @@ impl Server {
             chosen.tools.push("mcp_call".into());
         }
         let selection = Selection::resolve(&chosen, &runtime, self.default_toolsets)?;
+        let served = |d: &kyro_core::ToolDescriptor| selection.serves(d);
+        unusable::say_unusable(&self.identity.name, &runtime, &served, self.listing_hint);
         let store = runtime
             .approval_store()
             .cloned()
@@ -522,9 +528,22 @@ impl Server {
         let command = <Command as clap::CommandFactory>::command()
             .name(self.identity.name.clone())
             .version(self.identity.version.clone())
-            .about(about);
+            .about(about)
+            .after_help(crate::args::environment_help(false));
+        let argv = match crate::args::with_config_file(&command, std::env::args_os().collect()) {
+            Ok(argv) => argv,
+            Err(e) => {
+                if std::env::args().any(|a| a == "--log-json") {
+                    kyro_core::log::set_json(true);
+                    kyro_core::log::error(&e.to_string());
+                } else {
+                    eprintln!("{}: {e}", self.identity.name);
+                }
+                return ExitCode::from(2);
+            }
+        };
         let parsed = command
-            .try_get_matches()
+            .try_get_matches_from(argv)
             .and_then(|matches| <Command as clap::FromArgMatches>::from_arg_matches(&matches));
         let command = match parsed {
             Ok(command) => command,

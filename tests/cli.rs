@@ -6,6 +6,8 @@ use serde_json::{Value, json};
 
 #[path = "cli/approval.rs"]
 mod approval;
+#[path = "cli/config_file.rs"]
+mod config_file;
 
 fn kyro(args: &[&str], workspace: &std::path::Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_kyro"))

@@ -72,6 +72,12 @@ pub fn authority_dir(root: &Path) -> std::io::Result<PathBuf> {
     authority_dir_in(&state_home()?, root)
 }
 
+/// Where [`authority_dir`] is for the workspace at `root`, nothing made or checked: for a
+/// reader that must not make state where there is none.
+pub fn authority_dir_path(root: &Path) -> std::io::Result<PathBuf> {
+    Ok(state_home()?.join("workspaces").join(key(&root.canonicalize()?)))
+}
+
 /// [`authority_dir`] beneath the state home `home` (absolute).
 pub fn authority_dir_in(home: &Path, root: &Path) -> std::io::Result<PathBuf> {
     let workspace = root.canonicalize()?;

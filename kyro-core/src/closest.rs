@@ -2,7 +2,7 @@
 //! unknown argument field, a policy key): a small edit distance, closest first.
 
 /// Names within a small edit distance of `wanted`, closest first.
-pub(crate) fn suggest<'a>(wanted: &str, names: impl Iterator<Item = &'a str>) -> Vec<String> {
+pub fn suggest<'a>(wanted: &str, names: impl Iterator<Item = &'a str>) -> Vec<String> {
     let mut scored: Vec<(usize, &str)> = names
         .map(|n| (edit_distance(wanted, n), n))
         .filter(|(d, n)| *d <= 2.max(n.len() / 3) || n.contains(wanted))

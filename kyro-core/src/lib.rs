@@ -21,7 +21,7 @@ mod catalog;
 pub mod chain;
 pub mod check;
 mod checked;
-mod closest;
+pub mod closest;
 #[cfg(feature = "interpreter")]
 pub mod compat;
 mod confined;

@@ -10,7 +10,7 @@ use kyro_core::Caller;
 use kyro_core::grants::{ApprovalStore, now_ms};
 use kyro_core::review::{Decided, Review, clean_reason, decide};
 
-use super::grants::{Refused, store};
+use super::grants::{Refused, existing_store};
 
 #[derive(Debug, Subcommand)]
 pub(super) enum ApprovalsCommand {
@@ -53,7 +53,8 @@ pub(super) fn run(
     workspace: Option<PathBuf>,
     state: Option<String>,
 ) -> Result<(), Refused> {
-    let store = store(workspace, state)?;
+    // The queue is made by the server that asks; a look or a decision never makes it.
+    let store = existing_store(workspace, state)?;
     let command = command.unwrap_or(ApprovalsCommand::List {
         all: false,
         json: false,

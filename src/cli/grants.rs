@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use clap::Subcommand;
-use kyro_core::grants::{ApprovalStore, Grant, NewGrant, now_ms};
+use kyro_core::grants::{ApprovalStore, Grant, MemoryApprovalStore, NewGrant, now_ms};
 use kyro_core::{Caller, Registry};
 use kyro_tools::state::{PgState, SqliteApprovalStore};
 use serde_json::{Map, Value};
@@ -95,6 +95,40 @@ pub(super) fn store(workspace: Option<PathBuf>, state: Option<String>) -> Result
     })
 }
 
+/// The store of a command that reads or changes what is kept, and never makes it. A
+/// workspace whose database is not made yet holds nothing: an empty store stands in (no
+/// grant to list or revoke, no call to approve, and nothing made). A folder kyro never
+/// served (no database, no `.kyro/`) is refused, as the wrong place, exit 1 like any
+/// place that does not hold what is asked for (2 is for the command line itself).
+pub(super) fn existing_store(
+    workspace: Option<PathBuf>,
+    state: Option<String>,
+) -> Result<Box<dyn ApprovalStore>, Refused> {
+    if state.is_some() {
+        return store(workspace, state);
+    }
+    let root = workspace.unwrap_or_else(|| PathBuf::from("."));
+    let root = root
+        .canonicalize()
+        .map_err(|e| Refused::Failed(format!("the workspace {}: {e}", root.display())))?;
+    let database = SqliteApprovalStore::database_of(&root).map_err(|e| Refused::Failed(format!("{e}")))?;
+    if database.exists() {
+        Ok(Box::new(SqliteApprovalStore::in_workspace(&root)))
+    } else if root.join(".kyro").is_dir() {
+        Ok(Box::new(MemoryApprovalStore::default()))
+    } else {
+        Err(Refused::Failed(no_state_here(&root)))
+    }
+}
+
+/// What a command reading kyro's state says in a folder kyro never served.
+pub(super) fn no_state_here(root: &std::path::Path) -> String {
+    format!(
+        "no kyro state here: `{}` does not exist (run in the workspace, or pass --workspace DIR or --state URL)",
+        root.join(".kyro").display()
+    )
+}
+
 /// Runs `kyro grants` in `workspace`; `registry` names the tools a grant may be for.
 pub(super) fn run(
     command: Option<GrantsCommand>,
@@ -102,7 +136,11 @@ pub(super) fn run(
     state: Option<String>,
     registry: &Registry,
 ) -> Result<(), Refused> {
-    let store = store(workspace, state)?;
+    // Only a grant given makes the store; a look or a revocation never does.
+    let store = match &command {
+        Some(GrantsCommand::Add { .. }) => store(workspace, state)?,
+        _ => existing_store(workspace, state)?,
+    };
     let command = command.unwrap_or(GrantsCommand::List {
         caller: None,
         json: false,

@@ -115,8 +115,20 @@ pub(super) fn run(command: Option<ReceiptsCommand>, list: ListArgs, log: Log) ->
     }
 }
 
-fn open(root: &Path) -> Result<std::io::BufReader<std::fs::File>, String> {
-    kyro_core::receipt::read_receipt_log(root).map_err(|e| format!("the receipt log of `{}`: {e}", root.display()))
+/// The workspace's log; an empty one when the workspace has none yet (no call was
+/// recorded); refused in a folder kyro never served (no `.kyro/`). Nothing is made.
+fn open(root: &Path) -> Result<Box<dyn BufRead>, String> {
+    match kyro_core::receipt::read_receipt_log(root) {
+        Ok(log) => Ok(Box::new(log)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && root.join(".kyro").is_dir() => {
+            Ok(Box::new(std::io::empty()))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let root = root.canonicalize().unwrap_or_else(|_| root.to_owned());
+            Err(super::grants::no_state_here(&root))
+        }
+        Err(e) => Err(format!("the receipt log of `{}`: {e}", root.display())),
+    }
 }
 
 /// Prints what verify found (`place` names where the n-th receipt is); whether intact.

@@ -278,11 +278,33 @@ impl HttpAuthFlags {
         let from = |place: String| move |e: std::io::Error| std::io::Error::new(e.kind(), format!("{place}: {e}"));
         match (&self.token_file, self.no_auth) {
             (_, true) => Ok(HttpAuth::None),
-            (Some(file), false) => HttpAuth::token_file(file).map_err(from(format!("--token-file {}", file.display()))),
+            (Some(file), false) => {
+                let auth = HttpAuth::token_file(file).map_err(from(format!("--token-file {}", file.display())))?;
+                if let Some(warning) = readable_by_others(file) {
+                    kyro_core::log::warn(&warning);
+                }
+                Ok(auth)
+            }
             (None, false) if oauth_only => Ok(HttpAuth::None),
             (None, false) => HttpAuth::from_env_or_new().map_err(from(TOKEN_VARIABLE.to_owned())),
         }
     }
+}
+
+/// A warning when others than its owner may read or change the token file (mode `& 0o077`):
+/// its tokens are anyone's who can read it. Said at start, not refused as ssh refuses such a
+/// private key: a deployment that already runs with the file (a group shared with a sidecar)
+/// keeps running, and the warning says how to close it.
+pub(crate) fn readable_by_others(file: &Path) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(file).ok()?.permissions().mode() & 0o777;
+    (mode & 0o077 != 0).then(|| {
+        format!(
+            "warning: the token file {} is mode {mode:04o}: users other than its owner may read or change its tokens; `chmod 600 {}`",
+            file.display(),
+            file.display()
+        )
+    })
 }
 
 /// The credentials of an `Authorization` value in the `Bearer` scheme, which RFC 7235

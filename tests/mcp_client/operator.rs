@@ -302,6 +302,18 @@ fn sighup_reads_the_token_file_and_the_callers_policies_again_and_a_bad_file_kee
     let said = wait_for(&stderr, |l| l.contains("SIGHUP"));
     assert!(said.contains("stay") && said.contains("alice"), "{said}");
     assert!(read(bob).0.starts_with("http/1.1 200"), "bob stays with the old file");
+    // A policy of his own for Bob, narrower than the server's: his next request is under it.
+    std::fs::write(&policy, "[approvals]\nread = \"auto\"\n").unwrap();
+    std::fs::write(secrets.path().join("bob.toml"), "[approvals]\nread = \"deny\"\n").unwrap();
+    std::fs::write(&file, format!("alice {alice} alice.toml\nbob {bob} bob.toml\n")).unwrap();
+    hang_up(&child);
+    let said = wait_for(&stderr, |l| l.contains("SIGHUP"));
+    assert!(said.contains("policies=2"), "{said}");
+    let (head, body) = read(bob);
+    assert!(
+        head.starts_with("http/1.1 200") && body.contains("denied"),
+        "bob's own policy: {body}"
+    );
     let _ = child.kill();
     let _ = child.wait();
 }

@@ -28,6 +28,9 @@ impl std::fmt::Debug for SqliteApprovalStore {
     }
 }
 
+/// The database's file in the workspace's directory of the state home.
+const DATABASE: &str = "authority.db";
+
 fn failed(e: impl std::fmt::Display) -> String {
     format!("the state database: {e}")
 }
@@ -42,6 +45,12 @@ impl SqliteApprovalStore {
             home: None,
             store: Mutex::new(None),
         }
+    }
+
+    /// Where the workspace at `root` keeps its database, made or not: nothing is made to
+    /// find it (a reader tells a workspace that holds nothing yet from one never served).
+    pub fn database_of(root: &Path) -> std::io::Result<PathBuf> {
+        Ok(kyro_core::authority::authority_dir_path(root)?.join(DATABASE))
     }
 
     /// The grants of the workspace at `root` beneath the state home `home` instead of the
@@ -61,7 +70,7 @@ impl SqliteApprovalStore {
                 None => kyro_core::authority::authority_dir(&self.root),
             }
             .map_err(failed)?;
-            let mut opened = Store::open_file(&dir.join("authority.db"), AUTHORITY).map_err(failed)?;
+            let mut opened = Store::open_file(&dir.join(DATABASE), AUTHORITY).map_err(failed)?;
             bind(&mut opened, &self.root).map_err(failed)?;
             *store = Some(opened);
         }
