@@ -87,6 +87,8 @@ struct Service {
     mounts: Vec<(String, PathBuf)>,
     args: Vec<String>,
     env: Vec<(String, String)>,
+    /// The `--http` address in the compose file, and its port.
+    address: String,
     port: String,
     healthcheck: Vec<String>,
 }
@@ -117,17 +119,17 @@ impl Service {
             .into_iter()
             .map(text)
             .collect();
-        let (mut args, mut port, mut words) = (Vec::new(), None, command.into_iter());
+        let (mut args, mut address, mut words) = (Vec::new(), None, command.into_iter());
         while let Some(word) = words.next() {
             if word == "--http" {
-                let address = words.next().expect("--http ADDRESS");
-                port = address.rsplit(':').next().map(str::to_owned);
+                address = Some(words.next().expect("--http ADDRESS"));
                 args.extend(["--http".to_owned(), "127.0.0.1:0".to_owned()]);
             } else {
                 args.push(host_path(&word, &mounts));
             }
         }
-        let port = port.unwrap_or_else(|| panic!("{name} serves no --http address"));
+        let address = address.unwrap_or_else(|| panic!("{name} serves no --http address"));
+        let port = address.rsplit(':').next().unwrap().to_owned();
         let env = match service.get("environment") {
             None => Vec::new(),
             Some(Yaml::Map(entries)) => entries
@@ -152,6 +154,7 @@ impl Service {
             mounts,
             args,
             env,
+            address,
             port,
             healthcheck,
         }
@@ -369,6 +372,13 @@ fn the_compose_files_replicas_serve_as_written() {
         .iter()
         .position(|w| w == "--allow-host")
         .map(|i| words[i + 1].clone());
+    // Here each replica serves loopback; in its container, an address kyro serves only with
+    // the names clients use.
+    let address = &configs[0].address;
+    assert!(
+        allowed.is_some() || address.starts_with("127.") || address.starts_with("localhost:"),
+        "compose.yaml serves {address} without --allow-host: kyro refuses to start"
+    );
     for replica in &running {
         ready(replica);
         let (status, body) = request(&replica.url, "GET", "/healthz", "localhost", &[], "");
@@ -433,6 +443,17 @@ fn the_compose_files_replicas_serve_as_written() {
     assert_eq!(asked["resultType"], "input_required", "{asked}");
     assert!(!workspace.join("c.txt").exists());
     assert_eq!(read(&workspace.join("d.txt")), "d");
+    // Their receipts are the database's: alice's reads through every replica.
+    let (listed, receipts) = super::replicas::kyro(
+        &["receipts", "--json", "--caller", "alice", "--tool", "read_file"],
+        &pg.url,
+    );
+    assert!(listed, "{receipts}");
+    assert_eq!(
+        receipts.lines().count(),
+        running.len(),
+        "alice's reads in PostgreSQL:\n{receipts}"
+    );
     if configs[0].args.iter().any(|a| a == "--log-json") {
         let logged = one.stderr.lock().unwrap().clone();
         let alice_read = logged
