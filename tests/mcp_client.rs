@@ -16,6 +16,8 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ServiceExt, model::ErrorCode};
 use serde_json::{Map, Value, json};
 
+#[path = "mcp_client/compose.rs"]
+mod compose;
 #[path = "mcp_client/inbox.rs"]
 mod inbox;
 #[path = "mcp_client/inbox_oauth.rs"]
