@@ -332,6 +332,9 @@ impl Server {
         #[cfg(feature = "postgres")]
         if let Some(state) = &self.shared_state {
             state.reach().await.map_err(ServeError::State)?;
+            if let Some(warning) = state.tls_warning() {
+                eprintln!("kyro: --state: {warning}");
+            }
         }
         // Said where programs may run: a tool that runs them, or an upstream server (an
         // author's catalog without either has nothing to say it about).

@@ -42,6 +42,10 @@ mod review_replicas;
 mod reviews;
 #[path = "mcp_client/shared_state.rs"]
 mod shared_state;
+#[path = "mcp_client/state_key.rs"]
+mod state_key;
+#[path = "mcp_client/state_tls.rs"]
+mod state_tls;
 #[path = "mcp_client/store_outage.rs"]
 mod store_outage;
 

@@ -22,6 +22,10 @@ use rmcp::service::RequestContext;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod state_key;
+
+pub(crate) use state_key::StateKeys;
+
 /// Whether the client declared it can be asked questions (form elicitation).
 fn asks_for_approval(peer: &Peer<RoleServer>) -> bool {
     peer.peer_info()
@@ -118,7 +122,8 @@ async fn approve(peer: &Peer<RoleServer>, asked: &Asked<'_>) -> Approval {
 /// data) and a one-time nonce, and lasts [`APPROVAL_LIFETIME`]; it is sealed with
 /// HMAC-SHA256 (rmcp's `RequestStateCodec`) under a key from `KYRO_STATE_KEY` (so that
 /// replicas sharing the key can open each other's) or, without one, a key this process
-/// makes and never writes down.
+/// makes and never writes down; during a rotation a state sealed under
+/// `KYRO_STATE_KEY_PREVIOUS` still opens ([`StateKeys`]).
 pub(crate) struct PendingApprovals {
     codec: RequestStateCodec,
     /// Where redeemed nonces are recorded (shared by the replicas sharing the store) and
@@ -127,9 +132,6 @@ pub(crate) struct PendingApprovals {
     /// How long a state can be redeemed ([`APPROVAL_LIFETIME`]).
     lifetime: Duration,
 }
-
-/// The variable holding the key that seals approval states (32 bytes or more).
-pub(crate) const STATE_KEY_VARIABLE: &str = "KYRO_STATE_KEY";
 
 /// The key `requestState` answers under.
 const APPROVAL_KEY: &str = "approval";
@@ -173,28 +175,20 @@ struct Sealed {
 }
 
 impl PendingApprovals {
-    /// Sealing under `KYRO_STATE_KEY` when it is set, else under a key of this process's;
-    /// nonces and grants in `store`.
+    /// Sealing under `KYRO_STATE_KEY` when it is set, else under a key of this process's,
+    /// and opening with `KYRO_STATE_KEY_PREVIOUS` too during a rotation; nonces and
+    /// grants in `store`.
     pub(crate) fn from_env(store: Arc<dyn ApprovalStore>) -> Result<PendingApprovals, String> {
-        let key = match std::env::var(STATE_KEY_VARIABLE) {
-            Ok(key) => key.into_bytes(),
-            Err(_) => {
-                let mut key = vec![0u8; 32];
-                getrandom::fill(&mut key).map_err(|e| format!("cannot make a key for approvals: {e}"))?;
-                key
-            }
-        };
-        PendingApprovals::with_key(key, store, APPROVAL_LIFETIME)
-            .map_err(|e| format!("{STATE_KEY_VARIABLE}: {e} (it must hold 32 bytes or more)"))
+        PendingApprovals::with_keys(&StateKeys::from_env()?, store, APPROVAL_LIFETIME)
     }
 
-    fn with_key(
-        key: Vec<u8>,
+    fn with_keys(
+        keys: &StateKeys,
         store: Arc<dyn ApprovalStore>,
         lifetime: Duration,
-    ) -> Result<PendingApprovals, RequestStateError> {
+    ) -> Result<PendingApprovals, String> {
         Ok(PendingApprovals {
-            codec: RequestStateCodec::try_new(key)?,
+            codec: keys.codec(<[u8]>::to_vec)?,
             store,
             lifetime,
         })
@@ -485,7 +479,8 @@ mod tests {
     }
 
     fn approvals(key: u8, store: &Arc<MemoryApprovalStore>) -> PendingApprovals {
-        PendingApprovals::with_key(vec![key; 32], store.clone(), Duration::from_secs(1)).unwrap()
+        let keys = super::StateKeys::new(Some(vec![key; 32]), None).unwrap();
+        PendingApprovals::with_keys(&keys, store.clone(), Duration::from_secs(1)).unwrap()
     }
 
     #[test]

@@ -85,6 +85,7 @@ impl KyroServer {
         origins.extend(self.allowed_origins.iter().cloned());
         let mut allowed_hosts: Vec<String> = ["localhost", "127.0.0.1", "[::1]"].map(String::from).into();
         allowed_hosts.extend(hosts.iter().cloned());
+        let keys = super::elicit::StateKeys::from_env().map_err(crate::ServeError::StateKey)?;
         let limits = self.transport;
         let runtime = self.runtime.clone();
         let tasks = self.tasks.clone();
@@ -101,7 +102,7 @@ impl KyroServer {
             .ok()
             .map(|state| (*state).clone());
         #[cfg(feature = "postgres")]
-        let keyless = shared.is_some() && std::env::var_os(super::elicit::STATE_KEY_VARIABLE).is_none();
+        let keyless = shared.is_some() && !keys.shared();
         #[cfg(feature = "postgres")]
         let on_postgres = shared.is_some();
         #[cfg(feature = "postgres")]
@@ -202,13 +203,7 @@ impl KyroServer {
                 .unwrap_or_else(|| Arc::new(kyro_core::grants::MemoryApprovalStore::default())),
             gate: gate.clone(),
             approvers: access.approvers.iter().cloned().collect(),
-            codec: super::inbox::Inbox::codec(
-                std::env::var(super::elicit::STATE_KEY_VARIABLE)
-                    .ok()
-                    .as_deref()
-                    .map(str::as_bytes),
-            )
-            .map_err(crate::ServeError::StateKey)?,
+            codec: super::inbox::Inbox::codec(&keys).map_err(crate::ServeError::StateKey)?,
             origins: page_origins,
             secure: public.starts_with("https://"),
             #[cfg(feature = "oauth")]

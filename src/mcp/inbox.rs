@@ -37,6 +37,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::auth::{Gate, identify_approving};
+use super::elicit::StateKeys;
 
 mod page;
 
@@ -92,21 +93,17 @@ struct Session {
 }
 
 impl Inbox {
-    /// The key that seals sessions: derived from the server's state key (`KYRO_STATE_KEY`,
-    /// shared by replicas) so a session is good on each, and never the key that seals
-    /// approval states.
-    pub(crate) fn codec(key: Option<&[u8]>) -> Result<RequestStateCodec, String> {
-        let mut derived = Sha256::new();
-        derived.update(b"kyro approvals inbox\0");
-        match key {
-            Some(key) => derived.update(key),
-            None => {
-                let mut random = [0u8; 32];
-                getrandom::fill(&mut random).map_err(|e| format!("cannot make a key for the inbox: {e}"))?;
-                derived.update(random);
-            }
-        }
-        RequestStateCodec::try_new(derived.finalize().to_vec()).map_err(|e| e.to_string())
+    /// The codec that seals sessions: under a key derived from the server's state key
+    /// (`KYRO_STATE_KEY`, shared by replicas) so a session is good on each, and never the
+    /// key that seals approval states; a session sealed under the key a rotation replaces
+    /// (`KYRO_STATE_KEY_PREVIOUS`) still opens.
+    pub(crate) fn codec(keys: &StateKeys) -> Result<RequestStateCodec, String> {
+        keys.codec(|key| {
+            let mut derived = Sha256::new();
+            derived.update(b"kyro approvals inbox\0");
+            derived.update(key);
+            derived.finalize().to_vec()
+        })
     }
 
     fn is_approver(&self, caller: &Caller, scoped: bool) -> bool {

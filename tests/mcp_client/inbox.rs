@@ -186,7 +186,7 @@ fn http_a_reviewed_call_runs_once_after_a_named_approver_approves_it_by_token() 
 }
 
 /// The sealed session in a sign-in answer's `Set-Cookie`.
-fn session_cookie(head: &str) -> String {
+pub(super) fn session_cookie(head: &str) -> String {
     let line = head
         .lines()
         .find(|l| l.to_ascii_lowercase().starts_with("set-cookie: kyro_inbox="))

@@ -12,6 +12,10 @@ mod pg_sessions;
 #[cfg(feature = "postgres")]
 mod pg_tasks;
 #[cfg(feature = "postgres")]
+mod pg_tls;
+#[cfg(feature = "postgres")]
+mod pg_url;
+#[cfg(feature = "postgres")]
 mod postgres;
 mod reviews;
 mod store;

@@ -9,12 +9,13 @@ use std::future::Future;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
+use deadpool_postgres::{ManagerConfig, Object, Pool, PoolError, RecyclingMethod};
 use kyro_core::Caller;
 use kyro_core::grants::{ApprovalStore, Grant, MemoryApprovalStore, NewGrant, now_ms};
 use kyro_core::review::{DecideError, Decided, NewReview, Review};
 
-use super::reviews;
+use super::pg_tls::PgTls;
+use super::{pg_url, reviews};
 
 /// The schema, one migration per entry; `kyro_migrations` records those applied.
 const MIGRATIONS: &[&str] = &[
@@ -136,12 +137,16 @@ const MIGRATION_LOCK: i64 = 0x6b79_726f;
 const POOL_SIZE: usize = 16;
 
 /// A failure of the store, said whole: tokio-postgres says "db error" and keeps what the
-/// server said (`ERROR: ...`) as its source.
+/// server said (`ERROR: ...`) as its source; a cause a message already ends with (the
+/// pool's and tokio-postgres' wrappers repeat theirs) is said once.
 pub(super) fn failed(e: impl std::error::Error) -> String {
     let mut said = format!("the PostgreSQL state store: {e}");
     let mut source = e.source();
     while let Some(cause) = source {
-        said.push_str(&format!(": {cause}"));
+        let cause_said = cause.to_string();
+        if !said.ends_with(&cause_said) {
+            said.push_str(&format!(": {cause_said}"));
+        }
         source = cause.source();
     }
     said
@@ -160,6 +165,8 @@ pub struct PgState {
 
 struct Inner {
     pool: Pool,
+    /// What the URL's TLS settings leave open, said at start (pg_tls.rs).
+    tls_warning: Option<String>,
     migrated: tokio::sync::OnceCell<()>,
     /// A runtime of its own for callers outside any (the command line).
     own: OnceLock<tokio::runtime::Runtime>,
@@ -173,9 +180,14 @@ impl std::fmt::Debug for PgState {
 
 impl PgState {
     /// The database at `url` (`postgres://user@host/db`, or key=value settings), connected
-    /// on first use and migrated then. Connections are plain TCP or a Unix socket (no TLS).
+    /// on first use and migrated then; over TLS as the URL's `sslmode` and `sslrootcert`
+    /// say (pg_tls.rs: libpq's modes; without `sslmode`, plaintext on loopback and Unix
+    /// sockets, libpq's `prefer` elsewhere). The CA file is read now.
     pub fn new(url: &str) -> Result<PgState, String> {
-        let mut config: tokio_postgres::Config = url.parse().map_err(failed)?;
+        let tls_failed = |e: pg_url::TlsSettingError| format!("the PostgreSQL state store: {e}");
+        let (rest, asked) = pg_url::split_tls(url).map_err(tls_failed)?;
+        let mut config: tokio_postgres::Config = rest.parse().map_err(failed)?;
+        let tls = PgTls::new(asked, &config).map_err(tls_failed)?;
         // The URL's own options come after, so a deployment can set other bounds.
         let options = match config.get_options() {
             Some(own) => format!("{SESSION_BOUNDS} {own}"),
@@ -183,12 +195,12 @@ impl PgState {
         };
         config
             .options(options)
+            .ssl_mode(tls.ssl_mode())
             .connect_timeout(Duration::from_secs(10))
             .keepalives_idle(Duration::from_secs(30))
             .tcp_user_timeout(Duration::from_secs(30));
-        let manager = Manager::from_config(
+        let manager = tls.manager(
             config,
-            tokio_postgres::NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -202,6 +214,7 @@ impl PgState {
             .map_err(failed)?;
         Ok(PgState {
             inner: Arc::new(Inner {
+                tls_warning: tls.warning(),
                 pool,
                 migrated: tokio::sync::OnceCell::new(),
                 own: OnceLock::new(),
@@ -211,9 +224,20 @@ impl PgState {
 
     /// A connection of the pool, the schema migrated.
     pub(crate) async fn client(&self) -> Result<Object, String> {
-        let mut client = self.inner.pool.get().await.map_err(failed)?;
+        let mut client = self.inner.pool.get().await.map_err(|e| match e {
+            // Why a connection could not be made, without the pool's "creating a new object".
+            PoolError::Backend(e) => failed(e),
+            e => failed(e),
+        })?;
         self.inner.migrated.get_or_try_init(|| migrate(&mut client)).await?;
         Ok(client)
+    }
+
+    /// What an operator should hear about how the store is reached: a host off this
+    /// machine with `sslmode=prefer` (or none), which may fall back to plaintext and does
+    /// not check the server's certificate.
+    pub fn tls_warning(&self) -> Option<&str> {
+        self.inner.tls_warning.as_deref()
     }
 
     /// Connects and migrates now: a server checks its store before it takes requests.
