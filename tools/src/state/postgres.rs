@@ -270,8 +270,17 @@ async fn migrate(client: &mut Object) -> Result<(), String> {
         .batch_execute("CREATE TABLE IF NOT EXISTS kyro_migrations (version INT PRIMARY KEY)")
         .await
         .or_else(|e| {
-            // Two replicas creating it at once: one loses the race, the table is there.
-            if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) {
+            // Two replicas creating it at once: one loses the race (as a duplicate key of
+            // the catalog's, or as its row type already made), and the table is there.
+            use tokio_postgres::error::SqlState;
+            if [
+                SqlState::UNIQUE_VIOLATION,
+                SqlState::DUPLICATE_OBJECT,
+                SqlState::DUPLICATE_TABLE,
+            ]
+            .iter()
+            .any(|code| e.code() == Some(code))
+            {
                 Ok(())
             } else {
                 Err(failed(e))
