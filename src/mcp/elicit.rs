@@ -24,7 +24,7 @@ use serde_json::Value;
 
 mod state_key;
 
-pub(crate) use state_key::StateKeys;
+pub(crate) use state_key::{STATE_KEY_VARIABLE, StateKeys};
 
 /// Whether the client declared it can be asked questions (form elicitation).
 fn asks_for_approval(peer: &Peer<RoleServer>) -> bool {

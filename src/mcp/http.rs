@@ -10,8 +10,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 
 use super::{HttpAuth, KyroServer, auth, http_limits, ops};
 
-/// The scopes of callers with policies of their own, by their key.
-pub(crate) type Scopes = std::collections::HashMap<Arc<str>, kyro_core::policy::Scope>;
+pub(crate) use auth::Scopes;
 
 #[cfg(feature = "oauth")]
 mod inbox_oauth;

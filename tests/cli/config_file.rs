@@ -368,12 +368,8 @@ fn the_start_counts_the_tools_a_narrow_policy_makes_unusable_in_one_short_line()
 
 #[test]
 fn the_config_file_deploy_md_shows_is_taken_key_by_key() {
-    let deploy = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/deploy.md")).unwrap();
-    let start = deploy
-        .find("```toml\n# /etc/kyro/kyro.toml\n")
-        .expect("deploy.md shows kyro.toml");
-    let block = &deploy[start + "```toml\n".len()..];
-    let text = &block[..block.find("```").unwrap()];
+    // deploy.md shows this file whole (tests/mcp_client/deploy_files.rs holds that).
+    let text = &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/deploy/kyro.toml")).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("kyro.toml");
     let started = |text: &str, flags: &[&str]| {
