@@ -333,7 +333,7 @@ impl Server {
         if let Some(state) = &self.shared_state {
             state.reach().await.map_err(ServeError::State)?;
             if let Some(warning) = state.tls_warning() {
-                eprintln!("kyro: --state: {warning}");
+                kyro_core::log::warn(&format!("--state: {warning}"));
             }
         }
         // Said where programs may run: a tool that runs them, or an upstream server (an

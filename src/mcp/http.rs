@@ -125,6 +125,8 @@ impl KyroServer {
         #[allow(unused_mut)]
         let mut bounds = http_limits::HttpLimits::new(sessions, limits, crate::frames::MAX_FRAME);
         #[cfg(feature = "postgres")]
+        let bounds_state = shared.clone();
+        #[cfg(feature = "postgres")]
         {
             bounds.shared = shared;
         }
@@ -137,15 +139,19 @@ impl KyroServer {
         let mut announce: Vec<(Level, String)> = vec![(Level::Info, format!("serving MCP on http://{bound}/mcp"))];
         #[cfg_attr(not(feature = "postgres"), allow(unused_mut))]
         let mut store =
-            "this machine (receipts in the workspace's .kyro/, grants and reviews in the user's state directory)";
+            "this machine (receipts in the workspace's .kyro/, grants and reviews in the user's state directory)"
+                .to_owned();
         #[cfg(feature = "postgres")]
-        if keyless || on_postgres {
-            store = "PostgreSQL (receipts, grants, reviews and tasks shared by every replica on it)";
+        if let Some(state) = bounds_state.as_ref().filter(|_| keyless || on_postgres) {
+            store = format!(
+                "PostgreSQL over {}: receipts, grants, reviews and tasks shared by every replica on it",
+                state.connection()
+            );
         }
-        let key = if std::env::var_os(super::elicit::STATE_KEY_VARIABLE).is_some() {
-            "KYRO_STATE_KEY is set"
-        } else {
-            "KYRO_STATE_KEY is not set (approval states are sealed under a key of this process's)"
+        let key = match (keys.shared(), keys.rotating()) {
+            (true, false) => "KYRO_STATE_KEY is set",
+            (true, true) => "KYRO_STATE_KEY is set, and KYRO_STATE_KEY_PREVIOUS (what it sealed still opens)",
+            (false, _) => "KYRO_STATE_KEY is not set (approval states are sealed under a key of this process's)",
         };
         // Said after the address and a token kyro made, which scripts read in that order.
         let state_line = (Level::Info, format!("state: {store}; {key}"));

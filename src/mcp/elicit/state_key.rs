@@ -51,9 +51,15 @@ impl StateKeys {
     }
 
     /// Whether `KYRO_STATE_KEY` is set (replicas then open each other's states).
-    #[cfg(any(test, all(feature = "http", feature = "postgres")))]
+    #[cfg(any(test, feature = "http"))]
     pub(crate) fn shared(&self) -> bool {
         self.current.is_some()
+    }
+
+    /// Whether `KYRO_STATE_KEY_PREVIOUS` is set (a rotation is under way).
+    #[cfg(feature = "http")]
+    pub(crate) fn rotating(&self) -> bool {
+        self.previous.is_some()
     }
 
     /// A codec sealing under `derive(current key)` (a key made now when there is none)

@@ -108,6 +108,17 @@ impl PgTls {
         }
     }
 
+    /// How connections are made, for the line naming the store at start.
+    pub(super) fn describe(&self) -> &'static str {
+        match self.mode {
+            SslMode::Disable => "plaintext",
+            SslMode::Prefer => "TLS when the server offers it (sslmode=prefer)",
+            SslMode::Require => "TLS (sslmode=require)",
+            SslMode::VerifyCa => "TLS (sslmode=verify-ca)",
+            SslMode::VerifyFull => "TLS (sslmode=verify-full)",
+        }
+    }
+
     /// What an operator should hear at start: hosts off this machine reached with
     /// `prefer`, which falls back to plaintext and checks no certificate.
     pub(super) fn warning(&self) -> Option<String> {

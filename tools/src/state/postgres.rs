@@ -167,6 +167,8 @@ struct Inner {
     pool: Pool,
     /// What the URL's TLS settings leave open, said at start (pg_tls.rs).
     tls_warning: Option<String>,
+    /// How connections are made (`plaintext`, `TLS (sslmode=verify-full)`, ...).
+    connection: &'static str,
     migrated: tokio::sync::OnceCell<()>,
     /// A runtime of its own for callers outside any (the command line).
     own: OnceLock<tokio::runtime::Runtime>,
@@ -215,6 +217,7 @@ impl PgState {
         Ok(PgState {
             inner: Arc::new(Inner {
                 tls_warning: tls.warning(),
+                connection: tls.describe(),
                 pool,
                 migrated: tokio::sync::OnceCell::new(),
                 own: OnceLock::new(),
@@ -231,6 +234,11 @@ impl PgState {
         })?;
         self.inner.migrated.get_or_try_init(|| migrate(&mut client)).await?;
         Ok(client)
+    }
+
+    /// How the store is reached: `plaintext`, or `TLS (sslmode=MODE)`.
+    pub fn connection(&self) -> &'static str {
+        self.inner.connection
     }
 
     /// What an operator should hear about how the store is reached: a host off this
