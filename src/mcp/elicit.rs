@@ -22,9 +22,7 @@ use rmcp::service::RequestContext;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-mod state_key;
-
-pub(crate) use state_key::{STATE_KEY_VARIABLE, StateKeys};
+use super::state_key::StateKeys;
 
 /// Whether the client declared it can be asked questions (form elicitation).
 fn asks_for_approval(peer: &Peer<RoleServer>) -> bool {
@@ -479,7 +477,7 @@ mod tests {
     }
 
     fn approvals(key: u8, store: &Arc<MemoryApprovalStore>) -> PendingApprovals {
-        let keys = super::StateKeys::new(Some(vec![key; 32]), None).unwrap();
+        let keys = crate::mcp::state_key::StateKeys::new(Some(vec![key; 32]), None).unwrap();
         PendingApprovals::with_keys(&keys, store.clone(), Duration::from_secs(1)).unwrap()
     }
 

@@ -84,7 +84,7 @@ impl KyroServer {
         origins.extend(self.allowed_origins.iter().cloned());
         let mut allowed_hosts: Vec<String> = ["localhost", "127.0.0.1", "[::1]"].map(String::from).into();
         allowed_hosts.extend(hosts.iter().cloned());
-        let keys = super::elicit::StateKeys::from_env().map_err(crate::ServeError::StateKey)?;
+        let keys = super::state_key::StateKeys::from_env().map_err(crate::ServeError::StateKey)?;
         let limits = self.transport;
         let runtime = self.runtime.clone();
         let tasks = self.tasks.clone();

@@ -37,7 +37,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::auth::{Gate, identify_approving};
-use super::elicit::StateKeys;
+use super::state_key::StateKeys;
 
 mod page;
 

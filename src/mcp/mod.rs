@@ -26,6 +26,7 @@ mod review_link;
 mod search;
 #[cfg(all(feature = "http", feature = "postgres"))]
 mod session_store;
+mod state_key;
 mod tasks;
 mod text;
 
