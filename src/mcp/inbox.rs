@@ -41,8 +41,10 @@ use super::state_key::StateKeys;
 
 mod page;
 
+#[cfg(feature = "oauth")]
+pub(crate) use page::escape;
+pub(crate) use page::page;
 use page::{card, sign_in, signed_in};
-pub(crate) use page::{escape, page};
 
 /// The cookie of a signed-in approver.
 const COOKIE_NAME: &str = "kyro_inbox";

@@ -332,6 +332,7 @@ enum Unready {
     Approvals,
     /// No key of the OAuth issuer's is held (none could be fetched yet), so no token can
     /// be checked.
+    #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
     Issuer,
     /// The check itself did not finish.
     Check,

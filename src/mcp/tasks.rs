@@ -88,6 +88,7 @@ fn unknown(id: &str) -> ErrorData {
 
 impl Tasks {
     /// How many tasks run here now (a server draining waits for them).
+    #[cfg(feature = "http")]
     pub(crate) fn working(&self) -> usize {
         self.lock()
             .values()
@@ -96,6 +97,7 @@ impl Tasks {
     }
 
     /// Tells every task running here to stop (a server whose drain is over).
+    #[cfg(feature = "http")]
     pub(crate) fn stop_all(&self) {
         for entry in self.lock().values_mut() {
             if let Some(stop) = entry.stop.take() {

@@ -105,7 +105,10 @@ fn a_long_call_is_approved_then_runs_as_a_task_polled_to_its_result_or_cancelled
     // Its process group is killed as the task ends; the kernel may take a moment to reap.
     let deadline = Instant::now() + Duration::from_secs(5);
     while sleeping() > 0 {
-        assert!(Instant::now() < deadline, "the cancelled task's process is still running");
+        assert!(
+            Instant::now() < deadline,
+            "the cancelled task's process is still running"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     // An unknown id is an error; a client without the extension gets the plain result.
