@@ -22,6 +22,8 @@ mod compose;
 mod inbox;
 #[path = "mcp_client/inbox_oauth.rs"]
 mod inbox_oauth;
+#[path = "mcp_client/inbox_revoked.rs"]
+mod inbox_revoked;
 #[path = "mcp_client/inbox_task.rs"]
 mod inbox_task;
 #[path = "mcp_client/oauth.rs"]

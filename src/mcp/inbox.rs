@@ -92,6 +92,10 @@ struct Session {
     /// Approver by an OAuth token's scope (checked at sign-in) rather than by name.
     scoped: bool,
     csrf: String,
+    /// Signed in with a static token: good only while a token of the caller's is in force
+    /// (a line removed from the token file and SIGHUP end it).
+    #[serde(default)]
+    token: bool,
 }
 
 impl Inbox {
@@ -127,6 +131,13 @@ impl Inbox {
         let sealed = cookie(headers, COOKIE_NAME)?;
         let session: Session = self.codec.open_json_with(&sealed, SEALED_FOR).ok()?;
         let caller = Caller::named(&session.caller).ok()?;
+        if session.token {
+            let callers = self.gate.callers();
+            let held = callers.tokens.iter().flat_map(|t| t.iter()).any(|(_, c)| *c == caller);
+            if !held {
+                return None;
+            }
+        }
         self.is_approver(&caller, session.scoped).then_some((caller, session))
     }
 
@@ -239,6 +250,8 @@ impl Inbox {
             caller: caller.name().to_owned(),
             scoped,
             csrf: format!("{one}{two}"),
+            // A static token has no expiry; an OAuth token does.
+            token: approving.expires_at_s.is_none(),
         };
         let left = approving
             .expires_at_s
