@@ -1049,7 +1049,14 @@ fn http_soak_every_call_answered_once_and_receipted_once() {
     // rmcp's client aborts the POST of a request it cancels, so a cancelled call may never
     // reach the server; every other call is receipted exactly once.
     let count = |kind: &str| lines.iter().filter(|r| r["outcome"] == kind).count();
-    let stopped = count("cancelled") + count("timed_out");
+    // A fetch of the stalled server ends at the call's time limit, or (when the runtime's
+    // timer is late on a loaded machine) at its HTTP client's own timeout a moment after,
+    // answered `unreachable`: stopped all the same, and answered and receipted once.
+    let late = lines
+        .iter()
+        .filter(|r| r["tool"] == "web_fetch" && r["outcome"] == "execution_failed" && r["error_kind"] == "unreachable")
+        .count();
+    let stopped = count("cancelled") + count("timed_out") + late;
     let failed: Vec<&Value> = lines
         .iter()
         .filter(|r| r["outcome"] == "execution_failed")
@@ -1064,6 +1071,7 @@ fn http_soak_every_call_answered_once_and_receipted_once() {
         stopped >= timed_out && stopped <= timed_out + cancelled && count("cancelled") > 0,
         "{seen:?}"
     );
+    assert!(late <= timed_out / 10, "most fetches end at the time limit: {seen:?}");
     let status = std::fs::read_to_string(format!("/proc/{}/status", server.child.id())).unwrap();
     let peak_kib: u64 = status
         .lines()
